@@ -1,0 +1,1 @@
+"""agy_harness.composition."""

@@ -1,0 +1,308 @@
+"""The pure mapper + reconciler: agy steps in arrival order in, domain events out.
+
+One :class:`Reconciler` per cascade. :meth:`Reconciler.feed` takes one raw step (poll or stream
+projection, any order of re-deliveries) and returns the events it causes. It never raises on bad
+input and never emits a committed event twice: a step is committed once, when settled (DONE/ERROR,
+or a USER_INPUT), and re-seeing it emits nothing. Live state (text already streamed, open gates,
+usage totals, the open turn) lives in :class:`MapperState`, a plain model that a cursor store can
+save and restore, so a restarted harness resumes without repeating itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agy_harness.ports.events import (
+    AssistantMessage,
+    Event,
+    GateOpened,
+    GateWithdrawn,
+    ModelChanged,
+    PermissionRequest,
+    Question,
+    QuestionOption,
+    ReasoningDelta,
+    RunStatus,
+    StatusChanged,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+
+from . import steps as S
+from .steps import Step
+
+log = logging.getLogger("agy_harness.core.reconciler")
+
+
+class LiveText(BaseModel):
+    """What has been streamed so far for one planner step."""
+
+    message_id: str
+    text: str = ""
+    text_index: int = 0
+    thinking: str = ""
+    thinking_index: int = 0
+
+
+class MapperState(BaseModel):
+    committed: set[str] = Field(default_factory=set)
+    live: dict[str, LiveText] = Field(default_factory=dict)
+    gates: dict[str, str] = Field(default_factory=dict)  # step key -> gate id, while WAITING
+    status: RunStatus | None = None
+    turn: str = ""  # step key of the USER_INPUT that opened the current turn
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    model: str = ""
+
+
+def gate_id_for(cascade_id: str, key: S.StepKey) -> str:
+    return f"{cascade_id}/{key.trajectory_id}/{key.step_index}"
+
+
+class Reconciler:
+    def __init__(self, cascade_id: str, state: MapperState | None = None) -> None:
+        self.cascade_id = cascade_id
+        self.state = state if state is not None else MapperState()
+        self.skipped = 0  # steps skipped as unreadable
+
+    # -- public ----------------------------------------------------------------------------
+
+    def feed(self, raw: object) -> list[Event]:
+        """The events that one raw step causes (possibly none)."""
+        step = S.parse_step(raw)
+        if step is None:
+            self.skipped += 1
+            return []
+        sk = str(step.key)
+        if sk in self.state.committed:
+            return []
+        try:
+            events = self._map(step, sk)
+        except Exception:  # a malformed step must never break the reader
+            log.exception("skipping step %s (%s %s): could not map it", sk, step.type, step.status)
+            self.skipped += 1
+            return []
+        if step.settled:
+            self.state.committed.add(sk)
+            self.state.live.pop(sk, None)
+        return events
+
+    def feed_all(self, raws: Iterable[object]) -> list[Event]:
+        out: list[Event] = []
+        for raw in raws:
+            out.extend(self.feed(raw))
+        return out
+
+    def observe_idle(self, reason: str = "agy reports the cascade idle") -> list[Event]:
+        """The run-status backstop: agy says the cascade is idle, so close an open turn."""
+        if self.state.status != "running":
+            return []
+        sk = self.state.turn or "turn"
+        self.state.status = "idle"
+        return [StatusChanged(**self._base(sk, "status/idle-backstop"), status="idle", reason=reason)]
+
+    # -- mapping ---------------------------------------------------------------------------
+
+    def _map(self, step: Step, sk: str) -> list[Event]:
+        out: list[Event] = []
+        gate_events = self._gate(step, sk)
+        if step.type == "USER_INPUT":
+            out += self._user_input(step, sk)
+        elif step.type == "PLANNER_RESPONSE":
+            out += self._planner(step, sk)
+        elif step.is_tool:
+            tool_events = self._tool(step, sk)
+            # A withdrawn gate precedes the tool's call+result; an opened gate follows the running edge.
+            return gate_events + tool_events if step.settled else tool_events + gate_events
+        elif not step.settled and step.type not in _SILENT_TYPES:
+            log.debug("ignoring unsettled %s step %s", step.type, sk)
+        return out + gate_events
+
+    def _base(self, sk: str, suffix: str) -> dict[str, Any]:
+        return {"id": f"{sk}/{suffix}", "cascade_id": self.cascade_id, "step_key": sk}
+
+    def _status(self, sk: str, status: RunStatus, reason: str = "") -> StatusChanged:
+        self.state.status = status
+        return StatusChanged(**self._base(sk, f"status/{status}"), status=status, reason=reason)
+
+    def _ensure_running(self, sk: str) -> list[Event]:
+        if self.state.status == "running":
+            return []
+        return [self._status(sk, "running")]
+
+    def _user_input(self, step: Step, sk: str) -> list[Event]:
+        out: list[Event] = []
+        if self.state.status == "running":
+            out.append(self._status(sk, "idle", "a new user turn began"))
+        out.append(self._status(sk, "running"))
+        self.state.turn = sk
+        model = S.user_model(step)
+        if model and model != self.state.model:
+            self.state.model = model
+            out.append(ModelChanged(**self._base(sk, "model"), model=model))
+        out.append(UserMessage(**self._base(sk, "user"), text=S.user_text(step)))
+        return out
+
+    def _planner(self, step: Step, sk: str) -> list[Event]:
+        body = step.body
+        live = self.state.live.get(sk)
+        message_id = S.as_str(body.get("messageId")) or (live.message_id if live else sk)
+        text = S.planner_text(step)
+        out: list[Event] = []
+        if step.status == "GENERATING" or (not step.settled and (text or S.planner_thinking(step))):
+            out += self._ensure_running(sk)
+            if live is None:
+                live = self.state.live[sk] = LiveText(message_id=message_id)
+            out += self._stream(sk, live, text, S.planner_thinking(step))
+            return out
+        if not step.settled:
+            return out
+        out += self._ensure_running(sk)
+        if live is not None:
+            out += self._stream(sk, live, text, S.planner_thinking(step), closing=True)
+        if step.status == "ERROR":
+            detail = S.error_text(step) or "the model's response failed"
+            shown = f"{text}\n\n[error] {detail}" if text else f"[error] {detail}"
+            out.append(
+                AssistantMessage(**self._base(sk, "error"), text=shown, message_id=message_id, is_error=True)
+            )
+            out += self._usage(step, sk)
+            out.append(self._status(sk, "failed", detail))
+            return out
+        if text:
+            out.append(AssistantMessage(**self._base(sk, "assistant"), text=text, message_id=message_id))
+        out += self._usage(step, sk)
+        if text:
+            out.append(self._status(sk, "idle"))
+        return out
+
+    def _stream(
+        self, sk: str, live: LiveText, text: str, thinking: str, closing: bool = False
+    ) -> list[Event]:
+        out: list[Event] = []
+        if thinking.startswith(live.thinking) and len(thinking) > len(live.thinking):
+            out.append(
+                ReasoningDelta(
+                    **self._base(sk, f"thinking/{live.thinking_index}"),
+                    delta=thinking[len(live.thinking) :],
+                    message_id=live.message_id,
+                    index=live.thinking_index,
+                    started=live.thinking_index == 0,
+                )
+            )
+            live.thinking, live.thinking_index = thinking, live.thinking_index + 1
+        delta = ""
+        if text.startswith(live.text) and len(text) > len(live.text):
+            delta = text[len(live.text) :]
+        # A rewrite that does not extend what was sent sends nothing; the committed message is the truth.
+        if delta or (closing and live.text_index > 0):
+            out.append(
+                TextDelta(
+                    **self._base(sk, f"text/{live.text_index}"),
+                    delta=delta,
+                    message_id=live.message_id,
+                    index=live.text_index,
+                    final=closing,
+                )
+            )
+            if delta:
+                live.text = text
+            live.text_index += 1
+        return out
+
+    def _usage(self, step: Step, sk: str) -> list[Event]:
+        usage = S.as_dict(step.metadata.get("modelUsage"))
+        if not usage:
+            return []
+        st = self.state
+        st.input_tokens += S.as_int(usage.get("inputTokens"))
+        st.output_tokens += S.as_int(usage.get("outputTokens"))  # already thinking + response
+        st.cache_read_tokens += S.as_int(usage.get("cacheReadTokens"))
+        return [
+            Usage(
+                **self._base(sk, "usage"),
+                cumulative_input_tokens=st.input_tokens,
+                cumulative_output_tokens=st.output_tokens,
+                cumulative_cache_read_input_tokens=st.cache_read_tokens,
+                model=S.as_str(usage.get("model")) or st.model,
+            )
+        ]
+
+    def _tool(self, step: Step, sk: str) -> list[Event]:
+        if not step.settled:
+            return self._ensure_running(sk) if step.status in ("RUNNING", "WAITING") else []
+        name = S.tool_name(step)
+        out = self._ensure_running(sk)
+        out.append(
+            ToolCall(**self._base(sk, "call"), call_id=sk, name=name, arguments=S.tool_arguments(step))
+        )
+        out.append(
+            ToolResult(
+                **self._base(sk, "result"),
+                call_id=sk,
+                name=name,
+                output=S.tool_output(step),
+                is_error=step.status != "DONE",
+            )
+        )
+        return out
+
+    # -- gates -----------------------------------------------------------------------------
+
+    def _gate(self, step: Step, sk: str) -> list[Event]:
+        pending = S.waiting_interaction(step)
+        gate_id = self.state.gates.get(sk)
+        if pending is None:
+            if gate_id is None:
+                return []
+            del self.state.gates[sk]
+            reason = {"DONE": "answered", "ERROR": "timed out or failed"}.get(
+                step.status, step.status.lower()
+            )
+            return [GateWithdrawn(**self._base(sk, "gate/withdrawn"), gate_id=gate_id, reason=reason)]
+        if gate_id is not None:
+            return []
+        kind, request = pending
+        gate_id = self.state.gates[sk] = gate_id_for(self.cascade_id, step.key)
+        common = {
+            **self._base(sk, "gate"),
+            "gate_id": gate_id,
+            "trajectory_id": step.key.trajectory_id,
+            "step_index": step.key.step_index,
+            "tool_name": S.tool_name(step),
+        }
+        if kind == "question":
+            flags = S.multi_select_flags(step)
+            questions = []
+            for i, q in enumerate(S.as_list(request.get("questions"))):
+                q = S.as_dict(q)
+                options = tuple(
+                    QuestionOption(id=S.as_str(o.get("id")) or str(j + 1), text=S.as_str(o.get("text")))
+                    for j, o in enumerate(map(S.as_dict, S.as_list(q.get("options"))))
+                )
+                multi = flags[i] if i < len(flags) else bool(q.get("isMultiSelect") or q.get("multiSelect"))
+                questions.append(
+                    Question(question=S.as_str(q.get("question")), options=options, multi_select=multi)
+                )
+            return [GateOpened(**common, kind="question", questions=tuple(questions))]
+        resource = S.as_dict(request.get("resource"))
+        command = S.as_dict(step.raw.get("runCommand"))
+        permission = PermissionRequest(
+            action=S.as_str(resource.get("action")),
+            target=S.as_str(resource.get("target")),
+            description=S.as_str(request.get("actionDescription")),
+            command_line=S.as_str(command.get("commandLine")) or S.as_str(command.get("proposedCommandLine")),
+            cwd=S.as_str(command.get("cwd")),
+        )
+        return [GateOpened(**common, kind="permission", permission=permission)]
+
+
+_SILENT_TYPES = frozenset({"CHECKPOINT", "CONVERSATION_HISTORY", "SYSTEM_MESSAGE", "EPHEMERAL_MESSAGE"})

@@ -1,0 +1,297 @@
+"""A tolerant read of agy trajectory steps, in both projections (poll snapshot and stream frame).
+
+agy's steps are proto-JSON: 64-bit numbers may arrive as strings, absent fields mean their default
+(``stepIndex`` absent means 0), and new fields appear between versions. Nothing here raises on odd
+input: :func:`parse_step` returns ``None`` for what is not a step, and every accessor falls back to
+an empty value. Only fields that BOTH projections carry are used for identity.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+log = logging.getLogger("agy_harness.core.steps")
+
+TYPE_PREFIX = "CORTEX_STEP_TYPE_"
+STATUS_PREFIX = "CORTEX_STEP_STATUS_"
+
+#: agy's tool names for step types whose stream projection has no ``metadata.toolCall``.
+TOOL_NAMES_BY_TYPE = {
+    "LIST_DIRECTORY": "list_dir",
+    "RUN_COMMAND": "run_command",
+    "VIEW_FILE": "view_file",
+    "ASK_QUESTION": "ask_question",
+    "GREP_SEARCH": "grep_search",
+    "FIND": "find_by_name",
+    "WRITE_TO_FILE": "write_to_file",
+    "VIEW_FILE_OUTLINE": "view_file_outline",
+    "READ_URL_CONTENT": "read_url_content",
+    "SEARCH_WEB": "search_web",
+    "COMMAND_STATUS": "command_status",
+}
+
+DISPLAY_ARGUMENT_KEYS = frozenset({"toolAction", "toolSummary"})
+
+SETTLED_STATUSES = frozenset({"DONE", "ERROR", "CANCELED", "CANCELLED"})
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def as_int(value: object, default: int = 0) -> int:
+    """An int from an int, a float or a numeric string (proto-JSON int64); ``default`` otherwise."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return default
+    return default
+
+
+def camel(short_type: str) -> str:
+    """``RUN_COMMAND`` -> ``runCommand``: the key of a step's typed body."""
+    head, *rest = short_type.lower().split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+@dataclass(frozen=True, slots=True)
+class StepKey:
+    """A step's identity: ``(trajectoryId, stepIndex)``; USER_INPUT is keyed by its executionId."""
+
+    trajectory_id: str
+    step_index: int
+    execution_id: str = ""
+
+    def __str__(self) -> str:
+        if self.execution_id:
+            return f"{self.trajectory_id}/u:{self.execution_id}"
+        return f"{self.trajectory_id}/{self.step_index}"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    raw: dict[str, Any]
+    type: str  # without the CORTEX_STEP_TYPE_ prefix
+    status: str  # without the CORTEX_STEP_STATUS_ prefix
+    key: StepKey
+    cascade_id: str
+    metadata: dict[str, Any]
+
+    @property
+    def settled(self) -> bool:
+        return self.type == "USER_INPUT" or self.status in SETTLED_STATUSES
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The typed body (``runCommand``, ``plannerResponse``, ...)."""
+        return as_dict(self.raw.get(camel(self.type)))
+
+    @property
+    def tool_call(self) -> dict[str, Any]:
+        return as_dict(self.metadata.get("toolCall"))
+
+    @property
+    def is_tool(self) -> bool:
+        """Tool steps are known by ``metadata.toolAction`` or ``metadata.toolCall.id``, whatever their type."""
+        return bool(self.metadata.get("toolAction")) or bool(self.tool_call.get("id"))
+
+
+def parse_step(raw: object) -> Step | None:
+    """Read one step; ``None`` (with a log line) when ``raw`` is not a usable step."""
+    if not isinstance(raw, dict):
+        log.warning("skipping a step that is not a JSON object: %s", type(raw).__name__)
+        return None
+    step_type = as_str(raw.get("type")).removeprefix(TYPE_PREFIX)
+    if not step_type:
+        log.warning("skipping a step without a type (keys: %s)", sorted(raw)[:8])
+        return None
+    metadata = as_dict(raw.get("metadata"))
+    info = as_dict(metadata.get("sourceTrajectoryStepInfo"))
+    trajectory_id = as_str(info.get("trajectoryId"))
+    if not trajectory_id:
+        log.warning("skipping a %s step without metadata.sourceTrajectoryStepInfo.trajectoryId", step_type)
+        return None
+    execution_id = as_str(metadata.get("executionId"))
+    if step_type == "USER_INPUT":
+        if not execution_id:
+            log.warning("skipping a USER_INPUT step without metadata.executionId")
+            return None
+        key = StepKey(trajectory_id, 0, execution_id)
+    else:
+        key = StepKey(trajectory_id, as_int(info.get("stepIndex")))
+    return Step(
+        raw=raw,
+        type=step_type,
+        status=as_str(raw.get("status")).removeprefix(STATUS_PREFIX),
+        key=key,
+        cascade_id=as_str(info.get("cascadeId")),
+        metadata=metadata,
+    )
+
+
+def steps_from_update(update: object) -> list[Any]:
+    """The raw steps carried by one stream update (``{"update": ...}`` unwrapped or not).
+
+    Tolerant of shapes: ``mainTrajectoryUpdate.stepsUpdate.steps``, a top-level ``steps`` list, or a
+    bare step. Returns raw values; the caller parses (and skips) them one by one.
+    """
+    if not isinstance(update, dict):
+        return []
+    if "update" in update and isinstance(update["update"], dict):
+        update = update["update"]
+    main = as_dict(update.get("mainTrajectoryUpdate"))
+    steps = as_dict(main.get("stepsUpdate")).get("steps")
+    if isinstance(steps, list):
+        return steps
+    if isinstance(update.get("steps"), list):
+        return list(update["steps"])
+    if "type" in update and "metadata" in update:
+        return [update]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Field readers used by the mapper
+
+
+def planner_text(step: Step) -> str:
+    body = step.body
+    return as_str(body.get("modifiedResponse")) or as_str(body.get("response"))
+
+
+def planner_thinking(step: Step) -> str:
+    return as_str(step.body.get("thinking"))
+
+
+def user_text(step: Step) -> str:
+    body = step.body
+    text = as_str(body.get("userResponse"))
+    if text:
+        return text
+    return "".join(as_str(as_dict(item).get("text")) for item in as_list(body.get("items")))
+
+
+def user_model(step: Step) -> str:
+    planner = as_dict(as_dict(step.body.get("userConfig")).get("plannerConfig"))
+    return as_str(planner.get("planModel")) or as_str(as_dict(planner.get("requestedModel")).get("model"))
+
+
+def tool_name(step: Step) -> str:
+    name = as_str(step.tool_call.get("name"))
+    if name:
+        return name
+    return TOOL_NAMES_BY_TYPE.get(step.type, step.type.lower())
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _from_body(name: str, body: dict[str, Any]) -> tuple[bool, Any]:
+    lowered = name.lower()
+    for key, value in body.items():
+        if key.lower() == lowered:
+            return True, value
+    prefixed = sorted((k for k in body if k.lower().startswith(lowered)), key=len)
+    if not prefixed:
+        return False, None
+    key = prefixed[0]
+    value = body[key]
+    # ``AbsolutePath`` is a path; its typed body field ``absolutePathUri`` is a file:// URI.
+    if key.lower().endswith("uri") and isinstance(value, str) and value.startswith("file://"):
+        value = unquote(urlparse(value).path)
+    return True, value
+
+
+def tool_arguments(step: Step) -> dict[str, Any]:
+    """``toolCall.argumentsJson``, else ``generic.args``, else recovered via ``metadata.argumentsOrder``."""
+    args: dict[str, Any] | None = None
+    arguments_json = step.tool_call.get("argumentsJson")
+    if isinstance(arguments_json, str) and arguments_json:
+        args = _json_object(arguments_json)
+        if args is None:
+            log.warning("step %s: toolCall.argumentsJson is not JSON; recovering from the body", step.key)
+    if args is None and isinstance(as_dict(step.raw.get("generic")).get("args"), dict):
+        args = dict(step.raw["generic"]["args"])
+    if args is None:
+        args = {}
+        body = step.body
+        for name in as_list(step.metadata.get("argumentsOrder")):
+            if not isinstance(name, str) or name in DISPLAY_ARGUMENT_KEYS:
+                continue
+            found, value = _from_body(name, body)
+            if found:
+                args[name] = value
+    return {k: v for k, v in args.items() if k not in DISPLAY_ARGUMENT_KEYS}
+
+
+def error_text(step: Step) -> str:
+    error = step.raw.get("error")
+    if isinstance(error, str):
+        return error
+    error = as_dict(error)
+    for key in ("userErrorMessage", "shortError", "message", "modelErrorMessage"):
+        if as_str(error.get(key)):
+            return as_str(error.get(key))
+    return ""
+
+
+def tool_output(step: Step) -> str:
+    """What the tool produced, as text. An ERROR step without output says it did not complete."""
+    full = as_dict(as_dict(step.raw.get("runCommand")).get("combinedOutput")).get("full")
+    if isinstance(full, str):
+        return full
+    result = as_dict(step.raw.get("generic")).get("result")
+    if isinstance(result, dict) and isinstance(result.get("result"), str):
+        return str(result["result"])
+    if result is not None:
+        return json.dumps(result, ensure_ascii=False)
+    if step.status == "ERROR":
+        detail = error_text(step)
+        base = f"{tool_name(step)} did not complete (the step ended in error)"
+        return f"{base}: {detail}" if detail else base
+    return json.dumps(step.body, ensure_ascii=False, sort_keys=True) if step.body else ""
+
+
+def waiting_interaction(step: Step) -> tuple[str, dict[str, Any]] | None:
+    """``("question"|"permission", request)`` when the step is a pending gate, else ``None``.
+
+    DONE steps keep ``requestedInteraction``; only ``status == WAITING`` makes a gate pending.
+    """
+    if step.status != "WAITING":
+        return None
+    requested = as_dict(step.raw.get("requestedInteraction"))
+    if isinstance(requested.get("askQuestion"), dict):
+        return "question", requested["askQuestion"]
+    if isinstance(requested.get("permission"), dict):
+        return "permission", requested["permission"]
+    return None
+
+
+def multi_select_flags(step: Step) -> list[bool]:
+    """Per-question ``is_multi_select`` from ``toolCall.argumentsJson`` (poll projection only)."""
+    args = tool_arguments(step) if step.tool_call.get("argumentsJson") else {}
+    return [bool(as_dict(q).get("is_multi_select")) for q in as_list(args.get("questions"))]

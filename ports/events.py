@@ -1,0 +1,187 @@
+"""Domain events: what the harness tells its consumers about one agy conversation.
+
+Every event is a frozen pydantic model with a deterministic ``id`` derived from the identity of the
+agy step it came from (``<trajectoryId>/<stepIndex>`` or ``<trajectoryId>/x:<executionId>`` for a
+USER_INPUT, which has no stepIndex), plus a suffix naming what the event is. Feeding the same step
+twice, from the poll or from the stream projection, gives the same ids, so a consumer can dedupe.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    cascade_id: str
+    step_key: str = ""
+
+
+class UserMessage(_Event):
+    type: Literal["user_message"] = "user_message"
+    text: str
+
+
+class AssistantMessage(_Event):
+    """A committed assistant reply. ``is_error`` marks the visible text of a failed planner step."""
+
+    type: Literal["assistant_message"] = "assistant_message"
+    text: str
+    message_id: str
+    is_error: bool = False
+
+
+class ToolCall(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+
+
+class TextDelta(_Event):
+    """A piece of assistant text while it is generated. ``index`` is monotonic per message."""
+
+    type: Literal["text_delta"] = "text_delta"
+    delta: str
+    message_id: str
+    index: int
+    final: bool = False
+
+
+class ReasoningDelta(_Event):
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    delta: str
+    message_id: str
+    index: int
+    started: bool = False
+
+
+RunStatus = Literal["running", "idle", "failed"]
+
+
+class StatusChanged(_Event):
+    type: Literal["status"] = "status"
+    status: RunStatus
+    reason: str = ""
+
+
+class Usage(_Event):
+    """Cumulative token totals for the conversation (SET semantics: the latest value wins)."""
+
+    type: Literal["usage"] = "usage"
+    cumulative_input_tokens: int
+    cumulative_output_tokens: int
+    cumulative_cache_read_input_tokens: int
+    model: str = ""
+
+
+class ModelChanged(_Event):
+    type: Literal["model_change"] = "model_change"
+    model: str
+
+
+class QuestionOption(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+
+
+class Question(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    options: tuple[QuestionOption, ...] = ()
+    multi_select: bool = False
+
+
+class PermissionRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    action: str = ""
+    target: str = ""
+    description: str = ""
+    command_line: str = ""
+    cwd: str = ""
+
+
+GateKind = Literal["question", "permission"]
+
+
+class GateOpened(_Event):
+    """agy is waiting for a human: a question (ask_question) or a permission (e.g. run_command)."""
+
+    type: Literal["gate_opened"] = "gate_opened"
+    gate_id: str
+    kind: GateKind
+    trajectory_id: str
+    step_index: int
+    tool_name: str = ""
+    questions: tuple[Question, ...] = ()
+    permission: PermissionRequest | None = None
+
+
+class GateWithdrawn(_Event):
+    """The gate's step left WAITING (answered elsewhere, timed out, cancelled)."""
+
+    type: Literal["gate_withdrawn"] = "gate_withdrawn"
+    gate_id: str
+    reason: str = ""
+
+
+class Rotation(_Event):
+    """The conversation moved to a new cascade (agy's ``/clear``)."""
+
+    type: Literal["rotation"] = "rotation"
+    old_cascade_id: str
+    new_cascade_id: str
+
+
+class Notice(_Event):
+    """Something the harness itself wants a human to see (a delivery error, a demotion)."""
+
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    text: str
+
+
+Event = Annotated[
+    UserMessage
+    | AssistantMessage
+    | ToolCall
+    | ToolResult
+    | TextDelta
+    | ReasoningDelta
+    | StatusChanged
+    | Usage
+    | ModelChanged
+    | GateOpened
+    | GateWithdrawn
+    | Rotation
+    | Notice,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+#: Events that stand for committed conversation state. Deltas and gate edges are live-only.
+COMMITTED_TYPES = frozenset(
+    {"user_message", "assistant_message", "tool_call", "tool_result", "status", "usage", "model_change"}
+)
+
+
+def event_to_json(event: Event) -> dict[str, Any]:
+    """The stable JSON form of an event (field names documented in the README)."""
+    return event.model_dump(mode="json")

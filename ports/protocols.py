@@ -1,0 +1,167 @@
+"""The ports: small typed protocols that adapters fill and composition wires.
+
+Steps travel as the raw JSON objects agy produces (``dict[str, Any]``); the core's tolerant step model
+reads them. Adapters never interpret steps beyond what their transport needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .events import Event, GateOpened
+
+RawStep = Any  # a JSON value that should be a step object; the core skips what is not
+
+
+class StepBatch(BaseModel):
+    """What a step source yields: steps in arrival order.
+
+    ``snapshot`` is True when ``steps`` is the whole trajectory (a poll, the stream's first frame, a
+    full transcript read) rather than an incremental update.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    cascade_id: str
+    steps: tuple[RawStep, ...]
+    snapshot: bool = False
+    source: str = ""
+
+
+class SourceUnavailable(Exception):
+    """A step source cannot serve this agy (method missing, 404): demote to the next source."""
+
+
+@runtime_checkable
+class StepSource(Protocol):
+    """Reads a cascade's steps. ``live`` sources show GENERATING snapshots (text deltas)."""
+
+    name: str
+    live: bool
+
+    def batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
+        """Yield batches until the source ends (raise SourceUnavailable, or a transport error)."""
+        ...
+
+
+@runtime_checkable
+class StepSnapshot(Protocol):
+    """A one-shot read of every step of a cascade (``GetCascadeTrajectorySteps``)."""
+
+    async def read_steps(self, cascade_id: str) -> list[RawStep]: ...
+
+
+class InteractionRejected(Exception):
+    """agy refused an interaction (HTTP 500 "input not registered for step N", or another error)."""
+
+    def __init__(self, message: str, *, status: int = 0, code: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+
+
+@runtime_checkable
+class InteractionDelivery(Protocol):
+    async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
+        """``HandleCascadeUserInteraction``; raises InteractionRejected when agy refuses."""
+        ...
+
+
+@runtime_checkable
+class TurnSender(Protocol):
+    name: str
+
+    async def send(self, cascade_id: str, text: str) -> None:
+        """Start a user turn with ``text``; returns once agy accepted it."""
+        ...
+
+
+@runtime_checkable
+class Interrupter(Protocol):
+    async def interrupt(self, cascade_id: str) -> None: ...
+
+
+class CascadeSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    cascade_id: str
+    parent_id: str = ""
+    root_id: str = ""
+    status: str = ""
+    step_count: int = 0
+    last_user_input_time: str = ""
+    last_modified_time: str = ""
+
+
+@runtime_checkable
+class CascadeDirectory(Protocol):
+    async def list_cascades(self) -> list[CascadeSummary]: ...
+
+
+class ModelInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    label: str = ""
+    recommended: bool = False
+
+
+@runtime_checkable
+class ModelCatalog(Protocol):
+    async def models(self) -> list[ModelInfo]: ...
+
+
+class GateAnswer(BaseModel):
+    """A human's answer to a gate.
+
+    ``action`` accept carries ``selections`` (one list of option ids or labels per question, labels
+    that match no option become the write-in) or ``allow`` for a permission; decline/cancel refuse.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    action: Literal["accept", "decline", "cancel"] = "accept"
+    selections: tuple[tuple[str, ...], ...] = ()
+    write_ins: tuple[str, ...] = ()
+    allow: bool | None = None
+
+
+@runtime_checkable
+class EventSink(Protocol):
+    async def deliver(self, events: Sequence[Event]) -> int:
+        """Deliver events in order; return how many (a prefix) the consumer accepted."""
+        ...
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        """Ask the human; may take hours. Cancelled when the gate is withdrawn."""
+        ...
+
+    async def withdraw(self, gate_id: str) -> None:
+        """The gate is gone; stop asking."""
+        ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    def monotonic(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class Cursor(BaseModel):
+    """What the harness has delivered for one cascade, so a restart neither loses nor repeats."""
+
+    cascade_id: str
+    committed: list[str] = Field(default_factory=list)
+    state: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class CursorStore(Protocol):
+    def load(self, cascade_id: str) -> Cursor | None: ...
+
+    def save(self, cursor: Cursor) -> None: ...
