@@ -1,0 +1,130 @@
+"""The elicitation policy: a human's answer to a gate -> agy's ``interaction`` payload, and where to
+deliver it when agy has moved on (gate timed out and re-asked at a higher stepIndex).
+
+Pure: the bridge in composition/ does the I/O (re-read steps, deliver, re-ask the human).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agy_harness.ports.events import GateOpened, Question
+from agy_harness.ports.protocols import GateAnswer
+
+from . import steps as S
+
+log = logging.getLogger("agy_harness.core.elicitation")
+
+
+def _match_option(question: Question, choice: str) -> str | None:
+    """The option id for ``choice``: an id ("2") or an option's label (case and spaces ignored)."""
+    choice = choice.strip()
+    for option in question.options:
+        if choice == option.id:
+            return option.id
+    folded = " ".join(choice.split()).casefold()
+    for option in question.options:
+        if folded and " ".join(option.text.split()).casefold() == folded:
+            return option.id
+    return None
+
+
+def question_responses(gate: GateOpened, answer: GateAnswer) -> list[dict[str, Any]]:
+    """``askQuestion.responses``: one per question, the question text verbatim.
+
+    Choices that match no option become the write-in; a decline or cancel sends no responses.
+    """
+    if answer.action != "accept":
+        return []
+    responses: list[dict[str, Any]] = []
+    for i, question in enumerate(gate.questions):
+        choices = answer.selections[i] if i < len(answer.selections) else ()
+        ids: list[str] = []
+        write_in = [answer.write_ins[i]] if i < len(answer.write_ins) and answer.write_ins[i] else []
+        for choice in choices:
+            option_id = _match_option(question, choice)
+            if option_id is None:
+                if choice.strip():
+                    write_in.append(choice.strip())
+            elif option_id not in ids:
+                ids.append(option_id)
+        if not question.multi_select and len(ids) > 1:
+            log.warning("question %r is single-select; keeping the first of %s", question.question, ids)
+            ids = ids[:1]
+        response: dict[str, Any] = {"question": question.question, "selectedOptionIds": ids}
+        if write_in:
+            response["writeInResponse"] = "\n".join(write_in)
+        responses.append(response)
+    return responses
+
+
+def permission_allowed(answer: GateAnswer) -> bool:
+    if answer.action != "accept":
+        return False
+    return True if answer.allow is None else answer.allow
+
+
+def interaction_payload(
+    gate: GateOpened, answer: GateAnswer, step_index: int | None = None
+) -> dict[str, Any]:
+    """The ``interaction`` object of HandleCascadeUserInteraction, for ``gate`` (or its retry step)."""
+    payload: dict[str, Any] = {
+        "trajectoryId": gate.trajectory_id,
+        "stepIndex": gate.step_index if step_index is None else step_index,
+    }
+    if gate.kind == "question":
+        payload["askQuestion"] = {"responses": question_responses(gate, answer)}
+    else:
+        payload["permission"] = {"allow": permission_allowed(answer)}
+    return payload
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    step_index: int
+    moved: bool  # True when the surfaced step is gone and this is agy's retry of the same gate
+
+
+def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | None:
+    """Where an answer to ``gate`` goes, judged on freshly read steps.
+
+    The surfaced step if it is still WAITING; else the newest WAITING step of the same kind in the
+    same trajectory (agy re-asked after a timeout); else ``None`` (answered elsewhere, or gone).
+    """
+    newest: int | None = None
+    for raw in raws:
+        step = S.parse_step(raw)
+        if step is None or step.key.trajectory_id != gate.trajectory_id:
+            continue
+        pending = S.waiting_interaction(step)
+        if pending is None or pending[0] != gate.kind:
+            continue
+        if step.key.step_index == gate.step_index:
+            return Target(gate.step_index, moved=False)
+        if step.key.step_index > gate.step_index and (newest is None or step.key.step_index > newest):
+            newest = step.key.step_index
+    return Target(newest, moved=True) if newest is not None else None
+
+
+Rejection = Literal["stale", "shape", "gone"]
+
+
+def classify_rejection(gate: GateOpened, step_index: int, raws: list[Any]) -> Rejection:
+    """agy's 500 "input not registered for step N" means a stale step OR a payload of the wrong shape.
+
+    Read the step's status to tell: still WAITING means agy refused the shape (report, do not loop);
+    ERROR (timed out) or a newer WAITING retry means it was stale; anything else means it is gone.
+    """
+    status = ""
+    for raw in raws:
+        step = S.parse_step(raw)
+        if step and step.key.trajectory_id == gate.trajectory_id and step.key.step_index == step_index:
+            status = step.status
+    if status == "WAITING":
+        return "shape"
+    target = delivery_target(gate, raws)
+    if status == "ERROR" or (target is not None and target.step_index != step_index):
+        return "stale"
+    return "gone"

@@ -1,0 +1,65 @@
+"""Rotation (agy's ``/clear``): which cascade, if any, the harness must follow next. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from agy_harness.ports.protocols import CascadeSummary
+
+from .reconciler import MapperState
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def parse_time(text: str) -> datetime:
+    """agy's RFC 3339 timestamps (nanosecond fractions, ``Z``); the epoch when absent or unreadable."""
+    text = text.strip()
+    if not text:
+        return _EPOCH
+    if text.endswith("Z"):
+        text = text[:-1] + "+00:00"
+    if "." in text:  # fromisoformat takes at most 6 fractional digits
+        head, _, rest = text.partition(".")
+        digits = "".join(c for c in rest if c.isdigit())
+        text = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return _EPOCH
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def is_child(summary: CascadeSummary) -> bool:
+    """A sub-agent's cascade: it names a parent, or a root other than itself."""
+    return bool(summary.parent_id) or bool(summary.root_id and summary.root_id != summary.cascade_id)
+
+
+def rotation_target(bound: str, summaries: Iterable[CascadeSummary]) -> str | None:
+    """The new root cascade with user activity newer than the bound one's, or ``None``.
+
+    Sub-agents are not rotations, and neither is a minted cascade nobody has typed into yet.
+    """
+    listed = list(summaries)
+    current = next((s for s in listed if s.cascade_id == bound), None)
+    if current is None:  # cannot judge "newer" without the bound cascade: never guess
+        return None
+    since = parse_time(current.last_user_input_time)
+    best: tuple[datetime, str] | None = None
+    for s in listed:
+        if s.cascade_id == bound or is_child(s) or not s.last_user_input_time:
+            continue
+        when = parse_time(s.last_user_input_time)
+        if when > since and (best is None or when > best[0]):
+            best = (when, s.cascade_id)
+    return best[1] if best else None
+
+
+def rotated_state(old: MapperState) -> MapperState:
+    """The state a new cascade starts from: usage totals and model carry over, nothing else."""
+    return MapperState(
+        input_tokens=old.input_tokens,
+        output_tokens=old.output_tokens,
+        cache_read_tokens=old.cache_read_tokens,
+        model=old.model,
+    )

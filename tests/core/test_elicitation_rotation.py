@@ -1,0 +1,140 @@
+"""The elicitation policy and rotation rules (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
+from agy_harness.core.reconciler import MapperState, Reconciler
+from agy_harness.core.rotation import is_child, parse_time, rotated_state, rotation_target
+from agy_harness.ports.events import GateOpened
+from agy_harness.ports.protocols import CascadeSummary, GateAnswer
+
+from .fixtures import CASCADE, TRAJ, fixture
+
+
+def gate_of(name: str, **edit: Any) -> GateOpened:
+    step = fixture(name)
+    for k, v in edit.items():
+        step["metadata"]["sourceTrajectoryStepInfo"][k] = v
+    [gate] = [e for e in Reconciler(CASCADE).feed(step) if isinstance(e, GateOpened)]
+    return gate
+
+
+Q = "What type of project or improvement would you like to focus on?"
+
+
+def test_question_answer_by_id_and_by_label_and_write_in() -> None:
+    gate = gate_of("ask_question_waiting")
+    by_id = interaction_payload(gate, GateAnswer(selections=(("4",),)))
+    assert by_id == {
+        "trajectoryId": TRAJ,
+        "stepIndex": 12,
+        "askQuestion": {"responses": [{"question": Q, "selectedOptionIds": ["4"]}]},
+    }
+    label = "build a command-line interface (CLI)   tool or helper script."
+    by_label = interaction_payload(gate, GateAnswer(selections=((label,),)))
+    assert by_label["askQuestion"]["responses"][0]["selectedOptionIds"] == ["2"]
+    write_in = interaction_payload(gate, GateAnswer(selections=(("Something else entirely",),)))
+    assert write_in["askQuestion"]["responses"] == [
+        {"question": Q, "selectedOptionIds": [], "writeInResponse": "Something else entirely"}
+    ]
+
+
+def test_single_select_keeps_one_multi_select_keeps_all() -> None:
+    gate = gate_of("ask_question_waiting")
+    single = interaction_payload(gate, GateAnswer(selections=(("1", "3"),)))
+    assert single["askQuestion"]["responses"][0]["selectedOptionIds"] == ["1"]
+    multi = gate.model_copy(
+        update={"questions": (gate.questions[0].model_copy(update={"multi_select": True}),)}
+    )
+    both = interaction_payload(multi, GateAnswer(selections=(("1", "3", "1"),), write_ins=("and tests",)))
+    assert both["askQuestion"]["responses"][0] == {
+        "question": Q,
+        "selectedOptionIds": ["1", "3"],
+        "writeInResponse": "and tests",
+    }
+
+
+def test_decline_or_cancel_sends_empty_responses_or_deny() -> None:
+    gate = gate_of("ask_question_waiting")
+    for action in ("decline", "cancel"):
+        assert interaction_payload(gate, GateAnswer(action=action))["askQuestion"] == {"responses": []}  # type: ignore[arg-type]
+    perm = gate_of("run_command_waiting")
+    assert interaction_payload(perm, GateAnswer())["permission"] == {"allow": True}
+    assert interaction_payload(perm, GateAnswer(allow=False))["permission"] == {"allow": False}
+    assert interaction_payload(perm, GateAnswer(action="decline", allow=True))["permission"] == {
+        "allow": False
+    }
+    assert interaction_payload(perm, GateAnswer(), step_index=9)["stepIndex"] == 9
+
+
+def _retry(index: int, status: str = "CORTEX_STEP_STATUS_WAITING") -> dict[str, Any]:
+    step = fixture("run_command_waiting")
+    step["status"] = status
+    step["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = index
+    return step
+
+
+def test_delivery_target_follows_the_freshest_waiting_step() -> None:
+    gate = gate_of("run_command_waiting")
+    assert delivery_target(gate, [fixture("run_command_waiting")]) is not None
+    assert delivery_target(gate, [fixture("run_command_waiting")]).moved is False  # type: ignore[union-attr]
+    timed_out = [fixture("run_command_error"), _retry(8), _retry(10)]
+    target = delivery_target(gate, timed_out)
+    assert target is not None and (target.step_index, target.moved) == (10, True)
+    assert delivery_target(gate, [fixture("run_command_done")]) is None
+    # a WAITING question is not where a permission answer goes; nor an older step; nor another trajectory
+    other = _retry(11)
+    other["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"] = "other"
+    assert (
+        delivery_target(
+            gate, [fixture("run_command_error"), _retry(4), other, fixture("ask_question_waiting")]
+        )
+        is None
+    )
+
+
+def test_rejection_is_told_apart_by_the_steps_status() -> None:
+    gate = gate_of("run_command_waiting")
+    assert classify_rejection(gate, 6, [fixture("run_command_waiting")]) == "shape"
+    assert classify_rejection(gate, 6, [fixture("run_command_error"), _retry(8)]) == "stale"
+    assert classify_rejection(gate, 6, [fixture("run_command_error")]) == "stale"
+    assert classify_rejection(gate, 6, [fixture("run_command_done")]) == "gone"
+
+
+def s(cid: str, when: str = "", **kw: Any) -> CascadeSummary:
+    return CascadeSummary(cascade_id=cid, last_user_input_time=when, **kw)
+
+
+def test_rotation_rules() -> None:
+    bound = s("A", "2026-08-02T04:49:09.337765093Z", step_count=9)
+    assert rotation_target("A", [bound]) is None
+    assert rotation_target("A", [bound, s("B", "2026-08-02T04:50:00.1Z")]) == "B"
+    assert rotation_target("A", [bound, s("B", "2026-08-02T04:40:00Z")]) is None  # older activity
+    assert rotation_target("A", [bound, s("N")]) is None  # minted, never used
+    child = s("C", "2026-08-02T05:00:00Z", parent_id="A")
+    assert is_child(child) and rotation_target("A", [bound, child]) is None
+    rooted = s("R", "2026-08-02T05:00:00Z", root_id="A")
+    assert rotation_target("A", [bound, rooted]) is None
+    assert (
+        rotation_target("A", [bound, s("B", "2026-08-02T05:00:00Z"), s("D", "2026-08-02T06:00:00Z")]) == "D"
+    )
+    assert rotation_target("A", [s("B", "2026-08-02T05:00:00Z")]) is None  # bound not listed: never guess
+    assert parse_time("2026-08-02T04:49:09.337765093Z") < parse_time("2026-08-02T04:49:09.337766Z")
+    assert parse_time("garbage").year == 1970
+
+
+def test_rotated_state_carries_usage_and_model_only() -> None:
+    old = MapperState(
+        committed={"x"}, input_tokens=5, output_tokens=6, cache_read_tokens=7, model="M", status="running"
+    )
+    new = rotated_state(old)
+    assert (
+        new.committed,
+        new.status,
+        new.input_tokens,
+        new.output_tokens,
+        new.cache_read_tokens,
+        new.model,
+    ) == (set(), None, 5, 6, 7, "M")
