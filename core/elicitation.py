@@ -81,6 +81,25 @@ def interaction_payload(
     return payload
 
 
+def _signature_of_request(kind: str, request: dict[str, Any]) -> tuple[Any, ...]:
+    if kind == "permission":
+        resource = S.as_dict(request.get("resource"))
+        return ("permission", S.as_str(resource.get("action")), S.as_str(resource.get("target")))
+    questions = []
+    for q in map(S.as_dict, S.as_list(request.get("questions"))):
+        options = tuple(S.as_str(S.as_dict(o).get("text")) for o in S.as_list(q.get("options")))
+        questions.append((S.as_str(q.get("question")), options))
+    return ("question", tuple(questions))
+
+
+def gate_signature(gate: GateOpened) -> tuple[Any, ...]:
+    """What the gate asks, independent of its step: agy's retry of the same gate has the same signature."""
+    if gate.kind == "permission":
+        p = gate.permission
+        return ("permission", p.action if p else "", p.target if p else "")
+    return ("question", tuple((q.question, tuple(o.text for o in q.options)) for q in gate.questions))
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
     step_index: int
@@ -91,8 +110,11 @@ def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | None:
     """Where an answer to ``gate`` goes, judged on freshly read steps.
 
     The surfaced step if it is still WAITING; else the newest WAITING step of the same kind in the
-    same trajectory (agy re-asked after a timeout); else ``None`` (answered elsewhere, or gone).
+    same trajectory asking the same thing (agy re-asked after a timeout); else ``None`` (answered
+    elsewhere, or gone). A retry that asks something else (another command) is never a target: an
+    answer is only ever delivered to the question the human saw.
     """
+    signature = gate_signature(gate)
     newest: int | None = None
     for raw in raws:
         step = S.parse_step(raw)
@@ -104,7 +126,8 @@ def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | None:
         if step.key.step_index == gate.step_index:
             return Target(gate.step_index, moved=False)
         if step.key.step_index > gate.step_index and (newest is None or step.key.step_index > newest):
-            newest = step.key.step_index
+            if _signature_of_request(*pending) == signature:
+                newest = step.key.step_index
     return Target(newest, moved=True) if newest is not None else None
 
 

@@ -95,6 +95,20 @@ def test_delivery_target_follows_the_freshest_waiting_step() -> None:
     )
 
 
+def test_a_retry_that_asks_something_else_is_not_a_target() -> None:
+    gate = gate_of("run_command_waiting")
+    other = _retry(8)
+    other["requestedInteraction"]["permission"]["resource"]["target"] = "rm -rf /"
+    assert delivery_target(gate, [fixture("run_command_error"), other]) is None
+    question = gate_of("ask_question_waiting")
+    retry = fixture("ask_question_waiting")
+    retry["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = 14
+    assert delivery_target(question, [retry]) == delivery_target(question, [retry])
+    assert delivery_target(question, [retry]).step_index == 14  # type: ignore[union-attr]
+    retry["requestedInteraction"]["askQuestion"]["questions"][0]["question"] = "Something else?"
+    assert delivery_target(question, [retry]) is None
+
+
 def test_rejection_is_told_apart_by_the_steps_status() -> None:
     gate = gate_of("run_command_waiting")
     assert classify_rejection(gate, 6, [fixture("run_command_waiting")]) == "shape"

@@ -1,0 +1,518 @@
+"""The harness for one agy conversation: the read driver, the gate bridge, turns and interrupt.
+
+Built only on ports, so every adapter (RPC stream, RPC poll, transcript tail; RPC or tmux turn-send;
+any event sink) plugs in. :func:`agy_harness.composition.session.open_session` builds one from a
+running agy (or the simulator) through the version gate.
+
+Read driver: the sources are tried in preference order (stream, then poll, then tail). A source that
+fails is left for the next one for a backoff period, then the preferred one is tried again; one that
+says it cannot serve this agy at all (:class:`SourceUnavailable`, an HTTP 404) is dropped with one log
+line. Every step goes through the reconciler, which dedups the stream's replay after a reconnect and
+a poll after a stream. Events reach the sink in order; the cursor advances only past what the sink
+acknowledged. Nothing unexpected kills the driver: it logs, counts and restarts with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
+from agy_harness.core.reconciler import MapperState, Reconciler
+from agy_harness.core.rotation import rotated_state, rotation_target
+from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, GateWithdrawn, Notice, Rotation
+from agy_harness.ports.protocols import (
+    CascadeDirectory,
+    Cursor,
+    CursorStore,
+    EventSink,
+    GateAnswer,
+    InteractionDelivery,
+    InteractionRejected,
+    Interrupter,
+    SourceUnavailable,
+    StepBatch,
+    StepSnapshot,
+    StepSource,
+    TurnSender,
+)
+
+log = logging.getLogger("agy_harness.harness")
+
+
+@dataclass
+class HarnessOptions:
+    fallback_backoff: float = 0.5  # first stay on the fallback source before retrying the preferred one
+    max_backoff: float = 10.0
+    sink_retry: float = 0.2  # first pause before re-delivering what the sink did not accept
+    directory_interval: float = 1.0  # rotation + run-status backstop check; 0 disables
+    idle_reports_to_close: int = 2
+    max_delivery_attempts: int = 3
+
+
+@dataclass
+class HarnessStats:
+    source_errors: int = 0
+    driver_restarts: int = 0
+    demotions: list[str] = field(default_factory=list)
+    batches: dict[str, int] = field(default_factory=dict)
+    events: int = 0
+    current_source: str = ""
+
+
+@dataclass(frozen=True)
+class InterruptReport:
+    cancelled: bool
+    denied_gates: tuple[str, ...] = ()
+    detail: str = ""
+
+
+class Harness:
+    def __init__(
+        self,
+        *,
+        cascade_id: str,
+        sources: Sequence[StepSource],
+        snapshot: StepSnapshot,
+        sink: EventSink,
+        delivery: InteractionDelivery | None = None,
+        turn_senders: Sequence[TurnSender] = (),
+        interrupter: Interrupter | None = None,
+        directory: CascadeDirectory | None = None,
+        cursor_store: CursorStore | None = None,
+        options: HarnessOptions | None = None,
+        on_rebind: Callable[[str], None] | None = None,
+    ) -> None:
+        if not sources:
+            raise ValueError("a harness needs at least one step source")
+        self.sources = list(sources)
+        self.snapshot = snapshot
+        self.sink = sink
+        self.delivery = delivery
+        self.turn_senders = list(turn_senders)
+        self.interrupter = interrupter
+        self.directory = directory
+        self.cursor_store = cursor_store
+        self.options = options or HarnessOptions()
+        self.on_rebind = on_rebind
+        self.stats = HarnessStats()
+        self.cascade_id = cascade_id
+        self.reconciler = self._reconciler_for(cascade_id, None)
+        self._emit_lock = asyncio.Lock()
+        self._gates: asyncio.Queue[GateOpened] = asyncio.Queue()
+        self._queued: dict[str, GateOpened] = {}
+        self._current_gate: GateOpened | None = None
+        self._current_ask: asyncio.Task[GateAnswer] | None = None
+        self._delivered_gates: set[str] = set()
+        self._reader: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._idle_reports = 0
+        self._inflight: set[asyncio.Future[None]] = set()
+        self._interrupts = 0
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _reconciler_for(self, cascade_id: str, carry: MapperState | None) -> Reconciler:
+        state: MapperState | None = None
+        if self.cursor_store is not None:
+            cursor = self.cursor_store.load(cascade_id)
+            if cursor is not None:
+                try:
+                    state = MapperState.model_validate(cursor.state)
+                except ValueError:
+                    log.warning("cursor for %s is unreadable; starting from the beginning", cascade_id)
+        if state is None and carry is not None:
+            state = rotated_state(carry)
+        return Reconciler(cascade_id, state)
+
+    async def start(self) -> None:
+        self._reader = asyncio.create_task(self._supervise(), name="agy-harness-reader")
+        self._tasks = [asyncio.create_task(self._gate_worker(), name="agy-harness-gates")]
+        if self.directory is not None and self.options.directory_interval > 0:
+            self._tasks.append(asyncio.create_task(self._directory_loop(), name="agy-harness-directory"))
+
+    async def stop(self) -> None:
+        tasks = [t for t in (self._reader, self._current_ask, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._inflight:  # let committed events finish reaching the sink
+            await asyncio.wait(self._inflight, timeout=2.0)
+
+    async def __aenter__(self) -> Harness:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- read driver -----------------------------------------------------------------------
+
+    async def _supervise(self) -> None:
+        backoff = self.options.fallback_backoff
+        while True:
+            try:
+                await self._read()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.stats.driver_restarts += 1
+                log.exception(
+                    "read driver failed (restart %d); restarting in %.1fs",
+                    self.stats.driver_restarts,
+                    backoff,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.options.max_backoff)
+
+    async def _read(self) -> None:
+        backoff = self.options.fallback_backoff
+        index = 0
+        while True:
+            if not self.sources:
+                await self._emit(
+                    [
+                        Notice(
+                            id=f"{self.cascade_id}/notice/no-source",
+                            cascade_id=self.cascade_id,
+                            level="error",
+                            text="no step source can read this agy",
+                        )
+                    ]
+                )
+                return
+            source = self.sources[min(index, len(self.sources) - 1)]
+            fallback = source is not self.sources[0]
+            self.stats.current_source = source.name
+            try:
+                if fallback:  # stay on the fallback for a while, then return to the preferred source
+                    await self._consume(source, deadline=asyncio.get_running_loop().time() + backoff)
+                else:
+                    if await self._consume(source):
+                        backoff = self.options.fallback_backoff
+                    await asyncio.sleep(0.05)  # a clean end (trailer): re-open
+                index = 0
+            except SourceUnavailable as exc:
+                self.sources.remove(source)
+                self.stats.demotions.append(source.name)
+                log.warning(
+                    "step source %r cannot serve this agy (%s); demoted to %s",
+                    source.name,
+                    exc,
+                    self.sources[0].name if self.sources else "nothing",
+                )
+                index = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.stats.source_errors += 1
+                log.warning(
+                    "step source %r failed (%s: %s); %s",
+                    source.name,
+                    type(exc).__name__,
+                    exc,
+                    f"retrying in {backoff:.1f}s"
+                    if fallback or len(self.sources) == 1
+                    else f"falling back to {self.sources[1].name!r} for {backoff:.1f}s",
+                )
+                if fallback or len(self.sources) == 1:
+                    await asyncio.sleep(backoff)
+                    index = 0
+                else:
+                    index = 1
+                backoff = min(backoff * 2 + random.uniform(0, 0.1), self.options.max_backoff)
+
+    async def _consume(self, source: StepSource, deadline: float | None = None) -> int:
+        """Apply batches until the source ends (or ``deadline``); the number of batches applied.
+
+        The deadline only ever interrupts the wait for the next batch, never an event delivery.
+        """
+        cascade = self.cascade_id
+        loop = asyncio.get_running_loop()
+        batches = source.batches(cascade)
+        count = 0
+        try:
+            while True:
+                if deadline is None:
+                    batch = await anext(batches)
+                else:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return count
+                    try:
+                        batch = await asyncio.wait_for(anext(batches), remaining)
+                    except TimeoutError:
+                        return count
+                if cascade != self.cascade_id:
+                    return count  # rotated away
+                await self._apply(batch)
+                count += 1
+        except StopAsyncIteration:
+            return count
+        finally:
+            with contextlib.suppress(Exception):
+                await batches.aclose()  # type: ignore[attr-defined]
+
+    async def _apply(self, batch: StepBatch) -> None:
+        self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
+        for raw in batch.steps:
+            events = self.reconciler.feed(raw)
+            if events:
+                # fed steps are committed: their events must reach the sink even if the reader is cancelled
+                task = asyncio.ensure_future(self._emit(events))
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+                await asyncio.shield(task)
+
+    async def _emit(self, events: Sequence[Event]) -> None:
+        """Deliver in order until the sink accepted all; then advance the cursor."""
+        async with self._emit_lock:
+            pending = list(events)
+            pause = self.options.sink_retry
+            while pending:
+                try:
+                    accepted = await self.sink.deliver(pending)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning(
+                        "event sink failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, pause
+                    )
+                    accepted = 0
+                accepted = max(0, min(accepted, len(pending)))
+                self.stats.events += accepted
+                pending = pending[accepted:]
+                if pending:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, self.options.max_backoff)
+            if self.cursor_store is not None and any(e.type in COMMITTED_TYPES for e in events):
+                st = self.reconciler.state
+                self.cursor_store.save(
+                    Cursor(
+                        cascade_id=self.reconciler.cascade_id,
+                        committed=sorted(st.committed),
+                        state=st.model_dump(mode="json"),
+                    )
+                )
+        for event in events:
+            if isinstance(event, GateOpened):
+                self._open_gate(event)
+            elif isinstance(event, GateWithdrawn):
+                self._withdraw_gate(event.gate_id)
+
+    # -- gates -----------------------------------------------------------------------------
+
+    def _open_gate(self, gate: GateOpened) -> None:
+        if gate.gate_id in self._queued or gate.gate_id in self._delivered_gates:
+            return
+        self._queued[gate.gate_id] = gate
+        self._gates.put_nowait(gate)
+
+    def _withdraw_gate(self, gate_id: str) -> None:
+        self._queued.pop(gate_id, None)
+        current = self._current_gate
+        if current is not None and current.gate_id == gate_id and self._current_ask is not None:
+            self._current_ask.cancel()
+
+    @property
+    def parked_gate(self) -> GateOpened | None:
+        """The gate currently put to the human, if any."""
+        return self._current_gate
+
+    async def _notice(self, key: str, text: str, level: str = "info") -> None:
+        await self._emit(
+            [
+                Notice(
+                    id=f"{key}/notice",
+                    cascade_id=self.cascade_id,
+                    level=level,  # type: ignore[arg-type]
+                    text=text,
+                )
+            ]
+        )
+
+    async def _gate_worker(self) -> None:
+        while True:
+            gate = await self._gates.get()
+            if self._queued.pop(gate.gate_id, None) is None:
+                continue  # withdrawn while queued
+            try:
+                await self._handle_gate(gate)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("gate %s: handling failed", gate.gate_id)
+            finally:
+                self._current_gate, self._current_ask = None, None
+
+    async def _handle_gate(self, gate: GateOpened) -> None:
+        raws = await self.snapshot.read_steps(gate.cascade_id)
+        target = delivery_target(gate, raws)
+        if target is None or target.moved:
+            return  # answered elsewhere, or superseded by a retry that is queued as its own gate
+        self._current_gate = gate
+        self._current_ask = asyncio.ensure_future(self.sink.ask(gate))
+        try:
+            answer = await self._current_ask
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                raise
+            log.info("gate %s withdrawn from the human", gate.gate_id)
+            return
+        await self.answer(gate, answer)
+
+    async def answer(self, gate: GateOpened, answer: GateAnswer) -> bool:
+        """Deliver ``answer`` to ``gate``: re-read, pick the freshest WAITING step, tell stale from shape."""
+        if self.delivery is None:
+            await self._notice(
+                gate.id, "this harness cannot deliver answers (no interaction adapter)", "error"
+            )
+            return False
+        for _attempt in range(self.options.max_delivery_attempts):
+            raws = await self.snapshot.read_steps(gate.cascade_id)
+            target = delivery_target(gate, raws)
+            if target is None:
+                await self._notice(
+                    gate.id,
+                    f"gate {gate.gate_id} was answered elsewhere or is gone; the answer was not delivered",
+                    "warning",
+                )
+                return False
+            payload = interaction_payload(gate, answer, target.step_index)
+            try:
+                await self.delivery.deliver(gate.cascade_id, payload)
+            except InteractionRejected as exc:
+                kind = classify_rejection(
+                    gate, target.step_index, await self.snapshot.read_steps(gate.cascade_id)
+                )
+                if kind == "stale":
+                    log.info(
+                        "gate %s: step %d went stale (%s); re-targeting",
+                        gate.gate_id,
+                        target.step_index,
+                        exc.message,
+                    )
+                    continue
+                if kind == "shape":
+                    await self._notice(
+                        gate.id,
+                        f"agy refused the answer to gate {gate.gate_id} "
+                        f"(HTTP {exc.status}: {exc.message}); not retrying",
+                        "error",
+                    )
+                else:
+                    await self._notice(
+                        gate.id, f"gate {gate.gate_id} is gone; the answer was not delivered", "warning"
+                    )
+                return False
+            self._delivered_gates.add(gate.gate_id)
+            if target.moved:
+                log.info(
+                    "gate %s timed out meanwhile; delivered to agy's retry at step %d",
+                    gate.gate_id,
+                    target.step_index,
+                )
+            return True
+        await self._notice(
+            gate.id,
+            f"gate {gate.gate_id}: gave up after {self.options.max_delivery_attempts} stale attempts",
+            "error",
+        )
+        return False
+
+    # -- turns, interrupt ------------------------------------------------------------------
+
+    async def send(self, text: str) -> str:
+        """Start a user turn; returns the name of the turn sender that served it."""
+        while self.turn_senders:
+            sender = self.turn_senders[0]
+            try:
+                await sender.send(self.cascade_id, text)
+                return sender.name
+            except SourceUnavailable as exc:
+                self.turn_senders.pop(0)
+                self.stats.demotions.append(sender.name)
+                log.warning(
+                    "turn sender %r cannot serve this agy (%s); demoted to %s",
+                    sender.name,
+                    exc,
+                    self.turn_senders[0].name if self.turn_senders else "nothing",
+                )
+        raise RuntimeError("no turn sender can reach this agy")
+
+    async def interrupt(self) -> InterruptReport:
+        """Cancel the running steps; a parked gate is denied too (agy's cancel does not free it)."""
+        if self.interrupter is None:
+            return InterruptReport(False, detail="no interrupter for this agy")
+        denied: list[str] = []
+        gate = self._current_gate
+        if gate is not None:  # deny first: a cancel after it also stops the reply agy starts on the denial
+            if self._current_ask is not None:
+                self._current_ask.cancel()
+            if await self.answer(gate, GateAnswer(action="decline", allow=False)):
+                denied.append(gate.gate_id)
+        await self.interrupter.interrupt(self.cascade_id)
+        self._interrupts += 1
+        detail = "cancelled the running steps" + (f"; denied the parked gate {denied[0]}" if denied else "")
+        await self._notice(f"{self.cascade_id}/interrupt/{self._interrupts}", detail)
+        return InterruptReport(True, tuple(denied), detail)
+
+    # -- rotation and the run-status backstop ----------------------------------------------
+
+    async def _directory_loop(self) -> None:
+        assert self.directory is not None
+        while True:
+            await asyncio.sleep(self.options.directory_interval)
+            try:
+                summaries = await self.directory.list_cascades()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("cascade directory unavailable: %s", exc)
+                continue
+            bound = next((s for s in summaries if s.cascade_id == self.cascade_id), None)
+            if (
+                bound is not None
+                and bound.status.endswith("IDLE")
+                and self.reconciler.state.status == "running"
+            ):
+                self._idle_reports += 1
+                if self._idle_reports >= self.options.idle_reports_to_close:
+                    self._idle_reports = 0
+                    events = self.reconciler.observe_idle()
+                    if events:
+                        await self._emit(events)
+            else:
+                self._idle_reports = 0
+            target = rotation_target(self.cascade_id, summaries)
+            if target is not None:
+                await self.rotate(target)
+
+    async def rotate(self, new_cascade: str) -> None:
+        old = self.cascade_id
+        log.info("rotation: %s -> %s", old, new_cascade)
+        event = Rotation(
+            id=f"{old}/rotation/{new_cascade}", cascade_id=old, old_cascade_id=old, new_cascade_id=new_cascade
+        )
+        for gate_id in list(self._queued):
+            self._withdraw_gate(gate_id)
+        if self._current_gate is not None:
+            self._withdraw_gate(self._current_gate.gate_id)
+        await self._emit([event])
+        self.cascade_id = new_cascade
+        self.reconciler = self._reconciler_for(new_cascade, self.reconciler.state)
+        if self.on_rebind is not None:
+            self.on_rebind(new_cascade)
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        self._reader = asyncio.create_task(self._supervise(), name="agy-harness-reader")
