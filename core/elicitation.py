@@ -125,9 +125,9 @@ def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | None:
             continue
         if step.key.step_index == gate.step_index:
             return Target(gate.step_index, moved=False)
-        if step.key.step_index > gate.step_index and (newest is None or step.key.step_index > newest):
-            if _signature_of_request(*pending) == signature:
-                newest = step.key.step_index
+        newer = step.key.step_index > gate.step_index and (newest is None or step.key.step_index > newest)
+        if newer and _signature_of_request(*pending) == signature:
+            newest = step.key.step_index
     return Target(newest, moved=True) if newest is not None else None
 
 
