@@ -1,0 +1,179 @@
+"""Write-side RPC adapters: gates, turns, interrupt, the cascade directory and the model catalog."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agy_harness.core.steps import as_dict, as_int, as_str, parse_step, user_model
+from agy_harness.ports.protocols import (
+    CascadeSummary,
+    InteractionRejected,
+    ModelCatalog,
+    ModelInfo,
+    StepSnapshot,
+)
+
+from .client import RpcClient
+from .errors import RpcError, RpcUnreachable, TurnSendUnavailable
+
+log = logging.getLogger(__name__)
+
+ModelResolver = Callable[[str], Awaitable[str | None]]
+
+
+class RpcInteractionDelivery:
+    """``HandleCascadeUserInteraction {cascadeId, interaction}``.
+
+    An HTTP-level refusal becomes InteractionRejected(status, code); no answer at all (agy down)
+    stays an RpcUnreachable so the caller can tell "refused" from "not delivered".
+    """
+
+    def __init__(self, client: RpcClient) -> None:
+        self._client = client
+
+    async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
+        try:
+            await self._client.call(
+                "HandleCascadeUserInteraction", {"cascadeId": cascade_id, "interaction": interaction}
+            )
+        except RpcUnreachable:
+            raise
+        except RpcError as exc:
+            raise InteractionRejected(exc.message, status=exc.status, code=exc.code) from exc
+
+
+class PlanModelResolver:
+    """The model for a new turn: the latest USER_INPUT's planModel, else the catalog's recommended one."""
+
+    def __init__(self, snapshot: StepSnapshot, catalog: ModelCatalog) -> None:
+        self._snapshot = snapshot
+        self._catalog = catalog
+        self._fallback: str | None = None
+
+    async def __call__(self, cascade_id: str) -> str | None:
+        try:
+            steps = await self._snapshot.read_steps(cascade_id)
+        except Exception as exc:  # a missing read must not block a turn: fall back to the catalog
+            log.warning("planModel: could not read steps of %s: %s", cascade_id, exc)
+            steps = []
+        for raw in reversed(steps):
+            step = parse_step(raw)
+            if step is not None and step.type == "USER_INPUT":
+                model = user_model(step)
+                if model:
+                    return model
+        return await self.recommended()
+
+    async def recommended(self) -> str | None:
+        if self._fallback is None:
+            try:
+                models = await self._catalog.models()
+            except Exception as exc:
+                log.warning("planModel: model catalog unavailable: %s", exc)
+                return None
+            chosen = next((m for m in models if m.recommended), models[0] if models else None)
+            self._fallback = chosen.model if chosen else None
+        return self._fallback
+
+
+class RpcTurnSender:
+    """``SendUserCascadeMessage``; raises TurnSendUnavailable on 404 so composition can demote to tmux."""
+
+    name = "rpc"
+
+    def __init__(self, client: RpcClient, resolve_model: ModelResolver) -> None:
+        self._client = client
+        self._resolve_model = resolve_model
+
+    async def send(self, cascade_id: str, text: str) -> None:
+        body: dict[str, Any] = {"cascadeId": cascade_id, "items": [{"text": text}]}
+        model = await self._resolve_model(cascade_id)
+        if model:
+            body["cascadeConfig"] = {"plannerConfig": {"planModel": model}}
+        else:
+            log.warning("sending a turn to %s without a planModel (none known)", cascade_id)
+        try:
+            await self._client.call("SendUserCascadeMessage", body)
+        except RpcError as exc:
+            if exc.method_missing:
+                raise TurnSendUnavailable(f"SendUserCascadeMessage unavailable: {exc.message}") from exc
+            raise
+
+
+class RpcInterrupter:
+    """``CancelCascadeSteps`` (does not free a WAITING gate: the bridge denies it separately)."""
+
+    def __init__(self, client: RpcClient) -> None:
+        self._client = client
+
+    async def interrupt(self, cascade_id: str) -> None:
+        await self._client.call("CancelCascadeSteps", {"cascadeId": cascade_id})
+
+
+def parse_summaries(answer: dict[str, Any]) -> list[CascadeSummary]:
+    """``trajectorySummaries`` as a {cascadeId: summary} map (or, tolerantly, a list with cascadeId)."""
+    raw = answer.get("trajectorySummaries")
+    items: list[tuple[str, dict[str, Any]]]
+    if isinstance(raw, dict):
+        items = [(str(k), as_dict(v)) for k, v in raw.items()]
+    elif isinstance(raw, list):
+        items = [(as_str(as_dict(v).get("cascadeId")), as_dict(v)) for v in raw]
+    else:
+        items = []
+    out = []
+    for cascade_id, s in items:
+        if not cascade_id:
+            continue
+        meta = as_dict(s.get("trajectoryMetadata"))
+        out.append(
+            CascadeSummary(
+                cascade_id=cascade_id,
+                parent_id=as_str(meta.get("parentConversationId")),
+                root_id=as_str(s.get("rootConversationId")) or as_str(meta.get("rootConversationId")),
+                status=as_str(s.get("status")),
+                step_count=as_int(s.get("stepCount")),
+                last_user_input_time=as_str(s.get("lastUserInputTime")),
+                last_modified_time=as_str(s.get("lastModifiedTime")),
+            )
+        )
+    return out
+
+
+class RpcCascadeDirectory:
+    def __init__(self, client: RpcClient) -> None:
+        self._client = client
+
+    async def list_cascades(self) -> list[CascadeSummary]:
+        return parse_summaries(await self._client.call("GetAllCascadeTrajectories", {}))
+
+
+def parse_models(answer: dict[str, Any]) -> list[ModelInfo]:
+    """``response.models`` as a {id: {model,label,isRecommended}} map (or, tolerantly, a list)."""
+    raw = as_dict(answer.get("response")).get("models", answer.get("models"))
+    items: list[tuple[str, dict[str, Any]]]
+    if isinstance(raw, dict):
+        items = [(str(k), as_dict(v)) for k, v in raw.items()]
+    elif isinstance(raw, list):
+        items = [("", as_dict(v)) for v in raw]
+    else:
+        items = []
+    out = []
+    for key, m in items:
+        model = as_str(m.get("model")) or key
+        if model:
+            out.append(
+                ModelInfo(
+                    model=model, label=as_str(m.get("label")), recommended=m.get("isRecommended") is True
+                )
+            )
+    return out
+
+
+class RpcModelCatalog:
+    def __init__(self, client: RpcClient) -> None:
+        self._client = client
+
+    async def models(self) -> list[ModelInfo]:
+        return parse_models(await self._client.call("GetAvailableModels", {}))

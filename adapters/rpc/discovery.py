@@ -1,0 +1,328 @@
+"""Find the agy language server that serves OUR cascade: processes -> loopback ports -> probes -> one port.
+
+Never binds a foreign agy (its GetConversationMetadata does not know our cascade) and refuses to guess
+when two ports answer. The process scan is injectable (:class:`ProcessScanner`) so tests can scope it
+to their own pid, where the simulator's listeners live.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+import psutil
+
+from .client import PROBE_TIMEOUT, RpcClient, is_loopback_host
+from .errors import AmbiguousAgy, NoAgyFound, RpcError
+
+log = logging.getLogger(__name__)
+
+_LISTEN = "0A"
+_WILDCARD = {ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")}
+
+
+@dataclass(frozen=True, slots=True)
+class AgyProcess:
+    pid: int
+    name: str
+    cmdline: tuple[str, ...]
+
+
+def looks_like_agy(name: str, cmdline: Sequence[str]) -> bool:
+    """agy itself or its language server; never this harness (whose name also contains "agy")."""
+    exe = os.path.basename(cmdline[0]) if cmdline else ""
+    words = [name.lower(), exe.lower()]
+    if any("agy-harness" in w or "agy_harness" in w for w in words):
+        return False
+    if any("agy" in w or "language_server" in w for w in words):
+        return True
+    return any("language_server" in arg for arg in cmdline[:2])
+
+
+def csrf_token_from_cmdline(cmdline: Sequence[str]) -> str | None:
+    for i, arg in enumerate(cmdline):
+        if arg == "--csrf_token" and i + 1 < len(cmdline):
+            return cmdline[i + 1]
+        if arg.startswith("--csrf_token="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def read_csrf_token(pid: int) -> str | None:
+    """The ``--csrf_token X`` agy was started with, if any (None when unreadable)."""
+    try:
+        return csrf_token_from_cmdline(psutil.Process(pid).cmdline())
+    except (psutil.Error, OSError):
+        return None
+
+
+def _listen_ip_ok(ip: str) -> bool:
+    try:
+        addr = ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    return addr in _WILDCARD or is_loopback_host(ip)
+
+
+# ---------------------------------------------------------------------------- /proc/net fallback
+
+
+def parse_proc_net_tcp(text: str, *, v6: bool) -> dict[int, int]:
+    """``{socket inode: port}`` of the LISTEN sockets bound to a loopback or wildcard address."""
+    out: dict[int, int] = {}
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 10 or fields[3] != _LISTEN:
+            continue
+        addr_hex, _, port_hex = fields[1].partition(":")
+        try:
+            raw = bytes.fromhex(addr_hex)
+            if v6:  # four host-order (little-endian) 32-bit words
+                raw = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+                ip = str(ipaddress.IPv6Address(raw))
+            else:
+                ip = str(ipaddress.IPv4Address(raw[::-1]))
+            port, inode = int(port_hex, 16), int(fields[9])
+        except ValueError:
+            continue
+        if _listen_ip_ok(ip):
+            out[inode] = port
+    return out
+
+
+def socket_inodes(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    inodes: set[int] = set()
+    with contextlib.suppress(OSError):
+        for fd in (proc / str(pid) / "fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def proc_listen_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
+    listening: dict[int, int] = {}
+    for name, v6 in (("tcp", False), ("tcp6", True)):
+        with contextlib.suppress(OSError):
+            listening.update(parse_proc_net_tcp((proc / "net" / name).read_text(), v6=v6))
+    return {port for inode, port in listening.items() if inode in socket_inodes(pid, proc)}
+
+
+# ------------------------------------------------------------------------------------- scanning
+
+
+class ProcessScanner(Protocol):
+    def processes(
+        self, *, pids: Sequence[int] | None = None, root_pid: int | None = None
+    ) -> list[AgyProcess]:
+        """agy processes: exactly ``pids`` if given; else agy-looking processes (under ``root_pid``)."""
+        ...
+
+    def listen_ports(self, pid: int) -> set[int]: ...
+
+
+class PsutilScanner:
+    def processes(
+        self, *, pids: Sequence[int] | None = None, root_pid: int | None = None
+    ) -> list[AgyProcess]:
+        if pids is not None:
+            return [p for p in (self._info(pid) for pid in pids) if p is not None]
+        if root_pid is not None:
+            try:
+                root = psutil.Process(root_pid)
+                procs = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                return []
+        else:
+            procs = list(psutil.process_iter())
+        me = os.getpid()
+        found = [p for p in (self._info(proc.pid) for proc in procs) if p is not None and p.pid != me]
+        return [p for p in found if looks_like_agy(p.name, p.cmdline)]
+
+    @staticmethod
+    def _info(pid: int) -> AgyProcess | None:
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                return AgyProcess(pid, proc.name(), tuple(proc.cmdline()))
+        except (psutil.Error, OSError):
+            return None
+
+    def listen_ports(self, pid: int) -> set[int]:
+        try:
+            conns = psutil.Process(pid).net_connections(kind="tcp")
+        except (psutil.Error, OSError):
+            return proc_listen_ports(pid)
+        return {
+            c.laddr.port
+            for c in conns
+            if c.status == psutil.CONN_LISTEN and c.laddr and _listen_ip_ok(c.laddr.ip)
+        }
+
+
+# --------------------------------------------------------------------------------------- probing
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    port: int
+    pid: int | None = None
+    csrf_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    port: int
+    pid: int | None
+    csrf_token: str | None
+    host: str = "127.0.0.1"
+
+    @property
+    def base_url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+
+class Verdict(StrEnum):
+    OURS = "ours"  # answers for our cascade (or: a live agy, when we have no cascade id)
+    FOREIGN = "foreign"  # a live agy that does not know our cascade
+    DEAD = "dead"  # no TLS connect-RPC server there (plain HTTP, refused, timeout)
+
+
+ClientFactory = Callable[[str, str | None], RpcClient]
+
+
+def default_client_factory(base_url: str, csrf_token: str | None) -> RpcClient:
+    return RpcClient(base_url, csrf_token=csrf_token, timeout=PROBE_TIMEOUT)
+
+
+async def probe(
+    candidate: Candidate,
+    cascade_id: str | None,
+    *,
+    host: str = "127.0.0.1",
+    client_factory: ClientFactory = default_client_factory,
+    timeout: float = PROBE_TIMEOUT,
+) -> Verdict:
+    async with client_factory(f"https://{host}:{candidate.port}", candidate.csrf_token) as client:
+        try:
+            await client.call("Heartbeat", {}, timeout=timeout)
+        except RpcError as exc:
+            log.debug("port %d: no Heartbeat (%s)", candidate.port, exc)
+            return Verdict.DEAD
+        if cascade_id is None:
+            return Verdict.OURS
+        try:
+            answer = await client.call(
+                "GetConversationMetadata", {"conversationId": cascade_id}, timeout=timeout
+            )
+        except RpcError as exc:
+            log.debug("port %d: does not know %s (%s)", candidate.port, cascade_id, exc)
+            return Verdict.FOREIGN
+    log.debug("port %d knows %s: %s", candidate.port, cascade_id, answer.get("metadata"))
+    return Verdict.OURS
+
+
+def candidates(scanner: ProcessScanner, procs: Iterable[AgyProcess]) -> list[Candidate]:
+    seen: dict[int, Candidate] = {}
+    for proc in procs:
+        token = csrf_token_from_cmdline(proc.cmdline)
+        for port in sorted(scanner.listen_ports(proc.pid)):
+            seen.setdefault(port, Candidate(port, proc.pid, token))
+    return list(seen.values())
+
+
+class Resolver:
+    """Binds the one port that serves ``cascade_id``; ``re_resolve()`` again after the port died.
+
+    ``port`` (the user's ``--port``) skips the scan but is still verified. ``pids`` scans exactly
+    those processes; ``pane_pid`` scans agy-looking processes under a tmux pane's process.
+    """
+
+    def __init__(
+        self,
+        cascade_id: str | None,
+        *,
+        port: int | None = None,
+        pids: Sequence[int] | None = None,
+        pane_pid: int | None = None,
+        csrf_token: str | None = None,
+        scanner: ProcessScanner | None = None,
+        client_factory: ClientFactory = default_client_factory,
+        host: str = "127.0.0.1",
+        probe_timeout: float = PROBE_TIMEOUT,
+    ) -> None:
+        if not is_loopback_host(host):
+            raise ValueError(f"refusing non-loopback host {host!r}")
+        self.cascade_id = cascade_id
+        self._port = port
+        self._pids = pids
+        self._pane_pid = pane_pid
+        self._csrf = csrf_token
+        self._scanner = scanner or PsutilScanner()
+        self._factory = client_factory
+        self._host = host
+        self._timeout = probe_timeout
+        self.binding: Binding | None = None
+
+    async def resolve(self) -> Binding:
+        if self.binding is None:
+            self.binding = await self._scan()
+        return self.binding
+
+    async def re_resolve(self, *, deadline: float = 0.0, retry_every: float = 0.25) -> Binding:
+        """Forget the binding and scan again, retrying for up to ``deadline`` seconds (agy restarting)."""
+        self.binding = None
+        loop = asyncio.get_running_loop()
+        end = loop.time() + deadline
+        while True:
+            try:
+                return await self.resolve()
+            except NoAgyFound:
+                if loop.time() + retry_every > end:
+                    raise
+                await asyncio.sleep(retry_every)
+
+    def _candidates(self) -> list[Candidate]:
+        procs = self._scanner.processes(pids=self._pids, root_pid=self._pane_pid)
+        if self._port is not None:
+            owner = next((p for p in procs if self._port in self._scanner.listen_ports(p.pid)), None)
+            token = self._csrf or (csrf_token_from_cmdline(owner.cmdline) if owner else None)
+            return [Candidate(self._port, owner.pid if owner else None, token)]
+        found = candidates(self._scanner, procs)
+        if self._csrf:
+            found = [Candidate(c.port, c.pid, c.csrf_token or self._csrf) for c in found]
+        log.debug("discovery: %d process(es), candidate ports %s", len(procs), [c.port for c in found])
+        return found
+
+    async def _scan(self) -> Binding:
+        found = await asyncio.to_thread(self._candidates) if self._port is None else self._candidates()
+        verdicts = await asyncio.gather(
+            *(
+                probe(
+                    c, self.cascade_id, host=self._host, client_factory=self._factory, timeout=self._timeout
+                )
+                for c in found
+            )
+        )
+        ours = [c for c, v in zip(found, verdicts, strict=True) if v is Verdict.OURS]
+        foreign = [c.port for c, v in zip(found, verdicts, strict=True) if v is Verdict.FOREIGN]
+        what = f"cascade {self.cascade_id}" if self.cascade_id else "a live agy"
+        if len(ours) > 1:
+            ports = [c.port for c in ours]
+            raise AmbiguousAgy(f"{len(ours)} ports answer for {what}: {ports}; pass --port", ports)
+        if not ours:
+            raise NoAgyFound(
+                f"no agy port answers for {what} (probed {[c.port for c in found]}, foreign agy on {foreign})"
+            )
+        c = ours[0]
+        log.info("bound agy port %d (pid %s) for %s", c.port, c.pid, what)
+        return Binding(c.port, c.pid, c.csrf_token, self._host)

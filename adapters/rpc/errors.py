@@ -1,0 +1,108 @@
+"""Typed errors of the RPC adapters. Everything a caller must tell apart has its own class."""
+
+from __future__ import annotations
+
+from agy_harness.ports.protocols import SourceUnavailable
+
+
+class CodecError(Exception):
+    """The envelope stream itself is unusable (cannot resynchronise)."""
+
+
+class TruncatedStreamError(CodecError):
+    """EOF inside a frame: ``pending`` bytes of a partial envelope were left over."""
+
+    def __init__(self, pending: int) -> None:
+        super().__init__(f"stream ended inside a frame ({pending} bytes left over)")
+        self.pending = pending
+
+
+class FrameTooLargeError(CodecError):
+    """An envelope declared a length above the decoder's limit."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        super().__init__(f"frame of {length} bytes exceeds the {limit} byte limit")
+        self.length = length
+        self.limit = limit
+
+
+class NonLoopbackError(ValueError):
+    """A base URL whose host is not a loopback address (refused before any byte is sent)."""
+
+
+class RpcError(Exception):
+    """A failed RPC: a connect error body, an unusable response, or a transport failure (status 0)."""
+
+    def __init__(self, method: str, status: int, code: str, message: str) -> None:
+        super().__init__(f"{method}: HTTP {status} {code}: {message}")
+        self.method = method
+        self.status = status
+        self.code = code
+        self.message = message
+
+    @property
+    def method_missing(self) -> bool:
+        """The server does not serve this method (HTTP 404 or connect ``unimplemented``)."""
+        return self.status == 404 or self.code == "unimplemented"
+
+    @property
+    def input_not_registered(self) -> bool:
+        """agy's answer to both a stale gate step and a wrong interaction shape."""
+        return "input not registered" in self.message.lower()
+
+
+class RpcMethodNotFound(RpcError):
+    """HTTP 404 / ``unimplemented``: this agy does not have the method."""
+
+
+class RpcInputNotRegistered(RpcError):
+    """HTTP 500 "input not registered for step N"."""
+
+
+class RpcBadResponse(RpcError):
+    """A 2xx answer that is not a JSON object."""
+
+
+class RpcUnreachable(RpcError):
+    """No HTTP answer at all (connection refused/reset, TLS failure, timeout). ``status`` is 0."""
+
+
+class RpcTimeout(RpcUnreachable):
+    """The call's deadline passed."""
+
+
+class StreamBroken(RpcError):
+    """A server-stream ended without its end-of-stream trailer (EOF, reset, truncated frame)."""
+
+
+class CompressedFrameRefused(RpcError):
+    """The server sent a compressed envelope although we never offered compression."""
+
+
+class StreamIdle(Exception):
+    """The stream was silent past its idle deadline while the cascade was running: re-open it."""
+
+    def __init__(self, cascade_id: str, idle_seconds: float) -> None:
+        super().__init__(f"stream for {cascade_id} silent for {idle_seconds:.1f}s while running")
+        self.cascade_id = cascade_id
+        self.idle_seconds = idle_seconds
+
+
+class TurnSendUnavailable(SourceUnavailable):
+    """``SendUserCascadeMessage`` is not served by this agy: demote turn-sending to tmux."""
+
+
+class DiscoveryError(Exception):
+    """Port discovery could not bind a port."""
+
+
+class NoAgyFound(DiscoveryError):
+    """No candidate port answered for our cascade."""
+
+
+class AmbiguousAgy(DiscoveryError):
+    """More than one port answered; refusing to guess."""
+
+    def __init__(self, message: str, ports: list[int]) -> None:
+        super().__init__(message)
+        self.ports = ports

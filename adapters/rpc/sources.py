@@ -1,0 +1,161 @@
+"""Step sources over RPC: the live stream (StreamAgentStateUpdates) and the poll (GetCascadeTrajectorySteps)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from agy_harness.core.steps import steps_from_update
+from agy_harness.ports.protocols import Clock, RawStep, SourceUnavailable, StepBatch
+
+from .client import RpcClient
+from .codec import Frame, unwrap_update
+from .errors import RpcError, StreamIdle
+
+log = logging.getLogger(__name__)
+
+STREAM_METHOD = "StreamAgentStateUpdates"
+STEPS_METHOD = "GetCascadeTrajectorySteps"
+RUNNING = "CASCADE_RUN_STATUS_RUNNING"
+
+
+def object_steps(raw_steps: list[Any], *, source: str, cascade_id: str) -> tuple[dict[str, Any], ...]:
+    """Keep the JSON-object steps; log and drop anything else."""
+    kept = tuple(s for s in raw_steps if isinstance(s, dict))
+    if len(kept) != len(raw_steps):
+        log.warning("%s %s: skipped %d non-object step(s)", source, cascade_id, len(raw_steps) - len(kept))
+    return kept
+
+
+def _unavailable(exc: RpcError) -> SourceUnavailable:
+    return SourceUnavailable(f"{exc.method} is not served by this agy: {exc.message}")
+
+
+class RpcStreamSource:
+    """``StreamAgentStateUpdates {conversationId}``: one StepBatch per frame, the first a snapshot.
+
+    Ends with StopAsyncIteration on a clean trailer, raises SourceUnavailable on 404/unimplemented,
+    RpcError/StreamBroken on transport trouble, and StreamIdle when no frame arrived for
+    ``idle_timeout`` seconds while ``is_running()`` says the cascade runs (default: the last
+    update's ``status`` was RUNNING).
+    """
+
+    name = "stream"
+    live = True
+
+    def __init__(
+        self,
+        client: RpcClient,
+        *,
+        idle_timeout: float = 20.0,
+        is_running: Callable[[], bool] | None = None,
+    ) -> None:
+        self._client = client
+        self._idle = idle_timeout
+        self.last_status = ""
+        self._is_running = is_running or (lambda: self.last_status == RUNNING)
+        self.frames_seen = 0
+        self.bad_frames = 0
+
+    def batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
+        return self._batches(cascade_id)
+
+    async def _batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
+        frames = self._client.stream(STREAM_METHOD, {"conversationId": cascade_id})
+        pending: asyncio.Future[Frame] | None = None
+        first = True
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(anext(frames))
+                done, _ = await asyncio.wait({pending}, timeout=self._idle)
+                if not done:
+                    if self._is_running():
+                        self._client.reset_pool()  # the connection may be half-open: dial afresh
+                        raise StreamIdle(cascade_id, self._idle)
+                    continue
+                task, pending = pending, None
+                try:
+                    frame = task.result()
+                except StopAsyncIteration:
+                    return
+                except RpcError as exc:
+                    if exc.method_missing:
+                        raise _unavailable(exc) from exc
+                    raise
+                batch = self._batch(cascade_id, frame, snapshot=first)
+                if batch is None:
+                    continue
+                first = False
+                if batch.steps or batch.snapshot:
+                    yield batch
+        finally:
+            if pending is not None:
+                pending.cancel()
+                with contextlib.suppress(BaseException):
+                    await pending
+            await frames.aclose()
+
+    def _batch(self, cascade_id: str, frame: Frame, *, snapshot: bool) -> StepBatch | None:
+        self.frames_seen += 1
+        update = unwrap_update(frame.payload)
+        if frame.bad is not None or update is None:
+            self.bad_frames += 1
+            why = frame.bad.value if frame.bad is not None else "no update object"
+            log.warning("stream %s: skipping a bad frame (%s) %s", cascade_id, why, frame.detail)
+            return None
+        status = update.get("status")
+        if isinstance(status, str) and status:
+            self.last_status = status
+        steps = object_steps(steps_from_update(update), source="stream", cascade_id=cascade_id)
+        return StepBatch(cascade_id=cascade_id, steps=steps, snapshot=snapshot, source=self.name)
+
+
+class RpcPollSource:
+    """``GetCascadeTrajectorySteps {cascadeId}`` every ``interval`` s; yields a snapshot when it changed."""
+
+    name = "poll"
+    live = False
+
+    def __init__(self, client: RpcClient, *, interval: float = 0.25, clock: Clock | None = None) -> None:
+        self._client = client
+        self.interval = interval
+        self._clock = clock
+        self.polls = 0
+
+    async def read_steps(self, cascade_id: str) -> list[RawStep]:
+        try:
+            answer = await self._client.call(STEPS_METHOD, {"cascadeId": cascade_id})
+        except RpcError as exc:
+            if exc.method_missing:
+                raise _unavailable(exc) from exc
+            raise
+        raw = answer.get("steps")
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            log.warning("poll %s: 'steps' is a %s, not a list", cascade_id, type(raw).__name__)
+            return []
+        return list(object_steps(raw, source="poll", cascade_id=cascade_id))
+
+    def batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
+        return self._batches(cascade_id)
+
+    async def _batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
+        last: list[RawStep] | None = None
+        while True:
+            steps = await self.read_steps(cascade_id)
+            self.polls += 1
+            if steps != last:  # parsed-JSON equality: exact, and short-circuits on the step count
+                last = steps
+                yield StepBatch(cascade_id=cascade_id, steps=tuple(steps), snapshot=True, source=self.name)
+            await self._sleep(self.interval)
+
+    async def _sleep(self, seconds: float) -> None:
+        if self._clock is not None:
+            await self._clock.sleep(seconds)
+        else:
+            await asyncio.sleep(seconds)

@@ -1,0 +1,204 @@
+"""Write-side adapters against a TLS stub: request shapes, error mapping, tolerant parsing."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agy_harness.adapters.rpc.actions import (
+    PlanModelResolver,
+    RpcCascadeDirectory,
+    RpcInteractionDelivery,
+    RpcInterrupter,
+    RpcModelCatalog,
+    RpcTurnSender,
+    parse_models,
+    parse_summaries,
+)
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable, TurnSendUnavailable
+from agy_harness.ports.protocols import (
+    CascadeDirectory,
+    InteractionDelivery,
+    InteractionRejected,
+    Interrupter,
+    ModelCatalog,
+    ModelInfo,
+    SourceUnavailable,
+    TurnSender,
+)
+
+from .stub import StubServer, const
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "agy"
+
+
+def fixture(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+    return data
+
+
+def test_adapters_satisfy_the_ports() -> None:
+    client = RpcClient("https://127.0.0.1:1")
+    assert isinstance(RpcInteractionDelivery(client), InteractionDelivery)
+    assert isinstance(RpcTurnSender(client, lambda _c: _none()), TurnSender)
+    assert isinstance(RpcInterrupter(client), Interrupter)
+    assert isinstance(RpcCascadeDirectory(client), CascadeDirectory)
+    assert isinstance(RpcModelCatalog(client), ModelCatalog)
+
+
+async def _none() -> str | None:
+    return None
+
+
+async def test_interaction_delivery_shape_and_rejection(stub: StubServer) -> None:
+    stub.routes["HandleCascadeUserInteraction"] = const(200, b"{}")
+    interaction = {"trajectoryId": "t", "stepIndex": 4, "permission": {"allow": True}}
+    async with RpcClient(stub.base_url) as client:
+        await RpcInteractionDelivery(client).deliver("c", interaction)
+        stub.routes["HandleCascadeUserInteraction"] = const(
+            500, b'{"code":"unknown","message":"input not registered for step 4"}'
+        )
+        with pytest.raises(InteractionRejected) as info:
+            await RpcInteractionDelivery(client).deliver("c", interaction)
+    assert json.loads(stub.requests[0].body) == {"cascadeId": "c", "interaction": interaction}
+    assert (info.value.status, info.value.code, info.value.message) == (
+        500, "unknown", "input not registered for step 4")  # fmt: skip
+
+
+async def test_interaction_delivery_to_a_dead_port_is_not_a_rejection() -> None:
+    async with RpcClient("https://127.0.0.1:9") as client:
+        with pytest.raises(RpcUnreachable):
+            await RpcInteractionDelivery(client).deliver("c", {})
+
+
+async def test_turn_sender_sends_the_resolved_model(stub: StubServer) -> None:
+    stub.routes["SendUserCascadeMessage"] = const(200, b"{}")
+
+    async def model(cascade_id: str) -> str | None:
+        return "MODEL_X" if cascade_id == "c" else None
+
+    async with RpcClient(stub.base_url) as client:
+        sender = RpcTurnSender(client, model)
+        assert sender.name == "rpc"
+        await sender.send("c", "hello\nworld")
+        await sender.send("d", "no model")
+    assert json.loads(stub.requests[0].body) == {
+        "cascadeId": "c", "items": [{"text": "hello\nworld"}],
+        "cascadeConfig": {"plannerConfig": {"planModel": "MODEL_X"}}}  # fmt: skip
+    assert "cascadeConfig" not in json.loads(stub.requests[1].body)
+
+
+async def test_turn_sender_404_demotes(stub: StubServer) -> None:
+    async with RpcClient(stub.base_url) as client:
+        with pytest.raises(TurnSendUnavailable) as info:
+            await RpcTurnSender(client, lambda _c: _none()).send("c", "hi")
+        assert isinstance(info.value, SourceUnavailable)
+        stub.routes["SendUserCascadeMessage"] = const(500, b'{"code":"internal","message":"busy"}')
+        with pytest.raises(RpcError) as err:
+            await RpcTurnSender(client, lambda _c: _none()).send("c", "hi")
+    assert not isinstance(err.value, TurnSendUnavailable)
+
+
+class FakeSnapshot:
+    def __init__(self, steps: list[Any] | Exception) -> None:
+        self.steps = steps
+
+    async def read_steps(self, cascade_id: str) -> list[Any]:
+        if isinstance(self.steps, Exception):
+            raise self.steps
+        return self.steps
+
+
+class FakeCatalog:
+    def __init__(self, models: list[ModelInfo] | Exception) -> None:
+        self._models = models
+        self.calls = 0
+
+    async def models(self) -> list[ModelInfo]:
+        self.calls += 1
+        if isinstance(self._models, Exception):
+            raise self._models
+        return self._models
+
+
+CATALOG = [ModelInfo(model="M1"), ModelInfo(model="M2", recommended=True)]
+
+
+async def test_plan_model_from_latest_user_input() -> None:
+    older = fixture("user_input.json")
+    newer = copy.deepcopy(older)
+    newer["metadata"]["executionId"] = "e2"
+    newer["userInput"]["userConfig"]["plannerConfig"]["planModel"] = "MODEL_NEWER"
+    steps = [older, fixture("planner_response_text.json"), newer, fixture("checkpoint.json"), "junk"]
+    catalog = FakeCatalog(CATALOG)
+    assert await PlanModelResolver(FakeSnapshot(steps), catalog)("c") == "MODEL_NEWER"
+    assert await PlanModelResolver(FakeSnapshot(steps[:2]), catalog)("c") == "MODEL_PLACEHOLDER_M20"
+    assert catalog.calls == 0
+
+
+async def test_plan_model_falls_back_to_recommended_and_caches() -> None:
+    catalog = FakeCatalog(CATALOG)
+    resolver = PlanModelResolver(FakeSnapshot([fixture("planner_response_text.json")]), catalog)
+    assert await resolver("c") == "M2"
+    assert await resolver("c") == "M2"
+    assert catalog.calls == 1
+    assert (
+        await PlanModelResolver(FakeSnapshot(RuntimeError("down")), FakeCatalog([ModelInfo(model="A")]))("c")
+        == "A"
+    )
+    assert await PlanModelResolver(FakeSnapshot([]), FakeCatalog(RuntimeError("x")))("c") is None
+    assert await PlanModelResolver(FakeSnapshot([]), FakeCatalog([]))("c") is None
+
+
+async def test_interrupter(stub: StubServer) -> None:
+    stub.routes["CancelCascadeSteps"] = const(200, b"{}")
+    async with RpcClient(stub.base_url) as client:
+        await RpcInterrupter(client).interrupt("c")
+    assert (stub.requests[0].method, json.loads(stub.requests[0].body)) == (
+        "CancelCascadeSteps",
+        {"cascadeId": "c"},
+    )
+
+
+def test_parse_summaries_tolerant() -> None:
+    answer = {
+        "trajectorySummaries": {
+            "new": {"status": "CASCADE_RUN_STATUS_RUNNING", "stepCount": "12", "lastUserInputTime": "2026-01-01T00:00:00Z",
+                    "lastModifiedTime": "2026-01-01T00:00:05Z", "trajectoryMetadata": {"parentConversationId": "old"},
+                    "rootConversationId": "root"},
+            "old": {"status": "CASCADE_RUN_STATUS_IDLE", "stepCount": 3},
+            "weird": "not an object",
+        }
+    }  # fmt: skip
+    by_id = {s.cascade_id: s for s in parse_summaries(answer)}
+    assert (
+        by_id["new"].parent_id == "old" and by_id["new"].root_id == "root" and by_id["new"].step_count == 12
+    )
+    assert by_id["new"].last_modified_time == "2026-01-01T00:00:05Z"
+    assert by_id["old"].status == "CASCADE_RUN_STATUS_IDLE" and by_id["old"].parent_id == ""
+    assert by_id["weird"].step_count == 0
+    assert parse_summaries({}) == [] and parse_summaries({"trajectorySummaries": 3}) == []
+    assert [s.cascade_id for s in parse_summaries({"trajectorySummaries": [{"cascadeId": "x"}, {}]})] == ["x"]
+
+
+def test_parse_models_tolerant() -> None:
+    answer = {"response": {"models": {"M1": {"model": "M1", "label": "One"}, "M2": {"label": "Two", "isRecommended": True},
+                                      "M3": {"model": "M3", "isRecommended": "yes"}}}}  # fmt: skip
+    assert parse_models(answer) == [
+        ModelInfo(model="M1", label="One"), ModelInfo(model="M2", label="Two", recommended=True), ModelInfo(model="M3")
+    ]  # fmt: skip
+    assert parse_models({}) == [] and parse_models({"response": {"models": [{"model": "L"}, {}]}}) == [
+        ModelInfo(model="L")]  # fmt: skip
+
+
+async def test_directory_and_catalog_over_rpc(stub: StubServer) -> None:
+    stub.routes["GetAllCascadeTrajectories"] = const(200, b'{"trajectorySummaries": {"c": {"stepCount": 2}}}')
+    stub.routes["GetAvailableModels"] = const(200, b'{"response": {"models": {"M": {"model": "M"}}}}')
+    async with RpcClient(stub.base_url) as client:
+        assert [s.cascade_id for s in await RpcCascadeDirectory(client).list_cascades()] == ["c"]
+        assert await RpcModelCatalog(client).models() == [ModelInfo(model="M")]
