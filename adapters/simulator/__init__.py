@@ -1,0 +1,32 @@
+"""The agy simulator: a faithful loopback agy language server (and TUI) to run and test against.
+
+    from agy_harness.adapters.simulator import Simulator, Faults
+    async with Simulator(profile="1.0.10", gate_timeout=None) as sim:
+        ...
+
+See ``simulator.py`` (the API), ``scenarios.py`` (the scripted model's keywords), ``faults.py``.
+"""
+
+from .faults import Faults, MethodFailure
+from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
+from .scenarios import SCENARIOS, plan_for
+from .server import RpcFailure
+from .simulator import IDLE, MODELS, RUNNING, Simulator
+from .steps import stream_projection
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "IDLE",
+    "MODELS",
+    "PROFILES",
+    "RUNNING",
+    "SCENARIOS",
+    "Faults",
+    "MethodFailure",
+    "Profile",
+    "RpcFailure",
+    "Simulator",
+    "get_profile",
+    "plan_for",
+    "stream_projection",
+]

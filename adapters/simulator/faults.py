@@ -1,0 +1,74 @@
+"""Fault injection for the simulator: a mutable set of switches on ``sim.faults``, flipped per test.
+
+    sim.faults.cut_stream_once = True       # the next stream frame is cut mid-frame, then the stream ends
+    sim.faults.malformed_frame_once = True  # the next stream frame's payload is not JSON (then carries on)
+    sim.faults.non_dict_step_once = True    # the next update carries a non-object step beside the real ones
+    sim.faults.fail("GetCascadeTrajectorySteps", status=503, times=2)   # next 2 calls answer 503
+    sim.faults.delay = 0.2                  # every response (unary, and each stream frame) waits 0.2 s
+    sim.faults.delay_methods = {"Heartbeat"}  # ... only for these methods (None = all)
+    sim.faults.stall_stream = True          # streams send nothing (no frames, no trailer) until cleared
+    await sim.restart()                     # the server moves to a new port (streams end without trailer)
+
+``*_once`` switches reset themselves when they fire. ``reset()`` clears everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class MethodFailure:
+    status: int
+    times: int
+    message: str
+
+
+@dataclass
+class Faults:
+    cut_stream_once: bool = False
+    malformed_frame_once: bool = False
+    non_dict_step_once: bool = False
+    stall_stream: bool = False
+    delay: float = 0.0
+    delay_methods: set[str] | None = None
+    failures: dict[str, MethodFailure] = field(default_factory=dict)
+    #: What fired, in order (e.g. ``"cut_stream"``, ``"fail:Heartbeat:503"``): tests can assert on it.
+    fired: list[str] = field(default_factory=list)
+
+    def fail(self, method: str, *, status: int = 500, times: int = 1, message: str = "") -> None:
+        """Answer the next ``times`` calls of ``method`` with HTTP ``status`` (500 or 503 typically)."""
+        self.failures[method] = MethodFailure(status, times, message or f"injected fault ({status})")
+
+    def take_failure(self, method: str) -> MethodFailure | None:
+        failure = self.failures.get(method)
+        if failure is None or failure.times <= 0:
+            return None
+        failure.times -= 1
+        if failure.times <= 0:
+            del self.failures[method]
+        self.fired.append(f"fail:{method}:{failure.status}")
+        return failure
+
+    def delay_for(self, method: str) -> float:
+        if self.delay <= 0:
+            return 0.0
+        if self.delay_methods is not None and method not in self.delay_methods:
+            return 0.0
+        return self.delay
+
+    def take(self, name: str) -> bool:
+        """Consume a ``<name>_once`` switch: True (and reset it) if it was set."""
+        attr = f"{name}_once"
+        if getattr(self, attr):
+            setattr(self, attr, False)
+            self.fired.append(name)
+            return True
+        return False
+
+    def reset(self) -> None:
+        self.cut_stream_once = self.malformed_frame_once = self.non_dict_step_once = False
+        self.stall_stream = False
+        self.delay = 0.0
+        self.delay_methods = None
+        self.failures.clear()

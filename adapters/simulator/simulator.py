@@ -1,0 +1,571 @@
+"""The agy simulator: a loopback agy language server with a scripted model (see ``scenarios``).
+
+    async with Simulator(profile="1.0.10", gate_timeout=None) as sim:
+        await sim.submit_user_turn("run: pwd")
+        await sim.wait_idle()
+        sim.steps()   # poll projection
+
+All state lives in the caller's event loop; callbacks (``subscribe``) run on it, synchronously.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import steps as st
+from .faults import Faults
+from .profiles import DEFAULT_PROFILE, Profile, get_profile
+from .scenarios import Engine, TurnCanceled
+from .server import App, Listener, RpcFailure
+
+log = logging.getLogger("agy_harness.simulator")
+
+RUNNING = "CASCADE_RUN_STATUS_RUNNING"
+IDLE = "CASCADE_RUN_STATUS_IDLE"
+
+DEFAULT_MODEL = "MODEL_PLACEHOLDER_M20"
+MODELS: dict[str, dict[str, Any]] = {
+    "MODEL_PLACEHOLDER_M20": {
+        "model": "MODEL_PLACEHOLDER_M20",
+        "label": "Gemini 3 Pro",
+        "isRecommended": True,
+    },
+    "MODEL_PLACEHOLDER_M71": {
+        "model": "MODEL_PLACEHOLDER_M71",
+        "label": "Gemini 3 Flash",
+        "isRecommended": False,
+    },
+    "MODEL_PLACEHOLDER_M50": {
+        "model": "MODEL_PLACEHOLDER_M50",
+        "label": "Gemini 2.5 Flash Lite",
+        "isRecommended": False,
+    },
+}
+
+DEFAULT_WORKSPACE = "/home/agy/.gemini/antigravity-cli/scratch"
+DEFAULT_HOME = "/home/agy"
+
+StepCallback = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class Gate:
+    index: int
+    kind: str  # "permission" | "question"
+    future: asyncio.Future[dict[str, Any]]
+
+
+@dataclass(eq=False)
+class Watcher:
+    """One open StreamAgentStateUpdates: what changed since its last frame."""
+
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+    dirty: set[int] = field(default_factory=set)
+    status_dirty: bool = False
+    closed: str | None = None  # "trailer" (server stops) | "abrupt" (restart)
+
+
+@dataclass
+class TurnRequest:
+    text: str
+    model: str
+    execution_id: str
+    recorded: bool = False
+
+
+@dataclass
+class Cascade:
+    id: str
+    trajectory_id: str
+    created: str
+    parent_id: str | None = None
+    root_id: str = ""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    last_user_input: str | None = None
+    last_modified: str = ""
+    planner_calls: int = 0
+    turns: int = 0
+    queue: deque[TurnRequest] = field(default_factory=deque)
+    worker: asyncio.Task[None] | None = None
+    gates: dict[int, Gate] = field(default_factory=dict)
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    watchers: set[Watcher] = field(default_factory=set)
+
+    @property
+    def busy(self) -> bool:
+        return self.worker is not None
+
+    @property
+    def parked(self) -> bool:
+        return bool(self.gates)
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return int(value)
+    return 0
+
+
+def _not_found() -> RpcFailure:
+    return RpcFailure(500, "unknown", "trajectory not found")
+
+
+class Simulator:
+    def __init__(
+        self,
+        profile: str = DEFAULT_PROFILE,
+        *,
+        gate_timeout: float | None = None,
+        gate_reasks: int = 3,
+        pace: float = 0.05,
+        workspace: str = DEFAULT_WORKSPACE,
+        home: str = DEFAULT_HOME,
+        model: str = DEFAULT_MODEL,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.profile: Profile = get_profile(profile)
+        self.version = self.profile.version
+        self.gate_timeout = gate_timeout
+        self.gate_reasks = gate_reasks
+        self.pace = pace
+        self.workspace = workspace
+        self.home = home
+        self.model = model
+        self.faults = Faults()
+        self.session_id = "-" + str(uuid.uuid4().int % 10**19)
+        #: every RPC method called, in order (tests may assert on it)
+        self.calls: list[str] = []
+        self._host = host
+        self._cascades: dict[str, Cascade] = {}
+        self._subscribers: list[StepCallback] = []
+        self._tick = asyncio.Event()
+        self._app = App(self)
+        self._listener: Listener | None = None
+        self._started = False
+        first = self._new_cascade()
+        self.cascade_id = first.id
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._listener.port if self._listener else 0
+
+    @property
+    def plain_port(self) -> int:
+        return self._listener.plain_port if self._listener else 0
+
+    @property
+    def base_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    async def start(self) -> Simulator:
+        if self._started:
+            return self
+        self._tick = asyncio.Event()
+        for c in self._cascades.values():
+            c.cancel = asyncio.Event()
+        listener = Listener(self._app, self._host)
+        listener.bind()
+        await listener.start()
+        self._listener = listener
+        self._started = True
+        return self
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        await self._close_streams("trailer")
+        if self._listener is not None:
+            await self._listener.stop()
+        workers = [c.worker for c in self._cascades.values() if c.worker is not None]
+        for task in workers:
+            task.cancel()
+        for task in workers:
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def restart(self) -> None:
+        """agy restarted: the same conversations on a NEW port; open streams die without a trailer."""
+        old = self._listener
+        new = Listener(self._app, self._host)
+        new.bind()  # bound before the old sockets close: the port is guaranteed to differ
+        await self._close_streams("abrupt")
+        if old is not None:
+            await old.stop()
+        await new.start()
+        self._listener = new
+
+    async def _close_streams(self, how: str) -> None:
+        watchers = [w for c in self._cascades.values() for w in c.watchers]
+        for w in watchers:
+            w.closed = how
+            w.event.set()
+        # let the stream handlers write their last frame
+        for _ in range(50):
+            if not any(c.watchers for c in self._cascades.values()):
+                break
+            await asyncio.sleep(0.01)
+
+    async def __aenter__(self) -> Simulator:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- the public surface -----------------------------------------------------------------
+    def steps(self, cascade_id: str | None = None) -> list[dict[str, Any]]:
+        """The poll projection of every step of ``cascade_id`` (default: the current cascade)."""
+        return copy.deepcopy(self._cascade(cascade_id).steps)
+
+    def stream_steps(self, cascade_id: str | None = None) -> list[dict[str, Any]]:
+        """The stream projection of every step (what a replay frame carries)."""
+        return [st.stream_projection(s) for s in self._cascade(cascade_id).steps]
+
+    def subscribe(self, callback: StepCallback) -> Callable[[], None]:
+        """``callback(cascade_id, step)`` on every step change (poll projection); returns unsubscribe."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def is_running(self, cascade_id: str | None = None) -> bool:
+        return self._cascade(cascade_id).busy
+
+    def cascade_ids(self) -> list[str]:
+        return list(self._cascades)
+
+    def children(self, cascade_id: str | None = None) -> list[str]:
+        parent = self._cascade(cascade_id).id
+        return [c.id for c in self._cascades.values() if c.parent_id == parent]
+
+    async def submit_user_turn(
+        self, text: str, *, cascade_id: str | None = None, model: str | None = None
+    ) -> str:
+        """As if typed in agy's TUI: record USER_INPUT and run the scripted model (queued while a
+        turn runs). ``/clear`` mints a new cascade instead. Returns the turn's executionId (or, for
+        ``/clear``, the new cascade id)."""
+        if text.strip() == "/clear":
+            return await self.clear()
+        return self._submit(self._cascade(cascade_id), text, model or self.model)
+
+    async def clear(self) -> str:
+        """``/clear``: a new (empty, stepCount 0) root cascade becomes the current one."""
+        c = self._new_cascade()
+        self.cascade_id = c.id
+        self._bump()
+        return c.id
+
+    async def start_cascade(self) -> str:
+        """``StartCascade``: a new root cascade (the current one stays current)."""
+        return self._new_cascade().id
+
+    async def cancel(self, cascade_id: str | None = None) -> bool:
+        """``CancelCascadeSteps``: stops a generating turn; a turn parked on a gate is NOT freed."""
+        c = self._cascade(cascade_id)
+        if not c.busy or c.parked:
+            return False
+        c.cancel.set()
+        return True
+
+    async def handle_interaction(self, cascade_id: str, interaction: dict[str, Any]) -> None:
+        """``HandleCascadeUserInteraction``; raises RpcFailure(500, "input not registered for step N")."""
+        c = self._cascades.get(cascade_id)
+        if c is None:
+            raise _not_found()
+        if not isinstance(interaction, dict):
+            interaction = {}
+        index = _as_int(interaction.get("stepIndex"))
+        refused = RpcFailure(500, "unknown", f"input not registered for step {index}")
+        gate = c.gates.get(index)
+        if gate is None or interaction.get("trajectoryId") != c.trajectory_id or gate.future.done():
+            raise refused
+        step = c.steps[index]
+        response: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
+        if gate.kind == "permission":
+            perm = interaction.get("permission")
+            if not isinstance(perm, dict):
+                raise refused
+            allow = perm.get("allow") is True
+            response["permission"] = {"allow": True} if allow else {}
+            st.record_interaction(step, response)
+            st.grant(step, allow)
+            if allow:
+                st.transition(step, st.RUNNING)
+            else:
+                st.settle(step, st.ERROR)
+        else:
+            ask = interaction.get("askQuestion")
+            responses = ask.get("responses") if isinstance(ask, dict) else None
+            if not isinstance(responses, list) or not responses:
+                raise refused
+            clean = []
+            for r in responses:
+                if not isinstance(r, dict):
+                    continue
+                item: dict[str, Any] = {}
+                if isinstance(r.get("question"), str):
+                    item["question"] = r["question"]
+                if isinstance(r.get("selectedOptionIds"), list) and r["selectedOptionIds"]:
+                    item["selectedOptionIds"] = [str(x) for x in r["selectedOptionIds"]]
+                if isinstance(r.get("writeInResponse"), str) and r["writeInResponse"]:
+                    item["writeInResponse"] = r["writeInResponse"]
+                clean.append(item)
+            response["askQuestion"] = {"responses": clean}
+            st.record_interaction(step, response)
+            st.ask_question_answer(step, clean)
+            st.transition(step, st.RUNNING)
+        del c.gates[index]
+        gate.future.set_result(response)
+        self._changed(c, index)
+
+    async def send_agent_message(self, cascade_id: str, text: str) -> None:
+        """``SendAgentMessage``: a SYSTEM_MESSAGE step (not a user turn; the model does not run)."""
+        c = self._cascade(cascade_id)
+        where = st.Where(c.id, c.trajectory_id, len(c.steps), c.planner_calls, str(uuid.uuid4()))
+        self._append(c, st.system_message(where, text))
+
+    async def wait_idle(self, timeout: float = 5.0) -> None:
+        """Until every cascade's turn finished or is parked on a gate (TimeoutError otherwise)."""
+        async with asyncio.timeout(timeout):
+            while not self._quiet():
+                tick = self._tick
+                await tick.wait()
+
+    def run_status(self, cascade_id: str | None = None) -> str:
+        return RUNNING if self._cascade(cascade_id).busy else IDLE
+
+    def trajectory_summaries(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for c in self._cascades.values():
+            summary: dict[str, Any] = {"status": RUNNING if c.busy else IDLE, "stepCount": len(c.steps)}
+            if c.last_user_input:
+                summary["lastUserInputTime"] = c.last_user_input
+            summary["lastModifiedTime"] = c.last_modified
+            summary["trajectoryMetadata"] = {"parentConversationId": c.parent_id} if c.parent_id else {}
+            summary["rootConversationId"] = c.root_id
+            out[c.id] = summary
+        return out
+
+    # -- internals used by the engine and the server ------------------------------------------
+    def _cascade(self, cascade_id: str | None) -> Cascade:
+        c = self._cascades.get(cascade_id or self.cascade_id)
+        if c is None:
+            raise KeyError(f"unknown cascade {cascade_id!r}")
+        return c
+
+    def _new_cascade(self, parent: Cascade | None = None) -> Cascade:
+        stamp = st.now()
+        c = Cascade(id=str(uuid.uuid4()), trajectory_id=str(uuid.uuid4()), created=stamp, last_modified=stamp)
+        if parent is not None:
+            c.parent_id = parent.id
+            c.root_id = parent.root_id
+        else:
+            c.root_id = c.id
+        self._cascades[c.id] = c
+        return c
+
+    def _submit(self, c: Cascade, text: str, model: str) -> str:
+        request = TurnRequest(text, model, str(uuid.uuid4()))
+        if not c.busy:
+            self._record_user_input(c, request)
+        c.queue.append(request)
+        if c.worker is None:
+            c.worker = asyncio.ensure_future(self._work(c))
+            self._status_changed(c)
+        self._bump()
+        return request.execution_id
+
+    def _record_user_input(self, c: Cascade, request: TurnRequest) -> None:
+        where = st.Where(c.id, c.trajectory_id, len(c.steps), 0, request.execution_id)
+        self._append(c, st.user_input(where, request.text, request.model, self.home))
+        c.last_user_input = st.now()
+        request.recorded = True
+
+    async def _work(self, c: Cascade) -> None:
+        try:
+            while c.queue:
+                request = c.queue.popleft()
+                if not request.recorded:
+                    self._record_user_input(c, request)
+                first = c.turns == 0
+                c.turns += 1
+                c.cancel.clear()
+                engine = Engine(self, c, request.text, request.model, request.execution_id, first)
+                try:
+                    await engine.run()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("scripted turn failed on cascade %s", c.id)
+                finally:
+                    c.cancel.clear()
+        finally:
+            c.worker = None
+            for gate in c.gates.values():
+                gate.future.cancel()
+            c.gates.clear()
+            self._status_changed(c)
+            self._bump()
+
+    def _append(self, c: Cascade, step: dict[str, Any]) -> int:
+        c.steps.append(step)
+        index = len(c.steps) - 1
+        self._changed(c, index)
+        return index
+
+    def _changed(self, c: Cascade, index: int) -> None:
+        c.last_modified = st.now()
+        for w in c.watchers:
+            w.dirty.add(index)
+            w.event.set()
+        if self._subscribers:
+            snapshot = copy.deepcopy(c.steps[index])
+            for callback in list(self._subscribers):
+                try:
+                    callback(c.id, snapshot)
+                except Exception:
+                    log.exception("step subscriber failed")
+        self._bump()
+
+    def _status_changed(self, c: Cascade) -> None:
+        for w in c.watchers:
+            w.status_dirty = True
+            w.event.set()
+
+    def _bump(self) -> None:
+        self._tick.set()
+        self._tick = asyncio.Event()
+
+    def _quiet(self) -> bool:
+        return all(not c.busy or (c.parked and not c.queue) for c in self._cascades.values())
+
+    async def _pause(self, c: Cascade, seconds: float) -> None:
+        if c.cancel.is_set():
+            raise TurnCanceled
+        if seconds <= 0:
+            await asyncio.sleep(0)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(c.cancel.wait(), seconds)
+        if c.cancel.is_set():
+            raise TurnCanceled
+
+    async def _await_gate(self, c: Cascade, index: int, kind: str) -> dict[str, Any] | None:
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        c.gates[index] = Gate(index, kind, future)
+        c.cancel.clear()
+        self._bump()
+        try:
+            if self.gate_timeout is None:
+                return await asyncio.shield(future)
+            return await asyncio.wait_for(asyncio.shield(future), self.gate_timeout)
+        except TimeoutError:
+            return None
+        finally:
+            if c.gates.get(index) is not None and c.gates[index].future is future:
+                del c.gates[index]
+            c.cancel.clear()
+            self._bump()
+
+    def _watch(self, c: Cascade) -> Watcher:
+        w = Watcher()
+        c.watchers.add(w)
+        return w
+
+    def _unwatch(self, c: Cascade, w: Watcher) -> None:
+        c.watchers.discard(w)
+
+    def _update_frame(self, c: Cascade, indices: list[int]) -> dict[str, Any]:
+        return {
+            "update": {
+                "conversationId": c.id,
+                "status": RUNNING if c.busy else IDLE,
+                "mainTrajectoryUpdate": {
+                    "stepsUpdate": {
+                        "indices": list(indices),
+                        "steps": [st.stream_projection(c.steps[i]) for i in indices],
+                    }
+                },
+            }
+        }
+
+    # -- RPC ---------------------------------------------------------------------------------
+    async def _rpc(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Unary methods. Proto-JSON: unknown fields are ignored (we only read the known ones)."""
+        if method == "Heartbeat":
+            return {}
+        if method == "GetConversationMetadata":
+            c = self._cascades.get(str(request.get("conversationId") or ""))
+            if c is None:
+                raise _not_found()
+            return {"metadata": {"rootConversationId": c.root_id}}
+        if method == "GetCascadeTrajectorySteps":
+            c = self._cascades.get(str(request.get("cascadeId") or ""))
+            if c is None:
+                raise _not_found()
+            return {"steps": copy.deepcopy(c.steps)}
+        if method == "HandleCascadeUserInteraction":
+            interaction = request.get("interaction")
+            await self.handle_interaction(
+                str(request.get("cascadeId") or ""), interaction if isinstance(interaction, dict) else {}
+            )
+            return {}
+        if method == "CancelCascadeSteps":
+            c = self._cascades.get(str(request.get("cascadeId") or ""))
+            if c is None:
+                raise _not_found()
+            await self.cancel(c.id)
+            return {}
+        if method == "SendUserCascadeMessage":
+            c = self._cascades.get(str(request.get("cascadeId") or ""))
+            if c is None:
+                raise _not_found()
+            items = request.get("items")
+            text = "".join(
+                str(i.get("text") or "")
+                for i in (items if isinstance(items, list) else [])
+                if isinstance(i, dict)
+            )
+            if not text.strip():
+                raise RpcFailure(400, "invalid_argument", "user message is empty")
+            config = request.get("cascadeConfig")
+            planner = config.get("plannerConfig") if isinstance(config, dict) else None
+            model = planner.get("planModel") if isinstance(planner, dict) else None
+            if text.strip() == "/clear":
+                await self.clear()
+            else:
+                self._submit(c, text, model if isinstance(model, str) and model else self.model)
+            return {}
+        if method == "StartCascade":
+            return {"cascadeId": await self.start_cascade()}
+        if method == "GetAvailableModels":
+            return {"response": {"models": copy.deepcopy(MODELS)}}
+        if method == "GetAllCascadeTrajectories":
+            return {"trajectorySummaries": self.trajectory_summaries()}
+        if method == "SendAgentMessage":
+            c = self._cascades.get(str(request.get("cascadeId") or ""))
+            if c is None:
+                raise _not_found()
+            text = request.get("message") or request.get("text") or ""
+            await self.send_agent_message(c.id, str(text))
+            return {}
+        if method == "StreamCascadeReactiveUpdates":
+            raise RpcFailure(500, "unknown", "reactive state is deprecated")
+        raise RpcFailure(404, "unimplemented", f"{method} is not implemented")
