@@ -264,9 +264,12 @@ class Reconciler:
             if gate_id is None:
                 return []
             del self.state.gates[sk]
-            reason = {"DONE": "answered", "ERROR": "timed out or failed"}.get(
-                step.status, step.status.lower()
-            )
+            if S.interaction_response(step) is not None or step.status in ("RUNNING", "DONE"):
+                reason = "answered"
+            elif step.status == "ERROR":
+                reason = "timed out"
+            else:
+                reason = step.status.lower() or "gone"
             return [GateWithdrawn(**self._base(sk, "gate/withdrawn"), gate_id=gate_id, reason=reason)]
         if gate_id is not None:
             return []

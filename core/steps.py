@@ -259,6 +259,20 @@ def error_text(step: Step) -> str:
     return ""
 
 
+def interaction_response(step: Step) -> dict[str, Any] | None:
+    """The last answer agy recorded for this step's gate (``completedInteractions[-1].response``)."""
+    done = as_list(step.raw.get("completedInteractions"))
+    return as_dict(as_dict(done[-1]).get("response")) if done else None
+
+
+def permission_denied(step: Step) -> bool:
+    """A recorded permission answer that did not allow (proto-JSON omits ``allow: false``)."""
+    response = interaction_response(step)
+    return (
+        response is not None and "permission" in response and not as_dict(response["permission"]).get("allow")
+    )
+
+
 def tool_output(step: Step) -> str:
     """What the tool produced, as text. An ERROR step without output says it did not complete."""
     full = as_dict(as_dict(step.raw.get("runCommand")).get("combinedOutput")).get("full")
@@ -269,6 +283,8 @@ def tool_output(step: Step) -> str:
         return str(result["result"])
     if result is not None:
         return json.dumps(result, ensure_ascii=False)
+    if step.status == "ERROR" and permission_denied(step):
+        return f"{tool_name(step)} was not run: permission denied"
     if step.status == "ERROR":
         detail = error_text(step)
         base = f"{tool_name(step)} did not complete (the step ended in error)"

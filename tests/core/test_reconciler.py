@@ -234,3 +234,28 @@ def test_bad_input_is_skipped_with_a_log_line_never_raised(caplog: Any) -> None:
     }
     # the planner with an unreadable body still closes its turn state sanely (no text: a dispatch)
     assert r.state.status == "running"
+
+
+def test_withdrawal_reasons_and_a_denied_command() -> None:
+    r = Reconciler(CASCADE)
+    r.feed(fixture("run_command_waiting"))
+    timed_out = r.feed(fixture("run_command_error"))
+    assert timed_out[0].type == "gate_withdrawn" and timed_out[0].reason == "timed out"  # type: ignore[union-attr]
+    assert "did not complete" in timed_out[-1].output  # type: ignore[union-attr]
+    denied = fixture("run_command_error")
+    denied["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = 8
+    denied["completedInteractions"] = [
+        {
+            "request": denied["requestedInteraction"],
+            "response": {"trajectoryId": TRAJ, "stepIndex": 8, "permission": {}},
+        }
+    ]
+    waiting = fixture("run_command_waiting")
+    waiting["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = 8
+    r.feed(waiting)
+    out = r.feed(denied)
+    assert out[0].reason == "answered"  # type: ignore[union-attr]
+    assert out[-1].output == "run_command was not run: permission denied"  # type: ignore[union-attr]
+    assert out[-1].is_error  # type: ignore[union-attr]
+    answered = r.feed(fixture("run_command_done"))  # step 6 already settled: nothing
+    assert answered == []

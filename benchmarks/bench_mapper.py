@@ -1,0 +1,79 @@
+"""Mapper throughput on the recorded fixtures, and the prefix-diff cost of a streamed reply.
+
+    python benchmarks/bench_mapper.py
+
+Prints steps/s for the whole mapper (parse + map + dedup) on the 18 recorded agy steps (renumbered
+so none dedups), and the cost of mapping a 10 KB vs a 1 MB reply streamed as 200 cumulative frames,
+with their ratio (linear growth in size would be 100x).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+from agy_harness.core.reconciler import Reconciler
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "agy"
+
+
+def renumbered(steps: list[dict], copies: int) -> list[dict]:
+    out = []
+    for n in range(copies):
+        for i, step in enumerate(steps):
+            s = copy.deepcopy(step)
+            meta = s["metadata"]
+            meta["sourceTrajectoryStepInfo"]["stepIndex"] = n * 100 + i
+            meta["executionId"] = f"{meta.get('executionId', 'x')}-{n}-{i}"
+            out.append(s)
+    return out
+
+
+def throughput(steps: list[dict]) -> float:
+    best = 0.0
+    for _ in range(5):
+        r = Reconciler("bench")
+        t = time.perf_counter()
+        for s in steps:
+            r.feed(s)
+        best = max(best, len(steps) / (time.perf_counter() - t))
+    return best
+
+
+def streamed(size: int, frames: int = 200) -> float:
+    done = json.loads((FIXTURES / "stream_planner_text_done.json").read_text())
+    text = ("lorem ipsum dolor sit amet " * (size // 27 + 1))[:size]
+    snapshots = []
+    for k in range(1, frames + 1):
+        s = copy.deepcopy(done) if k == frames else json.loads(json.dumps(done))
+        s["plannerResponse"]["modifiedResponse"] = text[: size * k // frames]
+        if k < frames:
+            s["status"] = "CORTEX_STEP_STATUS_GENERATING"
+        snapshots.append(s)
+    best = float("inf")
+    for _ in range(3):
+        r = Reconciler("bench")
+        t = time.perf_counter()
+        for s in snapshots:
+            r.feed(s)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> int:
+    steps = [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))]
+    all_steps = renumbered(steps, 200)
+    rate = throughput(all_steps)
+    print(f"mapper throughput: {rate:,.0f} steps/s over {len(all_steps)} recorded-shape steps")
+    small, large = streamed(10_000), streamed(1_000_000)
+    print(f"streamed reply, 200 frames: 10 KB {small * 1e3:.2f} ms, 1 MB {large * 1e3:.2f} ms")
+    print(f"ratio 1 MB / 10 KB: {large / small:.1f}x (size ratio 100x)")
+    print(f"per frame at 1 MB: {large / 200 * 1e6:.0f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""The public Python API: one agy conversation as an async session.
+
+    from agy_harness.composition import open_session
+
+    async with open_session(port=agy_port) as s:        # or base_url=..., or discovery by cascade id
+        await s.send("Say hello in one short sentence.")
+        async for event in s.events():
+            if event.type == "gate_opened":
+                await s.answer(event.gate_id, True)         # approve a command / pick option "1" ...
+            if event.type == "status" and event.status == "idle":
+                break
+
+``open_session`` binds agy's loopback port (discovery, or the ``port``/``base_url`` you give), runs the
+version gate to pick adapters (stream or poll or transcript tail; RPC or tmux turn-send), and starts a
+:class:`~agy_harness.composition.harness.Harness`. Events arrive on ``s.events()`` unless you pass your
+own ``sink`` (the terminal renderer, the omnigent sink).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from agy_harness.adapters.rpc.actions import (
+    PlanModelResolver,
+    RpcCascadeDirectory,
+    RpcInteractionDelivery,
+    RpcInterrupter,
+    RpcModelCatalog,
+    RpcTurnSender,
+)
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.discovery import Resolver
+from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
+from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
+from agy_harness.ports.events import Event, GateOpened
+from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, StepSource, TurnSender
+
+from .harness import Harness, HarnessOptions, InterruptReport
+from .version_gate import Capabilities, detect_capabilities
+
+log = logging.getLogger("agy_harness.session")
+
+AnswerLike = GateAnswer | bool | str | Sequence[str] | Sequence[Sequence[str]]
+
+
+def to_answer(gate: GateOpened | None, value: AnswerLike) -> GateAnswer:
+    """A GateAnswer from a convenient value.
+
+    ``True``/``False`` allow/deny a permission (or accept/decline a question); ``"2"`` or a label picks
+    one option; ``["1", "3"]`` several (or one per question when the gate has several questions);
+    ``[["1"], ["2", "3"]]`` one list per question; ``"decline"``/``"cancel"`` refuse.
+    """
+    if isinstance(value, GateAnswer):
+        return value
+    if isinstance(value, bool):
+        return GateAnswer(allow=value) if value else GateAnswer(action="decline", allow=False)
+    if isinstance(value, str):
+        if value in ("decline", "cancel"):
+            return GateAnswer(action=value)  # type: ignore[arg-type]
+        return GateAnswer(selections=((value,),), allow=True)
+    items = list(value)
+    if items and all(not isinstance(i, str) for i in items):
+        return GateAnswer(selections=tuple(tuple(i) for i in items), allow=True)
+    several_questions = gate is not None and len(gate.questions) > 1
+    if several_questions:
+        return GateAnswer(selections=tuple((str(i),) for i in items), allow=True)
+    return GateAnswer(selections=(tuple(str(i) for i in items),), allow=True)
+
+
+class QueueSink:
+    """The default sink of :func:`open_session`: events on a queue, gates answered by ``Session.answer``."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._asks: dict[str, asyncio.Future[GateAnswer]] = {}
+        self._early: dict[str, GateAnswer] = {}
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        for event in events:
+            self.queue.put_nowait(event)
+        return len(events)
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        if gate.gate_id in self._early:
+            return self._early.pop(gate.gate_id)
+        future: asyncio.Future[GateAnswer] = asyncio.get_running_loop().create_future()
+        self._asks[gate.gate_id] = future
+        try:
+            return await future
+        finally:
+            self._asks.pop(gate.gate_id, None)
+
+    async def withdraw(self, gate_id: str) -> None:
+        future = self._asks.pop(gate_id, None)
+        if future is not None:
+            future.cancel()
+
+    def resolve(self, gate_id: str, answer: GateAnswer) -> bool:
+        future = self._asks.get(gate_id)
+        if future is None or future.done():
+            self._early[gate_id] = answer
+            return False
+        future.set_result(answer)
+        return True
+
+
+@dataclass
+class Session:
+    harness: Harness
+    capabilities: Capabilities
+    client: RpcClient
+    sink: EventSink
+    _gates: dict[str, GateOpened]
+
+    @property
+    def cascade_id(self) -> str:
+        """The bound cascade (it moves on ``/clear``)."""
+        return self.harness.cascade_id
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event, in order, as it happens. Only with the default sink."""
+        if not isinstance(self.sink, QueueSink):
+            raise RuntimeError(
+                "events() needs the default sink; this session delivers to " + type(self.sink).__name__
+            )
+        while True:
+            event = await self.sink.queue.get()
+            if isinstance(event, GateOpened):
+                self._gates[event.gate_id] = event
+            yield event
+
+    async def send(self, text: str) -> str:
+        """Start a user turn; returns which turn sender served it ("rpc" or "tmux")."""
+        return await self.harness.send(text)
+
+    async def answer(self, gate_id: str, value: AnswerLike) -> None:
+        """Answer a gate (see :func:`to_answer` for the accepted values)."""
+        gate = self._gates.get(gate_id)
+        answer = to_answer(gate, value)
+        if isinstance(self.sink, QueueSink) and self.sink.resolve(gate_id, answer):
+            return
+        if gate is not None and self.harness.parked_gate is None:
+            await self.harness.answer(gate, answer)
+
+    async def interrupt(self) -> InterruptReport:
+        """Stop agy's current work (a parked gate is denied)."""
+        return await self.harness.interrupt()
+
+
+async def _latest_cascade(client: RpcClient) -> str:
+    directory = RpcCascadeDirectory(client)
+    roots = [s for s in await directory.list_cascades() if not s.parent_id]
+    if not roots:
+        raise RuntimeError("agy has no conversation yet; pass cascade_id")
+    return max(roots, key=lambda s: (s.last_modified_time, s.last_user_input_time)).cascade_id
+
+
+@asynccontextmanager
+async def open_session(
+    *,
+    base_url: str | None = None,
+    port: int | None = None,
+    cascade_id: str | None = None,
+    pids: Sequence[int] | None = None,
+    pane_pid: int | None = None,
+    tmux_target: str | None = None,
+    csrf_token: str | None = None,
+    sink: EventSink | None = None,
+    cursor_store: CursorStore | None = None,
+    transcript_root: Path | None = None,
+    version_text: str | None = None,
+    poll_interval: float = 0.25,
+    options: HarnessOptions | None = None,
+) -> AsyncIterator[Session]:
+    """Bind a running agy and yield a started :class:`Session`; everything is stopped on exit.
+
+    Give ``base_url`` or ``port`` to skip discovery (the port is still verified), else agy processes
+    are scanned (``pids`` / ``pane_pid`` narrow the scan) for the port serving ``cascade_id``.
+    ``tmux_target`` (agy's pane) enables the tmux turn sender as the fallback for RPC turn-send.
+    """
+    resolver: Resolver | None = None
+    if base_url is None:
+        resolver = Resolver(cascade_id, port=port, pids=pids, pane_pid=pane_pid, csrf_token=csrf_token)
+        binding = await resolver.resolve()
+        base_url, csrf_token = binding.base_url, binding.csrf_token or csrf_token
+    client = RpcClient(base_url, csrf_token=csrf_token)
+    watcher: asyncio.Task[None] | None = None
+    try:
+        if cascade_id is None:
+            cascade_id = await _latest_cascade(client)
+        caps = await detect_capabilities(
+            client, cascade_id, version_text=version_text, transcript_root=transcript_root
+        )
+        harness_ref: list[Harness] = []
+        poll = RpcPollSource(client, interval=poll_interval)
+        sources: list[StepSource] = []
+        if caps.stream:
+            sources.append(
+                RpcStreamSource(
+                    client,
+                    is_running=lambda: (
+                        bool(harness_ref) and harness_ref[0].reconciler.state.status == "running"
+                    ),
+                )
+            )
+        sources.append(poll)
+        if caps.transcript_root is not None:
+            from agy_harness.adapters.transcript.tail import TranscriptTailSource
+
+            sources.append(TranscriptTailSource(caps.transcript_root))
+        senders: list[TurnSender] = []
+        if caps.rpc_turns:
+            senders.append(RpcTurnSender(client, PlanModelResolver(poll, RpcModelCatalog(client))))
+        if tmux_target is not None:
+            from agy_harness.adapters.tmux.sender import TmuxTurnSender
+
+            senders.append(TmuxTurnSender(tmux_target, step_reader=poll))
+        the_sink = sink if sink is not None else QueueSink()
+        harness = Harness(
+            cascade_id=cascade_id,
+            sources=sources,
+            snapshot=poll,
+            sink=the_sink,
+            delivery=RpcInteractionDelivery(client),
+            turn_senders=senders,
+            interrupter=RpcInterrupter(client),
+            directory=RpcCascadeDirectory(client),
+            cursor_store=cursor_store,
+            options=options,
+        )
+        harness_ref.append(harness)
+        if resolver is not None:
+            watcher = asyncio.create_task(_follow_restarts(client, resolver), name="agy-harness-port-watch")
+        async with harness:
+            yield Session(harness, caps, client, the_sink, {})
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        await client.aclose()
+
+
+async def _follow_restarts(client: RpcClient, resolver: Resolver, interval: float = 0.5) -> None:
+    """agy restarted on a new port: find it again (same cascade) and re-point the client."""
+    misses = 0
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await client.call("Heartbeat", {}, timeout=2.0)
+            misses = 0
+            continue
+        except RpcUnreachable:
+            misses += 1
+        except RpcError:
+            continue
+        if misses < 2:
+            continue
+        try:
+            binding = await resolver.re_resolve(deadline=interval * 4)
+        except Exception as exc:
+            log.warning("agy's port is gone and no new one answers yet: %s", exc)
+            continue
+        if binding.base_url != client.base_url:
+            log.warning("agy moved to port %d; re-binding", binding.port)
+            client.rebind(binding.base_url, csrf_token=binding.csrf_token)
+        misses = 0

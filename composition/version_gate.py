@@ -1,0 +1,116 @@
+"""The version gate: what this agy can do, and therefore which adapters the harness uses.
+
+The version comes from ``agy --version`` (first ``x.y.z``); the capabilities from probing the RPC
+surface (a method that answers 404 is missing). A version alone never enables a method the probe
+found missing; a method that disappears at run time still demotes its adapter (the harness does that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.errors import RpcError
+
+log = logging.getLogger("agy_harness.version_gate")
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """The first ``x.y.z`` in ``text`` (agy prints e.g. ``1.0.10`` then build details)."""
+    match = _VERSION.search(text or "")
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+async def agy_version(binary: str = "agy", timeout: float = 5.0) -> str | None:
+    """``agy --version``, or ``None`` when agy is not installed or does not answer."""
+    path = shutil.which(binary)
+    if path is None:
+        return None
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            path, "--version", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except (OSError, TimeoutError) as exc:
+        log.warning("agy --version failed: %s", exc)
+        return None
+    return out.decode(errors="replace").strip()
+
+
+class _Caller(Protocol):
+    async def call(
+        self, method: str, body: dict[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    version: tuple[int, int, int] | None
+    stream: bool
+    rpc_turns: bool
+    transcript_root: Path | None = None
+
+    def describe(self) -> str:
+        v = ".".join(map(str, self.version)) if self.version else "unknown version"
+        return (
+            f"agy {v}: stream={'yes' if self.stream else 'no'}, "
+            f"rpc turn-send={'yes' if self.rpc_turns else 'no'}, "
+            f"transcript={'yes' if self.transcript_root else 'no'}"
+        )
+
+
+def _is_not_found(exc: Exception) -> bool:
+    status = getattr(exc, "status", None)
+    code = str(getattr(exc, "code", ""))
+    return status == 404 or (code in ("unimplemented", "not_found") and status in (404, None))
+
+
+async def method_exists(client: _Caller, method: str) -> bool:
+    """Probe ``method`` with an empty request: anything but a 404 means agy has it.
+
+    The empty request names no cascade, so agy refuses it without side effects.
+    """
+    try:
+        await client.call(method, {}, timeout=2.0)
+    except Exception as exc:
+        return not _is_not_found(exc)
+    return True
+
+
+async def stream_exists(client: RpcClient, cascade_id: str) -> bool:
+    """Open ``StreamAgentStateUpdates`` briefly: a 404 means this agy has no stream."""
+    try:
+        async with asyncio.timeout(2.0):
+            async for _frame in client.stream("StreamAgentStateUpdates", {"conversationId": cascade_id}):
+                return True
+    except RpcError as exc:
+        return not exc.method_missing
+    except TimeoutError:
+        return True  # open and idle: it exists
+    return True
+
+
+async def detect_capabilities(
+    client: RpcClient,
+    cascade_id: str,
+    *,
+    version_text: str | None = None,
+    transcript_root: Path | None = None,
+) -> Capabilities:
+    """Probe the RPC surface and look for the transcript; log one line saying what was found."""
+    stream = await stream_exists(client, cascade_id)
+    rpc_turns = await method_exists(client, "SendUserCascadeMessage")
+    root = transcript_root if transcript_root is not None and transcript_root.exists() else None
+    caps = Capabilities(
+        parse_version(version_text or ""), stream=stream, rpc_turns=rpc_turns, transcript_root=root
+    )
+    log.info("version gate: %s", caps.describe())
+    return caps
