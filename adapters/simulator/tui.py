@@ -1,0 +1,478 @@
+"""The simulated agy TUI: a tiny terminal program that hosts the Simulator in its own process.
+
+    python -m agy_harness.adapters.simulator.tui [--profile 1.0.10] [--port-file PATH] [--transcript-root DIR]
+                                                 [--pace X] [--gate-timeout S]
+
+Like real agy (whose TUI process owns the language server), the RPC listener belongs to this process,
+so port discovery scoped to a tmux pane's process subtree finds it. Once listening it writes
+``"<port> <cascade_id>"`` to ``--port-file`` (rewritten after ``/clear``).
+
+The screen (plain ANSI, redrawn whole on every change)::
+
+    › the user's turn                  conversation: user turns, assistant text, tool lines,
+    ✦ the assistant's reply            numbered gate prompts
+    • run_command: pwd  [waiting]
+    ? Allow `pwd`?
+      1. Allow
+      2. Deny
+    ──────────────────────────         rule
+    > what is being typed              composer (continuation rows indented by two spaces)
+    agy 1.0.10 · idle                  footer: idle | working | waiting for approval
+
+Input (raw mode): typed characters, Backspace, Ctrl-U (clear), Enter submits, Ctrl-J a newline,
+bracketed paste (``ESC[200~ ... ESC[201~``; pasted newlines stay in the turn). While a gate is WAITING,
+Enter answers it: option number(s) (``1`` or ``1,3``; other text is a write-in) for a question,
+``1``/``y`` (allow) or ``2``/``n`` (deny) for a permission. ``/clear`` mints a new cascade.
+Ctrl-C clears the composer, or quits when it is empty; Ctrl-D on an empty composer quits.
+The composer accepts a new turn only while the footer says idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import codecs
+import contextlib
+import math
+import os
+import re
+import shutil
+import signal
+import sys
+import termios
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from agy_harness.core.steps import (
+    Step,
+    as_dict,
+    as_list,
+    as_str,
+    parse_step,
+    planner_text,
+    tool_arguments,
+    tool_name,
+    user_text,
+    waiting_interaction,
+)
+
+from . import Simulator
+
+PASTE_START = "\x1b[200~"
+PASTE_END = "\x1b[201~"
+RULE = "─"
+
+
+def write_port_file(path: Path, port: int, cascade_id: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{port} {cascade_id}\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _indent(prefix: str, text: str) -> list[str]:
+    rows = text.split("\n") or [""]
+    pad = " " * len(prefix)
+    return [(prefix if i == 0 else pad) + row for i, row in enumerate(rows)]
+
+
+def _tool_line(step: Step) -> str:
+    args = tool_arguments(step)
+    detail = as_str(args.get("CommandLine")) or as_str(step.metadata.get("toolSummary"))
+    if not detail:
+        for value in args.values():
+            if isinstance(value, str) and value:
+                detail = value
+                break
+    status = step.status.lower() or "pending"
+    return f"• {tool_name(step)}: {detail}  [{status}]" if detail else f"• {tool_name(step)}  [{status}]"
+
+
+def gate_lines(step: Step) -> list[str]:
+    gate = waiting_interaction(step)
+    if gate is None:
+        return []
+    kind, request = gate
+    if kind == "permission":
+        target = as_str(as_dict(request.get("resource")).get("target")) or as_str(
+            as_dict(step.raw.get("runCommand")).get("commandLine")
+        )
+        return [f"? Allow `{target}`?", "  1. Allow", "  2. Deny", "  (type 1/y or 2/n, then Enter)"]
+    out: list[str] = []
+    for q in as_list(request.get("questions")):
+        q = as_dict(q)
+        out.append(f"? {as_str(q.get('question'))}")
+        for opt in as_list(q.get("options")):
+            opt = as_dict(opt)
+            out.append(f"  {as_str(opt.get('id'))}. {as_str(opt.get('text'))}")
+    out.append("  (type option number(s), e.g. 1 or 1,3, or your own answer, then Enter)")
+    return out
+
+
+def render_steps(steps: list[Any]) -> list[str]:
+    """The conversation area for a cascade's steps (poll projection)."""
+    out: list[str] = []
+    for raw in steps:
+        step = parse_step(raw)
+        if step is None:
+            continue
+        if step.type == "USER_INPUT":
+            out += _indent("› ", user_text(step))
+        elif step.type == "PLANNER_RESPONSE":
+            text = planner_text(step)
+            if text:
+                out += _indent("✦ ", text)
+        elif step.is_tool or waiting_interaction(step) is not None:
+            out.append(_tool_line(step))
+            out += gate_lines(step)
+        elif step.status == "ERROR":
+            out.append(f"✗ {step.type.lower()} failed")
+    return out
+
+
+def answer_interaction(step: Step, text: str) -> dict[str, Any] | None:
+    """The ``interaction`` payload answering the WAITING gate ``step`` with typed ``text`` (None: invalid)."""
+    gate = waiting_interaction(step)
+    if gate is None:
+        return None
+    kind, request = gate
+    base: dict[str, Any] = {"trajectoryId": step.key.trajectory_id, "stepIndex": step.key.step_index}
+    word = text.strip().lower()
+    if kind == "permission":
+        if word in ("1", "y", "yes", "allow"):
+            return {**base, "permission": {"allow": True}}
+        if word in ("2", "n", "no", "deny"):
+            return {**base, "permission": {"allow": False}}
+        return None
+    questions = [as_dict(q) for q in as_list(request.get("questions"))]
+    parts = text.split(";") if len(questions) > 1 else [text]
+    if len(parts) != len(questions):
+        return None
+    responses: list[dict[str, Any]] = []
+    for q, part in zip(questions, parts, strict=True):
+        ids = {as_str(as_dict(o).get("id")) for o in as_list(q.get("options"))}
+        tokens = [t for t in re.split(r"[,\s]+", part.strip()) if t]
+        response: dict[str, Any] = {"question": as_str(q.get("question"))}
+        if tokens and all(t in ids for t in tokens):
+            response["selectedOptionIds"] = tokens
+        elif part.strip():
+            response["selectedOptionIds"] = []
+            response["writeInResponse"] = part.strip()
+        else:
+            return None
+        responses.append(response)
+    return {**base, "askQuestion": {"responses": responses}}
+
+
+def render_screen(
+    steps: list[Any], composer: str, state: str, profile: str, cols: int, rows: int, *, notice: str = ""
+) -> list[str]:
+    """The whole screen, one string per logical line: conversation tail, rule, composer, footer."""
+    conversation = render_steps(steps)
+    if notice:
+        conversation.append(f"! {notice}")
+    bottom = [RULE * max(3, cols), *_indent("> ", composer), f"agy {profile} · {state}"]
+
+    def height(line: str) -> int:
+        return max(1, math.ceil(len(line) / max(1, cols)))
+
+    room = rows - sum(height(line) for line in bottom)
+    kept: list[str] = []
+    for line in reversed(conversation):
+        h = height(line)
+        if h > room:
+            break
+        kept.append(line)
+        room -= h
+    kept.reverse()
+    return [*kept, *bottom]
+
+
+class Tui:
+    def __init__(
+        self, sim: Simulator, profile: str, *, port_file: Path | None = None, out_fd: int = 1
+    ) -> None:
+        self.sim = sim
+        self.profile = profile
+        self.port_file = port_file
+        self.out_fd = out_fd
+        self.composer = ""
+        self.notice = ""
+        self._esc = ""
+        self._paste: str | None = None
+        self._turn: asyncio.Task[Any] | None = None
+        self._busy_action: asyncio.Task[Any] | None = None
+        self._redraw_pending = False
+        self._last_drawn: list[str] = []
+        self._done = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+
+    # -- state -----------------------------------------------------------------------------
+
+    def steps(self) -> list[Any]:
+        return list(self.sim.steps(self.sim.cascade_id))
+
+    def waiting_gate(self) -> Step | None:
+        for raw in reversed(self.steps()):
+            step = parse_step(raw)
+            if step is not None and waiting_interaction(step) is not None:
+                return step
+        return None
+
+    def working(self) -> bool:
+        if self._turn is not None and not self._turn.done():
+            return True
+        if self._busy_action is not None and not self._busy_action.done():
+            return True
+        return sim_running(self.sim)
+
+    def state(self) -> str:
+        if self.waiting_gate() is not None:
+            return "waiting for approval"
+        return "working" if self.working() else "idle"
+
+    # -- drawing ---------------------------------------------------------------------------
+
+    def screen(self, cols: int, rows: int) -> list[str]:
+        return render_screen(
+            self.steps(), self.composer, self.state(), self.profile, cols, rows, notice=self.notice
+        )
+
+    def draw(self, *, force: bool = True) -> None:
+        self._redraw_pending = False
+        size = shutil.get_terminal_size((80, 24))
+        lines = self.screen(size.columns, size.lines)
+        if not force and lines == self._last_drawn:
+            return
+        self._last_drawn = lines
+        data = "\x1b[H\x1b[J" + "\r\n".join(lines)
+        with contextlib.suppress(OSError):
+            os.write(self.out_fd, data.encode("utf-8", "replace"))
+
+    def request_redraw(self) -> None:
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self._loop.call_soon(lambda: self.draw(force=False))
+
+    def on_step(self, cascade_id: str, step: dict[str, Any]) -> None:
+        # The simulator may call back from another thread: hop onto the loop.
+        self._loop.call_soon_threadsafe(self.request_redraw)
+
+    # -- input -----------------------------------------------------------------------------
+
+    def feed(self, data: str) -> None:
+        for ch in data:
+            self._feed_char(ch)
+        self.request_redraw()
+
+    def _feed_char(self, ch: str) -> None:
+        if self._paste is not None:
+            self._paste += ch
+            if self._paste.endswith(PASTE_END):
+                text = self._paste[: -len(PASTE_END)]
+                self._paste = None
+                self.composer += text.replace("\r\n", "\n").replace("\r", "\n")
+            return
+        if self._esc:
+            self._esc += ch
+            if self._esc == PASTE_START:
+                self._esc = ""
+                self._paste = ""
+            elif len(self._esc) == 2 and ch not in "[O":
+                self._esc = ""  # Alt-<key>: ignored
+            elif len(self._esc) > 2 and (self._esc[1] == "O" or "\x40" <= ch <= "\x7e"):
+                self._esc = ""  # a complete CSI / SS3 sequence (arrows, ...): ignored
+            return
+        if ch == "\x1b":
+            self._esc = ch
+        elif ch == "\r":
+            self.submit()
+        elif ch == "\n":
+            self.composer += "\n"
+        elif ch in ("\x7f", "\x08"):
+            self.composer = self.composer[:-1]
+        elif ch == "\x15":
+            self.composer = ""
+        elif ch == "\x03":
+            if self.composer:
+                self.composer = ""
+            else:
+                self._done.set()
+        elif ch == "\x04":
+            if not self.composer:
+                self._done.set()
+        elif ch == "\t" or ch >= " ":
+            self.composer += ch
+
+    def submit(self) -> None:
+        text = self.composer.strip()
+        gate = self.waiting_gate()
+        if gate is not None:
+            interaction = answer_interaction(gate, text)
+            if interaction is None:
+                self.notice = "not an answer to the prompt above"
+                return
+            self.composer = ""
+            self.notice = ""
+            self._busy_action = self._loop.create_task(self._answer(interaction))
+            return
+        if not text or self.working():
+            return  # the composer only accepts a turn while idle
+        self.composer = ""
+        self.notice = ""
+        if text == "/clear":
+            self._busy_action = self._loop.create_task(self._clear())
+        else:
+            self._turn = self._loop.create_task(self._submit(text))
+        self.request_redraw()
+
+    async def _submit(self, text: str) -> None:
+        try:
+            await self.sim.submit_user_turn(text)
+        except Exception as exc:
+            self.notice = f"turn failed: {exc}"
+        finally:
+            self.request_redraw()
+
+    async def _answer(self, interaction: dict[str, Any]) -> None:
+        try:
+            await sim_interact(self.sim, self.sim.cascade_id, interaction)
+        except Exception as exc:
+            self.notice = f"answer refused: {exc}"
+        finally:
+            self.request_redraw()
+
+    async def _clear(self) -> None:
+        try:
+            cascade_id = await self.sim.clear()
+            if self.port_file is not None:
+                write_port_file(self.port_file, self.sim.port, cascade_id)
+        except Exception as exc:
+            self.notice = f"/clear failed: {exc}"
+        finally:
+            self.request_redraw()
+
+    async def _tick(self) -> None:
+        # Run-status changes (a turn ending) raise no step callback: re-render and draw on change.
+        while True:
+            await asyncio.sleep(0.05)
+            self.draw(force=False)
+
+    async def run(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+        def readable() -> None:
+            try:
+                data = os.read(0, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                self._done.set()
+                return
+            self.feed(decoder.decode(data))
+
+        unsubscribe = self.sim.subscribe(self.on_step)
+        self._loop.add_reader(0, readable)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            self._loop.add_signal_handler(sig, self._done.set)
+        self._loop.add_signal_handler(signal.SIGWINCH, self.request_redraw)
+        ticker = self._loop.create_task(self._tick())
+        try:
+            self.draw()
+            await self._done.wait()
+        finally:
+            ticker.cancel()
+            self._loop.remove_reader(0)
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGWINCH):
+                self._loop.remove_signal_handler(sig)
+            unsubscribe()
+            for task in (self._turn, self._busy_action):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+
+
+# ---------------------------------------------------------------------------------------------
+# The simulator's own paths (the same ones its RPC methods use)
+
+
+def sim_running(sim: Simulator) -> bool:
+    """Whether the simulator's current cascade runs a turn (CASCADE_RUN_STATUS_RUNNING)."""
+    return bool(sim.is_running(sim.cascade_id))
+
+
+async def sim_interact(sim: Simulator, cascade_id: str, interaction: dict[str, Any]) -> None:
+    """What ``HandleCascadeUserInteraction`` does, without the HTTP round-trip."""
+    await sim.handle_interaction(cascade_id, interaction)
+
+
+# ---------------------------------------------------------------------------------------------
+# Terminal setup and the entry point
+
+
+@contextlib.contextmanager
+def raw_terminal(fd: int = 0, out_fd: int = 1) -> Iterator[None]:
+    """Raw-ish input (no echo, no line buffering, no signals, CR kept distinct from LF); output
+    post-processing stays on. Bracketed paste mode on while inside."""
+    saved = None
+    if os.isatty(fd):
+        saved = termios.tcgetattr(fd)
+        mode = termios.tcgetattr(fd)
+        mode[0] &= ~(termios.ICRNL | termios.INLCR | termios.IGNCR | termios.IXON | termios.ISTRIP)
+        mode[3] &= ~(termios.ICANON | termios.ECHO | termios.ISIG | termios.IEXTEN)
+        mode[6][termios.VMIN] = 1
+        mode[6][termios.VTIME] = 0
+        termios.tcsetattr(fd, termios.TCSANOW, mode)
+    with contextlib.suppress(OSError):
+        os.write(out_fd, b"\x1b[?2004h")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.write(out_fd, b"\x1b[?2004l\r\n")
+        if saved is not None:
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+async def amain(args: argparse.Namespace) -> int:
+    port_file = Path(args.port_file) if args.port_file else None
+    writer = None
+    extra: dict[str, Any] = {}
+    if args.pace is not None:
+        extra["pace"] = args.pace
+    if args.gate_timeout is not None:
+        extra["gate_timeout"] = args.gate_timeout
+    async with Simulator(profile=args.profile, **extra) as sim:
+        if args.transcript_root:
+            from .transcript import TranscriptWriter
+
+            writer = TranscriptWriter(Path(args.transcript_root))
+            writer.attach(sim)
+        try:
+            if port_file is not None:
+                write_port_file(port_file, sim.port, sim.cascade_id)
+            with raw_terminal():
+                await Tui(sim, args.profile, port_file=port_file).run()
+        finally:
+            if writer is not None:
+                writer.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="agy-sim-tui", description="The simulated agy TUI (hosts the simulator)."
+    )
+    parser.add_argument("--profile", default="1.0.10")
+    parser.add_argument("--port-file", default=None, help='write "<port> <cascade_id>" here once listening')
+    parser.add_argument("--transcript-root", default=None, help="also write transcript JSONL under this root")
+    parser.add_argument("--pace", type=float, default=None, help="scale the scripted model's delays")
+    parser.add_argument("--gate-timeout", type=float, default=None, help="gates time out after this many s")
+    args = parser.parse_args(argv)
+    return asyncio.run(amain(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
