@@ -487,14 +487,29 @@ class Harness:
                 self._idle_reports += 1
                 if self._idle_reports >= self.options.idle_reports_to_close:
                     self._idle_reports = 0
-                    events = self.reconciler.observe_idle()
-                    if events:
-                        await self._emit(events)
+                    await self._backstop()
             else:
                 self._idle_reports = 0
             target = rotation_target(self.cascade_id, summaries)
             if target is not None:
                 await self.rotate(target)
+
+    async def _backstop(self) -> None:
+        """agy says idle while our turn is open: first read everything agy has (the stream may lag
+        behind, or be down), and close the turn only if those steps did not."""
+        try:
+            raws = await self.snapshot.read_steps(self.cascade_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("run-status backstop: cannot read steps (%s); not closing on partial knowledge", exc)
+            return
+        await self._apply(
+            StepBatch(cascade_id=self.cascade_id, steps=tuple(raws), snapshot=True, source="backstop")
+        )
+        events = self.reconciler.observe_idle()
+        if events:
+            await self._emit(events)
 
     async def rotate(self, new_cascade: str) -> None:
         old = self.cascade_id

@@ -79,7 +79,6 @@ class QueueSink:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         self._asks: dict[str, asyncio.Future[GateAnswer]] = {}
-        self._early: dict[str, GateAnswer] = {}
 
     async def deliver(self, events: Sequence[Event]) -> int:
         for event in events:
@@ -87,8 +86,6 @@ class QueueSink:
         return len(events)
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
-        if gate.gate_id in self._early:
-            return self._early.pop(gate.gate_id)
         future: asyncio.Future[GateAnswer] = asyncio.get_running_loop().create_future()
         self._asks[gate.gate_id] = future
         try:
@@ -102,9 +99,9 @@ class QueueSink:
             future.cancel()
 
     def resolve(self, gate_id: str, answer: GateAnswer) -> bool:
+        """Hand ``answer`` to the harness's pending ask for ``gate_id``; False when none is pending."""
         future = self._asks.get(gate_id)
         if future is None or future.done():
-            self._early[gate_id] = answer
             return False
         future.set_result(answer)
         return True
@@ -140,13 +137,20 @@ class Session:
         return await self.harness.send(text)
 
     async def answer(self, gate_id: str, value: AnswerLike) -> None:
-        """Answer a gate (see :func:`to_answer` for the accepted values)."""
+        """Answer a gate (see :func:`to_answer` for the accepted values).
+
+        Raises KeyError for a gate this session never saw, RuntimeError when agy took no answer.
+        """
         gate = self._gates.get(gate_id)
         answer = to_answer(gate, value)
         if isinstance(self.sink, QueueSink) and self.sink.resolve(gate_id, answer):
             return
-        if gate is not None and self.harness.parked_gate is None:
-            await self.harness.answer(gate, answer)
+        if gate is None:
+            raise KeyError(f"unknown gate {gate_id!r}")
+        # not (or no longer) put to the human, e.g. it timed out meanwhile: deliver it directly; the
+        # harness re-reads agy and targets the freshest WAITING step asking the same thing
+        if not await self.harness.answer(gate, answer):
+            raise RuntimeError(f"gate {gate_id} could not be answered (see the notice events)")
 
     async def interrupt(self) -> InterruptReport:
         """Stop agy's current work (a parked gate is denied)."""
@@ -176,6 +180,7 @@ async def open_session(
     transcript_root: Path | None = None,
     version_text: str | None = None,
     poll_interval: float = 0.25,
+    stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
 ) -> AsyncIterator[Session]:
     """Bind a running agy and yield a started :class:`Session`; everything is stopped on exit.
@@ -204,6 +209,7 @@ async def open_session(
             sources.append(
                 RpcStreamSource(
                     client,
+                    idle_timeout=stream_idle_timeout,
                     is_running=lambda: (
                         bool(harness_ref) and harness_ref[0].reconciler.state.status == "running"
                     ),
