@@ -21,7 +21,12 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
+from agy_harness.core.elicitation import (
+    classify_rejection,
+    delivery_target,
+    interaction_payload,
+    with_poll_details,
+)
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.core.rotation import rotated_state, rotation_target
 from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, GateWithdrawn, Notice, Rotation
@@ -271,8 +276,22 @@ class Harness:
                 task.add_done_callback(self._inflight.discard)
                 await asyncio.shield(task)
 
+    async def _with_details(self, events: Sequence[Event]) -> list[Event]:
+        """Question gates seen on the stream lack the multi-select flags: read them from a poll."""
+        out = list(events)
+        for i, event in enumerate(out):
+            if isinstance(event, GateOpened) and event.kind == "question":
+                try:
+                    out[i] = with_poll_details(event, await self.snapshot.read_steps(event.cascade_id))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("gate %s: could not read its details (%s)", event.gate_id, exc)
+        return out
+
     async def _emit(self, events: Sequence[Event]) -> None:
         """Deliver in order until the sink accepted all; then advance the cursor."""
+        events = await self._with_details(events)
         async with self._emit_lock:
             pending = list(events)
             pause = self.options.sink_retry

@@ -131,6 +131,29 @@ def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | None:
     return Target(newest, moved=True) if newest is not None else None
 
 
+def with_poll_details(gate: GateOpened, raws: list[Any]) -> GateOpened:
+    """The gate with what only the poll projection carries: per-question multi-select flags from
+    ``metadata.toolCall.argumentsJson``, which the stream strips. Identity is untouched."""
+    if gate.kind != "question":
+        return gate
+    for raw in raws:
+        step = S.parse_step(raw)
+        if step is None or (step.key.trajectory_id, step.key.step_index) != (
+            gate.trajectory_id,
+            gate.step_index,
+        ):
+            continue
+        flags = S.multi_select_flags(step)
+        if not flags:
+            return gate
+        questions = tuple(
+            q.model_copy(update={"multi_select": flags[i]}) if i < len(flags) else q
+            for i, q in enumerate(gate.questions)
+        )
+        return gate.model_copy(update={"questions": questions})
+    return gate
+
+
 Rejection = Literal["stale", "shape", "gone"]
 
 

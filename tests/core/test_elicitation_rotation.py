@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
@@ -152,3 +153,19 @@ def test_rotated_state_carries_usage_and_model_only() -> None:
         new.cache_read_tokens,
         new.model,
     ) == (set(), None, 5, 6, 7, "M")
+
+
+def test_poll_details_restore_the_multi_select_flag_the_stream_strips() -> None:
+    from agy_harness.core.elicitation import with_poll_details
+
+    stream = fixture("ask_question_waiting")
+    del stream["metadata"]["toolCall"]  # the stream projection
+    [gate] = [e for e in Reconciler(CASCADE).feed(stream) if isinstance(e, GateOpened)]
+    assert gate.questions[0].multi_select is False
+    poll = fixture("ask_question_waiting")
+    args = json.loads(poll["metadata"]["toolCall"]["argumentsJson"])
+    args["questions"][0]["is_multi_select"] = True
+    poll["metadata"]["toolCall"]["argumentsJson"] = json.dumps(args)
+    enriched = with_poll_details(gate, [fixture("run_command_waiting"), poll])
+    assert enriched.questions[0].multi_select is True and enriched.id == gate.id
+    assert with_poll_details(gate, [stream]) == gate
