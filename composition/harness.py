@@ -28,8 +28,17 @@ from agy_harness.core.elicitation import (
     with_poll_details,
 )
 from agy_harness.core.reconciler import MapperState, Reconciler
-from agy_harness.core.rotation import rotated_state, rotation_target
-from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, GateWithdrawn, Notice, Rotation
+from agy_harness.core.rotation import is_child, rotated_state, rotation_target
+from agy_harness.ports.events import (
+    COMMITTED_TYPES,
+    Event,
+    GateOpened,
+    GateWithdrawn,
+    Notice,
+    Rotation,
+    SubagentStarted,
+    ToolResult,
+)
 from agy_harness.ports.protocols import (
     CascadeDirectory,
     Cursor,
@@ -47,6 +56,8 @@ from agy_harness.ports.protocols import (
 )
 
 log = logging.getLogger("agy_harness.harness")
+
+_CURSOR_TYPES = COMMITTED_TYPES | {"text_delta", "reasoning_delta"}
 
 
 @dataclass
@@ -117,6 +128,8 @@ class Harness:
         self._tasks: list[asyncio.Task[None]] = []
         self._idle_reports = 0
         self._inflight: set[asyncio.Future[None]] = set()
+        self._children: dict[str, asyncio.Task[None]] = {}
+        self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
         self._interrupts = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -141,7 +154,11 @@ class Harness:
             self._tasks.append(asyncio.create_task(self._directory_loop(), name="agy-harness-directory"))
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._reader, self._current_ask, *self._tasks) if t is not None]
+        tasks = [
+            t
+            for t in (self._reader, self._current_ask, *self._tasks, *self._children.values())
+            if t is not None
+        ]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -265,10 +282,11 @@ class Harness:
             with contextlib.suppress(Exception):
                 await batches.aclose()  # type: ignore[attr-defined]
 
-    async def _apply(self, batch: StepBatch) -> None:
+    async def _apply(self, batch: StepBatch, reconciler: Reconciler | None = None) -> None:
+        reconciler = reconciler or self.reconciler
         self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
         for raw in batch.steps:
-            events = self.reconciler.feed(raw)
+            events = reconciler.feed(raw)
             if events:
                 # fed steps are committed: their events must reach the sink even if the reader is cancelled
                 task = asyncio.ensure_future(self._emit(events))
@@ -311,7 +329,10 @@ class Harness:
                 if pending:
                     await asyncio.sleep(pause)
                     pause = min(pause * 2, self.options.max_backoff)
-            if self.cursor_store is not None and any(e.type in COMMITTED_TYPES for e in events):
+            # after every acknowledged delivery (deltas too: a restart resumes a reply where the
+            # consumer's copy ends, so no delta is re-cut under an id it already has)
+            mine = bool(events) and events[0].cascade_id == self.reconciler.cascade_id  # a sub-agent's are not cursored
+            if self.cursor_store is not None and mine and any(e.type in _CURSOR_TYPES for e in events):
                 st = self.reconciler.state
                 self.cursor_store.save(
                     Cursor(
@@ -321,6 +342,8 @@ class Harness:
                     )
                 )
         for event in events:
+            if isinstance(event, ToolResult) and "subagent" in event.name:
+                self._subagent_results.append((event.call_id, event.output))
             if isinstance(event, GateOpened):
                 self._open_gate(event)
             elif isinstance(event, GateWithdrawn):
@@ -509,9 +532,52 @@ class Harness:
                     await self._backstop()
             else:
                 self._idle_reports = 0
+            for s in summaries:
+                if (
+                    is_child(s)
+                    and self.cascade_id in (s.parent_id, s.root_id)
+                    and s.cascade_id not in self._children
+                ):
+                    self._children[s.cascade_id] = asyncio.create_task(
+                        self._mirror(s.cascade_id), name=f"agy-harness-subagent-{s.cascade_id}"
+                    )
             target = rotation_target(self.cascade_id, summaries)
             if target is not None:
                 await self.rotate(target)
+
+    async def _mirror(self, child: str) -> None:
+        """A sub-agent's cascade, mirrored as its own event stream, linked to the parent's tool call."""
+        call_id = next(
+            (c for c, output in reversed(self._subagent_results) if child in output),
+            self._subagent_results[-1][0] if self._subagent_results else "",
+        )
+        await self._emit(
+            [
+                SubagentStarted(
+                    id=f"{self.cascade_id}/subagent/{child}",
+                    cascade_id=self.cascade_id,
+                    child_cascade_id=child,
+                    parent_call_id=call_id,
+                )
+            ]
+        )
+        reconciler = Reconciler(child)
+        pause = self.options.fallback_backoff
+        while True:
+            try:
+                async for batch in self.sources[0].batches(child):
+                    await self._apply(batch, reconciler)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("sub-agent %s: %s failed (%s); polling meanwhile", child, self.sources[0].name, exc)
+                with contextlib.suppress(Exception):
+                    raws = await self.snapshot.read_steps(child)
+                    await self._apply(
+                        StepBatch(cascade_id=child, steps=tuple(raws), snapshot=True), reconciler
+                    )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, self.options.max_backoff)
 
     async def _backstop(self) -> None:
         """agy says idle while our turn is open: first read everything agy has (the stream may lag
@@ -541,6 +607,9 @@ class Harness:
         if self._current_gate is not None:
             self._withdraw_gate(self._current_gate.gate_id)
         await self._emit([event])
+        for task in self._children.values():
+            task.cancel()
+        self._children.clear()
         self.cascade_id = new_cascade
         self.reconciler = self._reconciler_for(new_cascade, self.reconciler.state)
         if self.on_rebind is not None:

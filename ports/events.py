@@ -149,6 +149,15 @@ class Rotation(_Event):
     new_cascade_id: str
 
 
+class SubagentStarted(_Event):
+    """agy spawned a sub-agent: its own cascade, mirrored as its own event stream (events whose
+    ``cascade_id`` is ``child_cascade_id``), linked to the parent's tool call that started it."""
+
+    type: Literal["subagent"] = "subagent"
+    child_cascade_id: str
+    parent_call_id: str = ""
+
+
 class Notice(_Event):
     """Something the harness itself wants a human to see (a delivery error, a demotion)."""
 
@@ -170,6 +179,7 @@ Event = Annotated[
     | GateOpened
     | GateWithdrawn
     | Rotation
+    | SubagentStarted
     | Notice,
     Field(discriminator="type"),
 ]

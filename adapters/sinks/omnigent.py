@@ -86,6 +86,7 @@ from agy_harness.ports.events import (
     Rotation,
     RunStatus,
     StatusChanged,
+    SubagentStarted,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -202,7 +203,7 @@ def to_wire(event: Event, *, status: RunStatus = "idle") -> Wire | None:
                 "rotation": {"old_cascade_id": event.old_cascade_id, "new_cascade_id": event.new_cascade_id},
             },
         )
-    if isinstance(event, GateOpened | Notice):
+    if isinstance(event, GateOpened | Notice | SubagentStarted):
         return None
     raise TypeError(f"not a domain event: {type(event).__name__}")  # pragma: no cover
 
@@ -502,6 +503,7 @@ class OmnigentSink:
         self._lock = asyncio.Lock()
         self._status: RunStatus = "idle"
         self._resolved: set[str] = set()
+        self._children: set[str] = set()  # sub-agent cascades: their own streams, not this session's
         self._asks: dict[str, set[asyncio.Task[GateAnswer]]] = {}
 
     async def aclose(self) -> None:
@@ -532,6 +534,11 @@ class OmnigentSink:
             return accepted
 
     async def _deliver_one(self, event: Event) -> bool:
+        if isinstance(event, SubagentStarted):
+            self._children.add(event.child_cascade_id)
+        if event.cascade_id in self._children and not isinstance(event, GateWithdrawn):
+            self.stats.not_posted += 1  # a sub-agent's own conversation is not the omnigent session's
+            return True
         if isinstance(event, Notice):
             level = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}[event.level]
             log.log(level, "notice (not posted to omnigent): %s", event.text)

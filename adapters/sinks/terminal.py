@@ -40,6 +40,7 @@ from agy_harness.ports.events import (
     ReasoningDelta,
     Rotation,
     StatusChanged,
+    SubagentStarted,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -199,6 +200,8 @@ class TerminalSink:
             self._line(
                 Text(f"↻ conversation rotated: {event.old_cascade_id} → {event.new_cascade_id}", style="cyan")
             )
+        elif isinstance(event, SubagentStarted):
+            self._line(Text(f"⑂ sub-agent {event.child_cascade_id} started", style="cyan"))
         elif isinstance(event, Notice):
             style = {"info": "dim", "warning": "yellow", "error": "bold red"}[event.level]
             mark = {"info": "ℹ", "warning": "⚠", "error": "✗"}[event.level]

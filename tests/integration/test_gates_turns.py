@@ -38,8 +38,11 @@ async def test_question_round_trip_multi_select_and_write_in_through_the_public_
                 break
     [question] = [x for x in sim.steps() if x["type"] == "CORTEX_STEP_TYPE_ASK_QUESTION"]
     [response] = question["completedInteractions"][0]["response"]["askQuestion"]["responses"]
-    assert response == {"question": "Which checks should run?", "selectedOptionIds": ["1", "3"],
-                        "writeInResponse": "and a fuzzer"}
+    assert response == {
+        "question": "Which checks should run?",
+        "selectedOptionIds": ["1", "3"],
+        "writeInResponse": "and a fuzzer",
+    }
     assert of(events, "assistant_message")[-1].text == "You chose: Linting, Unit tests, and a fuzzer."
     assert [e.type for e in events if e.type.startswith("gate")] == ["gate_opened", "gate_withdrawn"]
 
@@ -56,8 +59,10 @@ async def test_an_approval_and_a_denial(sim: Simulator) -> None:
     assert "On branch main" in results[0].output
     assert results[1].output == "run_command was not run: permission denied"
     assert [g.permission.command_line for g in sink.asked] == ["git status", "rm -rf build"]
-    assert "did not run" in of(sink.events, "assistant_message")[-1].text or "not run" in of(
-        sink.events, "assistant_message")[-1].text
+    assert (
+        "did not run" in of(sink.events, "assistant_message")[-1].text
+        or "not run" in of(sink.events, "assistant_message")[-1].text
+    )
 
 
 async def test_chained_gates_all_surface_one_at_a_time(sim: Simulator) -> None:
@@ -82,14 +87,21 @@ async def test_a_gate_that_times_out_while_the_human_thinks_goes_to_the_retry_st
             assert first.gate_id in sink.cancelled  # withdrawn from the human
             # the late answer to the FIRST prompt still lands, on agy's retry
             assert await session.harness.answer(first, GateAnswer(allow=True))
-            await sink.wait_for(lambda: of(sink.events, "tool_result") and of(sink.events, "tool_result")[-1]
-                                .is_error is False, timeout=5)
+            await sink.wait_for(
+                lambda: (
+                    of(sink.events, "tool_result") and of(sink.events, "tool_result")[-1].is_error is False
+                ),
+                timeout=5,
+            )
     retry = sink.asked[1]
     assert retry.step_index > first.step_index
     steps = {s["metadata"]["sourceTrajectoryStepInfo"].get("stepIndex"): s for s in sim.steps()}
     assert steps[first.step_index]["status"] == "CORTEX_STEP_STATUS_ERROR"
-    done = [s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"
-            and s["status"] == "CORTEX_STEP_STATUS_DONE"]
+    done = [
+        s
+        for s in sim.steps()
+        if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND" and s["status"] == "CORTEX_STEP_STATUS_DONE"
+    ]
     assert len(done) == 1
     assert done[0]["completedInteractions"][0]["response"]["permission"] == {"allow": True}
 
@@ -103,11 +115,17 @@ class MisplacedTrajectoryDelivery:
 
     async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
         self.calls += 1
-        body = {"cascadeId": cascade_id, "trajectoryId": interaction.pop("trajectoryId"), "interaction": interaction}
+        body = {
+            "cascadeId": cascade_id,
+            "trajectoryId": interaction.pop("trajectoryId"),
+            "interaction": interaction,
+        }
         try:
             await self.client.call("HandleCascadeUserInteraction", body)
         except Exception as exc:
-            raise InteractionRejected(getattr(exc, "message", str(exc)), status=getattr(exc, "status", 0)) from exc
+            raise InteractionRejected(
+                getattr(exc, "message", str(exc)), status=getattr(exc, "status", 0)
+            ) from exc
 
 
 async def test_a_500_shape_error_is_reported_once(sim: Simulator) -> None:
@@ -150,7 +168,9 @@ async def test_interrupt_during_a_parked_gate_denies_it(sim: Simulator) -> None:
         await session.send("run: git status")
         await sink.wait_for(lambda: sink.asked)
         report = await session.interrupt()
-        await sink.wait_for(lambda: of(sink.events, "status") and of(sink.events, "status")[-1].status == "idle")
+        await sink.wait_for(
+            lambda: of(sink.events, "status") and of(sink.events, "status")[-1].status == "idle"
+        )
     assert report.denied_gates == (sink.asked[0].gate_id,)
     [command] = [s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
     assert command["status"] == "CORTEX_STEP_STATUS_ERROR"

@@ -137,6 +137,7 @@ WIRE: dict[str, dict[str, Any] | None] = {
         "data": {"elicitation_id": "gate-t1-9", "event_id": "t1/9/gate/withdrawn"},
     },
     "notice": None,
+    "subagent": None,
     "rotation": {
         "type": "external_session_status",
         "data": {
@@ -191,7 +192,7 @@ async def test_delivers_everything_in_order_with_ids(omnigent: OmnigentApp) -> N
     assert rotation["data"]["status"] == "running"
     keys = [h.headers.get("idempotency-key") for h in omnigent.hits]
     assert keys == [b["data"]["event_id"] for b in omnigent.received]
-    assert sink.stats.posted == len(omnigent.received) and sink.stats.not_posted == 2
+    assert sink.stats.posted == len(omnigent.received) and sink.stats.not_posted == 3
 
 
 async def test_token_is_sent(omnigent: OmnigentApp) -> None:
@@ -524,3 +525,18 @@ async def test_delivering_gate_withdrawn_cancels_the_ask(omnigent: OmnigentApp) 
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, 5)
     assert omnigent.types() == ["external_elicitation_resolved"]
+
+
+async def test_a_sub_agents_own_stream_is_not_posted_to_the_parent_session() -> None:
+    from agy_harness.ports.events import SubagentStarted, UserMessage
+
+    app = OmnigentApp()
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:  # type: ignore[arg-type]
+        sink = OmnigentSink("http://omnigent", app.session_id, client=client, retry=FAST)
+        events = [
+            SubagentStarted(id="t/5/subagent", cascade_id="parent", child_cascade_id="child", parent_call_id="t/5"),
+            UserMessage(id="c/x:1/user", cascade_id="child", text="child turn"),
+            UserMessage(id="t/x:2/user", cascade_id="parent", text="parent turn"),
+        ]
+        assert await sink.deliver(events) == 3
+    assert [b["data"].get("content") for b in app.received] == ["parent turn"]
