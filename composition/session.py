@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from agy_harness.adapters.rpc.actions import (
     PlanModelResolver,
@@ -174,6 +175,7 @@ async def open_session(
     pids: Sequence[int] | None = None,
     pane_pid: int | None = None,
     tmux_target: str | None = None,
+    tmux_server: Any = None,
     csrf_token: str | None = None,
     sink: EventSink | None = None,
     cursor_store: CursorStore | None = None,
@@ -187,7 +189,8 @@ async def open_session(
 
     Give ``base_url`` or ``port`` to skip discovery (the port is still verified), else agy processes
     are scanned (``pids`` / ``pane_pid`` narrow the scan) for the port serving ``cascade_id``.
-    ``tmux_target`` (agy's pane) enables the tmux turn sender as the fallback for RPC turn-send.
+    ``tmux_target`` (agy's pane; ``tmux_server`` a libtmux.Server when not the default socket)
+    enables the tmux turn sender as the fallback for RPC turn-send.
     """
     resolver: Resolver | None = None
     if base_url is None:
@@ -226,7 +229,7 @@ async def open_session(
         if tmux_target is not None:
             from agy_harness.adapters.tmux.sender import TmuxTurnSender
 
-            senders.append(TmuxTurnSender(tmux_target, step_reader=poll))
+            senders.append(TmuxTurnSender(tmux_target, server=tmux_server, step_reader=poll))
         the_sink = sink if sink is not None else QueueSink()
         harness = Harness(
             cascade_id=cascade_id,

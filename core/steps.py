@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -210,6 +211,30 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else {"value": value}
 
 
+#: Words in the argument names of proto int64 fields (``WaitMsBeforeAsync``), which proto-JSON renders
+#: as strings ("2000"): recovered from a typed body they become the number the model sent, so the
+#: poll (argumentsJson) and the stream (typed body) give the same arguments.
+_INT64_WORDS = frozenset(
+    {
+        "Ms",
+        "Millis",
+        "Seconds",
+        "Bytes",
+        "Count",
+        "Line",
+        "Lines",
+        "Index",
+        "Size",
+        "Limit",
+        "Offset",
+        "Depth",
+        "Timeout",
+    }
+)
+_CAMEL_WORD = re.compile(r"[A-Z][a-z]*|[a-z]+")
+_INTEGER = re.compile(r"-?\d+")
+
+
 def _from_body(name: str, body: dict[str, Any]) -> tuple[bool, Any]:
     lowered = name.lower()
     for key, value in body.items():
@@ -224,6 +249,12 @@ def _from_body(name: str, body: dict[str, Any]) -> tuple[bool, Any]:
     if key.lower().endswith("uri") and isinstance(value, str) and value.startswith("file://"):
         value = unquote(urlparse(value).path)
     return True, value
+
+
+def _as_sent(name: str, value: Any) -> Any:
+    if isinstance(value, str) and _INTEGER.fullmatch(value) and _INT64_WORDS & set(_CAMEL_WORD.findall(name)):
+        return int(value)
+    return value
 
 
 def tool_arguments(step: Step) -> dict[str, Any]:
@@ -244,7 +275,7 @@ def tool_arguments(step: Step) -> dict[str, Any]:
                 continue
             found, value = _from_body(name, body)
             if found:
-                args[name] = value
+                args[name] = _as_sent(name, value)
     return {k: v for k, v in args.items() if k not in DISPLAY_ARGUMENT_KEYS}
 
 

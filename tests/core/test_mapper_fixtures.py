@@ -116,7 +116,7 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
             "6/call",
             f"{TRAJ}/6",
             "run_command",
-            {"CommandLine": "git status && git log -n 5 --oneline", "Cwd": CWD, "WaitMsBeforeAsync": "5000"},
+            {"CommandLine": "git status && git log -n 5 --oneline", "Cwd": CWD, "WaitMsBeforeAsync": 5000},
         ),
         ("tool_result", "6/result", f"{TRAJ}/6", "run_command", False),
     ],

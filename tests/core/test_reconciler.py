@@ -230,7 +230,7 @@ def test_bad_input_is_skipped_with_a_log_line_never_raised(caplog: Any) -> None:
     assert calls[2].arguments == {
         "CommandLine": "pwd",
         "Cwd": "/Users/bryanli/.gemini/antigravity-cli/scratch",  # type: ignore[union-attr]
-        "WaitMsBeforeAsync": "2000",
+        "WaitMsBeforeAsync": 2000,
     }
     # the planner with an unreadable body still closes its turn state sanely (no text: a dispatch)
     assert r.state.status == "running"
