@@ -1,0 +1,41 @@
+"""The README's promises: exactly two set-up commands, .ci/run runs the same test command, and the
+Python API example runs (against the simulator) and prints what it says."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def section(title: str) -> str:
+    start = README.index(f"## {title}")
+    end = README.find("\n## ", start + 1)
+    return README[start:end if end > 0 else None]
+
+
+def blocks(text: str, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", text, re.S)
+
+
+def test_two_setup_commands_and_ci_runs_the_same_test_command() -> None:
+    commands = [b.strip() for b in blocks(section("Set-up"), "sh")]
+    assert commands == ["pip install -e . && agy-harness demo", "pip install -e '.[test]' && python -m pytest -q"]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands[1] in ci.splitlines()
+
+
+def test_the_python_api_example_runs(tmp_path: Path) -> None:
+    [code] = blocks(section("Python API"), "python")
+    script = tmp_path / "example.py"
+    script.write_text(code)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "agy asks: git status"
+    assert "output: On branch main" in lines
+    assert any(line.startswith("agy: `git status` ran") for line in lines)
