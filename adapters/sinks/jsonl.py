@@ -14,6 +14,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
+from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.ports.events import Event, GateOpened, event_to_json
 from agy_harness.ports.protocols import GateAnswer
 
@@ -26,7 +27,7 @@ class JsonlSink:
     def __init__(self, stream: TextIO | None = None, *, answer: Answerer | None = None) -> None:
         self.stream = stream if stream is not None else sys.stdout
         self.answer = answer
-        self._asks: dict[str, set[asyncio.Task[GateAnswer]]] = {}
+        self._asks = PendingAsks()
 
     async def deliver(self, events: Sequence[Event]) -> int:
         for event in events:
@@ -35,16 +36,7 @@ class JsonlSink:
         return len(events)
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
-        task = asyncio.create_task(self._ask(gate), name=f"jsonl-ask-{gate.gate_id}")
-        self._asks.setdefault(gate.gate_id, set()).add(task)
-        try:
-            return await task
-        finally:
-            tasks = self._asks.get(gate.gate_id)
-            if tasks is not None:
-                tasks.discard(task)
-                if not tasks:
-                    del self._asks[gate.gate_id]
+        return await self._asks.run(gate.gate_id, self._ask(gate), f"jsonl-ask-{gate.gate_id}")
 
     async def _ask(self, gate: GateOpened) -> GateAnswer:
         if self.answer is None:
@@ -57,5 +49,4 @@ class JsonlSink:
         return result
 
     async def withdraw(self, gate_id: str) -> None:
-        for task in self._asks.pop(gate_id, set()):
-            task.cancel()
+        self._asks.cancel(gate_id)

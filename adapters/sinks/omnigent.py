@@ -75,6 +75,7 @@ from urllib.parse import quote
 
 import httpx
 
+from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -504,12 +505,10 @@ class OmnigentSink:
         self._status: RunStatus = "idle"
         self._resolved: set[str] = set()
         self._children: set[str] = set()  # sub-agent cascades: their own streams, not this session's
-        self._asks: dict[str, set[asyncio.Task[GateAnswer]]] = {}
+        self._asks = PendingAsks()
 
     async def aclose(self) -> None:
-        for tasks in list(self._asks.values()):
-            for task in tasks:
-                task.cancel()
+        self._asks.cancel_all()
         if self._owns_client:
             await self._client.aclose()
 
@@ -543,8 +542,7 @@ class OmnigentSink:
             level = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}[event.level]
             log.log(level, "notice (not posted to omnigent): %s", event.text)
         if isinstance(event, GateWithdrawn):
-            for task in self._asks.get(event.gate_id, ()):
-                task.cancel()  # the gate is gone: stop asking even if the caller does not cancel
+            self._asks.cancel(event.gate_id)  # the gate is gone: stop asking even if the caller does not
             if event.gate_id in self._resolved:
                 self.stats.not_posted += 1
                 return True
@@ -630,16 +628,7 @@ class OmnigentSink:
     async def ask(self, gate: GateOpened) -> GateAnswer:
         """Park ``gate`` on omnigent's hook and wait for the human's answer (hours, reconnecting)."""
         self.stats.asks += 1
-        task = asyncio.create_task(self._long_poll(gate), name=f"omnigent-ask-{gate.gate_id}")
-        self._asks.setdefault(gate.gate_id, set()).add(task)
-        try:
-            return await task
-        finally:
-            tasks = self._asks.get(gate.gate_id)
-            if tasks is not None:
-                tasks.discard(task)
-                if not tasks:
-                    del self._asks[gate.gate_id]
+        return await self._asks.run(gate.gate_id, self._long_poll(gate), f"omnigent-ask-{gate.gate_id}")
 
     async def _long_poll(self, gate: GateOpened) -> GateAnswer:
         body = {"elicitation_id": gate.gate_id, "params": gate_params(gate)}
@@ -692,9 +681,7 @@ class OmnigentSink:
 
     async def withdraw(self, gate_id: str) -> None:
         """Cancel an in-flight :meth:`ask` for ``gate_id`` and tell omnigent the gate is resolved."""
-        tasks = self._asks.pop(gate_id, set())
-        for task in tasks:
-            task.cancel()
+        tasks = self._asks.cancel(gate_id)
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

@@ -29,6 +29,7 @@ from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -149,7 +150,7 @@ class TerminalSink:
         self._streamed: dict[str, str] = {}  # message_id -> text shown so far
         self._last_index: dict[tuple[str, str], int] = {}
         self._prompt_lock = asyncio.Lock()
-        self._asks: dict[str, set[asyncio.Task[GateAnswer]]] = {}
+        self._asks = PendingAsks()
         self._reading: asyncio.Future[str] | None = None
 
     # -- events ---------------------------------------------------------------------------------
@@ -305,20 +306,10 @@ class TerminalSink:
     # -- gates ----------------------------------------------------------------------------------
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
-        task = asyncio.create_task(self._ask(gate), name=f"terminal-ask-{gate.gate_id}")
-        self._asks.setdefault(gate.gate_id, set()).add(task)
-        try:
-            return await task
-        finally:
-            tasks = self._asks.get(gate.gate_id)
-            if tasks is not None:
-                tasks.discard(task)
-                if not tasks:
-                    del self._asks[gate.gate_id]
+        return await self._asks.run(gate.gate_id, self._ask(gate), f"terminal-ask-{gate.gate_id}")
 
     async def withdraw(self, gate_id: str) -> None:
-        for task in self._asks.pop(gate_id, set()):
-            task.cancel()
+        self._asks.cancel(gate_id)
 
     async def _ask(self, gate: GateOpened) -> GateAnswer:
         async with self._prompt_lock:

@@ -37,8 +37,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-TYPE_PREFIX = "CORTEX_STEP_TYPE_"
-STATUS_PREFIX = "CORTEX_STEP_STATUS_"
+from agy_harness.core.steps import STATUS_PREFIX, TYPE_PREFIX, as_dict, as_int, as_str, parse_step
+
 TRANSCRIPT_NAME = "transcript_full.jsonl"
 
 #: The line's own fields; everything else at the top level is a step field carried verbatim.
@@ -56,35 +56,12 @@ def transcript_path(root: Path, cascade_id: str) -> Path:
     return root / "brain" / cascade_id / ".system_generated" / "logs" / TRANSCRIPT_NAME
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
 def short_type(step: dict[str, Any]) -> str:
-    return _str(step.get("type")).removeprefix(TYPE_PREFIX)
+    return as_str(step.get("type")).removeprefix(TYPE_PREFIX)
 
 
 def short_status(step: dict[str, Any]) -> str:
-    return _str(step.get("status")).removeprefix(STATUS_PREFIX)
+    return as_str(step.get("status")).removeprefix(STATUS_PREFIX)
 
 
 def is_completed(step: dict[str, Any]) -> bool:
@@ -93,13 +70,9 @@ def is_completed(step: dict[str, Any]) -> bool:
 
 
 def step_identity(step: dict[str, Any]) -> str:
-    """``trajectoryId/stepIndex`` (USER_INPUT: ``trajectoryId/u:executionId``), as the core keys steps."""
-    metadata = _dict(step.get("metadata"))
-    info = _dict(metadata.get("sourceTrajectoryStepInfo"))
-    trajectory_id = _str(info.get("trajectoryId"))
-    if short_type(step) == "USER_INPUT":
-        return f"{trajectory_id}/u:{_str(metadata.get('executionId'))}"
-    return f"{trajectory_id}/{_int(info.get('stepIndex')) or 0}"
+    """``trajectoryId/stepIndex`` (USER_INPUT: ``trajectoryId/u:executionId``): the core's step key."""
+    parsed = parse_step(step)
+    return str(parsed.key) if parsed is not None else ""
 
 
 def step_to_line(step: object) -> dict[str, Any] | None:
@@ -109,15 +82,15 @@ def step_to_line(step: object) -> dict[str, Any] | None:
     step_type = short_type(step)
     if not step_type:
         return None
-    metadata = _dict(step.get("metadata"))
-    info = _dict(metadata.get("sourceTrajectoryStepInfo"))
+    metadata = as_dict(step.get("metadata"))
+    info = as_dict(metadata.get("sourceTrajectoryStepInfo"))
     line: dict[str, Any] = {
-        "step_index": _int(info.get("stepIndex")) or 0,
+        "step_index": as_int(info.get("stepIndex")),
         "type": step_type,
         "status": short_status(step),
-        "trajectory_id": _str(info.get("trajectoryId")),
-        "execution_id": _str(metadata.get("executionId")),
-        "created_at": _str(metadata.get("createdAt")),
+        "trajectory_id": as_str(info.get("trajectoryId")),
+        "execution_id": as_str(metadata.get("executionId")),
+        "created_at": as_str(metadata.get("createdAt")),
         "metadata": {k: copy.deepcopy(v) for k, v in metadata.items() if k not in _DROPPED_METADATA},
     }
     for key, value in step.items():
@@ -140,28 +113,28 @@ def line_to_step(obj: object, *, cascade_id: str = "") -> dict[str, Any] | None:
     """
     if not isinstance(obj, dict):
         return None
-    step_type = _str(obj.get("type")).removeprefix(TYPE_PREFIX)
-    trajectory_id = _str(obj.get("trajectory_id"))
+    step_type = as_str(obj.get("type")).removeprefix(TYPE_PREFIX)
+    trajectory_id = as_str(obj.get("trajectory_id"))
     if not step_type or not trajectory_id:
         return None
-    step_index = _int(obj.get("step_index"))
-    if step_index is None and step_type != "USER_INPUT":
+    step_index = as_int(obj.get("step_index"), -1)
+    if step_index < 0 and step_type != "USER_INPUT":
         return None
-    metadata = copy.deepcopy(_dict(obj.get("metadata")))
+    metadata = copy.deepcopy(as_dict(obj.get("metadata")))
     info: dict[str, Any] = {"trajectoryId": trajectory_id}
     if step_type != "USER_INPUT":
         info["stepIndex"] = step_index
     if cascade_id:
         info["cascadeId"] = cascade_id
     metadata["sourceTrajectoryStepInfo"] = info
-    execution_id = _str(obj.get("execution_id"))
+    execution_id = as_str(obj.get("execution_id"))
     if execution_id:
         metadata["executionId"] = execution_id
-    created_at = _str(obj.get("created_at"))
+    created_at = as_str(obj.get("created_at"))
     if created_at and "createdAt" not in metadata:
         metadata["createdAt"] = created_at
     step: dict[str, Any] = {"type": TYPE_PREFIX + step_type}
-    status = _str(obj.get("status")).removeprefix(STATUS_PREFIX)
+    status = as_str(obj.get("status")).removeprefix(STATUS_PREFIX)
     if status:
         step["status"] = STATUS_PREFIX + status
     step["metadata"] = metadata
