@@ -276,3 +276,31 @@ async def test_interrupt_during_a_parked_gate_denies_it() -> None:
     assert report.cancelled and report.denied_gates == (sink.asked[0].gate_id,)
     assert delivery.delivered[0]["permission"] == {"allow": False}
     assert interrupter.calls == 1 and sink.cancelled == [sink.asked[0].gate_id]
+
+
+class Sender:
+    def __init__(self, name: str, fail: Exception | None = None) -> None:
+        self.name, self.fail, self.sent = name, fail, []  # type: ignore[var-annotated]
+
+    async def send(self, cascade_id: str, text: str) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.sent.append(text)
+
+
+async def test_a_turn_sender_that_answers_404_is_demoted_to_the_next(caplog: Any) -> None:
+    rpc = Sender("rpc", SourceUnavailable("SendUserCascadeMessage: 404"))
+    tmux = Sender("tmux")
+    h = Harness(
+        cascade_id=CASCADE,
+        sources=[ScriptedSource("s", [])],
+        snapshot=MemorySnapshot(),
+        sink=RecordingSink(),
+        turn_senders=[rpc, tmux],
+        options=FAST,
+    )
+    with caplog.at_level(logging.WARNING, logger="agy_harness.harness"):
+        assert await h.send("one") == "tmux"
+        assert await h.send("two") == "tmux"
+    assert tmux.sent == ["one", "two"] and h.stats.demotions == ["rpc"]
+    assert sum("demoted to tmux" in r.getMessage() for r in caplog.records) == 1
