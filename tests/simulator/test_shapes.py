@@ -190,3 +190,25 @@ def test_model_usage_counts_are_string_ints(served: dict[str, dict[str, Any]]) -
             assert isinstance(usage[key], str) and int(usage[key]) > 0
     assert "cacheReadTokens" not in served["planner_response_text"]["metadata"]["modelUsage"]
     assert int(served["stream_planner_text_done"]["metadata"]["modelUsage"]["cacheReadTokens"]) > 0
+
+
+FREE_FORM_STEPS = {"stream_generic_done"}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_NAMES))
+def test_served_step_maps_like_the_fixture(name: str, served: dict[str, dict[str, Any]]) -> None:
+    """The core turns the simulator's step into the same kinds of events, with the same tool names and
+    argument names, as the recorded step of the same kind."""
+    from agy_harness.core.reconciler import Reconciler
+
+    generic = name in FREE_FORM_STEPS  # a GENERIC step is any tool: the simulator serves invoke_subagent
+
+    def mapped(step: dict[str, Any]) -> list[tuple[Any, ...]]:
+        out = []
+        for e in Reconciler("c").feed(step):
+            d = e.model_dump()
+            tool = () if generic else (d.get("name"), tuple(sorted(d.get("arguments", {}) or {})))
+            out.append((e.type, *tool, d.get("kind"), d.get("is_error"), d.get("status")))
+        return out
+
+    assert mapped(served[name]) == mapped(fixture(name))
