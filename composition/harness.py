@@ -331,16 +331,17 @@ class Harness:
                     pause = min(pause * 2, self.options.max_backoff)
             # after every acknowledged delivery (deltas too: a restart resumes a reply where the
             # consumer's copy ends, so no delta is re-cut under an id it already has)
-            mine = bool(events) and events[0].cascade_id == self.reconciler.cascade_id  # a sub-agent's are not cursored
+            mine = (
+                bool(events) and events[0].cascade_id == self.reconciler.cascade_id
+            )  # a sub-agent's are not cursored
             if self.cursor_store is not None and mine and any(e.type in _CURSOR_TYPES for e in events):
                 st = self.reconciler.state
-                self.cursor_store.save(
-                    Cursor(
-                        cascade_id=self.reconciler.cascade_id,
-                        committed=sorted(st.committed),
-                        state=st.model_dump(mode="json"),
-                    )
+                cursor = Cursor(
+                    cascade_id=self.reconciler.cascade_id,
+                    committed=sorted(st.committed),
+                    state=st.model_dump(mode="json"),
                 )
+                await asyncio.to_thread(self.cursor_store.save, cursor)  # file I/O off the loop
         for event in events:
             if isinstance(event, ToolResult) and "subagent" in event.name:
                 self._subagent_results.append((event.call_id, event.output))
@@ -395,10 +396,14 @@ class Harness:
                 self._current_gate, self._current_ask = None, None
 
     async def _handle_gate(self, gate: GateOpened) -> None:
-        raws = await self.snapshot.read_steps(gate.cascade_id)
-        target = delivery_target(gate, raws)
-        if target is None or target.moved:
-            return  # answered elsewhere, or superseded by a retry that is queued as its own gate
+        try:
+            target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
+            if target is None or target.moved:
+                return  # answered elsewhere, or superseded by a retry that is queued as its own gate
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # cannot check now: ask anyway, delivery re-reads agy
+            log.info("gate %s: could not re-read steps before asking (%s)", gate.gate_id, exc)
         self._current_gate = gate
         self._current_ask = asyncio.ensure_future(self.sink.ask(gate))
         try:
@@ -418,57 +423,77 @@ class Harness:
                 gate.id, "this harness cannot deliver answers (no interaction adapter)", "error"
             )
             return False
+        pause = self.options.fallback_backoff
         for _attempt in range(self.options.max_delivery_attempts):
-            raws = await self.snapshot.read_steps(gate.cascade_id)
-            target = delivery_target(gate, raws)
-            if target is None:
-                await self._notice(
-                    gate.id,
-                    f"gate {gate.gate_id} was answered elsewhere or is gone; the answer was not delivered",
-                    "warning",
-                )
-                return False
-            payload = interaction_payload(gate, answer, target.step_index)
             try:
-                await self.delivery.deliver(gate.cascade_id, payload)
-            except InteractionRejected as exc:
-                kind = classify_rejection(
-                    gate, target.step_index, await self.snapshot.read_steps(gate.cascade_id)
-                )
-                if kind == "stale":
-                    log.info(
-                        "gate %s: step %d went stale (%s); re-targeting",
-                        gate.gate_id,
-                        target.step_index,
-                        exc.message,
-                    )
-                    continue
-                if kind == "shape":
-                    await self._notice(
-                        gate.id,
-                        f"agy refused the answer to gate {gate.gate_id} "
-                        f"(HTTP {exc.status}: {exc.message}); not retrying",
-                        "error",
-                    )
-                else:
-                    await self._notice(
-                        gate.id, f"gate {gate.gate_id} is gone; the answer was not delivered", "warning"
-                    )
-                return False
-            self._delivered_gates.add(gate.gate_id)
-            if target.moved:
-                log.info(
-                    "gate %s timed out meanwhile; delivered to agy's retry at step %d",
+                outcome = await self._deliver_once(gate, answer)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # agy unreachable, a 503: the answer is not lost, try again
+                log.warning(
+                    "gate %s: delivery failed (%s: %s); retrying in %.1fs",
                     gate.gate_id,
-                    target.step_index,
+                    type(exc).__name__,
+                    exc,
+                    pause,
                 )
-            return True
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, self.options.max_backoff)
+                continue
+            if outcome is not None:
+                return outcome
         await self._notice(
             gate.id,
-            f"gate {gate.gate_id}: gave up after {self.options.max_delivery_attempts} stale attempts",
+            f"gate {gate.gate_id}: gave up after {self.options.max_delivery_attempts} attempts",
             "error",
         )
         return False
+
+    async def _deliver_once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:
+        """One delivery attempt: True delivered, False final refusal (reported), None try again."""
+        assert self.delivery is not None
+        target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
+        if target is None:
+            await self._notice(
+                gate.id,
+                f"gate {gate.gate_id} was answered elsewhere or is gone; the answer was not delivered",
+                "warning",
+            )
+            return False
+        try:
+            await self.delivery.deliver(gate.cascade_id, interaction_payload(gate, answer, target.step_index))
+        except InteractionRejected as exc:
+            kind = classify_rejection(
+                gate, target.step_index, await self.snapshot.read_steps(gate.cascade_id)
+            )
+            if kind == "stale":
+                log.info(
+                    "gate %s: step %d went stale (%s); re-targeting",
+                    gate.gate_id,
+                    target.step_index,
+                    exc.message,
+                )
+                return None
+            if kind == "shape":
+                await self._notice(
+                    gate.id,
+                    f"agy refused the answer to gate {gate.gate_id} (HTTP {exc.status}: {exc.message}); "
+                    "not retrying",
+                    "error",
+                )
+            else:
+                await self._notice(
+                    gate.id, f"gate {gate.gate_id} is gone; the answer was not delivered", "warning"
+                )
+            return False
+        self._delivered_gates.add(gate.gate_id)
+        if target.moved:
+            log.info(
+                "gate %s timed out meanwhile; delivered to agy's retry at step %d",
+                gate.gate_id,
+                target.step_index,
+            )
+        return True
 
     # -- turns, interrupt ------------------------------------------------------------------
 

@@ -304,3 +304,27 @@ async def test_a_turn_sender_that_answers_404_is_demoted_to_the_next(caplog: Any
         assert await h.send("two") == "tmux"
     assert tmux.sent == ["one", "two"] and h.stats.demotions == ["rpc"]
     assert sum("demoted to tmux" in r.getMessage() for r in caplog.records) == 1
+
+
+class FlakySnapshot(MemorySnapshot):
+    def __init__(self, steps: list[Any], failures: int) -> None:
+        super().__init__(steps)
+        self.failures = failures
+
+    async def read_steps(self, cascade_id: str) -> list[Any]:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("agy is briefly unreachable")
+        return await super().read_steps(cascade_id)
+
+
+async def test_an_answer_survives_agy_being_briefly_unreachable() -> None:
+    sink, delivery = RecordingSink(), RecordingDelivery()
+    snap = FlakySnapshot(steps("run_command_waiting"), failures=0)
+    async with Harness(cascade_id=CASCADE, sources=[ScriptedSource("s", [[steps("run_command_waiting")]])],
+                       snapshot=snap, sink=sink, delivery=delivery, options=FAST):
+        await sink.wait_for(lambda: sink.asked)
+        snap.failures = 2  # the re-reads at delivery fail twice
+        await sink.answers.put(GateAnswer(allow=True))
+        await sink.wait_for(lambda: delivery.delivered, timeout=3)
+    assert [d["stepIndex"] for d in delivery.delivered] == [6]
