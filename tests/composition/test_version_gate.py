@@ -1,0 +1,35 @@
+"""The version gate's parsing and probing (probing against the simulator's two profiles)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.version_gate import detect_capabilities, method_exists, parse_version
+
+
+def test_the_first_x_y_z_is_the_version() -> None:
+    assert parse_version("1.0.10\nbuild 4f2a 2026-06-20 (go1.24.3 9.1.2)") == (1, 0, 10)
+    assert parse_version("agy version 2.3.4-rc1") == (2, 3, 4)
+    assert parse_version("no version here") is None
+    out = subprocess.run(
+        [sys.executable, "-m", "agy_harness.adapters.simulator", "--version", "--profile", "1.0.4"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert parse_version(out) == (1, 0, 4)
+
+
+async def test_probing_tells_the_profiles_apart() -> None:
+    for profile, expected in (("1.0.10", (True, True)), ("1.0.4", (False, False))):
+        async with Simulator(profile=profile) as sim, RpcClient(sim.base_url) as client:
+            caps = await detect_capabilities(client, sim.cascade_id, version_text=sim.version)
+            assert (caps.stream, caps.rpc_turns) == expected, profile
+            assert caps.version == parse_version(profile)
+            assert await method_exists(client, "GetCascadeTrajectorySteps")
+            assert not await method_exists(client, "NoSuchMethod")
+            # the probe sent no turn: the empty request names no cascade
+            assert not [s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_USER_INPUT"]
