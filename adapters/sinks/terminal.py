@@ -226,6 +226,8 @@ class TerminalSink:
         if last is not None and index <= last:
             return  # a replayed delta
         self._last_index[(kind, message_id)] = index
+        if not delta:
+            return  # e.g. the empty closing delta: nothing to show (and no empty "◆ " line)
         if self._open != (kind, message_id):
             self._close_line()
             if kind == "text":

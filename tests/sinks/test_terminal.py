@@ -330,3 +330,23 @@ async def test_jsonl_without_callback_waits_until_withdrawn() -> None:
     await sink.withdraw(QUESTION_GATE.gate_id)
     with pytest.raises(asyncio.CancelledError):
         await ask
+
+
+async def test_an_empty_closing_delta_after_an_interruption_prints_no_empty_line() -> None:
+    from rich.console import Console
+
+    from agy_harness.adapters.sinks.terminal import TerminalSink
+    from agy_harness.ports.events import AssistantMessage, Notice, TextDelta
+
+    console = Console(record=True, width=80, file=__import__("io").StringIO())
+    sink = TerminalSink(console)
+    await sink.deliver(
+        [
+            TextDelta(id="m/0", cascade_id="c", delta="The keeper", message_id="m", index=0),
+            Notice(id="n", cascade_id="c", text="cancelled the running steps"),
+            TextDelta(id="m/1", cascade_id="c", delta="", message_id="m", index=1, final=True),
+            AssistantMessage(id="m/a", cascade_id="c", text="The keeper", message_id="m"),
+        ]
+    )
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    assert "◆" not in lines and lines.count("◆ The keeper") == 1
