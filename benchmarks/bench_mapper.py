@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import write_summary
+
 from agy_harness.core.reconciler import Reconciler
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "agy"
@@ -72,6 +74,15 @@ def main() -> int:
     print(f"streamed reply, 200 frames: 10 KB {small * 1e3:.2f} ms, 1 MB {large * 1e3:.2f} ms")
     print(f"ratio 1 MB / 10 KB: {large / small:.1f}x (size ratio 100x)")
     print(f"per frame at 1 MB: {large / 200 * 1e6:.0f} us")
+    write_summary(
+        "mapper",
+        {
+            "steps_per_s": rate,
+            "stream_10k_ms": small * 1e3,
+            "stream_1m_ms": large * 1e3,
+            "ratio": large / small,
+        },
+    )
     return 0
 
 

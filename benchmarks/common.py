@@ -1,35 +1,66 @@
-"""Shared bits of the benchmarks: percentiles, a recording sink, the simulator in a subprocess."""
+"""Shared bits of the benchmarks (not a benchmark itself): percentiles, the machine line, a
+recording sink, the simulator in a subprocess, and the summary file run_all.py reads."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
+import math
+import os
 import platform
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
+SUMMARY_ENV = "AGY_BENCH_SUMMARY"  # run_all.py sets it: each script adds its figures there as JSON
+
 
 def percentile(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (``p`` in 0..100); NaN when ``values`` is empty."""
+    if not values:
+        return math.nan
     ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    k = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
-    return ordered[k]
+    rank = max(1, math.ceil(p / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def ratio(a: float, b: float) -> float:
+    return a / b if b else math.inf
 
 
 def machine() -> str:
-    import os
+    return (
+        f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
+        f"{date.today().isoformat()}"
+    )
 
-    return f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
+
+def quiet_logs() -> None:
+    """The harness logs every fallback it recovers from, on purpose; keep the figures readable."""
+    logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
+
+
+def write_summary(name: str, figures: dict[str, Any]) -> None:
+    """Record ``figures`` for run_all.py (a no-op when the script runs on its own)."""
+    path = os.environ.get(SUMMARY_ENV)
+    if not path:
+        return
+    target = Path(path)
+    data = json.loads(target.read_text()) if target.exists() and target.stat().st_size else {}
+    data[name] = figures
+    target.write_text(json.dumps(data, indent=2))
 
 
 class TimedSink:
-    """Records each event with the moment the harness handed it over."""
+    """An EventSink that records each event with the moment the harness handed it over."""
 
     def __init__(self) -> None:
         self.events: list[tuple[float, Event]] = []
@@ -64,4 +95,8 @@ def simulator_process(*args: str) -> Iterator[dict[str, Any]]:
         yield info
     finally:
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
