@@ -68,6 +68,7 @@ class HarnessOptions:
     directory_interval: float = 1.0  # rotation + run-status backstop check; 0 disables
     idle_reports_to_close: int = 2
     max_delivery_attempts: int = 3
+    subagent_poll: float = 0.25  # a sub-agent's cascade is polled at this interval
 
 
 @dataclass
@@ -129,6 +130,7 @@ class Harness:
         self._idle_reports = 0
         self._inflight: set[asyncio.Future[None]] = set()
         self._children: dict[str, asyncio.Task[None]] = {}
+        self._known: set[str] | None = None  # cascades listed at bind time (see rotation_target)
         self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
         self._interrupts = 0
 
@@ -148,6 +150,11 @@ class Harness:
         return Reconciler(cascade_id, state)
 
     async def start(self) -> None:
+        if self.directory is not None:  # what exists as we bind: other conversations, never a /clear
+            try:
+                self._known = {c.cascade_id for c in await self.directory.list_cascades()} - {self.cascade_id}
+            except Exception as exc:
+                log.warning("cascade directory unavailable at start (%s); known at the first listing", exc)
         self._reader = asyncio.create_task(self._supervise(), name="agy-harness-reader")
         self._tasks = [asyncio.create_task(self._gate_worker(), name="agy-harness-gates")]
         if self.directory is not None and self.options.directory_interval > 0:
@@ -566,7 +573,9 @@ class Harness:
                     self._children[s.cascade_id] = asyncio.create_task(
                         self._mirror(s.cascade_id), name=f"agy-harness-subagent-{s.cascade_id}"
                     )
-            target = rotation_target(self.cascade_id, summaries)
+            if self._known is None:  # the listing at start failed: take the first one that works
+                self._known = {s.cascade_id for s in summaries} - {self.cascade_id}
+            target = rotation_target(self.cascade_id, summaries, self._known)
             if target is not None:
                 await self.rotate(target)
 
@@ -587,22 +596,20 @@ class Harness:
             ]
         )
         reconciler = Reconciler(child)
-        pause = self.options.fallback_backoff
+        # polled, not streamed: more than a few streams on one HTTP/2 client wedge httpx/httpcore
+        # (benchmarks/probe_shared_client.py), and the session's own stream must never stall
         while True:
             try:
-                async for batch in self.sources[0].batches(child):
-                    await self._apply(batch, reconciler)
+                raws = await self.snapshot.read_steps(child)
+                await self._apply(
+                    StepBatch(cascade_id=child, steps=tuple(raws), snapshot=True, source="subagent"),
+                    reconciler,
+                )
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.info("sub-agent %s: %s failed (%s); polling meanwhile", child, self.sources[0].name, exc)
-                with contextlib.suppress(Exception):
-                    raws = await self.snapshot.read_steps(child)
-                    await self._apply(
-                        StepBatch(cascade_id=child, steps=tuple(raws), snapshot=True), reconciler
-                    )
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, self.options.max_backoff)
+                log.info("sub-agent %s: read failed (%s); retrying", child, exc)
+            await asyncio.sleep(self.options.subagent_poll)
 
     async def _backstop(self) -> None:
         """agy says idle while our turn is open: first read everything agy has (the stream may lag
@@ -635,6 +642,7 @@ class Harness:
         for task in self._children.values():
             task.cancel()
         self._children.clear()
+        self._known = (self._known or set()) | {old}  # never rotate back to the cleared conversation
         self.cascade_id = new_cascade
         self.reconciler = self._reconciler_for(new_cascade, self.reconciler.state)
         if self.on_rebind is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 
 from agy_harness.ports.protocols import CascadeSummary
@@ -35,10 +35,14 @@ def is_child(summary: CascadeSummary) -> bool:
     return bool(summary.parent_id) or bool(summary.root_id and summary.root_id != summary.cascade_id)
 
 
-def rotation_target(bound: str, summaries: Iterable[CascadeSummary]) -> str | None:
-    """The new root cascade with user activity newer than the bound one's, or ``None``.
+def rotation_target(
+    bound: str, summaries: Iterable[CascadeSummary], known: Collection[str] = ()
+) -> str | None:
+    """The NEW root cascade with user activity newer than the bound one's, or ``None``.
 
-    Sub-agents are not rotations, and neither is a minted cascade nobody has typed into yet.
+    ``known`` are the cascades that already existed when the harness bound (other conversations of
+    the same language server): activity there is somebody else's, never our ``/clear``. Sub-agents
+    are not rotations, and neither is a minted cascade nobody has typed into yet.
     """
     listed = list(summaries)
     current = next((s for s in listed if s.cascade_id == bound), None)
@@ -47,7 +51,7 @@ def rotation_target(bound: str, summaries: Iterable[CascadeSummary]) -> str | No
     since = parse_time(current.last_user_input_time)
     best: tuple[datetime, str] | None = None
     for s in listed:
-        if s.cascade_id == bound or is_child(s) or not s.last_user_input_time:
+        if s.cascade_id == bound or s.cascade_id in known or is_child(s) or not s.last_user_input_time:
             continue
         when = parse_time(s.last_user_input_time)
         if when > since and (best is None or when > best[0]):

@@ -169,3 +169,12 @@ def test_poll_details_restore_the_multi_select_flag_the_stream_strips() -> None:
     enriched = with_poll_details(gate, [fixture("run_command_waiting"), poll])
     assert enriched.questions[0].multi_select is True and enriched.id == gate.id
     assert with_poll_details(gate, [stream]) == gate
+
+
+def test_other_conversations_that_existed_at_bind_time_are_never_a_rotation() -> None:
+    bound = s("A", "2026-08-02T04:00:00Z")
+    other = s("O", "2026-08-02T05:00:00Z")  # another conversation of the same language server
+    assert rotation_target("A", [bound, other]) == "O"
+    assert rotation_target("A", [bound, other], known={"O"}) is None
+    cleared = s("N", "2026-08-02T06:00:00Z")  # minted by /clear after we bound, then typed into
+    assert rotation_target("A", [bound, other, cleared], known={"O"}) == "N"

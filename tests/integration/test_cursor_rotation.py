@@ -118,3 +118,17 @@ async def test_a_sub_agent_is_mirrored_and_is_not_a_rotation(sim: Simulator) -> 
     child_events = [e for e in sink.events if e.cascade_id == child]
     assert [e.type for e in committed(child_events)][:3] == ["status", "model_change", "user_message"]
     assert "Review the code" in next(e for e in child_events if e.type == "user_message").text  # type: ignore[union-attr]
+
+
+async def test_another_conversation_of_the_same_agy_is_not_a_rotation(sim: Simulator) -> None:
+    other = await sim.start_cascade()  # existed when the harness bound
+    sink = RecordingSink()
+    async with harness_on(sim, sink) as session:
+        bound = session.cascade_id
+        await run_turn(session, sink, "Say hello in one short sentence.")
+        await sim.submit_user_turn("Say hello again.", cascade_id=other)  # newer activity, elsewhere
+        await sim.wait_idle()
+        await asyncio.sleep(0.5)  # several directory checks
+        assert session.cascade_id == bound
+    assert not [e for e in sink.events if e.type == "rotation"]
+    assert {e.cascade_id for e in sink.events} == {bound}
