@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agy_harness.core.elicitation import (
@@ -102,7 +102,6 @@ class Harness:
         directory: CascadeDirectory | None = None,
         cursor_store: CursorStore | None = None,
         options: HarnessOptions | None = None,
-        on_rebind: Callable[[str], None] | None = None,
     ) -> None:
         if not sources:
             raise ValueError("a harness needs at least one step source")
@@ -115,7 +114,6 @@ class Harness:
         self.directory = directory
         self.cursor_store = cursor_store
         self.options = options or HarnessOptions()
-        self.on_rebind = on_rebind
         self.stats = HarnessStats()
         self.cascade_id = cascade_id
         self.reconciler = self._reconciler_for(cascade_id, None)
@@ -645,8 +643,6 @@ class Harness:
         self._known = (self._known or set()) | {old}  # never rotate back to the cleared conversation
         self.cascade_id = new_cascade
         self.reconciler = self._reconciler_for(new_cascade, self.reconciler.state)
-        if self.on_rebind is not None:
-            self.on_rebind(new_cascade)
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
