@@ -256,16 +256,20 @@ class Engine:
         )
 
     # -- planner calls ----------------------------------------------------------------------
-    async def planner_text(self, text: str, thinking: str, n_chunks: int = 6) -> None:
-        step = st.planner(self.where(), self.model)
-        index = self.add(step)
-        self.current = step
+    async def _think(self, step: dict[str, Any], index: int, thinking: str) -> None:
+        """Stream the planner's thinking in a few growing snapshots."""
         grown = ""
         for piece in chunks(thinking, 3):
             await self.pause(CHUNK_DELAY)
             grown += piece
             st.planner_grow(step, thinking=grown, text="")
             self.changed(index)
+
+    async def planner_text(self, text: str, thinking: str, n_chunks: int = 6) -> None:
+        step = st.planner(self.where(), self.model)
+        index = self.add(step)
+        self.current = step
+        await self._think(step, index, thinking)
         said = ""
         for piece in chunks(text, n_chunks):
             await self.pause(CHUNK_DELAY)
@@ -282,12 +286,7 @@ class Engine:
         step = st.planner(self.where(), self.model)
         index = self.add(step)
         self.current = step
-        grown = ""
-        for piece in chunks(thinking, 3):
-            await self.pause(CHUNK_DELAY)
-            grown += piece
-            st.planner_grow(step, thinking=grown, text="")
-            self.changed(index)
+        await self._think(step, index, thinking)
         mi = self.c.planner_calls
         st.planner_done(step, self.usage(thinking, str(calls)), tool_calls=calls)
         self.c.planner_calls += 1
