@@ -39,6 +39,7 @@ from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
+from agy_harness.core.answers import parse_answer
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, StepSource, TurnSender
 
@@ -50,28 +51,16 @@ log = logging.getLogger("agy_harness.session")
 AnswerLike = GateAnswer | bool | str | Sequence[str] | Sequence[Sequence[str]]
 
 
-def to_answer(gate: GateOpened | None, value: AnswerLike) -> GateAnswer:
-    """A GateAnswer from a convenient value.
+def to_answer(gate: GateOpened, value: AnswerLike) -> GateAnswer:
+    """A checked GateAnswer from a convenient value; fails closed (see :mod:`agy_harness.core.answers`).
 
-    ``True``/``False`` allow/deny a permission (or accept/decline a question); ``"2"`` or a label picks
-    one option; ``["1", "3"]`` several (or one per question when the gate has several questions);
-    ``[["1"], ["2", "3"]]`` one list per question; ``"decline"``/``"cancel"`` refuse.
+    Permission: ``True`` / ``"allow"`` / ``"yes"`` / ``"y"`` allow; ``False`` / ``"deny"`` / ``"no"`` /
+    ``"n"`` deny. Question: ``"2"`` or a label picks one option (other text is the write-in);
+    ``["1", "3"]`` several (or one per question when the gate has several questions);
+    ``[["1"], ["2", "3"]]`` one list per question. ``"decline"``/``"cancel"`` refuse. Anything else
+    raises :class:`~agy_harness.core.answers.AnswerError` (a ValueError) and sends nothing.
     """
-    if isinstance(value, GateAnswer):
-        return value
-    if isinstance(value, bool):
-        return GateAnswer(allow=value) if value else GateAnswer(action="decline", allow=False)
-    if isinstance(value, str):
-        if value in ("decline", "cancel"):
-            return GateAnswer(action=value)  # type: ignore[arg-type]
-        return GateAnswer(selections=((value,),), allow=True)
-    items = list(value)
-    if items and all(not isinstance(i, str) for i in items):
-        return GateAnswer(selections=tuple(tuple(i) for i in items), allow=True)
-    several_questions = gate is not None and len(gate.questions) > 1
-    if several_questions:
-        return GateAnswer(selections=tuple((str(i),) for i in items), allow=True)
-    return GateAnswer(selections=(tuple(str(i) for i in items),), allow=True)
+    return parse_answer(gate, value)
 
 
 class QueueSink:
@@ -80,6 +69,7 @@ class QueueSink:
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         self._asks: dict[str, asyncio.Future[GateAnswer]] = {}
+        self._gates: dict[str, GateOpened] = {}
 
     async def deliver(self, events: Sequence[Event]) -> int:
         for event in events:
@@ -89,15 +79,21 @@ class QueueSink:
     async def ask(self, gate: GateOpened) -> GateAnswer:
         future: asyncio.Future[GateAnswer] = asyncio.get_running_loop().create_future()
         self._asks[gate.gate_id] = future
+        self._gates[gate.gate_id] = gate
         try:
             return await future
         finally:
             self._asks.pop(gate.gate_id, None)
+            self._gates.pop(gate.gate_id, None)
 
     async def withdraw(self, gate_id: str) -> None:
         future = self._asks.pop(gate_id, None)
         if future is not None:
             future.cancel()
+
+    def pending_gate(self, gate_id: str) -> GateOpened | None:
+        """The gate the harness is asking about under ``gate_id`` right now, if any."""
+        return self._gates.get(gate_id)
 
     def resolve(self, gate_id: str, answer: GateAnswer) -> bool:
         """Hand ``answer`` to the harness's pending ask for ``gate_id``; False when none is pending."""
@@ -140,14 +136,18 @@ class Session:
     async def answer(self, gate_id: str, value: AnswerLike) -> None:
         """Answer a gate (see :func:`to_answer` for the accepted values).
 
-        Raises KeyError for a gate this session never saw, RuntimeError when agy took no answer.
+        Raises KeyError for a gate this session never saw, ValueError
+        (:class:`~agy_harness.core.answers.AnswerError`) for an answer that is not an unambiguous
+        answer to this gate (nothing is sent), RuntimeError when agy took no answer.
         """
         gate = self._gates.get(gate_id)
+        if gate is None and isinstance(self.sink, QueueSink):
+            gate = self.sink.pending_gate(gate_id)
+        if gate is None:
+            raise KeyError(f"unknown gate {gate_id!r}")
         answer = to_answer(gate, value)
         if isinstance(self.sink, QueueSink) and self.sink.resolve(gate_id, answer):
             return
-        if gate is None:
-            raise KeyError(f"unknown gate {gate_id!r}")
         # not (or no longer) put to the human, e.g. it timed out meanwhile: deliver it directly; the
         # harness re-reads agy and targets the freshest WAITING step asking the same thing
         if not await self.harness.answer(gate, answer):

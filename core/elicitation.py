@@ -10,60 +10,40 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agy_harness.ports.events import GateOpened, Question
+from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
 from . import steps as S
+from .answers import check_answer, resolve_question
 
 log = logging.getLogger("agy_harness.core.elicitation")
-
-
-def _match_option(question: Question, choice: str) -> str | None:
-    """The option id for ``choice``: an id ("2") or an option's label (case and spaces ignored)."""
-    choice = choice.strip()
-    for option in question.options:
-        if choice == option.id:
-            return option.id
-    folded = " ".join(choice.split()).casefold()
-    for option in question.options:
-        if folded and " ".join(option.text.split()).casefold() == folded:
-            return option.id
-    return None
 
 
 def question_responses(gate: GateOpened, answer: GateAnswer) -> list[dict[str, Any]]:
     """``askQuestion.responses``: one per question, the question text verbatim.
 
-    Choices that match no option become the write-in; a decline or cancel sends no responses.
+    Choices that match no option become the write-in; a decline or cancel sends no responses. An
+    answer that leaves a question unanswered or ambiguous raises :class:`AnswerError` (never sent
+    empty): see :mod:`agy_harness.core.answers`.
     """
     if answer.action != "accept":
         return []
+    check_answer(gate, answer)
     responses: list[dict[str, Any]] = []
     for i, question in enumerate(gate.questions):
         choices = answer.selections[i] if i < len(answer.selections) else ()
-        ids: list[str] = []
-        write_in = [answer.write_ins[i]] if i < len(answer.write_ins) and answer.write_ins[i] else []
-        for choice in choices:
-            option_id = _match_option(question, choice)
-            if option_id is None:
-                if choice.strip():
-                    write_in.append(choice.strip())
-            elif option_id not in ids:
-                ids.append(option_id)
-        if not question.multi_select and len(ids) > 1:
-            log.warning("question %r is single-select; keeping the first of %s", question.question, ids)
-            ids = ids[:1]
+        write_in = answer.write_ins[i] if i < len(answer.write_ins) else ""
+        ids, text = resolve_question(question, choices, write_in)
         response: dict[str, Any] = {"question": question.question, "selectedOptionIds": ids}
-        if write_in:
-            response["writeInResponse"] = "\n".join(write_in)
+        if text:
+            response["writeInResponse"] = text
         responses.append(response)
     return responses
 
 
 def permission_allowed(answer: GateAnswer) -> bool:
-    if answer.action != "accept":
-        return False
-    return True if answer.allow is None else answer.allow
+    """Only an explicit allow approves: ``action`` accept with ``allow`` True. Everything else denies."""
+    return answer.action == "accept" and answer.allow is True
 
 
 def interaction_payload(

@@ -30,6 +30,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agy_harness.adapters.sinks.asks import PendingAsks
+from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -56,9 +57,6 @@ log = logging.getLogger("agy_harness.adapters.sinks.terminal")
 COMMAND_KEYS = ("CommandLine", "command_line", "commandLine", "command", "cmd")
 CWD_KEYS = ("Cwd", "cwd", "working_directory", "workdir")
 SUMMARY_KEYS = ("toolSummary", "toolAction")
-
-_YES = frozenset({"y", "yes", "allow", "a", "ok"})
-_NO = frozenset({"n", "no", "deny", "d"})
 
 
 def _first(arguments: dict[str, Any], keys: Sequence[str]) -> str:
@@ -107,10 +105,12 @@ def parse_choice(question: Question, line: str) -> tuple[str, ...] | None:
 
 
 def parse_permission(line: str) -> bool | None:
-    word = line.strip().casefold()
-    if word in _YES:
+    """A typed permission answer, read by the core's one fail-closed parser: True only for an explicit
+    allow word, False for a deny word, None (ask again) for anything else."""
+    word = " ".join(line.split()).casefold()
+    if word in ALLOW_WORDS:
         return True
-    if word in _NO:
+    if word in DENY_WORDS:
         return False
     return None
 
@@ -357,10 +357,10 @@ class TerminalSink:
                     return GateAnswer(action="cancel", allow=False)
                 if line.strip() in ("/cancel", "/decline"):
                     return GateAnswer(action="decline", allow=False)
-                allow = parse_permission(line)
-                if allow is not None:
-                    return GateAnswer(allow=allow)
-                self.console.print(Text("please answer y or n", style="yellow"))
+                try:
+                    return parse_answer(gate, line)
+                except AnswerError:
+                    self.console.print(Text("please answer y (allow) or n (deny)", style="yellow"))
         selections: list[tuple[str, ...]] = []
         for i, question in enumerate(gate.questions):
             if not question.options:
@@ -377,11 +377,15 @@ class TerminalSink:
                 if line.strip() in ("/cancel", "/decline"):
                     return GateAnswer(action="cancel" if line.strip() == "/cancel" else "decline")
                 choice = parse_choice(question, line)
-                if choice is not None:
-                    selections.append(choice)
-                    break
-                self.console.print(Text("not a valid choice; try again", style="yellow"))
-        return GateAnswer(selections=tuple(selections))
+                try:
+                    if choice is not None:
+                        resolve_question(question, choice)
+                        selections.append(choice)
+                        break
+                    self.console.print(Text("not a valid choice; try again", style="yellow"))
+                except AnswerError as exc:
+                    self.console.print(Text(f"{exc}; try again", style="yellow"))
+        return parse_answer(gate, GateAnswer(selections=tuple(selections)))
 
     async def _read(self, prompt: str) -> str | None:
         """One line from ``input_fn`` in a thread; None at end of input.

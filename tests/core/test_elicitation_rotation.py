@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from agy_harness.core.answers import AnswerError
 from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.core.rotation import is_child, parse_time, rotated_state, rotation_target
@@ -42,10 +45,10 @@ def test_question_answer_by_id_and_by_label_and_write_in() -> None:
     ]
 
 
-def test_single_select_keeps_one_multi_select_keeps_all() -> None:
+def test_single_select_refuses_several_multi_select_keeps_all() -> None:
     gate = gate_of("ask_question_waiting")
-    single = interaction_payload(gate, GateAnswer(selections=(("1", "3"),)))
-    assert single["askQuestion"]["responses"][0]["selectedOptionIds"] == ["1"]
+    with pytest.raises(AnswerError, match="takes one answer"):
+        interaction_payload(gate, GateAnswer(selections=(("1", "3"),)))
     multi = gate.model_copy(
         update={"questions": (gate.questions[0].model_copy(update={"multi_select": True}),)}
     )
@@ -62,7 +65,8 @@ def test_decline_or_cancel_sends_empty_responses_or_deny() -> None:
     for action in ("decline", "cancel"):
         assert interaction_payload(gate, GateAnswer(action=action))["askQuestion"] == {"responses": []}  # type: ignore[arg-type]
     perm = gate_of("run_command_waiting")
-    assert interaction_payload(perm, GateAnswer())["permission"] == {"allow": True}
+    assert interaction_payload(perm, GateAnswer())["permission"] == {"allow": False}  # no explicit allow
+    assert interaction_payload(perm, GateAnswer(allow=True))["permission"] == {"allow": True}
     assert interaction_payload(perm, GateAnswer(allow=False))["permission"] == {"allow": False}
     assert interaction_payload(perm, GateAnswer(action="decline", allow=True))["permission"] == {
         "allow": False
