@@ -30,6 +30,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from agy_harness.adapters.sinks.asks import PendingAsks
+from agy_harness.adapters.sinks.escape import visible, visible_event
 from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -166,9 +167,10 @@ class TerminalSink:
     def info(self, text: str) -> None:
         """A line from the harness itself (the demo's narration)."""
         self._close_line()
-        self.console.print(Text(f"· {text}", style="dim cyan"))
+        self.console.print(Text(f"· {visible(text)}", style="dim cyan"))
 
     def render(self, event: Event) -> None:
+        event = visible_event(event)  # agy-controlled text never reaches the terminal as a control
         if isinstance(event, TextDelta):
             self._stream("text", event.message_id, event.index, event.delta)
         elif isinstance(event, ReasoningDelta):
@@ -278,9 +280,9 @@ class TerminalSink:
         summary = _first(args, SUMMARY_KEYS)
         return Panel(
             Group(*body) if body else Text("(no arguments)", style="dim"),
-            title=f"⚙ {event.name}",
+            title=Text(f"⚙ {event.name}"),
             title_align="left",
-            subtitle=summary or None,
+            subtitle=Text(summary) if summary else None,
             subtitle_align="left",
             border_style="cyan",
             expand=False,
@@ -290,7 +292,7 @@ class TerminalSink:
         output = truncate_output(event.output, self.max_output_lines)
         return Panel(
             Text(output) if output else Text("(no output)", style="dim"),
-            title=f"{'✗' if event.is_error else '✓'} {event.name}",
+            title=Text(f"{'✗' if event.is_error else '✓'} {event.name}"),
             title_align="left",
             border_style="red" if event.is_error else "green",
             expand=False,
@@ -314,12 +316,13 @@ class TerminalSink:
         self._asks.cancel(gate_id)
 
     async def _ask(self, gate: GateOpened) -> GateAnswer:
+        shown = visible_event(gate)  # displayed; answers are read against the gate as agy sent it
         async with self._prompt_lock:
-            self._print(self._gate_card(gate))
+            self._print(self._gate_card(shown))
             if self.auto_answer is not None:
                 answer = self.auto_answer(gate)
                 self.console.print(
-                    Text(f"auto-answer → {describe_answer(gate, answer)}", style="bold magenta")
+                    Text(f"auto-answer → {visible(describe_answer(shown, answer))}", style="bold magenta")
                 )
                 return answer
             try:
@@ -328,7 +331,7 @@ class TerminalSink:
                 self.console.print()
                 self.console.print(Text("(gate withdrawn: this prompt is closed)", style="yellow"))
                 raise
-            self.console.print(Text(f"→ {describe_answer(gate, answer)}", style="bold"))
+            self.console.print(Text(f"→ {visible(describe_answer(shown, answer))}", style="bold"))
             return answer
 
     def _gate_card(self, gate: GateOpened) -> Panel:
@@ -339,14 +342,14 @@ class TerminalSink:
             body.append(Text(f"$ {what}" if what else gate.tool_name, style="bold"))
             if p is not None and p.cwd:
                 body.append(Text(f"in {p.cwd}", style="dim"))
-            title = f"⏸ permission: {gate.tool_name or 'action'}"
+            title = Text(f"⏸ permission: {gate.tool_name or 'action'}")
         else:
             for i, question in enumerate(gate.questions):
                 number = f"{i + 1}. " if len(gate.questions) > 1 else ""
                 body.append(Text(f"{number}{question.question}", style="bold"))
                 for n, option in enumerate(question.options, start=1):
                     body.append(Text(f"   {n}) {option.text}"))
-            title = "? question"
+            title = Text("? question")
         return Panel(Group(*body), title=title, title_align="left", border_style="yellow", expand=False)
 
     async def _ask_keyboard(self, gate: GateOpened) -> GateAnswer:
