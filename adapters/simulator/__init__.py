@@ -4,14 +4,17 @@
     async with Simulator(profile="1.0.10", gate_timeout=None) as sim:
         ...
 
-See ``simulator.py`` (the API), ``scenarios.py`` (the scripted model's keywords), ``faults.py``.
+See ``simulator.py`` (the API), ``scenarios.py`` (the scripted model's keywords), ``engine.py`` (a turn
+at work), ``steps.py`` / ``tool_steps.py`` (recorded shapes), ``state.py`` (state and the interfaces the
+parts use; no import cycle), ``unary.py`` / ``server.py`` (RPC), ``faults.py``.
 """
 
+from .catalog import MODELS
 from .faults import Faults, MethodFailure
 from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 from .scenarios import SCENARIOS, plan_for
-from .server import RpcFailure
-from .simulator import IDLE, MODELS, RUNNING, Simulator
+from .simulator import Simulator
+from .state import IDLE, RUNNING, RpcFailure
 from .steps import stream_projection
 
 __all__ = [

@@ -13,7 +13,7 @@ import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hypercorn.asyncio.statsd import StatsdLogger
 from hypercorn.asyncio.tcp_server import TCPServer
@@ -23,10 +23,10 @@ from hypercorn.utils import wrap_app
 
 from . import envelope
 from .profiles import ALL_METHODS, SERVICE
+from .state import Cascade, RpcFailure, ServerHost, Watcher
 from .tls import tls_files
 
-if TYPE_CHECKING:
-    from .simulator import Cascade, Simulator, Watcher
+__all__ = ["App", "Listener", "RpcFailure"]
 
 log = logging.getLogger("agy_harness.simulator.server")
 
@@ -36,16 +36,6 @@ NOT_FOUND = b"404 page not found\n"
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
-
-
-class RpcFailure(Exception):
-    """A connect error answer: HTTP ``status`` with body ``{"code", "message"}``."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
 
 
 _FAULT_CODES = {500: "internal", 503: "unavailable", 502: "unavailable", 429: "resource_exhausted"}
@@ -83,7 +73,7 @@ async def _read_body(receive: Receive) -> bytes:
 class App:
     """The ASGI application (one per Simulator; survives restarts)."""
 
-    def __init__(self, sim: Simulator) -> None:
+    def __init__(self, sim: ServerHost) -> None:
         self.sim = sim
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:

@@ -15,112 +15,36 @@ import contextlib
 import copy
 import logging
 import uuid
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from . import interactions, unary
 from . import steps as st
+from .catalog import DEFAULT_MODEL, MODELS
+from .engine import Engine
 from .faults import Faults
 from .profiles import DEFAULT_PROFILE, Profile, get_profile
-from .scenarios import Engine, TurnCanceled
-from .server import App, Listener, RpcFailure
+from .server import App, Listener
+from .state import (
+    IDLE,
+    RUNNING,
+    Cascade,
+    Gate,
+    RpcFailure,
+    TurnCanceled,
+    TurnRequest,
+    Watcher,
+    not_found,
+)
+
+__all__ = ["IDLE", "MODELS", "RUNNING", "Cascade", "RpcFailure", "Simulator", "Watcher"]
 
 log = logging.getLogger("agy_harness.simulator")
-
-RUNNING = "CASCADE_RUN_STATUS_RUNNING"
-IDLE = "CASCADE_RUN_STATUS_IDLE"
-
-DEFAULT_MODEL = "MODEL_PLACEHOLDER_M20"
-MODELS: dict[str, dict[str, Any]] = {
-    "MODEL_PLACEHOLDER_M20": {
-        "model": "MODEL_PLACEHOLDER_M20",
-        "label": "Gemini 3 Pro",
-        "isRecommended": True,
-    },
-    "MODEL_PLACEHOLDER_M71": {
-        "model": "MODEL_PLACEHOLDER_M71",
-        "label": "Gemini 3 Flash",
-        "isRecommended": False,
-    },
-    "MODEL_PLACEHOLDER_M50": {
-        "model": "MODEL_PLACEHOLDER_M50",
-        "label": "Gemini 2.5 Flash Lite",
-        "isRecommended": False,
-    },
-}
 
 DEFAULT_WORKSPACE = "/home/agy/.gemini/antigravity-cli/scratch"
 DEFAULT_HOME = "/home/agy"
 
 StepCallback = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass
-class Gate:
-    index: int
-    kind: str  # "permission" | "question"
-    future: asyncio.Future[dict[str, Any]]
-
-
-@dataclass(eq=False)
-class Watcher:
-    """One open StreamAgentStateUpdates: what changed since its last frame."""
-
-    event: asyncio.Event = field(default_factory=asyncio.Event)
-    dirty: set[int] = field(default_factory=set)
-    status_dirty: bool = False
-    closed: str | None = None  # "trailer" (server stops) | "abrupt" (restart)
-
-
-@dataclass
-class TurnRequest:
-    text: str
-    model: str
-    execution_id: str
-    recorded: bool = False
-
-
-@dataclass
-class Cascade:
-    id: str
-    trajectory_id: str
-    created: str
-    parent_id: str | None = None
-    root_id: str = ""
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    last_user_input: str | None = None
-    last_modified: str = ""
-    planner_calls: int = 0
-    turns: int = 0
-    queue: deque[TurnRequest] = field(default_factory=deque)
-    worker: asyncio.Task[None] | None = None
-    gates: dict[int, Gate] = field(default_factory=dict)
-    cancel: asyncio.Event = field(default_factory=asyncio.Event)
-    watchers: set[Watcher] = field(default_factory=set)
-
-    @property
-    def busy(self) -> bool:
-        return self.worker is not None
-
-    @property
-    def parked(self) -> bool:
-        return bool(self.gates)
-
-
-def _as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            return int(value)
-    return 0
-
-
-def _not_found() -> RpcFailure:
-    return RpcFailure(500, "unknown", "trajectory not found")
 
 
 class Simulator:
@@ -288,49 +212,9 @@ class Simulator:
         """``HandleCascadeUserInteraction``; raises RpcFailure(500, "input not registered for step N")."""
         c = self._cascades.get(cascade_id)
         if c is None:
-            raise _not_found()
-        if not isinstance(interaction, dict):
-            interaction = {}
-        index = _as_int(interaction.get("stepIndex"))
-        refused = RpcFailure(500, "unknown", f"input not registered for step {index}")
-        gate = c.gates.get(index)
-        if gate is None or interaction.get("trajectoryId") != c.trajectory_id or gate.future.done():
-            raise refused
-        step = c.steps[index]
-        response: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
-        if gate.kind == "permission":
-            perm = interaction.get("permission")
-            if not isinstance(perm, dict):
-                raise refused
-            allow = perm.get("allow") is True
-            response["permission"] = {"allow": True} if allow else {}
-            st.record_interaction(step, response)
-            st.grant(step, allow)
-            if allow:
-                st.transition(step, st.RUNNING)
-            else:
-                st.settle(step, st.ERROR)
-        else:
-            ask = interaction.get("askQuestion")
-            responses = ask.get("responses") if isinstance(ask, dict) else None
-            if not isinstance(responses, list) or not responses:
-                raise refused
-            clean = []
-            for r in responses:
-                if not isinstance(r, dict):
-                    continue
-                item: dict[str, Any] = {}
-                if isinstance(r.get("question"), str):
-                    item["question"] = r["question"]
-                if isinstance(r.get("selectedOptionIds"), list) and r["selectedOptionIds"]:
-                    item["selectedOptionIds"] = [str(x) for x in r["selectedOptionIds"]]
-                if isinstance(r.get("writeInResponse"), str) and r["writeInResponse"]:
-                    item["writeInResponse"] = r["writeInResponse"]
-                clean.append(item)
-            response["askQuestion"] = {"responses": clean}
-            st.record_interaction(step, response)
-            st.ask_question_answer(step, clean)
-            st.transition(step, st.RUNNING)
+            raise not_found()
+        index, response = interactions.apply(c, interaction)
+        gate = c.gates[index]
         del c.gates[index]
         gate.future.set_result(response)
         self._changed(c, index)
@@ -508,64 +392,5 @@ class Simulator:
 
     # -- RPC ---------------------------------------------------------------------------------
     async def _rpc(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Unary methods. Proto-JSON: unknown fields are ignored (we only read the known ones)."""
-        if method == "Heartbeat":
-            return {}
-        if method == "GetConversationMetadata":
-            c = self._cascades.get(str(request.get("conversationId") or ""))
-            if c is None:
-                raise _not_found()
-            return {"metadata": {"rootConversationId": c.root_id}}
-        if method == "GetCascadeTrajectorySteps":
-            c = self._cascades.get(str(request.get("cascadeId") or ""))
-            if c is None:
-                raise _not_found()
-            return {"steps": copy.deepcopy(c.steps)}
-        if method == "HandleCascadeUserInteraction":
-            interaction = request.get("interaction")
-            await self.handle_interaction(
-                str(request.get("cascadeId") or ""), interaction if isinstance(interaction, dict) else {}
-            )
-            return {}
-        if method == "CancelCascadeSteps":
-            c = self._cascades.get(str(request.get("cascadeId") or ""))
-            if c is None:
-                raise _not_found()
-            await self.cancel(c.id)
-            return {}
-        if method == "SendUserCascadeMessage":
-            c = self._cascades.get(str(request.get("cascadeId") or ""))
-            if c is None:
-                raise _not_found()
-            items = request.get("items")
-            text = "".join(
-                str(i.get("text") or "")
-                for i in (items if isinstance(items, list) else [])
-                if isinstance(i, dict)
-            )
-            if not text.strip():
-                raise RpcFailure(400, "invalid_argument", "user message is empty")
-            config = request.get("cascadeConfig")
-            planner = config.get("plannerConfig") if isinstance(config, dict) else None
-            model = planner.get("planModel") if isinstance(planner, dict) else None
-            if text.strip() == "/clear":
-                await self.clear()
-            else:
-                self._submit(c, text, model if isinstance(model, str) and model else self.model)
-            return {}
-        if method == "StartCascade":
-            return {"cascadeId": await self.start_cascade()}
-        if method == "GetAvailableModels":
-            return {"response": {"models": copy.deepcopy(MODELS)}}
-        if method == "GetAllCascadeTrajectories":
-            return {"trajectorySummaries": self.trajectory_summaries()}
-        if method == "SendAgentMessage":
-            c = self._cascades.get(str(request.get("cascadeId") or ""))
-            if c is None:
-                raise _not_found()
-            text = request.get("message") or request.get("text") or ""
-            await self.send_agent_message(c.id, str(text))
-            return {}
-        if method == "StreamCascadeReactiveUpdates":
-            raise RpcFailure(500, "unknown", "reactive state is deprecated")
-        raise RpcFailure(404, "unimplemented", f"{method} is not implemented")
+        """Unary methods (see :mod:`.unary`)."""
+        return await unary.handle(self, method, request)

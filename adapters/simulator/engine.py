@@ -1,0 +1,388 @@
+"""The simulator's scripted model at work: :class:`Engine` runs one user turn on a cascade, building the
+steps (see :mod:`.steps` / :mod:`.tool_steps`) and moving them through their statuses. What a turn does
+is planned by :func:`.scenarios.plan_for`; the engine talks to the simulator only through
+:class:`.state.EngineHost`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import steps as st
+from . import tool_steps as ts
+from .interactions import allowed, call_args, metadata_index, reask_copy
+from .scenarios import (
+    GREETING,
+    LONG_TEXT,
+    MULTI_OPTIONS,
+    QUESTION_OPTIONS,
+    WORKSPACE_ENTRIES,
+    Action,
+    Plan,
+    canned_output,
+    chunks,
+    intent_of,
+    plan_for,
+)
+from .state import Cascade, EngineHost, TurnCanceled
+
+CHUNK_DELAY = 0.1  # seconds per streamed chunk at pace 1.0
+STEP_DELAY = 0.15  # between steps
+TOOL_DELAY = 0.4  # a tool's run time
+
+
+class Engine:
+    """Runs one user turn on a cascade: builds the steps and moves them through their statuses."""
+
+    def __init__(
+        self, sim: EngineHost, cascade: Cascade, text: str, model: str, execution_id: str, first: bool
+    ):
+        self.sim = sim
+        self.c = cascade
+        self.text = text
+        self.model = model
+        self.execution_id = execution_id
+        self.first = first
+        self.current: dict[str, Any] | None = None  # the step a cancel would end
+        self.results: list[str] = []
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def where(self, metadata_index: int | None = None) -> st.Where:
+        mi = self.c.planner_calls if metadata_index is None else metadata_index
+        return st.Where(self.c.id, self.c.trajectory_id, len(self.c.steps), mi, self.execution_id)
+
+    def add(self, step: dict[str, Any]) -> int:
+        return self.sim._append(self.c, step)
+
+    def changed(self, index: int) -> None:
+        self.sim._changed(self.c, index)
+
+    async def pause(self, seconds: float) -> None:
+        await self.sim._pause(self.c, seconds * self.sim.pace)
+
+    def usage(self, thinking: str, response: str) -> dict[str, Any]:
+        history = sum(len(str(s)) for s in self.c.steps) // 40
+        first_call = self.c.planner_calls == 0
+        return st.model_usage(
+            self.model,
+            input_tokens=900 + history + st.tokens(self.text),
+            thinking=st.tokens(thinking),
+            response=max(1, st.tokens(response)),
+            cache_read=0 if first_call else 12000 + history,
+            session_id=self.sim.session_id,
+        )
+
+    # -- planner calls ----------------------------------------------------------------------
+    async def _think(self, step: dict[str, Any], index: int, thinking: str) -> None:
+        """Stream the planner's thinking in a few growing snapshots."""
+        grown = ""
+        for piece in chunks(thinking, 3):
+            await self.pause(CHUNK_DELAY)
+            grown += piece
+            st.planner_grow(step, thinking=grown, text="")
+            self.changed(index)
+
+    async def planner_text(self, text: str, thinking: str, n_chunks: int = 6) -> None:
+        step = st.planner(self.where(), self.model)
+        index = self.add(step)
+        self.current = step
+        await self._think(step, index, thinking)
+        said = ""
+        for piece in chunks(text, n_chunks):
+            await self.pause(CHUNK_DELAY)
+            said += piece
+            st.planner_grow(step, thinking="", text=said)
+            self.changed(index)
+        st.planner_done(step, self.usage(thinking, text), text=text)
+        self.c.planner_calls += 1
+        self.current = None
+        self.changed(index)
+
+    async def planner_tools(self, calls: list[dict[str, Any]], thinking: str) -> int:
+        """A planner call that ends in tool calls; returns its metadataIndex (for the tool steps)."""
+        step = st.planner(self.where(), self.model)
+        index = self.add(step)
+        self.current = step
+        await self._think(step, index, thinking)
+        mi = self.c.planner_calls
+        st.planner_done(step, self.usage(thinking, str(calls)), tool_calls=calls)
+        self.c.planner_calls += 1
+        self.current = None
+        self.changed(index)
+        return mi
+
+    # -- the turn ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        try:
+            if self.first:
+                self.add(st.conversation_history(self.where(0)))
+                await self.pause(STEP_DELAY)
+            plan = plan_for(self.text)
+            for action in plan.actions:
+                await getattr(self, f"do_{action.kind}")(action)
+            await self.final(plan)
+            if self.first:
+                await self.pause(STEP_DELAY)
+                self.add(
+                    st.checkpoint(
+                        self.where(),
+                        intent=intent_of(self.text),
+                        requests=[self.text],
+                        usage=st.model_usage(
+                            "MODEL_PLACEHOLDER_M50",
+                            input_tokens=35,
+                            thinking=0,
+                            response=3,
+                            cache_read=0,
+                            session_id=self.sim.session_id,
+                        ),
+                    )
+                )
+        except TurnCanceled:
+            step = self.current
+            if step is not None:
+                index = self.c.steps.index(step)
+                if step["status"] == st.GENERATING:
+                    st.planner_cancel(step)
+                else:
+                    st.settle(step, st.CANCELED)
+                self.changed(index)
+
+    async def final(self, plan: Plan) -> None:
+        if not plan.actions:
+            if plan.long:
+                text, n = LONG_TEXT, 60
+            elif re.search(r"\bhello\b", self.text, re.I):
+                text, n = GREETING, 6
+            else:
+                text, n = f"Here is my answer to “{self.text.strip()[:80]}”: done, nothing else is needed.", 6
+            thinking = f"**Responding to the user**\n\nThe user wrote: {self.text.strip()[:60]}. A direct reply will do."
+        else:
+            text = " ".join(self.results) or "Done."
+            n = 5
+            thinking = "**Summarising the results**\n\nAll the requested tools finished; I will report what happened."
+        await self.pause(STEP_DELAY)
+        await self.planner_text(text, thinking, n)
+
+    # -- gates ------------------------------------------------------------------------------
+    async def gate(
+        self, step: dict[str, Any], request: dict[str, Any], kind: str
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Ask ``request`` on ``step`` (already appended); re-ask after timeouts. Returns the step that
+        got the answer (or the last one) and the answer (``None``: gave up after the re-asks)."""
+        reasks = 0
+        while True:
+            index = self.c.steps.index(step)
+            ts.ask_gate(step, request)
+            self.changed(index)
+            answer = await self.sim._await_gate(self.c, index, kind)
+            if answer is not None:
+                return step, answer
+            st.transition(step, st.ERROR)  # timed out (run_command_error.json)
+            self.changed(index)
+            if reasks >= self.sim.gate_reasks:
+                return step, None
+            reasks += 1
+            await self.pause(STEP_DELAY)
+            again = reask_copy(step, self.where(metadata_index(step)))
+            self.add(again)
+            step = again
+
+    # -- tools ------------------------------------------------------------------------------
+    def _run_call(self, command: str) -> dict[str, Any]:
+        return st.tool_call(
+            "run_command",
+            {
+                "CommandLine": command,
+                "Cwd": self.sim.workspace,
+                "WaitMsBeforeAsync": 2000,
+                "toolAction": f"Running {command.split()[0] if command.split() else 'the'} command",
+                "toolSummary": f"Run {command}",
+            },
+        )
+
+    async def do_run(self, action: Action, *, gated: bool = True) -> None:
+        parts = [p.strip() for p in action.arg.split("&&") if p.strip()] or ["pwd"]
+        calls = [self._run_call(p) for p in parts]
+        mi = await self.planner_tools(
+            calls, f"**Running a command**\n\nI will run `{action.arg}` in the workspace."
+        )
+        for command, call in zip(parts, calls, strict=True):
+            await self.pause(STEP_DELAY)
+            args = call_args(call)
+            step = ts.run_command(
+                self.where(mi),
+                self.model,
+                call,
+                command=command,
+                cwd=self.sim.workspace,
+                action=args["toolAction"],
+                summary=args["toolSummary"],
+            )
+            index = self.add(step)
+            if gated:
+                step, answer = await self.gate(
+                    step, ts.permission_request(command, args["toolAction"]), "permission"
+                )
+                index = self.c.steps.index(step)
+                if answer is None:
+                    self.results.append(f"Nobody approved `{command}` in time, so it did not run.")
+                    return
+                if not allowed(answer):
+                    self.results.append(f"You denied permission to run `{command}`, so I did not run it.")
+                    return
+            else:
+                st.transition(step, st.RUNNING)
+                self.changed(index)
+            self.current = step
+            await self.pause(TOOL_DELAY)
+            output = canned_output(command, self.sim.workspace)
+            ts.run_command_finish(step, output)
+            self.current = None
+            self.changed(index)
+            self.results.append(f"`{command}` ran (exit code 0): {output.strip()[:120]}")
+
+    async def do_autorun(self, action: Action) -> None:
+        await self.do_run(action, gated=False)
+
+    async def do_ask(self, action: Action) -> None:
+        options = MULTI_OPTIONS if action.multi else QUESTION_OPTIONS
+        summary = "Pick options" if action.multi else "Pick an option"
+        arguments = {
+            "questions": [{"is_multi_select": action.multi, "options": options, "question": action.arg}],
+            "toolAction": "Asking the user to choose",
+            "toolSummary": summary,
+        }
+        call = st.tool_call("ask_question", arguments)
+        mi = await self.planner_tools(
+            [call], "**Asking the user**\n\nI need the user's choice before going on."
+        )
+        await self.pause(STEP_DELAY)
+        step, request = ts.ask_question(
+            self.where(mi),
+            self.model,
+            call,
+            question=action.arg,
+            options=options,
+            action="Asking the user to choose",
+            summary=summary,
+        )
+        index = self.add(step)
+        await self.pause(CHUNK_DELAY / 4)
+        st.transition(step, st.RUNNING)
+        self.changed(index)
+        step, answer = await self.gate(step, request, "question")
+        if answer is None:
+            self.results.append("Nobody answered the question in time.")
+            return
+        index = self.c.steps.index(step)
+        self.current = step
+        await self.pause(CHUNK_DELAY / 4)
+        st.settle(step, st.DONE)
+        self.current = None
+        self.changed(index)
+        picked: list[str] = []
+        for q in step["askQuestion"]["questions"]:
+            texts = {o["id"]: o["text"] for o in q["options"]}
+            picked += [texts.get(i, i) for i in q.get("selectedOptionIds", [])]
+            if q.get("writeInResponse"):
+                picked.append(q["writeInResponse"])
+        self.results.append(f"You chose: {', '.join(picked) or 'nothing'}.")
+
+    async def _simple_tool(self, step: dict[str, Any], finish: Any = None) -> int:
+        index = self.add(step)
+        self.current = step
+        await self.pause(CHUNK_DELAY / 2)
+        st.transition(step, st.RUNNING)
+        self.changed(index)
+        await self.pause(TOOL_DELAY / 2)
+        if finish is not None:
+            finish(step)
+        else:
+            st.settle(step, st.DONE)
+        self.current = None
+        self.changed(index)
+        return index
+
+    async def do_list(self, action: Action) -> None:
+        path = self.sim.workspace
+        call = st.tool_call(
+            "list_dir",
+            {
+                "DirectoryPath": path,
+                "toolAction": "Listing workspace contents",
+                "toolSummary": "List workspace",
+            },
+        )
+        mi = await self.planner_tools([call], "**Looking around**\n\nListing the workspace first.")
+        await self.pause(STEP_DELAY)
+        step = ts.list_directory(
+            self.where(mi),
+            self.model,
+            call,
+            path=path,
+            entries=[dict(e) for e in WORKSPACE_ENTRIES],
+            action="Listing workspace contents",
+            summary="List workspace",
+        )
+        await self._simple_tool(step)
+        self.results.append(f"The workspace has {len(WORKSPACE_ENTRIES)} entries.")
+
+    async def do_view(self, action: Action) -> None:
+        path = action.arg if action.arg.startswith("/") else f"{self.sim.workspace}/{action.arg}"
+        name = path.rsplit("/", 1)[-1]
+        call = st.tool_call(
+            "view_file",
+            {"AbsolutePath": path, "toolAction": f"Reading {name}", "toolSummary": f"Read {name}"},
+        )
+        mi = await self.planner_tools([call], f"**Reading a file**\n\nI will read {name}.")
+        await self.pause(STEP_DELAY)
+        step = ts.view_file(
+            self.where(mi),
+            self.model,
+            call,
+            path=path,
+            num_lines=42,
+            num_bytes=1342,
+            action=f"Reading {name}",
+            summary=f"Read {name}",
+        )
+        await self._simple_tool(step)
+        self.results.append(f"{name} has 42 lines.")
+
+    async def do_subagent(self, action: Action) -> None:
+        role = action.arg
+        prompt = f"Review the code in {self.sim.workspace} and report problems. Say hello first."
+        call = st.tool_call("invoke_subagent", None)
+        mi = await self.planner_tools([call], "**Delegating**\n\nA subagent can review this in parallel.")
+        await self.pause(STEP_DELAY)
+        args = {"Role": role, "Type": "research", "Prompt": prompt}
+        step = ts.generic(
+            self.where(mi),
+            self.model,
+            call,
+            args=args,
+            arguments_order=["Role", "Type", "Prompt", "toolAction", "toolSummary"],
+            action=f"Starting subagent {role}",
+            summary=f"Start subagent {role}",
+        )
+        child = self.sim._new_cascade(parent=self.c)
+
+        def finish(s: dict[str, Any]) -> None:
+            ts.generic_finish(
+                s,
+                f'Started subagent {role} (research): {{"role":"{role}","type":"research",'
+                f'"conversationId":"{child.id}"}}',
+                {
+                    "title": role,
+                    "titlePrefix": "Started",
+                    "markdown": f"- {role}\n",
+                    "icon": "robot_2",
+                    "aggregationKey": "subagents",
+                },
+            )
+
+        await self._simple_tool(step, finish)
+        self.sim._submit(child, prompt, self.model)
+        self.results.append(f"Subagent {role} is running as conversation {child.id}.")

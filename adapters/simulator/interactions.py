@@ -1,0 +1,86 @@
+"""Gates on the simulator's side: answering one (``HandleCascadeUserInteraction``) and re-asking one
+after a timeout. Pure functions on a :class:`.state.Cascade` and its step dicts."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from . import steps as st
+from . import tool_steps as ts
+from .state import Cascade, RpcFailure, as_int
+
+
+def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Check ``interaction`` against the gate it names and record it on the step; returns the step
+    index and the recorded response. Raises RpcFailure(500, "input not registered for step N")."""
+    if not isinstance(interaction, dict):
+        interaction = {}
+    index = as_int(interaction.get("stepIndex"))
+    refused = RpcFailure(500, "unknown", f"input not registered for step {index}")
+    gate = c.gates.get(index)
+    if gate is None or interaction.get("trajectoryId") != c.trajectory_id or gate.future.done():
+        raise refused
+    step = c.steps[index]
+    response: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
+    if gate.kind == "permission":
+        perm = interaction.get("permission")
+        if not isinstance(perm, dict):
+            raise refused
+        allow = perm.get("allow") is True
+        response["permission"] = {"allow": True} if allow else {}
+        ts.record_interaction(step, response)
+        ts.grant(step, allow)
+        if allow:
+            st.transition(step, st.RUNNING)
+        else:
+            st.settle(step, st.ERROR)
+    else:
+        ask = interaction.get("askQuestion")
+        responses = ask.get("responses") if isinstance(ask, dict) else None
+        if not isinstance(responses, list) or not responses:
+            raise refused
+        clean = []
+        for r in responses:
+            if not isinstance(r, dict):
+                continue
+            item: dict[str, Any] = {}
+            if isinstance(r.get("question"), str):
+                item["question"] = r["question"]
+            if isinstance(r.get("selectedOptionIds"), list) and r["selectedOptionIds"]:
+                item["selectedOptionIds"] = [str(x) for x in r["selectedOptionIds"]]
+            if isinstance(r.get("writeInResponse"), str) and r["writeInResponse"]:
+                item["writeInResponse"] = r["writeInResponse"]
+            clean.append(item)
+        response["askQuestion"] = {"responses": clean}
+        ts.record_interaction(step, response)
+        ts.ask_question_answer(step, clean)
+        st.transition(step, st.RUNNING)
+    return index, response
+
+
+def call_args(call: dict[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(call.get("argumentsJson") or "{}"))
+
+
+def allowed(answer: dict[str, Any]) -> bool:
+    perm = answer.get("permission")
+    return isinstance(perm, dict) and perm.get("allow") is True
+
+
+def metadata_index(step: dict[str, Any]) -> int:
+    return int(step["metadata"]["sourceTrajectoryStepInfo"].get("metadataIndex", 0))
+
+
+def reask_copy(step: dict[str, Any], where: st.Where) -> dict[str, Any]:
+    """The re-asked gate: the same tool call as a new step (PENDING), at ``where``'s higher index."""
+    again = copy.deepcopy(step)
+    again["metadata"]["createdAt"] = again["metadata"]["viewableAt"] = st.now()
+    again["metadata"]["sourceTrajectoryStepInfo"] = where.info()
+    again.pop("requestedInteraction", None)
+    again.pop("completedInteractions", None)
+    st._set_transitions(again, st.PENDING)
+    if again["type"] == st.T + "ASK_QUESTION":
+        st.transition(again, st.RUNNING)
+    return again
