@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
+
+from .real_omnigent import OmnigentServer, require_omnigent_venv
 
 
 @pytest.fixture
@@ -14,3 +16,15 @@ async def sim() -> AsyncIterator[Simulator]:
     """A running agy simulator (profile 1.0.10, fast pacing, gates never time out); stopped after."""
     async with Simulator(profile="1.0.10", gate_timeout=None) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def omnigent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The REAL omnigent 0.19.1 server on 127.0.0.1 (sqlite in a temp dir), its base URL; stopped after.
+
+    One server for the whole run; each test creates its own sessions (`tests.real_omnigent.create_session`).
+    Skipped when the omnigent venv cannot be built, except in CI (CI=true), where that FAILS.
+    """
+    venv = require_omnigent_venv()
+    with OmnigentServer(tmp_path_factory.mktemp("omnigent-server"), venv=venv) as server:
+        yield server.url
