@@ -103,11 +103,17 @@ class CascadeDirectory(Protocol):
 
 
 class ModelInfo(BaseModel):
+    """One ``GetAvailableModels`` entry. ``label`` is agy's ``displayName``; ``default`` marks the
+    catalog's ``defaultAgentModelId``; ``supports_thinking``/``thinking_budget`` are None when absent."""
+
     model_config = ConfigDict(frozen=True)
 
     model: str
     label: str = ""
     recommended: bool = False
+    default: bool = False
+    supports_thinking: bool | None = None
+    thinking_budget: int | None = None
 
 
 @runtime_checkable

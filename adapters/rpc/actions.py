@@ -45,7 +45,8 @@ class RpcInteractionDelivery:
 
 
 class PlanModelResolver:
-    """The model for a new turn: the latest USER_INPUT's planModel, else the catalog's recommended one."""
+    """The model for a new turn: the latest USER_INPUT's planModel, else the catalog's default one
+    (:func:`preferred_model`)."""
 
     def __init__(self, snapshot: StepSnapshot, catalog: ModelCatalog) -> None:
         self._snapshot = snapshot
@@ -73,7 +74,7 @@ class PlanModelResolver:
             except Exception as exc:
                 log.warning("planModel: model catalog unavailable: %s", exc)
                 return None
-            chosen = next((m for m in models if m.recommended), models[0] if models else None)
+            chosen = preferred_model(models)
             self._fallback = chosen.model if chosen else None
         return self._fallback
 
@@ -150,8 +151,15 @@ class RpcCascadeDirectory:
 
 
 def parse_models(answer: dict[str, Any]) -> list[ModelInfo]:
-    """``response.models`` as a {id: {model,label,isRecommended}} map (or, tolerantly, a list)."""
-    raw = as_dict(answer.get("response")).get("models", answer.get("models"))
+    """``response.models`` ({key: entry} or, tolerantly, a list) and ``response.defaultAgentModelId``.
+
+    An entry is ``{model, displayName, recommended, supportsThinking, thinkingBudget}`` (agy as the
+    reference harness reads it); the older ``label``/``isRecommended`` names are read too. An answer
+    without the ``response`` envelope is read as the catalog itself."""
+    envelope = answer.get("response")
+    catalog = envelope if isinstance(envelope, dict) else answer
+    raw = catalog.get("models")
+    default = as_str(catalog.get("defaultAgentModelId"))
     items: list[tuple[str, dict[str, Any]]]
     if isinstance(raw, dict):
         items = [(str(k), as_dict(v)) for k, v in raw.items()]
@@ -162,13 +170,38 @@ def parse_models(answer: dict[str, Any]) -> list[ModelInfo]:
     out = []
     for key, m in items:
         model = as_str(m.get("model")) or key
-        if model:
-            out.append(
-                ModelInfo(
-                    model=model, label=as_str(m.get("label")), recommended=m.get("isRecommended") is True
-                )
+        if not model:
+            continue
+        thinking = m.get("supportsThinking")
+        budget = m.get("thinkingBudget")
+        out.append(
+            ModelInfo(
+                model=model,
+                label=as_str(m.get("displayName")) or as_str(m.get("label")),
+                recommended=m.get("recommended") is True or m.get("isRecommended") is True,
+                default=bool(default) and model == default,
+                supports_thinking=thinking if isinstance(thinking, bool) else None,
+                thinking_budget=_int_or_none(budget),
             )
+        )
     return out
+
+
+def _int_or_none(value: Any) -> int | None:
+    """A proto-JSON int32/int64 (number or numeric string); None when absent or not a number."""
+    if isinstance(value, bool) or value is None:
+        return None
+    return as_int(value) if as_int(value, default=-(2**63)) != -(2**63) else None
+
+
+def preferred_model(models: list[ModelInfo]) -> ModelInfo | None:
+    """What agy itself would start a conversation with: the catalog's ``defaultAgentModelId``, else the
+    ``recommended`` entry, else (a guess, logged) the first entry."""
+    chosen = next((m for m in models if m.default), None) or next((m for m in models if m.recommended), None)
+    if chosen is None and models:
+        log.warning("planModel: the catalog names no default or recommended model; using %s", models[0].model)
+        chosen = models[0]
+    return chosen
 
 
 class RpcModelCatalog:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Protocol
 
-from .catalog import MODELS
+from .catalog import catalog_answer
 from .state import Cascade, RpcFailure, not_found
 
 
@@ -76,7 +76,7 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
     if method == "StartCascade":
         return {"cascadeId": await sim.start_cascade()}
     if method == "GetAvailableModels":
-        return {"response": {"models": copy.deepcopy(MODELS)}}
+        return catalog_answer(sim.model)
     if method == "GetAllCascadeTrajectories":
         return {"trajectorySummaries": sim.trajectory_summaries()}
     if method == "SendAgentMessage":

@@ -18,6 +18,7 @@ from agy_harness.adapters.rpc.actions import (
     RpcTurnSender,
     parse_models,
     parse_summaries,
+    preferred_model,
 )
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable, TurnSendUnavailable
@@ -194,6 +195,41 @@ def test_parse_models_tolerant() -> None:
     ]  # fmt: skip
     assert parse_models({}) == [] and parse_models({"response": {"models": [{"model": "L"}, {}]}}) == [
         ModelInfo(model="L")]  # fmt: skip
+
+
+# The live shape, as the reference harness documents it (omnigent 0.19.1 antigravity_native/rpc.py,
+# get_available_models: "live-verified, agy 1.0.10").
+LIVE_CATALOG = {"response": {
+    "models": {
+        "k1": {"model": "MODEL_A", "displayName": "Gemini Flash", "recommended": False,
+               "supportsThinking": True, "thinkingBudget": 1024},
+        "k2": {"model": "MODEL_B", "displayName": "Gemini Pro", "recommended": True,
+               "supportsThinking": True, "thinkingBudget": "-1"},
+        "k3": {"model": "MODEL_C", "displayName": "Gemini Lite", "supportsThinking": False},
+    },
+    "defaultAgentModelId": "MODEL_C",
+    "tieredModelIds": {},
+}}  # fmt: skip
+
+
+def test_parse_models_reads_the_live_shape() -> None:
+    models = parse_models(LIVE_CATALOG)
+    assert models == [
+        ModelInfo(model="MODEL_A", label="Gemini Flash", supports_thinking=True, thinking_budget=1024),
+        ModelInfo(model="MODEL_B", label="Gemini Pro", recommended=True, supports_thinking=True, thinking_budget=-1),
+        ModelInfo(model="MODEL_C", label="Gemini Lite", default=True, supports_thinking=False),
+    ]  # fmt: skip
+    # without the envelope (the reference's defensive read) the same catalog
+    assert parse_models(LIVE_CATALOG["response"]) == models
+
+
+def test_preferred_model_is_the_default_then_the_recommended_then_the_first() -> None:
+    models = parse_models(LIVE_CATALOG)
+    assert preferred_model(models) == models[2]  # defaultAgentModelId
+    no_default = [m.model_copy(update={"default": False}) for m in models]
+    assert preferred_model(no_default) == no_default[1]  # recommended
+    plain = [ModelInfo(model="X"), ModelInfo(model="Y")]
+    assert preferred_model(plain) == plain[0] and preferred_model([]) is None
 
 
 async def test_directory_and_catalog_over_rpc(stub: StubServer) -> None:

@@ -98,6 +98,8 @@ async def test_rpc_turn_send_makes_exactly_one_user_input_with_the_resolved_mode
         models = await catalog.models()
         assert models and any(m.recommended for m in models)
         recommended = next(m.model for m in models if m.recommended)
+        assert [m.model for m in models if m.default] == [recommended] and models[0].model != recommended
+        assert all(m.label for m in models)  # displayName
         resolver = PlanModelResolver(RpcPollSource(client), catalog)
         assert await resolver(sim.cascade_id) == recommended  # no USER_INPUT yet
         await RpcTurnSender(client, resolver).send(sim.cascade_id, "say hello\nover two lines")
@@ -110,7 +112,7 @@ async def test_rpc_turn_send_makes_exactly_one_user_input_with_the_resolved_mode
 
 
 async def test_plan_model_follows_the_tui_users_choice(sim: Any) -> None:
-    chosen = next(m for m, info in MODELS.items() if not info["isRecommended"])
+    chosen = next(m for m, info in MODELS.items() if not info["recommended"])
     await sim.submit_user_turn("say hello", model=chosen)
     await sim.wait_idle(timeout=10.0)
     async with RpcClient(sim.base_url) as client:

@@ -110,8 +110,13 @@ async def test_available_models(sim: Simulator) -> None:
         got = await ok(c, sim, "GetAvailableModels")
     models = got["response"]["models"]
     assert models == MODELS
-    assert any(m["isRecommended"] for m in models.values())
-    assert all(k == m["model"] and m["label"] for k, m in models.items())
+    # the reference's shape: displayName/recommended/supportsThinking/thinkingBudget + defaultAgentModelId
+    assert [k for k, m in models.items() if m["recommended"]] == [sim.model]
+    assert got["response"]["defaultAgentModelId"] == sim.model
+    assert next(iter(models)) != sim.model  # "the first model" is not the default
+    for k, m in models.items():
+        assert k == m["model"] and m["displayName"]
+        assert isinstance(m["supportsThinking"], bool) and isinstance(m["thinkingBudget"], int)
 
 
 async def test_send_agent_message_records_a_system_message_not_a_turn(sim: Simulator) -> None:
