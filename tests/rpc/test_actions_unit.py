@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,10 +31,9 @@ from agy_harness.ports.protocols import (
     SourceUnavailable,
     TurnSender,
 )
+from tests.core.fixtures import FIXTURES
 
 from .stub import StubServer, const
-
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "agy"
 
 
 def fixture(name: str) -> dict[str, Any]:
