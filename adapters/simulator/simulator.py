@@ -69,7 +69,7 @@ class Simulator:
         self.home = home
         self.model = model
         self.faults = Faults()
-        self.session_id = "-" + str(uuid.uuid4().int % 10**19)
+        self.session_id = st.session_id()
         #: every RPC method called, in order (tests may assert on it)
         self.calls: list[str] = []
         self._host = host

@@ -96,6 +96,15 @@ def short_id(n: int = 8) -> str:
     return "".join(random.choices(string.ascii_lowercase + string.digits, k=n))
 
 
+def session_id() -> str:
+    """agy's ``responseHeader.sessionID``: a negative int64 in 19 digits, as recorded.
+
+    Always 19 digits: the simulator's token counts grow with the conversation's size, so an id of
+    varying width made two runs of the same turns differ by a token now and then.
+    """
+    return "-" + str(random.randrange(10**18, 2**63))
+
+
 def signature(n: int = 180) -> str:
     return base64.b64encode(os.urandom(n)).decode()
 
