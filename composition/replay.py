@@ -22,17 +22,67 @@ class ReplayInputError(Exception):
         super().__init__(f"{path}:{position}: {message}")
 
 
-def _steps_of(value: Any, path: str, position: str) -> list[Any]:
+def _position(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    return f"{line}:{offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
+
+
+def _item_offsets(text: str) -> list[int]:
+    """Where each item of a top-level JSON list starts (empty when ``text`` is not one)."""
+    decoder = json.JSONDecoder()
+    start = len(text) - len(text.lstrip())
+    if not text.startswith("[", start):
+        return []
+    offsets: list[int] = []
+    i = start + 1
+    try:
+        while True:
+            while i < len(text) and text[i].isspace():
+                i += 1
+            if text.startswith("]", i):
+                return offsets
+            offsets.append(i)
+            _, i = decoder.raw_decode(text, i)
+            while i < len(text) and text[i].isspace():
+                i += 1
+            if text.startswith(",", i):
+                i += 1
+    except (json.JSONDecodeError, IndexError):
+        return []
+
+
+def _check_steps(
+    steps: list[Any], path: str, position: str, where: str, offsets: Sequence[int] = (), text: str = ""
+) -> list[Any]:
+    """``steps`` when every one is a JSON object with a ``type``; else the first one that is not, named."""
+    for n, step in enumerate(steps):
+        if isinstance(step, dict) and isinstance(step.get("type"), str):
+            continue
+        what = (
+            f"a JSON object without a step type ({', '.join(sorted(step)[:3]) or 'empty'})"
+            if isinstance(step, dict)
+            else f"{type(step).__name__} {json.dumps(step)[:40]}"
+        )
+        at = _position(text, offsets[n]) if n < len(offsets) else position
+        raise ReplayInputError(path, at, f"{where}[{n}] is not an agy step: {what}")
+    return steps
+
+
+def _steps_of(value: Any, path: str, position: str, text: str = "") -> list[Any]:
     if isinstance(value, list):
-        return list(value)
+        return _check_steps(list(value), path, position, "item", _item_offsets(text), text)
     if not isinstance(value, dict):
         raise ReplayInputError(path, position, f"expected a JSON object or list, got {type(value).__name__}")
     if isinstance(value.get("steps"), list):
-        return list(value["steps"])
+        return _check_steps(list(value["steps"]), path, position, "steps")
+    if "update" in value and not isinstance(value["update"], dict):
+        raise ReplayInputError(
+            path, position, f"the stream update is {type(value['update']).__name__}, not a JSON object"
+        )
     if "update" in value or "mainTrajectoryUpdate" in value:
-        return steps_from_update(value)
+        return _check_steps(steps_from_update(value), path, position, "update steps")
     if "type" in value:
-        return [value]
+        return _check_steps([value], path, position, "step")
     raise ReplayInputError(
         path, position, "not a step, a list of steps, a {steps} response or a stream update"
     )
@@ -45,21 +95,23 @@ def load_recorded(path: str) -> list[Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ReplayInputError(path, "0", f"cannot read: {exc}") from exc
     try:
-        return _steps_of(json.loads(text), path, "1:1")
+        whole = json.loads(text)
     except json.JSONDecodeError as whole_error:
+        broken = ReplayInputError(path, f"{whole_error.lineno}:{whole_error.colno}", whole_error.msg)
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2:  # one document that is simply broken
-            raise ReplayInputError(
-                path, f"{whole_error.lineno}:{whole_error.colno}", whole_error.msg
-            ) from None
+            raise broken from None
         steps: list[Any] = []
-        for n, line in lines:
+        for i, (n, line) in enumerate(lines):
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
+                if i == 0:  # not JSON lines: one multi-line document, broken where the parser stopped
+                    raise broken from None
                 raise ReplayInputError(path, f"{n}:{exc.colno}", f"invalid JSON line: {exc.msg}") from None
             steps.extend(_steps_of(value, path, f"{n}:1"))
         return steps
+    return _steps_of(whole, path, "1:1", text)
 
 
 def cascade_of(raws: Iterable[Any]) -> str:
