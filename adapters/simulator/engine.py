@@ -282,6 +282,9 @@ class Engine:
         st.settle(step, st.DONE)
         self.current = None
         self.changed(index)
+        if not answer.get("askQuestion"):  # {"askQuestion": {}}: the human skipped it
+            self.results.append("You skipped the question, so I went on without an answer.")
+            return
         picked: list[str] = []
         for q in step["askQuestion"]["questions"]:
             texts = {o["id"]: o["text"] for o in q["options"]}

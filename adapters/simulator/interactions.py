@@ -38,8 +38,14 @@ def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]
             st.settle(step, st.ERROR)
     else:
         ask = interaction.get("askQuestion")
-        responses = ask.get("responses") if isinstance(ask, dict) else None
-        if not isinstance(responses, list) or not responses:
+        if not isinstance(ask, dict):
+            raise refused
+        # An empty (or, proto-JSON's omitted default, absent) ``responses`` is agy's skip signal: the
+        # reference harness sends it for a decline/cancel (omnigent 0.19.1
+        # server/routes/_antigravity_elicitation.py, "the RPC askQuestion skip"). The step settles DONE
+        # with no selection; the model is told the question was skipped.
+        responses = ask.get("responses", [])
+        if not isinstance(responses, list):
             raise refused
         clean = []
         for r in responses:
@@ -53,7 +59,7 @@ def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]
             if isinstance(r.get("writeInResponse"), str) and r["writeInResponse"]:
                 item["writeInResponse"] = r["writeInResponse"]
             clean.append(item)
-        response["askQuestion"] = {"responses": clean}
+        response["askQuestion"] = {"responses": clean} if clean else {}
         ts.record_interaction(step, response)
         ts.ask_question_answer(step, clean)
         st.transition(step, st.RUNNING)
