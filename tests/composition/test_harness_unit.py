@@ -246,7 +246,7 @@ async def test_a_gate_answered_elsewhere_is_withdrawn_from_the_human() -> None:
     async with h:
         await sink.wait_for(lambda: sink.asked)
         events = h.reconciler.feed(fixture("run_command_done"))  # the TUI answered it
-        await h._emit(events)
+        await h.emitter.emit(events)
         await sink.wait_for(lambda: sink.cancelled)
     assert sink.cancelled == [sink.asked[0].gate_id]
     assert [e.type for e in sink.events][-3:] == ["gate_withdrawn", "tool_call", "tool_result"]

@@ -1,0 +1,66 @@
+"""What the harness's roles share: the bound conversation, the options and the counters.
+
+The bound conversation (:class:`Conversation`) is the cascade id and its reconciler; both move
+together on rotation (agy's ``/clear``). Every role reads them from here, never from a copy, so a
+rotation is seen by all of them at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from agy_harness.core.reconciler import MapperState, Reconciler
+from agy_harness.core.rotation import rotated_state
+from agy_harness.ports.protocols import CursorStore
+
+log = logging.getLogger("agy_harness.harness")
+
+
+@dataclass
+class HarnessOptions:
+    fallback_backoff: float = 0.5  # first stay on the fallback source before retrying the preferred one
+    max_backoff: float = 10.0
+    sink_retry: float = 0.2  # first pause before re-delivering what the sink did not accept
+    directory_interval: float = 1.0  # rotation + run-status backstop check; 0 disables
+    idle_reports_to_close: int = 2
+    max_delivery_attempts: int = 3
+    subagent_poll: float = 0.25  # a sub-agent's cascade is polled at this interval
+
+
+@dataclass
+class HarnessStats:
+    source_errors: int = 0
+    driver_restarts: int = 0
+    demotions: list[str] = field(default_factory=list)
+    batches: dict[str, int] = field(default_factory=dict)
+    events: int = 0
+    current_source: str = ""
+
+
+class Conversation:
+    """The bound cascade and its reconciler (resumed from the cursor store when one has it)."""
+
+    def __init__(self, cascade_id: str, cursor_store: CursorStore | None = None) -> None:
+        self.cursor_store = cursor_store
+        self.cascade_id = cascade_id
+        self.reconciler = self._reconciler_for(cascade_id, None)
+
+    def _reconciler_for(self, cascade_id: str, carry: MapperState | None) -> Reconciler:
+        state: MapperState | None = None
+        if self.cursor_store is not None:
+            cursor = self.cursor_store.load(cascade_id)
+            if cursor is not None:
+                try:
+                    state = MapperState.model_validate(cursor.state)
+                except ValueError:
+                    log.warning("cursor for %s is unreadable; starting from the beginning", cascade_id)
+        if state is None and carry is not None:
+            state = rotated_state(carry)
+        return Reconciler(cascade_id, state)
+
+    def rebind(self, new_cascade: str) -> None:
+        """Follow a rotation: the new cascade, its cursor or the old turn's carried state."""
+        carry = self.reconciler.state
+        self.cascade_id = new_cascade
+        self.reconciler = self._reconciler_for(new_cascade, carry)

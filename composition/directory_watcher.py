@@ -1,0 +1,177 @@
+"""The directory watcher: what agy's cascade list says about the bound conversation.
+
+Every ``directory_interval`` it lists agy's cascades and acts on three things: the run-status
+backstop (agy says IDLE while our turn is open: read everything, close the turn only if those steps
+did not), sub-agents (a child cascade of ours is mirrored as its own event stream, polled, linked to
+the parent's tool call), and rotation (a conversation minted after binding replaced ours: the
+``rotate`` callback moves the whole harness). It never rotates back to a conversation it left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from agy_harness.core.reconciler import Reconciler
+from agy_harness.core.rotation import is_child, rotation_target
+from agy_harness.ports.events import Event, SubagentStarted, ToolResult
+from agy_harness.ports.protocols import CascadeDirectory, StepBatch, StepSnapshot
+
+from .conversation import Conversation, HarnessOptions
+from .emitter import Emitter
+
+log = logging.getLogger("agy_harness.harness")
+
+
+class DirectoryWatcher:
+    def __init__(
+        self,
+        conversation: Conversation,
+        *,
+        snapshot: StepSnapshot,
+        emitter: Emitter,
+        rotate: Callable[[str], Awaitable[None]],
+        directory: CascadeDirectory | None = None,
+        options: HarnessOptions | None = None,
+    ) -> None:
+        self.conversation = conversation
+        self.snapshot = snapshot
+        self.emitter = emitter
+        self.rotate = rotate
+        self.directory = directory
+        self.options = options or HarnessOptions()
+        self._loop: asyncio.Task[None] | None = None
+        self._idle_reports = 0
+        self._children: dict[str, asyncio.Task[None]] = {}
+        self._known: set[str] | None = None  # cascades listed at bind time (see rotation_target)
+        self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def bind(self) -> None:
+        """Note what exists as we bind: other conversations, never a /clear."""
+        if self.directory is None:
+            return
+        try:
+            self._known = {c.cascade_id for c in await self.directory.list_cascades()} - {
+                self.conversation.cascade_id
+            }
+        except Exception as exc:
+            log.warning("cascade directory unavailable at start (%s); known at the first listing", exc)
+
+    def start(self) -> None:
+        if self.directory is not None and self.options.directory_interval > 0:
+            self._loop = asyncio.create_task(self._directory_loop(), name="agy-harness-directory")
+
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """What the harness cancels on stop: the loop, then the sub-agent mirrors."""
+        return [t for t in (self._loop, *self._children.values()) if t is not None]
+
+    def left(self, old: str) -> None:
+        """A rotation away from ``old``: stop its sub-agent mirrors, never rotate back to it."""
+        for task in self._children.values():
+            task.cancel()
+        self._children.clear()
+        self._known = (self._known or set()) | {old}
+
+    def observe(self, events: Sequence[Event]) -> None:
+        """Emitter observer: remember sub-agent tool results (they name the child cascade)."""
+        for event in events:
+            if isinstance(event, ToolResult) and "subagent" in event.name:
+                self._subagent_results.append((event.call_id, event.output))
+
+    # -- the loop --------------------------------------------------------------------------
+
+    async def _directory_loop(self) -> None:
+        assert self.directory is not None
+        while True:
+            await asyncio.sleep(self.options.directory_interval)
+            try:
+                summaries = await self.directory.list_cascades()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("cascade directory unavailable: %s", exc)
+                continue
+            cascade_id = self.conversation.cascade_id
+            bound = next((s for s in summaries if s.cascade_id == cascade_id), None)
+            if (
+                bound is not None
+                and bound.status.endswith("IDLE")
+                and self.conversation.reconciler.state.status == "running"
+            ):
+                self._idle_reports += 1
+                if self._idle_reports >= self.options.idle_reports_to_close:
+                    self._idle_reports = 0
+                    await self._backstop()
+            else:
+                self._idle_reports = 0
+            cascade_id = self.conversation.cascade_id
+            for s in summaries:
+                if (
+                    is_child(s)
+                    and cascade_id in (s.parent_id, s.root_id)
+                    and s.cascade_id not in self._children
+                ):
+                    self._children[s.cascade_id] = asyncio.create_task(
+                        self._mirror(s.cascade_id), name=f"agy-harness-subagent-{s.cascade_id}"
+                    )
+            if self._known is None:  # the listing at start failed: take the first one that works
+                self._known = {s.cascade_id for s in summaries} - {cascade_id}
+            target = rotation_target(cascade_id, summaries, self._known)
+            if target is not None:
+                await self.rotate(target)
+
+    async def _mirror(self, child: str) -> None:
+        """A sub-agent's cascade, mirrored as its own event stream, linked to the parent's tool call."""
+        call_id = next(
+            (c for c, output in reversed(self._subagent_results) if child in output),
+            self._subagent_results[-1][0] if self._subagent_results else "",
+        )
+        cascade_id = self.conversation.cascade_id
+        await self.emitter.emit(
+            [
+                SubagentStarted(
+                    id=f"{cascade_id}/subagent/{child}",
+                    cascade_id=cascade_id,
+                    child_cascade_id=child,
+                    parent_call_id=call_id,
+                )
+            ]
+        )
+        reconciler = Reconciler(child)
+        # polled, not streamed: more than a few streams on one HTTP/2 client wedge httpx/httpcore
+        # (benchmarks/probe_shared_client.py), and the session's own stream must never stall
+        while True:
+            try:
+                raws = await self.snapshot.read_steps(child)
+                await self.emitter.apply(
+                    StepBatch(cascade_id=child, steps=tuple(raws), snapshot=True, source="subagent"),
+                    reconciler,
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("sub-agent %s: read failed (%s); retrying", child, exc)
+            await asyncio.sleep(self.options.subagent_poll)
+
+    async def _backstop(self) -> None:
+        """agy says idle while our turn is open: first read everything agy has (the stream may lag
+        behind, or be down), and close the turn only if those steps did not."""
+        try:
+            raws = await self.snapshot.read_steps(self.conversation.cascade_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("run-status backstop: cannot read steps (%s); not closing on partial knowledge", exc)
+            return
+        await self.emitter.apply(
+            StepBatch(
+                cascade_id=self.conversation.cascade_id, steps=tuple(raws), snapshot=True, source="backstop"
+            )
+        )
+        events = self.conversation.reconciler.observe_idle()
+        if events:
+            await self.emitter.emit(events)

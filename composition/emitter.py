@@ -1,0 +1,126 @@
+"""The emitter: committed steps in, events to the sink in order, the cursor after every ack.
+
+:meth:`Emitter.apply` feeds a batch through a reconciler (the bound conversation's, or a sub-agent's)
+and delivers what it yields; the delivery is shielded, so events of a fed step reach the sink even if
+the reader is cancelled meanwhile. :meth:`Emitter.emit` retries the sink until it accepted everything,
+then advances the cursor (only for the bound conversation's events), then tells the observers (the
+gate bridge, the directory watcher) what was delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from agy_harness.core.elicitation import with_poll_details
+from agy_harness.core.reconciler import Reconciler
+from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, Notice
+from agy_harness.ports.protocols import Cursor, CursorStore, EventSink, StepBatch, StepSnapshot
+
+from .conversation import Conversation, HarnessOptions, HarnessStats
+
+log = logging.getLogger("agy_harness.harness")
+
+_CURSOR_TYPES = COMMITTED_TYPES | {"text_delta", "reasoning_delta"}
+
+Observer = Callable[[Sequence[Event]], None]
+Level = Literal["info", "warning", "error"]
+
+
+class Emitter:
+    def __init__(
+        self,
+        conversation: Conversation,
+        *,
+        snapshot: StepSnapshot,
+        sink: EventSink,
+        cursor_store: CursorStore | None = None,
+        options: HarnessOptions | None = None,
+        stats: HarnessStats | None = None,
+        observers: Sequence[Observer] = (),
+    ) -> None:
+        self.conversation = conversation
+        self.snapshot = snapshot
+        self.sink = sink
+        self.cursor_store = cursor_store
+        self.options = options or HarnessOptions()
+        self.stats = stats or HarnessStats()
+        self.observers = list(observers)
+        self.inflight: set[asyncio.Future[None]] = set()
+        self._lock = asyncio.Lock()
+
+    async def apply(self, batch: StepBatch, reconciler: Reconciler | None = None) -> None:
+        reconciler = reconciler or self.conversation.reconciler
+        self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
+        for raw in batch.steps:
+            events = reconciler.feed(raw)
+            if events:
+                # fed steps are committed: their events must reach the sink even if the reader is cancelled
+                task = asyncio.ensure_future(self.emit(events))
+                self.inflight.add(task)
+                task.add_done_callback(self.inflight.discard)
+                await asyncio.shield(task)
+
+    async def _with_details(self, events: Sequence[Event]) -> list[Event]:
+        """Question gates seen on the stream lack the multi-select flags: read them from a poll."""
+        out = list(events)
+        for i, event in enumerate(out):
+            if isinstance(event, GateOpened) and event.kind == "question":
+                try:
+                    out[i] = with_poll_details(event, await self.snapshot.read_steps(event.cascade_id))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("gate %s: could not read its details (%s)", event.gate_id, exc)
+        return out
+
+    async def emit(self, events: Sequence[Event]) -> None:
+        """Deliver in order until the sink accepted all; then advance the cursor."""
+        events = await self._with_details(events)
+        async with self._lock:
+            pending = list(events)
+            pause = self.options.sink_retry
+            while pending:
+                try:
+                    accepted = await self.sink.deliver(pending)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning(
+                        "event sink failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, pause
+                    )
+                    accepted = 0
+                accepted = max(0, min(accepted, len(pending)))
+                self.stats.events += accepted
+                pending = pending[accepted:]
+                if pending:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, self.options.max_backoff)
+            # after every acknowledged delivery (deltas too: a restart resumes a reply where the
+            # consumer's copy ends, so no delta is re-cut under an id it already has)
+            reconciler = self.conversation.reconciler
+            mine = bool(events) and events[0].cascade_id == reconciler.cascade_id  # a sub-agent's are not
+            if self.cursor_store is not None and mine and any(e.type in _CURSOR_TYPES for e in events):
+                st = reconciler.state
+                cursor = Cursor(
+                    cascade_id=reconciler.cascade_id,
+                    committed=sorted(st.committed),
+                    state=st.model_dump(mode="json"),
+                )
+                await asyncio.to_thread(self.cursor_store.save, cursor)  # file I/O off the loop
+        for observe in self.observers:
+            observe(events)
+
+    async def notice(self, key: str, text: str, level: Level = "info") -> None:
+        await self.emit(
+            [
+                Notice(
+                    id=f"{key}/notice",
+                    cascade_id=self.conversation.cascade_id,
+                    level=level,
+                    text=text,
+                )
+            ]
+        )

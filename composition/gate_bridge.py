@@ -1,0 +1,219 @@
+"""The gate bridge: gates agy opened, put to the human one at a time, and the answers delivered.
+
+Gates arrive from the :class:`~.emitter.Emitter` (observer), are queued, and re-checked against agy
+before asking (answered elsewhere or superseded: not asked). A gate withdrawn while asked cancels the
+ask. :meth:`GateBridge.answer` re-reads agy at delivery, targets the freshest WAITING step asking the
+same thing, re-targets a stale rejection, reports a shape error once, and retries transport failures
+(an answer is never lost while agy still waits for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
+from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
+from agy_harness.ports.protocols import (
+    EventSink,
+    GateAnswer,
+    InteractionDelivery,
+    InteractionRejected,
+    StepSnapshot,
+)
+
+from .conversation import HarnessOptions
+from .emitter import Emitter
+
+log = logging.getLogger("agy_harness.harness")
+
+
+class GateBridge:
+    def __init__(
+        self,
+        *,
+        snapshot: StepSnapshot,
+        sink: EventSink,
+        emitter: Emitter,
+        delivery: InteractionDelivery | None = None,
+        options: HarnessOptions | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.sink = sink
+        self.emitter = emitter
+        self.delivery = delivery
+        self.options = options or HarnessOptions()
+        self._gates: asyncio.Queue[GateOpened] = asyncio.Queue()
+        self._queued: dict[str, GateOpened] = {}
+        self._current_gate: GateOpened | None = None
+        self._current_ask: asyncio.Task[GateAnswer] | None = None
+        self._delivered_gates: set[str] = set()
+        self._worker: asyncio.Task[None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._worker = asyncio.create_task(self._gate_worker(), name="agy-harness-gates")
+
+    def tasks(self) -> list[asyncio.Task[Any]]:
+        """What the harness cancels on stop: the ask in progress, then the worker."""
+        return [t for t in (self._current_ask, self._worker) if t is not None]
+
+    # -- gates in --------------------------------------------------------------------------
+
+    def observe(self, events: Sequence[Event]) -> None:
+        """Emitter observer: open what was opened, withdraw what was withdrawn, in order."""
+        for event in events:
+            if isinstance(event, GateOpened):
+                self.open(event)
+            elif isinstance(event, GateWithdrawn):
+                self.withdraw(event.gate_id)
+
+    def open(self, gate: GateOpened) -> None:
+        if gate.gate_id in self._queued or gate.gate_id in self._delivered_gates:
+            return
+        self._queued[gate.gate_id] = gate
+        self._gates.put_nowait(gate)
+
+    def withdraw(self, gate_id: str) -> None:
+        self._queued.pop(gate_id, None)
+        current = self._current_gate
+        if current is not None and current.gate_id == gate_id and self._current_ask is not None:
+            self._current_ask.cancel()
+
+    def withdraw_all(self) -> None:
+        """Rotation: nothing queued or asked belongs to the new conversation."""
+        for gate_id in list(self._queued):
+            self.withdraw(gate_id)
+        if self._current_gate is not None:
+            self.withdraw(self._current_gate.gate_id)
+
+    @property
+    def parked_gate(self) -> GateOpened | None:
+        """The gate currently put to the human, if any."""
+        return self._current_gate
+
+    def stop_asking(self) -> None:
+        """Cancel the ask in progress (the interrupt answers the gate itself)."""
+        if self._current_ask is not None:
+            self._current_ask.cancel()
+
+    # -- asking ----------------------------------------------------------------------------
+
+    async def _gate_worker(self) -> None:
+        while True:
+            gate = await self._gates.get()
+            if self._queued.pop(gate.gate_id, None) is None:
+                continue  # withdrawn while queued
+            try:
+                await self._handle_gate(gate)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("gate %s: handling failed", gate.gate_id)
+            finally:
+                self._current_gate, self._current_ask = None, None
+
+    async def _handle_gate(self, gate: GateOpened) -> None:
+        try:
+            target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
+            if target is None or target.moved:
+                return  # answered elsewhere, or superseded by a retry that is queued as its own gate
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # cannot check now: ask anyway, delivery re-reads agy
+            log.info("gate %s: could not re-read steps before asking (%s)", gate.gate_id, exc)
+        self._current_gate = gate
+        self._current_ask = asyncio.ensure_future(self.sink.ask(gate))
+        try:
+            answer = await self._current_ask
+        except asyncio.CancelledError:
+            me = asyncio.current_task()
+            if me is not None and me.cancelling():
+                raise
+            log.info("gate %s withdrawn from the human", gate.gate_id)
+            return
+        await self.answer(gate, answer)
+
+    # -- delivering ------------------------------------------------------------------------
+
+    async def answer(self, gate: GateOpened, answer: GateAnswer) -> bool:
+        """Deliver ``answer`` to ``gate``: re-read, pick the freshest WAITING step, tell stale from shape."""
+        if self.delivery is None:
+            await self.emitter.notice(
+                gate.id, "this harness cannot deliver answers (no interaction adapter)", "error"
+            )
+            return False
+        pause = self.options.fallback_backoff
+        for _attempt in range(self.options.max_delivery_attempts):
+            try:
+                outcome = await self._deliver_once(gate, answer)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # agy unreachable, a 503: the answer is not lost, try again
+                log.warning(
+                    "gate %s: delivery failed (%s: %s); retrying in %.1fs",
+                    gate.gate_id,
+                    type(exc).__name__,
+                    exc,
+                    pause,
+                )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, self.options.max_backoff)
+                continue
+            if outcome is not None:
+                return outcome
+        await self.emitter.notice(
+            gate.id,
+            f"gate {gate.gate_id}: gave up after {self.options.max_delivery_attempts} attempts",
+            "error",
+        )
+        return False
+
+    async def _deliver_once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:
+        """One delivery attempt: True delivered, False final refusal (reported), None try again."""
+        assert self.delivery is not None
+        target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
+        if target is None:
+            await self.emitter.notice(
+                gate.id,
+                f"gate {gate.gate_id} was answered elsewhere or is gone; the answer was not delivered",
+                "warning",
+            )
+            return False
+        try:
+            await self.delivery.deliver(gate.cascade_id, interaction_payload(gate, answer, target.step_index))
+        except InteractionRejected as exc:
+            kind = classify_rejection(
+                gate, target.step_index, await self.snapshot.read_steps(gate.cascade_id)
+            )
+            if kind == "stale":
+                log.info(
+                    "gate %s: step %d went stale (%s); re-targeting",
+                    gate.gate_id,
+                    target.step_index,
+                    exc.message,
+                )
+                return None
+            if kind == "shape":
+                await self.emitter.notice(
+                    gate.id,
+                    f"agy refused the answer to gate {gate.gate_id} (HTTP {exc.status}: {exc.message}); "
+                    "not retrying",
+                    "error",
+                )
+            else:
+                await self.emitter.notice(
+                    gate.id, f"gate {gate.gate_id} is gone; the answer was not delivered", "warning"
+                )
+            return False
+        self._delivered_gates.add(gate.gate_id)
+        if target.moved:
+            log.info(
+                "gate %s timed out meanwhile; delivered to agy's retry at step %d",
+                gate.gate_id,
+                target.step_index,
+            )
+        return True

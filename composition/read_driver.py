@@ -1,0 +1,163 @@
+"""The read driver: which step source feeds the bound conversation, and keeping it fed.
+
+The sources are tried in preference order (stream, then poll, then tail). A source that fails is
+left for the next one for a backoff period, then the preferred one is tried again; one that says it
+cannot serve this agy at all (:class:`SourceUnavailable`, an HTTP 404) is dropped with one log line.
+Every batch goes through the :class:`~.emitter.Emitter` (the reconciler dedups the stream's replay
+after a reconnect and a poll after a stream). Nothing unexpected kills the driver: it logs, counts and
+restarts with backoff. A rotation restarts it on the new cascade.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Sequence
+
+from agy_harness.ports.events import Notice
+from agy_harness.ports.protocols import SourceUnavailable, StepSource
+
+from .conversation import Conversation, HarnessOptions, HarnessStats
+from .emitter import Emitter
+
+log = logging.getLogger("agy_harness.harness")
+
+
+class ReadDriver:
+    def __init__(
+        self,
+        conversation: Conversation,
+        sources: Sequence[StepSource],
+        emitter: Emitter,
+        *,
+        options: HarnessOptions | None = None,
+        stats: HarnessStats | None = None,
+    ) -> None:
+        if not sources:
+            raise ValueError("a harness needs at least one step source")
+        self.conversation = conversation
+        self.sources = list(sources)
+        self.emitter = emitter
+        self.options = options or HarnessOptions()
+        self.stats = stats or HarnessStats()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._supervise(), name="agy-harness-reader")
+
+    async def restart(self) -> None:
+        """Stop reading (the old cascade) and start again on the bound one."""
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self.task
+        self.start()
+
+    async def _supervise(self) -> None:
+        backoff = self.options.fallback_backoff
+        while True:
+            try:
+                await self._read()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.stats.driver_restarts += 1
+                log.exception(
+                    "read driver failed (restart %d); restarting in %.1fs",
+                    self.stats.driver_restarts,
+                    backoff,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.options.max_backoff)
+
+    async def _read(self) -> None:
+        backoff = self.options.fallback_backoff
+        index = 0
+        while True:
+            if not self.sources:
+                cascade_id = self.conversation.cascade_id
+                await self.emitter.emit(
+                    [
+                        Notice(
+                            id=f"{cascade_id}/notice/no-source",
+                            cascade_id=cascade_id,
+                            level="error",
+                            text="no step source can read this agy",
+                        )
+                    ]
+                )
+                return
+            source = self.sources[min(index, len(self.sources) - 1)]
+            fallback = source is not self.sources[0]
+            self.stats.current_source = source.name
+            try:
+                if fallback:  # stay on the fallback for a while, then return to the preferred source
+                    await self._consume(source, deadline=asyncio.get_running_loop().time() + backoff)
+                else:
+                    if await self._consume(source):
+                        backoff = self.options.fallback_backoff
+                    await asyncio.sleep(0.05)  # a clean end (trailer): re-open
+                index = 0
+            except SourceUnavailable as exc:
+                self.sources.remove(source)
+                self.stats.demotions.append(source.name)
+                log.warning(
+                    "step source %r cannot serve this agy (%s); demoted to %s",
+                    source.name,
+                    exc,
+                    self.sources[0].name if self.sources else "nothing",
+                )
+                index = 0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.stats.source_errors += 1
+                log.warning(
+                    "step source %r failed (%s: %s); %s",
+                    source.name,
+                    type(exc).__name__,
+                    exc,
+                    f"retrying in {backoff:.1f}s"
+                    if fallback or len(self.sources) == 1
+                    else f"falling back to {self.sources[1].name!r} for {backoff:.1f}s",
+                )
+                if fallback or len(self.sources) == 1:
+                    await asyncio.sleep(backoff)
+                    index = 0
+                else:
+                    index = 1
+                backoff = min(backoff * 2 + random.uniform(0, 0.1), self.options.max_backoff)
+
+    async def _consume(self, source: StepSource, deadline: float | None = None) -> int:
+        """Apply batches until the source ends (or ``deadline``); the number of batches applied.
+
+        The deadline only ever interrupts the wait for the next batch, never an event delivery.
+        """
+        cascade = self.conversation.cascade_id
+        loop = asyncio.get_running_loop()
+        batches = source.batches(cascade)
+        count = 0
+        try:
+            while True:
+                if deadline is None:
+                    batch = await anext(batches)
+                else:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return count
+                    try:
+                        batch = await asyncio.wait_for(anext(batches), remaining)
+                    except TimeoutError:
+                        return count
+                if cascade != self.conversation.cascade_id:
+                    return count  # rotated away
+                await self.emitter.apply(batch)
+                count += 1
+        except StopAsyncIteration:
+            return count
+        finally:
+            with contextlib.suppress(Exception):
+                await batches.aclose()  # type: ignore[attr-defined]

@@ -1,0 +1,81 @@
+"""Turn control: starting user turns (with demotion across turn senders) and interrupting agy.
+
+Turn senders are tried in preference order (RPC, then tmux); one that says it cannot serve this agy
+(:class:`SourceUnavailable`) is dropped for good with one log line. An interrupt denies a parked gate
+first (agy's cancel does not free it), then cancels the running steps, and reports what it did.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agy_harness.ports.protocols import GateAnswer, Interrupter, SourceUnavailable, TurnSender
+
+from .conversation import Conversation, HarnessStats
+from .emitter import Emitter
+from .gate_bridge import GateBridge
+
+log = logging.getLogger("agy_harness.harness")
+
+
+@dataclass(frozen=True)
+class InterruptReport:
+    cancelled: bool
+    denied_gates: tuple[str, ...] = ()
+    detail: str = ""
+
+
+class TurnControl:
+    def __init__(
+        self,
+        conversation: Conversation,
+        *,
+        gates: GateBridge,
+        emitter: Emitter,
+        turn_senders: Sequence[TurnSender] = (),
+        interrupter: Interrupter | None = None,
+        stats: HarnessStats | None = None,
+    ) -> None:
+        self.conversation = conversation
+        self.gates = gates
+        self.emitter = emitter
+        self.turn_senders = list(turn_senders)
+        self.interrupter = interrupter
+        self.stats = stats or HarnessStats()
+        self._interrupts = 0
+
+    async def send(self, text: str) -> str:
+        """Start a user turn; returns the name of the turn sender that served it."""
+        while self.turn_senders:
+            sender = self.turn_senders[0]
+            try:
+                await sender.send(self.conversation.cascade_id, text)
+                return sender.name
+            except SourceUnavailable as exc:
+                self.turn_senders.pop(0)
+                self.stats.demotions.append(sender.name)
+                log.warning(
+                    "turn sender %r cannot serve this agy (%s); demoted to %s",
+                    sender.name,
+                    exc,
+                    self.turn_senders[0].name if self.turn_senders else "nothing",
+                )
+        raise RuntimeError("no turn sender can reach this agy")
+
+    async def interrupt(self) -> InterruptReport:
+        """Cancel the running steps; a parked gate is denied too (agy's cancel does not free it)."""
+        if self.interrupter is None:
+            return InterruptReport(False, detail="no interrupter for this agy")
+        denied: list[str] = []
+        gate = self.gates.parked_gate
+        if gate is not None:  # deny first: a cancel after it also stops the reply agy starts on the denial
+            self.gates.stop_asking()
+            if await self.gates.answer(gate, GateAnswer(action="decline", allow=False)):
+                denied.append(gate.gate_id)
+        await self.interrupter.interrupt(self.conversation.cascade_id)
+        self._interrupts += 1
+        detail = "cancelled the running steps" + (f"; denied the parked gate {denied[0]}" if denied else "")
+        await self.emitter.notice(f"{self.conversation.cascade_id}/interrupt/{self._interrupts}", detail)
+        return InterruptReport(True, tuple(denied), detail)
