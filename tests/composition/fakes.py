@@ -110,3 +110,52 @@ class MemoryCursors:
     def save(self, cursor: Cursor) -> None:
         self.saves += 1
         self.saved[cursor.cascade_id] = cursor.model_copy(deep=True)
+
+
+class RecordingEmitter:
+    """Stands in for the Emitter behind a role under test: records what it was given."""
+
+    def __init__(self) -> None:
+        self.applied: list[tuple[StepBatch, str | None]] = []  # (batch, the reconciler's cascade if given)
+        self.emitted: list[Event] = []
+        self.notices: list[tuple[str, str, str]] = []  # (key, text, level)
+        self.inflight: set[asyncio.Future[None]] = set()
+        self.fail_apply = 0  # raise on the next N applies
+        self.fail_emit = 0  # raise on the next N emits
+
+    async def apply(self, batch: StepBatch, reconciler: Any = None) -> None:
+        if self.fail_apply:
+            self.fail_apply -= 1
+            raise RuntimeError("emitter blew up")
+        self.applied.append((batch, reconciler.cascade_id if reconciler is not None else None))
+        await asyncio.sleep(0)
+
+    async def emit(self, events: Sequence[Event]) -> None:
+        if self.fail_emit:
+            self.fail_emit -= 1
+            raise RuntimeError("emitter blew up")
+        self.emitted.extend(events)
+
+    async def notice(self, key: str, text: str, level: str = "info") -> None:
+        self.notices.append((key, text, level))
+
+    async def wait_for(self, predicate: Any, timeout: float = 5.0) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await asyncio.sleep(0.002)
+
+
+class ListedDirectory:
+    """A cascade directory answering a scripted listing; counts listings, can fail."""
+
+    def __init__(self, summaries: list[Any]) -> None:
+        self.summaries = summaries
+        self.listings = 0
+        self.fail_next = 0
+
+    async def list_cascades(self) -> list[Any]:
+        self.listings += 1
+        if self.fail_next:
+            self.fail_next -= 1
+            raise ConnectionError("agy is briefly unreachable")
+        return list(self.summaries)

@@ -1,0 +1,169 @@
+"""The directory watcher on its own: the run-status backstop, sub-agent mirrors, rotation."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agy_harness.composition.conversation import Conversation, HarnessOptions
+from agy_harness.composition.directory_watcher import DirectoryWatcher
+from agy_harness.ports.events import ToolResult
+from agy_harness.ports.protocols import CascadeSummary
+from tests.core.fixtures import CASCADE, fixture
+
+from .fakes import ListedDirectory, MemorySnapshot, RecordingEmitter
+
+FAST = HarnessOptions(directory_interval=0.001, idle_reports_to_close=2, subagent_poll=0.001)
+
+
+def summary(cid: str, status: str = "CASCADE_RUN_STATUS_RUNNING", **kw: Any) -> CascadeSummary:
+    return CascadeSummary(cascade_id=cid, status=status, **kw)
+
+
+class Rotations:
+    def __init__(self) -> None:
+        self.targets: list[str] = []
+
+    async def __call__(self, target: str) -> None:
+        self.targets.append(target)
+
+
+def make(
+    listed: list[CascadeSummary], steps: list[Any] | None = None, conversation: Conversation | None = None
+) -> tuple[DirectoryWatcher, ListedDirectory, RecordingEmitter, Rotations]:
+    directory, emitter, rotations = ListedDirectory(listed), RecordingEmitter(), Rotations()
+    watcher = DirectoryWatcher(
+        conversation or Conversation(CASCADE),
+        snapshot=MemorySnapshot(steps),
+        emitter=emitter,  # type: ignore[arg-type]
+        rotate=rotations,
+        directory=directory,
+        options=FAST,
+    )
+    return watcher, directory, emitter, rotations
+
+
+async def listings(directory: ListedDirectory, n: int) -> None:
+    start = directory.listings
+    async with asyncio.timeout(5):
+        while directory.listings < start + n:
+            await asyncio.sleep(0.001)
+
+
+def stop(watcher: DirectoryWatcher) -> None:
+    for task in watcher.tasks():
+        task.cancel()
+
+
+async def test_agy_idle_while_our_turn_is_open_reads_everything_then_closes_the_turn() -> None:
+    conversation = Conversation(CASCADE)
+    conversation.reconciler.feed(fixture("user_input"))  # our turn is open
+    watcher, _, emitter, _ = make(
+        [summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")], [fixture("user_input")], conversation
+    )
+    watcher.start()
+    await emitter.wait_for(lambda: emitter.emitted)
+    stop(watcher)
+    assert [b.source for b, _ in emitter.applied] == ["backstop"]  # read everything first
+    [closed] = emitter.emitted
+    assert (closed.type, closed.status) == ("status", "idle")  # type: ignore[union-attr]
+    assert conversation.reconciler.state.status == "idle"
+
+
+async def test_idle_reports_from_an_unreadable_agy_close_nothing() -> None:
+    conversation = Conversation(CASCADE)
+    conversation.reconciler.feed(fixture("user_input"))
+    watcher, directory, emitter, _ = make([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")], [], conversation)
+
+    class Unreadable(MemorySnapshot):
+        async def read_steps(self, cascade_id: str) -> list[Any]:
+            raise ConnectionError("down")
+
+    watcher.snapshot = Unreadable()
+    watcher.start()
+    await listings(directory, 6)  # three backstops tried, none could read agy
+    directory.summaries = [summary(CASCADE)]  # and agy says running again
+    await listings(directory, 3)
+    stop(watcher)
+    assert emitter.emitted == [] and conversation.reconciler.state.status == "running"
+
+
+async def test_a_sub_agent_is_mirrored_once_linked_to_the_call_that_started_it() -> None:
+    child = summary("child-1", parent_id=CASCADE)
+    other = summary("child-x", parent_id="somebody-else")
+    watcher, directory, emitter, rotations = make([summary(CASCADE), child, other], [fixture("user_input")])
+    watcher.observe(
+        [
+            ToolResult(
+                id="r1", cascade_id=CASCADE, call_id="c1", name="invoke_subagent", output="started child-1"
+            ),
+            ToolResult(id="r2", cascade_id=CASCADE, call_id="c2", name="run_command", output="child-1"),
+        ]
+    )
+    watcher.start()
+    await emitter.wait_for(lambda: len(emitter.applied) >= 2)
+    await listings(directory, 3)
+    stop(watcher)
+    [started] = emitter.emitted
+    assert (started.child_cascade_id, started.parent_call_id, started.cascade_id) == (  # type: ignore[union-attr]
+        "child-1",
+        "c1",
+        CASCADE,
+    )
+    assert {(b.source, b.cascade_id, r) for b, r in emitter.applied} == {("subagent", "child-1", "child-1")}
+    assert rotations.targets == []  # a sub-agent is no rotation
+
+
+async def test_a_conversation_minted_after_binding_is_a_rotation_one_that_existed_is_not() -> None:
+    t = "2026-01-01T00:00:0{}Z"
+    bound = summary(CASCADE, last_user_input_time=t.format(1))
+    older = summary("other", last_user_input_time=t.format(5))  # another conversation, busy meanwhile
+    watcher, directory, _, rotations = make([bound, older])
+    directory.fail_next = 0
+    await watcher.bind()
+    watcher.start()
+    await listings(directory, 3)
+    assert rotations.targets == []
+    directory.summaries = [bound, older, summary("cleared", last_user_input_time=t.format(3))]
+    await listings(directory, 2)
+    stop(watcher)
+    assert set(rotations.targets) == {"cleared"}
+
+
+async def test_when_the_first_listing_fails_the_first_that_works_is_what_existed() -> None:
+    t = "2026-01-01T00:00:0{}Z"
+    listed = [
+        summary(CASCADE, last_user_input_time=t.format(1)),
+        summary("other", last_user_input_time=t.format(5)),
+    ]
+    watcher, directory, _, rotations = make(listed)
+    directory.fail_next = 2
+    await watcher.bind()
+    watcher.start()
+    await listings(directory, 4)
+    stop(watcher)
+    assert rotations.targets == []
+
+
+async def test_after_leaving_a_conversation_it_never_rotates_back_and_its_mirrors_stop() -> None:
+    t = "2026-01-01T00:00:0{}Z"
+    conversation = Conversation(CASCADE)
+    watcher, directory, _, rotations = make(
+        [summary(CASCADE, last_user_input_time=t.format(1)), summary("kid", parent_id=CASCADE)],
+        conversation=conversation,
+    )
+    await watcher.bind()
+    watcher.start()
+    await listings(directory, 2)
+    mirrors = watcher.tasks()[1:]
+    assert len(mirrors) == 1
+    watcher.left(CASCADE)
+    conversation.rebind("new")
+    directory.summaries = [
+        summary("new", last_user_input_time=t.format(2)),
+        summary(CASCADE, last_user_input_time=t.format(9)),
+    ]
+    await listings(directory, 3)
+    stop(watcher)
+    await asyncio.wait(mirrors, timeout=1)
+    assert rotations.targets == [] and mirrors[0].cancelled()

@@ -1,0 +1,118 @@
+"""The emitter on its own: order, the accepted prefix, the cursor after acks, observers last."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from agy_harness.composition.conversation import Conversation, HarnessOptions, HarnessStats
+from agy_harness.composition.emitter import Emitter
+from agy_harness.ports.events import Event, Notice
+from agy_harness.ports.protocols import StepBatch
+from tests.core.fixtures import CASCADE, fixture
+
+from .fakes import MemoryCursors, MemorySnapshot, RecordingSink
+
+FAST = HarnessOptions(sink_retry=0.001, max_backoff=0.01)
+
+
+def notice(i: int, cascade: str = CASCADE) -> Notice:
+    return Notice(id=f"n{i}", cascade_id=cascade, text=f"note {i}")
+
+
+def make(
+    sink: RecordingSink, cursors: MemoryCursors | None = None, steps: list[Any] | None = None
+) -> Emitter:
+    return Emitter(
+        Conversation(CASCADE, cursors),
+        snapshot=MemorySnapshot(steps),
+        sink=sink,
+        cursor_store=cursors,
+        options=FAST,
+        stats=HarnessStats(),
+    )
+
+
+async def test_events_reach_the_sink_in_order_through_outages_and_partial_acceptance() -> None:
+    sink = RecordingSink()
+    sink.fail_next, sink.accept_at_most = 2, 2
+    emitter = make(sink)
+    await emitter.emit([notice(i) for i in range(5)])
+    assert [e.id for e in sink.events] == [f"n{i}" for i in range(5)]
+    assert emitter.stats.events == 5
+
+
+async def test_the_cursor_follows_the_bound_conversation_only() -> None:
+    sink, cursors = RecordingSink(), MemoryCursors()
+    emitter = make(sink, cursors)
+    await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),), source="stream"))
+    assert cursors.saves == 1 and cursors.saved[CASCADE].state["status"] == "running"
+    await emitter.emit([notice(1)])  # a notice is not committed content
+    child = Conversation("child").reconciler
+    await emitter.apply(StepBatch(cascade_id="child", steps=(fixture("user_input"),)), child)
+    assert cursors.saves == 1 and "child" not in cursors.saved  # a sub-agent's events are not cursored
+    assert [e.cascade_id for e in sink.events][-1] == "child"
+    assert emitter.stats.batches == {"stream": 1, "?": 1}
+
+
+async def test_the_cursor_is_saved_only_after_the_sink_took_everything() -> None:
+    sink, cursors = RecordingSink(), MemoryCursors()
+    sink.fail_next = 1
+    saved_when: list[int] = []
+    original = cursors.save
+    cursors.save = lambda c: (saved_when.append(len(sink.events)), original(c))[1]  # type: ignore[method-assign]
+    emitter = make(sink, cursors)
+    await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),)))
+    assert saved_when == [len(sink.events)] and saved_when[0] > 0
+
+
+async def test_observers_see_what_was_delivered_after_the_sink_took_it() -> None:
+    sink = RecordingSink()
+    emitter = make(sink)
+    seen: list[tuple[list[str], int]] = []
+
+    def observe(events: Sequence[Event]) -> None:
+        seen.append(([e.id for e in events], len(sink.events)))
+
+    emitter.observers.append(observe)
+    await emitter.emit([notice(1), notice(2)])
+    assert seen == [(["n1", "n2"], 2)]
+
+
+async def test_a_question_gate_gets_its_details_from_a_poll() -> None:
+    sink = RecordingSink()
+    waiting = fixture("ask_question_waiting")
+    polled = fixture("ask_question_waiting")  # the poll projection says: multi-select
+    call = polled["metadata"]["toolCall"]
+    call["argumentsJson"] = call["argumentsJson"].replace('"is_multi_select":false', '"is_multi_select":true')
+    emitter = make(sink, steps=[polled])
+    [gate] = [e for e in emitter.conversation.reconciler.feed(waiting) if e.type == "gate_opened"]
+    assert [q.multi_select for q in gate.questions] == [False]  # type: ignore[union-attr]
+    await emitter.emit([gate])
+    [delivered] = sink.events
+    assert delivered.id == gate.id
+    assert [q.multi_select for q in delivered.questions] == [True]  # type: ignore[union-attr]
+
+
+async def test_committed_events_reach_the_sink_even_when_the_applier_is_cancelled() -> None:
+    sink = RecordingSink()
+    sink.fail_next = 3  # the sink is down while the reader is cancelled
+    emitter = make(sink)
+    task = asyncio.ensure_future(emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),))))
+    await sink.wait_for(lambda: sink.fail_next < 3)
+    task.cancel()
+    await asyncio.wait(emitter.inflight, timeout=2.0)
+    assert [e.type for e in sink.events] == ["status", "model_change", "user_message"]
+
+
+async def test_a_notice_names_the_bound_conversation() -> None:
+    sink = RecordingSink()
+    emitter = make(sink)
+    await emitter.notice("k", "hello", "warning")
+    emitter.conversation.rebind("new")
+    await emitter.notice("k2", "again")
+    assert [(e.id, e.cascade_id, e.level) for e in sink.events] == [  # type: ignore[union-attr]
+        ("k/notice", CASCADE, "warning"),
+        ("k2/notice", "new", "info"),
+    ]

@@ -1,0 +1,160 @@
+"""The gate bridge on its own: one gate at a time, withdrawal, delivery outcomes, retries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agy_harness.composition.conversation import HarnessOptions
+from agy_harness.composition.gate_bridge import GateBridge
+from agy_harness.core.reconciler import Reconciler
+from agy_harness.ports.events import GateOpened, GateWithdrawn
+from agy_harness.ports.protocols import GateAnswer, InteractionRejected
+from tests.core.fixtures import CASCADE, fixture
+
+from .fakes import MemorySnapshot, RecordingDelivery, RecordingEmitter, RecordingSink
+
+FAST = HarnessOptions(fallback_backoff=0.001, max_backoff=0.01, max_delivery_attempts=3)
+
+
+def gate_of(name: str = "run_command_waiting", index: int | None = None) -> tuple[GateOpened, dict[str, Any]]:
+    step = fixture(name)
+    if index is not None:
+        step["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = index
+    [gate] = [e for e in Reconciler(CASCADE).feed(step) if isinstance(e, GateOpened)]
+    return gate, step
+
+
+def bridge(
+    steps: list[Any], delivery: RecordingDelivery | None = None, sink: RecordingSink | None = None
+) -> tuple[GateBridge, RecordingSink, RecordingEmitter, MemorySnapshot]:
+    sink, emitter, snap = sink or RecordingSink(), RecordingEmitter(), MemorySnapshot(steps)
+    return (
+        GateBridge(snapshot=snap, sink=sink, emitter=emitter, delivery=delivery, options=FAST),
+        sink,
+        emitter,
+        snap,
+    )  # type: ignore[arg-type]
+
+
+async def test_gates_are_asked_one_at_a_time_in_order_and_delivered() -> None:
+    first, s1 = gate_of(index=6)
+    second, s2 = gate_of(index=9)
+    delivery = RecordingDelivery()
+    gates, sink, _, _ = bridge([s1, s2], delivery)
+    gates.start()
+    gates.observe([first, second, first])  # a gate seen twice is asked once
+    await sink.wait_for(lambda: sink.asked)
+    assert [g.gate_id for g in sink.asked] == [first.gate_id] and gates.parked_gate == first
+    await sink.answers.put(GateAnswer(allow=True))
+    await sink.wait_for(lambda: len(sink.asked) == 2)
+    await sink.answers.put(GateAnswer(allow=False))
+    await sink.wait_for(lambda: len(delivery.delivered) == 2)
+    assert [(d["stepIndex"], d["permission"]) for d in delivery.delivered] == [
+        (6, {"allow": True}),
+        (9, {"allow": False}),
+    ]
+    gates.observe([first])  # delivered: never asked again
+    for task in gates.tasks():
+        task.cancel()
+    assert len(sink.asked) == 2
+
+
+async def test_a_gate_withdrawn_while_queued_is_never_asked_and_while_asked_is_cancelled() -> None:
+    first, s1 = gate_of(index=6)
+    second, s2 = gate_of(index=9)
+    gates, sink, _, _ = bridge([s1, s2], RecordingDelivery())
+    gates.start()
+    gates.observe([first, second])
+    await sink.wait_for(lambda: sink.asked)
+    gates.observe(
+        [GateWithdrawn(id="w2", cascade_id=CASCADE, gate_id=second.gate_id)]  # queued: dropped
+    )
+    gates.observe([GateWithdrawn(id="w1", cascade_id=CASCADE, gate_id=first.gate_id)])  # asked: cancelled
+    await sink.wait_for(lambda: sink.cancelled and gates.parked_gate is None)
+    assert sink.cancelled == [first.gate_id] and [g.gate_id for g in sink.asked] == [first.gate_id]
+    for task in gates.tasks():
+        task.cancel()
+
+
+async def test_a_gate_answered_before_it_is_asked_is_not_asked() -> None:
+    gate, _ = gate_of(index=6)
+    gates, sink, _, snap = bridge([fixture("run_command_done")])
+    gates.start()
+    gates.observe([gate, gate_of(index=9)[0]])
+    snap.steps = [fixture("run_command_done"), gate_of(index=9)[1]]
+    await sink.wait_for(lambda: sink.asked)
+    assert [g.step_index for g in sink.asked] == [9]
+    for task in gates.tasks():
+        task.cancel()
+
+
+async def test_withdraw_all_drops_the_queue_and_the_ask() -> None:
+    first, s1 = gate_of(index=6)
+    second, s2 = gate_of(index=9)
+    gates, sink, _, _ = bridge([s1, s2])
+    gates.start()
+    gates.observe([first, second])
+    await sink.wait_for(lambda: sink.asked)
+    gates.withdraw_all()
+    await sink.wait_for(lambda: gates.parked_gate is None)
+    gates.observe([GateWithdrawn(id="w", cascade_id=CASCADE, gate_id="nothing")])
+    assert sink.cancelled == [first.gate_id] and len(sink.asked) == 1
+    for task in gates.tasks():
+        task.cancel()
+
+
+async def test_without_a_delivery_adapter_an_answer_is_refused_with_a_notice() -> None:
+    gate, step = gate_of()
+    gates, _, emitter, _ = bridge([step], delivery=None)
+    assert not await gates.answer(gate, GateAnswer(allow=True))
+    assert [(n[0], n[2]) for n in emitter.notices] == [(gate.id, "error")]
+
+
+async def test_a_gate_gone_from_agy_is_reported_not_delivered() -> None:
+    gate, _ = gate_of()
+    delivery = RecordingDelivery()
+    gates, _, emitter, _ = bridge([fixture("run_command_done")], delivery)
+    assert not await gates.answer(gate, GateAnswer(allow=True))
+    assert delivery.delivered == [] and [n[2] for n in emitter.notices] == ["warning"]
+
+
+class DownDelivery(RecordingDelivery):
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.attempts = 0
+
+    async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
+        self.attempts += 1
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("agy is unreachable")
+        await super().deliver(cascade_id, interaction)
+
+
+async def test_transport_failures_are_retried_and_give_up_with_a_notice() -> None:
+    gate, step = gate_of()
+    flaky = DownDelivery(failures=2)
+    gates, _, emitter, _ = bridge([step], flaky)
+    assert await gates.answer(gate, GateAnswer(allow=True))
+    assert flaky.attempts == 3 and len(flaky.delivered) == 1 and emitter.notices == []
+    down = DownDelivery(failures=99)
+    gates, _, emitter, _ = bridge([step], down)
+    assert not await gates.answer(gate, GateAnswer(allow=True))
+    assert down.attempts == 3
+    assert [n[1] for n in emitter.notices] == [f"gate {gate.gate_id}: gave up after 3 attempts"]
+
+
+async def test_a_rejection_agy_calls_gone_is_reported_once() -> None:
+    gate, step = gate_of()
+    delivery = RecordingDelivery([InteractionRejected("cascade not found", status=404)])
+    gates, _, emitter, snap = bridge([step], delivery)
+    original = delivery.deliver
+
+    async def deliver(cascade_id: str, interaction: dict[str, Any]) -> None:
+        snap.steps = [fixture("run_command_done")]  # the step left WAITING as the answer arrived
+        await original(cascade_id, interaction)
+
+    delivery.deliver = deliver  # type: ignore[method-assign]
+    assert not await gates.answer(gate, GateAnswer(allow=True))
+    assert [n[2] for n in emitter.notices] == ["warning"] and delivery.delivered == []
