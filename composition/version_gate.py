@@ -8,6 +8,7 @@ found missing; a method that disappears at run time still demotes its adapter (t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import shutil
@@ -86,10 +87,15 @@ async def method_exists(client: _Caller, method: str) -> bool:
 
 
 async def stream_exists(client: RpcClient, cascade_id: str) -> bool:
-    """Open ``StreamAgentStateUpdates`` briefly: a 404 means this agy has no stream."""
+    """Open ``StreamAgentStateUpdates`` briefly: a 404 means this agy has no stream.
+
+    The probe stream is closed before this returns (``aclosing``): a stream left open keeps agy
+    sending to it for the life of the connection.
+    """
+    frames = client.stream("StreamAgentStateUpdates", {"conversationId": cascade_id})
     try:
-        async with asyncio.timeout(2.0):
-            async for _frame in client.stream("StreamAgentStateUpdates", {"conversationId": cascade_id}):
+        async with contextlib.aclosing(frames), asyncio.timeout(2.0):
+            async for _frame in frames:
                 return True
     except RpcError as exc:
         return not exc.method_missing
