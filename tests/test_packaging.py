@@ -27,8 +27,22 @@ def test_every_sub_package_is_listed() -> None:
 
 @pytest.mark.skipif(os.environ.get("AGY_SKIP_WHEEL") == "1", reason="AGY_SKIP_WHEEL=1")
 def test_built_wheel_has_agy_harness_and_no_top_level_layers(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                          "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     [wheel] = tmp_path.glob("agy_harness-*.whl")
     names = zipfile.ZipFile(wheel).namelist()

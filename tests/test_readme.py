@@ -15,7 +15,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 def section(title: str) -> str:
     start = README.index(f"## {title}")
     end = README.find("\n## ", start + 1)
-    return README[start:end if end > 0 else None]
+    return README[start : end if end > 0 else None]
 
 
 def blocks(text: str, lang: str) -> list[str]:
@@ -24,7 +24,10 @@ def blocks(text: str, lang: str) -> list[str]:
 
 def test_two_setup_commands_and_ci_runs_the_same_test_command() -> None:
     commands = [b.strip() for b in blocks(section("Set-up"), "sh")]
-    assert commands == ["pip install -e . && agy-harness demo", "pip install -e '.[test]' && python -m pytest -q"]
+    assert commands == [
+        "pip install -e . && agy-harness demo",
+        "pip install -e '.[test]' && python -m pytest -q",
+    ]
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci.splitlines()
 

@@ -321,8 +321,14 @@ class FlakySnapshot(MemorySnapshot):
 async def test_an_answer_survives_agy_being_briefly_unreachable() -> None:
     sink, delivery = RecordingSink(), RecordingDelivery()
     snap = FlakySnapshot(steps("run_command_waiting"), failures=0)
-    async with Harness(cascade_id=CASCADE, sources=[ScriptedSource("s", [[steps("run_command_waiting")]])],
-                       snapshot=snap, sink=sink, delivery=delivery, options=FAST):
+    async with Harness(
+        cascade_id=CASCADE,
+        sources=[ScriptedSource("s", [[steps("run_command_waiting")]])],
+        snapshot=snap,
+        sink=sink,
+        delivery=delivery,
+        options=FAST,
+    ):
         await sink.wait_for(lambda: sink.asked)
         snap.failures = 2  # the re-reads at delivery fail twice
         await sink.answers.put(GateAnswer(allow=True))

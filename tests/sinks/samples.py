@@ -89,6 +89,8 @@ SAMPLES: list[Event] = [
     GateWithdrawn(id="t1/9/gate/withdrawn", cascade_id=C, gate_id="gate-t1-9", reason="answered in the TUI"),
     Notice(id="t1/9/notice", cascade_id=C, level="warning", text="something to see"),
     Rotation(id="c1/rotation/c2", cascade_id=C, old_cascade_id=C, new_cascade_id="cascade-2"),
-    SubagentStarted(id="t1/5/subagent/child-1", cascade_id=C, child_cascade_id="child-1", parent_call_id="t1/5"),
+    SubagentStarted(
+        id="t1/5/subagent/child-1", cascade_id=C, child_cascade_id="child-1", parent_call_id="t1/5"
+    ),
     StatusChanged(id="t1/4/status/idle", cascade_id=C, status="idle"),
 ]

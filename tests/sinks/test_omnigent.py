@@ -534,7 +534,9 @@ async def test_a_sub_agents_own_stream_is_not_posted_to_the_parent_session() -> 
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:  # type: ignore[arg-type]
         sink = OmnigentSink("http://omnigent", app.session_id, client=client, retry=FAST)
         events = [
-            SubagentStarted(id="t/5/subagent", cascade_id="parent", child_cascade_id="child", parent_call_id="t/5"),
+            SubagentStarted(
+                id="t/5/subagent", cascade_id="parent", child_cascade_id="child", parent_call_id="t/5"
+            ),
             UserMessage(id="c/x:1/user", cascade_id="child", text="child turn"),
             UserMessage(id="t/x:2/user", cascade_id="parent", text="parent turn"),
         ]
