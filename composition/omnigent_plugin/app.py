@@ -1,0 +1,91 @@
+"""``create_app()``: the module omnigent's harness runner serves for ``harness: agy-harness``.
+
+``python -P -m omnigent.runtime.harnesses._runner --harness agy-harness --module
+omnigent.community.harness.agy_harness.app --socket ... --conversation-id ...`` imports this module
+and serves :func:`create_app`'s FastAPI app: omnigent's :class:`ExecutorAdapter` around an
+:class:`~.executor.AgyExecutor`, plus the gate bridge (:meth:`AgyExecutorAdapter._ask_gate`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from fastapi import FastAPI, Response
+from omnigent.errors import OmnigentError
+from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
+from omnigent.server.schemas import ElicitationRequestParams
+
+from agy_harness.core.answers import AnswerError
+from agy_harness.ports.events import GateOpened
+from agy_harness.ports.protocols import GateAnswer
+
+from .executor import AgyExecutor
+from .gates import answer_from_reply, elicitation_id, elicitation_params
+
+log = logging.getLogger("agy_harness.omnigent_plugin")
+
+
+class AgyExecutorAdapter(ExecutorAdapter):
+    """omnigent's adapter, plus: gates as elicitations of the current turn; Stop reaches agy first."""
+
+    def _ensure_executor(self) -> AgyExecutor:  # type: ignore[override]
+        executor = super()._ensure_executor()
+        assert isinstance(executor, AgyExecutor)
+        if executor._gate_asker is None:
+            executor._gate_asker = self._ask_gate
+        return executor
+
+    async def _ask_gate(self, gate: GateOpened) -> GateAnswer | None:
+        """Put ``gate`` to the human through the current turn; fail closed.
+
+        None: no omnigent turn is running (the gate waits for the next one). An answer the parser
+        cannot read is asked again with the reason; nothing is sent to agy meanwhile. A Stop while
+        the question is open denies it (``cancel``).
+        """
+        note = ""
+        attempt = 0
+        while True:
+            ctx = self._current_ctx
+            if ctx is None:
+                return None
+            eid = elicitation_id(gate) + (f"_{attempt}" if attempt else "")
+            params = ElicitationRequestParams(**elicitation_params(gate, note))
+            try:
+                result = await ctx.elicit(eid, params)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise  # the harness withdrew the gate (answered in agy, timed out, /clear)
+                return GateAnswer(action="cancel", allow=False)  # the turn was stopped
+            try:
+                return answer_from_reply(gate, result.action, result.content)
+            except AnswerError as exc:
+                log.warning("gate %s: unreadable answer %r: %s", gate.gate_id, result.content, exc)
+                note = f"Your answer could not be read ({exc}). Nothing was sent to agy; please answer again."
+                attempt += 1
+
+    async def _handle_interrupt_event(self) -> Response:
+        # agy first: its cancel and the parked gate's denial happen while the gate is still ours
+        stopped = False
+        if self._in_flight and self._executor is not None:
+            try:
+                stopped = await self._executor.interrupt_session(self._session_key)
+            except Exception:
+                log.exception("interrupting agy failed")
+        try:
+            return await super()._handle_interrupt_event()
+        except OmnigentError:
+            if stopped:  # the turn ended on our cancel before the scaffold looked: that is a success
+                return Response(status_code=204)
+            raise
+
+
+def _build_executor() -> AgyExecutor:
+    return AgyExecutor()
+
+
+def create_app() -> FastAPI:
+    adapter = AgyExecutorAdapter(executor_factory=_build_executor, harness_label="Antigravity")
+    return adapter.build()
+

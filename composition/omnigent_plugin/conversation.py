@@ -1,0 +1,320 @@
+"""One omnigent conversation bound to one agy conversation: a started agy-harness session, its events
+on a queue, its gates put to the current omnigent turn, its per-turn usage.
+
+Turn boundaries: after our ``send`` the turn begins with the first ``user_message`` (agy's USER_INPUT
+step for the text we sent) and ends with ``status idle`` once every message we sent into it (the turn
+and any steering) has been seen; ``status failed`` ends it with an error. Events before that first
+``user_message`` belong to activity outside omnigent's turns (see :meth:`AgyConversation.outside`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+from omnigent.inner.executor import ExecutorError, ExecutorEvent, TurnCancelled, TurnComplete
+
+from agy_harness.adapters.rpc.actions import RpcModelCatalog, RpcTurnSender
+from agy_harness.composition.session import Session, open_session
+from agy_harness.ports.events import (
+    Event,
+    GateOpened,
+    ModelChanged,
+    Notice,
+    Rotation,
+    StatusChanged,
+    UserMessage,
+    Usage,
+)
+from agy_harness.ports.protocols import GateAnswer, ModelInfo
+
+from .settings import AgySettings
+from .translate import TurnTranslator, UsageTotals, turn_usage
+
+log = logging.getLogger("agy_harness.omnigent_plugin")
+
+#: asks the human through the current omnigent turn; None when no turn can ask (wait for the next)
+GateAsker = Callable[[GateOpened], Awaitable[GateAnswer | None]]
+
+STEER_GRACE = 5.0  # after agy's idle, how long a steered message may take to start its turn
+SUBAGENT_GRACE = 5.0  # after agy's idle, how long a quiet sub-agent may take to be listed / to finish
+
+
+class ModelNotFound(LookupError):
+    pass
+
+
+class PluginSink:
+    """The session's sink: events onto a queue; gates to the current turn's asker (parked until one)."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self._asker: GateAsker | None = None
+        self._ready = asyncio.Event()
+
+    def set_asker(self, asker: GateAsker | None) -> None:
+        self._asker = asker
+        if asker is None:
+            self._ready.clear()
+        else:
+            self._ready.set()
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        for event in events:
+            self.queue.put_nowait(event)
+        return len(events)
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        # A gate agy raised outside an omnigent turn (a turn typed in agy's terminal) waits here for
+        # the next omnigent turn; meanwhile agy's own prompt can answer it (the harness withdraws it).
+        while True:
+            await self._ready.wait()
+            asker = self._asker
+            if asker is None:
+                continue
+            answer = await asker(gate)
+            if answer is not None:
+                return answer
+            await asyncio.sleep(0)  # the turn ended under the question: wait for the next one
+
+    async def withdraw(self, gate_id: str) -> None:
+        return None  # the harness cancels the pending ask itself
+
+
+def resolve_model(wanted: str, models: Sequence[ModelInfo]) -> ModelInfo:
+    """``wanted`` (an agy model id or label, any case) in agy's catalog; raises ModelNotFound."""
+    folded = " ".join(wanted.split()).casefold()
+    for m in models:
+        if m.model == wanted:
+            return m
+    for m in models:
+        if folded in (m.model.casefold(), " ".join(m.label.split()).casefold()):
+            return m
+    known = ", ".join(f"{m.label or m.model} ({m.model})" for m in models) or "none"
+    raise ModelNotFound(f"agy has no model {wanted!r}; its models: {known}")
+
+
+class AgyConversation:
+    def __init__(self, settings: AgySettings) -> None:
+        self.settings = settings
+        self.sink = PluginSink()
+        self.usage = UsageTotals()
+        self.session: Session | None = None
+        self.interrupted = asyncio.Event()
+        self.in_turn = False
+        self.outside_events = 0
+        self._stack = AsyncExitStack()
+        self._models: list[ModelInfo] | None = None
+        self._pinned: str | None = None
+        self._expected = 0
+        self._interrupting = False
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        s = self.settings
+        kwargs: dict[str, Any] = {}
+        if s.simulator:
+            from agy_harness.adapters.simulator import Simulator
+
+            sim = await self._stack.enter_async_context(Simulator(pace=s.sim_pace))
+            kwargs.update(port=sim.port, cascade_id=s.cascade_id or sim.cascade_id)
+        else:
+            kwargs.update(
+                port=s.port, base_url=s.base_url, cascade_id=s.cascade_id, pids=s.pids, tmux_target=s.tmux_pane
+            )
+        try:
+            self.session = await self._stack.enter_async_context(open_session(sink=self.sink, **kwargs))
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        await self._settle()
+
+    async def _settle(self, quiet: float = 0.3, limit: float = 5.0) -> None:
+        """Let the first read replay the conversation so far (history, not this turn's)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + limit
+        while loop.time() < end:
+            try:
+                event = await asyncio.wait_for(self.sink.queue.get(), quiet)
+            except TimeoutError:
+                return
+            self._track(event)
+
+    async def close(self) -> None:
+        await self._stack.aclose()
+        self.session = None
+
+    # -- models ------------------------------------------------------------------------------------
+
+    async def models(self) -> list[ModelInfo]:
+        assert self.session is not None
+        if self._models is None:
+            self._models = await RpcModelCatalog(self.session.client).models()
+        return self._models
+
+    async def pin_model(self, wanted: str) -> ModelInfo:
+        """Every turn we send from now on uses ``wanted`` (resolved against agy's catalog)."""
+        assert self.session is not None
+        info = resolve_model(wanted, await self.models())
+        if info.model != self._pinned:
+            for sender in self.session.harness.turn_senders:
+                if isinstance(sender, RpcTurnSender):
+                    sender._resolve_model = self._pinned_model  # TODO(root): a provider override
+            self._pinned = info.model
+        return info
+
+    async def _pinned_model(self, cascade_id: str) -> str | None:
+        return self._pinned
+
+    async def model_label(self, model_id: str) -> str:
+        if not model_id:
+            return ""
+        with contextlib.suppress(Exception):
+            for m in await self.models():
+                if m.model == model_id:
+                    return m.label or model_id
+        return model_id
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def _track(self, event: Event) -> None:
+        if isinstance(event, Usage):
+            self.usage.update(event)
+        elif isinstance(event, ModelChanged):
+            self.usage.model = event.model
+
+    def outside(self, event: Event) -> None:
+        """Activity outside omnigent's turns (a turn typed in agy's terminal, its /clear, sub-agents).
+
+        omnigent 0.19.1's executor interface can only speak inside a turn it started, so these are
+        logged, not shown in the omnigent session (README: "Activity outside omnigent's turns").
+        """
+        self.outside_events += 1
+        if isinstance(event, UserMessage):
+            log.info("agy turn outside omnigent (typed in agy): %.200s", event.text)
+        elif isinstance(event, Rotation):
+            log.info("agy /clear outside omnigent: %s -> %s", event.old_cascade_id, event.new_cascade_id)
+        elif isinstance(event, Notice):
+            log.log(logging.WARNING if event.level != "info" else logging.INFO, "agy-harness: %s", event.text)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                event = self.sink.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            self._track(event)
+            self.outside(event)
+
+    async def _next(self, timeout: float | None = None) -> Event | None:
+        """The next event; None when interrupted (or after ``timeout``)."""
+        get = asyncio.ensure_future(self.sink.queue.get())
+        stop = asyncio.ensure_future(self.interrupted.wait())
+        try:
+            await asyncio.wait({get, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not get.done():
+                get.cancel()
+        if get.done() and not get.cancelled():
+            return get.result()
+        return None
+
+    # -- a turn ------------------------------------------------------------------------------------
+
+    async def turn(self, text: str, asker: GateAsker) -> AsyncIterator[ExecutorEvent]:
+        assert self.session is not None
+        self._drain()
+        self.interrupted.clear()
+        before = self.usage.copy()
+        self._expected, seen = 1, 0
+        self.in_turn = True
+        self.sink.set_asker(asker)
+        try:
+            try:
+                await self.session.send(text)
+            except Exception as exc:
+                yield ExecutorError(
+                    message=f"agy did not take the turn: {exc}", undelivered=True, preserve_session=True
+                )
+                return
+            translator = TurnTranslator(self.session.cascade_id)
+            idle_wait: float | None = None
+            parent_idle = False
+            while True:
+                event = await self._next(idle_wait)
+                if event is None:
+                    if self.interrupted.is_set():
+                        yield TurnCancelled(reason="user_cancelled")
+                        return
+                    break  # the steered message never started, or the sub-agent never showed up
+                self._track(event)
+                if isinstance(event, Rotation):
+                    translator.cascade_id = event.new_cascade_id
+                    continue
+                if seen == 0:
+                    if isinstance(event, UserMessage) and event.cascade_id == translator.cascade_id:
+                        seen = 1
+                    else:
+                        self.outside(event)
+                    continue
+                if isinstance(event, UserMessage) and event.cascade_id == translator.cascade_id:
+                    seen += 1
+                    idle_wait, parent_idle = None, False
+                    continue
+                for out in translator.feed(event):
+                    yield out
+                if parent_idle and not translator.awaiting_subagents:
+                    break
+                if translator.failed is not None:
+                    yield ExecutorError(
+                        message=f"agy: {translator.failed}",
+                        preserve_session=True,
+                        usage=turn_usage(before, self.usage, await self.model_label(self.usage.model)),
+                    )
+                    return
+                if (
+                    isinstance(event, StatusChanged)
+                    and event.status == "idle"
+                    and event.cascade_id == translator.cascade_id
+                ):
+                    if seen < self._expected:
+                        idle_wait = STEER_GRACE
+                    elif translator.awaiting_subagents:
+                        parent_idle, idle_wait = True, SUBAGENT_GRACE
+                    else:
+                        break
+            yield TurnComplete(
+                response="".join(translator.text) or None,
+                usage=turn_usage(before, self.usage, await self.model_label(self.usage.model)),
+            )
+        finally:
+            self.in_turn = False
+            self.sink.set_asker(None)
+
+    async def steer(self, text: str) -> bool:
+        """A message typed into omnigent while a turn runs: agy queues it as the next turn."""
+        if self.session is None or not self.in_turn:
+            return False
+        await self.session.send(text)
+        self._expected += 1
+        return True
+
+    async def interrupt(self) -> bool:
+        """Stop: agy's cancel, and a parked gate is denied. Only while an omnigent turn runs."""
+        if self.session is None or not self.in_turn:
+            return False
+        if self.interrupted.is_set() or self._interrupting:
+            return True
+        self._interrupting = True
+        try:  # deny the parked gate and cancel first, then end the omnigent turn
+            report = await self.session.interrupt()
+        finally:
+            self._interrupting = False
+            self.interrupted.set()
+        return report.cancelled

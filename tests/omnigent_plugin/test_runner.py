@@ -1,0 +1,203 @@
+"""The plugin in omnigent's environment, driven through omnigent's own harness runner entry point
+(``python -m omnigent.runtime.harnesses._runner``) against the simulator: what omnigent streams and
+what reaches agy."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT
+
+from .runner import RunnerProcess
+
+STEP = "CORTEX_STEP_TYPE_"
+
+
+def steps_of(sim: Simulator, kind: str) -> list[dict[str, Any]]:
+    return [s for s in sim.steps() if s.get("type") == STEP + kind]
+
+
+def steps_of_cascade(sim: Simulator, cascade: str, kind: str) -> list[dict[str, Any]]:
+    return [s for s in sim.steps(cascade) if s.get("type") == STEP + kind]
+
+
+def user_models(sim: Simulator) -> list[str]:
+    return [s["userInput"]["userConfig"]["plannerConfig"].get("planModel", "") for s in steps_of(sim, "USER_INPUT")]
+
+
+@pytest.fixture
+async def agy() -> AsyncIterator[Simulator]:
+    async with Simulator(profile="1.0.10", pace=0.05, gate_timeout=None) as sim:
+        yield sim
+
+
+def runner_for(python: Path, sim: Simulator, tmp_path: Path, **env: str) -> RunnerProcess:
+    settings = {"HARNESS_AGY_HARNESS_PORT": str(sim.port), "HARNESS_AGY_HARNESS_CASCADE": sim.cascade_id}
+    settings.update({f"HARNESS_AGY_HARNESS_{k.upper()}": v for k, v in env.items()})
+    return RunnerProcess(python, settings, tmp_path)
+
+
+async def test_text_turn_streams_with_usage_and_model(plugin_python: Path, agy: Simulator, tmp_path: Path) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("Say hello in one short sentence.")
+        terminal = await turn.finished()
+    assert terminal["type"] == "response.completed"
+    deltas = turn.of_type("response.output_text.delta")
+    assert len(deltas) > 1  # streamed, not one blob
+    assert turn.text == GREETING
+    assert turn.of_type("response.reasoning_text.delta")
+    # usage with omnigent's semantics: input counts cache reads; the model by its catalog name
+    [planner] = [s for s in steps_of(agy, "PLANNER_RESPONSE")]
+    spent = planner["metadata"]["modelUsage"]
+    usage = terminal["response"]["usage"]
+    cache = int(spent.get("cacheReadTokens", 0))
+    assert usage["input_tokens"] == int(spent["inputTokens"]) + cache
+    assert usage["cache_read_input_tokens"] == cache
+    assert usage["output_tokens"] == int(spent["outputTokens"])
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    assert usage["model"] == "Gemini 3 Pro"
+
+
+async def test_allowed_command_runs_and_denied_does_not(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("run: pwd")
+        ask = await turn.wait_for("response.elicitation_request")
+        assert ask["params"]["command"] == "pwd"
+        assert "/" not in ask["elicitation_id"]
+        assert await runner.approve(ask["elicitation_id"], "accept") == 204
+        assert (await turn.finished())["type"] == "response.completed"
+        outputs = [e["item"] for e in turn.of_type("response.output_item.done")
+                   if e["item"]["type"] == "function_call_output"]
+        assert outputs and agy.workspace in outputs[0]["output"]
+
+        turn = await runner.message("run: rm -rf build")
+        ask = await turn.wait_for("response.elicitation_request")
+        assert ask["params"]["command"] == "rm -rf build"
+        assert await runner.approve(ask["elicitation_id"], "decline") == 204
+        assert (await turn.finished())["type"] == "response.completed"
+        assert "did not run" in turn.text
+    allowed, denied = steps_of(agy, "RUN_COMMAND")
+    assert allowed["status"].endswith("DONE")
+    assert allowed["completedInteractions"][0]["response"]["permission"] == {"allow": True}
+    assert denied["status"].endswith("ERROR")
+    assert denied["completedInteractions"][0]["response"]["permission"] == {}  # agy's deny
+    assert "runCommand" not in denied or not denied["runCommand"].get("combinedOutput")
+
+
+async def test_question_answer_reaches_agy_and_unreadable_is_asked_again(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("ask: which part should we work on first?")
+        ask = await turn.wait_for("response.elicitation_request")
+        [question] = ask["params"]["ask_user_question"]["questions"]
+        labels = [o["label"] for o in question["options"]]
+        # a number that is no option: refused, nothing reaches agy, asked again with the reason
+        assert await runner.approve(ask["elicitation_id"], "accept", {"0": "7"}) == 204
+        again = await turn.wait_for("response.elicitation_request", 2)
+        assert again["elicitation_id"] != ask["elicitation_id"]
+        assert "could not be read" in again["params"]["message"]
+        [waiting] = steps_of(agy, "ASK_QUESTION")
+        assert waiting["status"].endswith("WAITING") and "completedInteractions" not in waiting
+        assert await runner.approve(again["elicitation_id"], "accept", {"0": labels[1]}) == 204
+        assert (await turn.finished())["type"] == "response.completed"
+
+        turn = await runner.message("ask: choose several areas to review?  multiple")
+        ask = await turn.wait_for("response.elicitation_request")
+        [question] = ask["params"]["ask_user_question"]["questions"]
+        assert question["multiSelect"] is True
+        picks = [question["options"][0]["label"], question["options"][2]["label"], "the build scripts"]
+        assert await runner.approve(ask["elicitation_id"], "accept", {"0": picks}) == 204
+        assert (await turn.finished())["type"] == "response.completed"
+    first, multi = steps_of(agy, "ASK_QUESTION")
+    [answer] = first["completedInteractions"][0]["response"]["askQuestion"]["responses"]
+    assert answer["selectedOptionIds"] == ["2"]
+    [answer] = multi["completedInteractions"][0]["response"]["askQuestion"]["responses"]
+    assert answer["selectedOptionIds"] == ["1", "3"]
+    assert answer["writeInResponse"] == "the build scripts"
+
+
+async def test_stop_interrupts_agy(plugin_python: Path, tmp_path: Path) -> None:
+    async with Simulator(profile="1.0.10", pace=1.0) as slow, runner_for(plugin_python, slow, tmp_path) as runner:
+        turn = await runner.message("Write a long story about a lighthouse keeper.")
+        await turn.wait_for("response.output_text.delta")
+        assert slow.is_running()
+        assert await runner.interrupt() == 204
+        terminal = await turn.finished()
+        assert terminal["type"] == "response.cancelled"
+        # the cancel reached agy (not only omnigent): agy stopped mid-story
+        await slow.wait_idle(timeout=5)
+        assert "CancelCascadeSteps" in slow.calls
+        replies = [s["plannerResponse"].get("response", "") for s in steps_of(slow, "PLANNER_RESPONSE")]
+        assert len(replies[-1]) < len(LONG_TEXT)
+
+
+async def test_stop_at_a_parked_gate_denies_it(plugin_python: Path, agy: Simulator, tmp_path: Path) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("run: make deploy")
+        await turn.wait_for("response.elicitation_request")
+        assert await runner.interrupt() == 204
+        assert (await turn.finished())["type"] == "response.cancelled"
+        await agy.wait_idle(timeout=5)
+        [command] = steps_of(agy, "RUN_COMMAND")
+        assert command["status"].endswith("ERROR")
+        assert command["completedInteractions"][0]["response"]["permission"] == {}
+        # the conversation goes on
+        turn = await runner.message("Say hello in one short sentence.")
+        assert (await turn.finished())["type"] == "response.completed"
+        assert turn.text == GREETING
+
+
+async def test_model_setting_resolved_against_agys_catalog(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
+    async with runner_for(plugin_python, agy, tmp_path, model="gemini 3 flash") as runner:
+        turn = await runner.message("Say hello in one short sentence.")
+        terminal = await turn.finished()
+        assert terminal["response"]["usage"]["model"] == "Gemini 3 Flash"
+        assert user_models(agy) == ["MODEL_PLACEHOLDER_M71"]
+        # omnigent's per-turn override (an agy id works too)
+        turn = await runner.message("Say hello again.", model_override="MODEL_PLACEHOLDER_M50")
+        await turn.finished()
+        assert user_models(agy)[-1] == "MODEL_PLACEHOLDER_M50"
+        # a model agy does not have: a clear failure, and nothing is sent to agy
+        turn = await runner.message("Say hello.", model_override="gpt-5")
+        terminal = await turn.finished()
+        assert terminal["type"] == "response.failed"
+        assert "Gemini 3 Pro" in terminal["response"]["error"]["message"]
+        assert len(user_models(agy)) == 2
+
+
+async def test_steering_is_a_queued_turn(plugin_python: Path, tmp_path: Path) -> None:
+    async with Simulator(profile="1.0.10", pace=0.5) as sim, runner_for(plugin_python, sim, tmp_path) as runner:
+        turn = await runner.message("Write a long story about a lighthouse keeper.")
+        await turn.wait_for("response.output_text.delta")
+        steer = await runner.post(
+            {"type": "message", "role": "user", "content": "Say hello in one short sentence.", "model": "agy-agent"}
+        )
+        assert steer.status_code == 204  # omnigent injected it into the running turn
+        terminal = await turn.finished(timeout=120)
+        assert terminal["type"] == "response.completed"
+        texts = [s["userInput"]["items"][0]["text"] for s in steps_of(sim, "USER_INPUT")]
+        assert texts == ["Write a long story about a lighthouse keeper.", "Say hello in one short sentence."]
+        assert turn.text.endswith(GREETING)  # the omnigent turn lasted until agy answered the steer
+
+
+async def test_subagent_is_announced(plugin_python: Path, agy: Simulator, tmp_path: Path) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("start a subagent to review the code")
+        terminal = await turn.finished()
+        assert terminal["type"] == "response.completed"
+        started = turn.of_type("subagent.started")
+        assert [e["child_key"] for e in started] == agy.children()
+        [done] = turn.of_type("subagent.completed")
+        assert done["child_key"] == started[0]["child_key"] and done["ok"] is True
+        child_reply = steps_of_cascade(agy, done["child_key"], "PLANNER_RESPONSE")[-1]
+        assert done["summary"] == child_reply["plannerResponse"]["response"]

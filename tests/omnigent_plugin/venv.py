@@ -1,0 +1,119 @@
+"""omnigent's environment with this checkout's agy-harness installed into it, for the plugin tests.
+
+* the base: the Python 3.12 venv with the real omnigent 0.19.1 that ``tests/real_omnigent.py``
+  builds and caches (a skip locally, a FAILURE with ``CI=true``, when it cannot); never modified;
+* a shared, cached overlay venv (``~/.cache/agy-harness/agy-plugin-deps-py3.12-<key>``) that sees
+  the base's packages (a ``.pth``) and adds agy-harness's runtime dependencies omnigent lacks;
+* per test session, a fresh venv that sees both and into which the wheel built from this checkout is
+  installed (pip, ``--no-deps``): omnigent's own registry finds the plugin through the wheel's entry
+  point, exactly as after ``pip install 'agy-harness[omnigent]'``.
+
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import subprocess
+import sys
+import tomllib
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.real_omnigent import cache_root, require_omnigent_venv
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = cache_root()
+
+
+def unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"real omnigent unavailable in CI: {reason}")
+    pytest.skip(reason)
+
+
+def omnigent_base_python() -> Path:
+    """The Python of the venv holding the real omnigent 0.19.1 (built and cached by tests/real_omnigent.py)."""
+    return require_omnigent_venv() / "bin" / "python"
+
+
+def _site(python: Path) -> Path:
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _runtime_deps() -> list[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return list(project["dependencies"])
+
+
+def _make_venv(where: Path, sees: list[Path], base_python: Path) -> Path:
+    subprocess.run([str(base_python), "-m", "venv", "--without-pip", str(where)], check=True)
+    python = where / "bin" / "python"
+    (_site(python) / "_agy_plugin_sees.pth").write_text("".join(f"{p}\n" for p in sees))
+    return python
+
+
+def deps_overlay(base_python: Path) -> Path:
+    """The cached overlay: base packages + agy-harness's runtime dependencies. Its Python."""
+    deps = _runtime_deps()
+    key = hashlib.sha256(f"{base_python.resolve()}\n{deps}".encode()).hexdigest()[:12]
+    where = CACHE / f"agy-plugin-deps-py3.12-{key}"
+    stamp = where / ".complete"
+    with _locked(CACHE / f".agy-plugin-deps-{key}.lock"):
+        if not stamp.exists():
+            import shutil
+
+            shutil.rmtree(where, ignore_errors=True)
+            python = _make_venv(where, [_site(base_python)], base_python)
+            out = subprocess.run(
+                [str(base_python), "-m", "pip", "--python", str(python), "install", "-q", *deps],
+                capture_output=True, text=True,
+            )
+            if out.returncode != 0:
+                unavailable(f"cannot install agy-harness's dependencies for omnigent: {out.stderr[-2000:]}")
+            stamp.write_text("ok\n")
+    return where / "bin" / "python"
+
+
+def build_wheel(out: Path) -> Path:
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        capture_output=True, text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    [wheel] = out.glob("agy_harness-*.whl")
+    return wheel
+
+
+def plugin_environment(tmp: Path) -> Path:
+    """A fresh venv: omnigent + agy-harness's deps + this checkout's wheel. Its Python."""
+    base = omnigent_base_python()
+    overlay = deps_overlay(base)
+    wheel = build_wheel(tmp / "wheel")
+    python = _make_venv(tmp / "venv", [_site(overlay), _site(base)], base)
+    res = subprocess.run(
+        [str(base), "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
+        capture_output=True, text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    return python
