@@ -88,4 +88,3 @@ def _build_executor() -> AgyExecutor:
 def create_app() -> FastAPI:
     adapter = AgyExecutorAdapter(executor_factory=_build_executor, harness_label="Antigravity")
     return adapter.build()
-

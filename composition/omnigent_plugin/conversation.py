@@ -27,8 +27,8 @@ from agy_harness.ports.events import (
     Notice,
     Rotation,
     StatusChanged,
-    UserMessage,
     Usage,
+    UserMessage,
 )
 from agy_harness.ports.protocols import GateAnswer, ModelInfo
 
@@ -125,7 +125,11 @@ class AgyConversation:
             kwargs.update(port=sim.port, cascade_id=s.cascade_id or sim.cascade_id)
         else:
             kwargs.update(
-                port=s.port, base_url=s.base_url, cascade_id=s.cascade_id, pids=s.pids, tmux_target=s.tmux_pane
+                port=s.port,
+                base_url=s.base_url,
+                cascade_id=s.cascade_id,
+                pids=s.pids,
+                tmux_target=s.tmux_pane,
             )
         try:
             self.session = await self._stack.enter_async_context(open_session(sink=self.sink, **kwargs))

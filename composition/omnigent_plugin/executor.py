@@ -110,12 +110,16 @@ class AgyExecutor(Executor):
                 return
             except Exception as exc:
                 yield ExecutorError(
-                    message=f"agy-harness: cannot read agy's models: {exc}", undelivered=True, preserve_session=True
+                    message=f"agy-harness: cannot read agy's models: {exc}",
+                    undelivered=True,
+                    preserve_session=True,
                 )
                 return
         asker = self._gate_asker
         if asker is None:
-            yield ExecutorError(message="agy-harness: no gate bridge installed (internal error)", undelivered=True)
+            yield ExecutorError(
+                message="agy-harness: no gate bridge installed (internal error)", undelivered=True
+            )
             return
         async for event in conv.turn(latest_user_text(messages), asker):
             yield event

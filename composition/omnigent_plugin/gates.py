@@ -51,7 +51,9 @@ def elicitation_params(gate: GateOpened, note: str = "") -> dict[str, Any]:
     if gate.kind == "permission":
         p = gate.permission
         command = (p.command_line or p.target) if p else ""
-        message = f"{HARNESS_LABEL} wants to run: {command}" if command else f"{HARNESS_LABEL} asks permission"
+        message = (
+            f"{HARNESS_LABEL} wants to run: {command}" if command else f"{HARNESS_LABEL} asks permission"
+        )
         if p is not None:
             if command:
                 extras["command"] = command
@@ -81,7 +83,8 @@ def elicitation_params(gate: GateOpened, note: str = "") -> dict[str, Any]:
     first = gate.questions[0].question if gate.questions else ""
     return {
         "mode": "form",
-        "message": prefix + (f"{HARNESS_LABEL} asks: {first}" if first else f"{HARNESS_LABEL} needs your input"),
+        "message": prefix
+        + (f"{HARNESS_LABEL} asks: {first}" if first else f"{HARNESS_LABEL} needs your input"),
         "requestedSchema": None,
         "phase": "agy_ask_question",
         "policy_name": "agy_harness_ask_question",

@@ -114,7 +114,9 @@ class TurnTranslator:
     def awaiting_subagents(self) -> bool:
         """A sub-agent this turn started is not yet announced, or not yet done (agy lists children
         on a directory poll, so they can trail the parent's reply)."""
-        return len(self.children) < len(self.subagent_calls) or bool(set(self.children) - self.finished_children)
+        return len(self.children) < len(self.subagent_calls) or bool(
+            set(self.children) - self.finished_children
+        )
 
     def _chunk(self, message_id: str, delta: str) -> list[ExecutorEvent]:
         if not delta:
@@ -180,15 +182,20 @@ class TurnTranslator:
         if child not in self.children:
             return []
         if isinstance(event, ToolCall):
-            return [SubAgentToolCall(child_key=child, call_id=event.call_id, name=event.name,
-                                     args=dict(event.arguments))]
+            return [
+                SubAgentToolCall(
+                    child_key=child, call_id=event.call_id, name=event.name, args=dict(event.arguments)
+                )
+            ]
         if isinstance(event, AssistantMessage):
             self.children[child] = event.text
         if isinstance(event, StatusChanged) and event.status in ("idle", "failed"):
             if child in self.finished_children:
                 return []
             self.finished_children.add(child)
-            return [SubAgentCompleted(child_key=child, ok=event.status == "idle", summary=self.children[child])]
+            return [
+                SubAgentCompleted(child_key=child, ok=event.status == "idle", summary=self.children[child])
+            ]
         return []
 
 

@@ -51,7 +51,9 @@ class Turn:
                 if len(found) >= count:
                     return found[count - 1]
                 if self.done.is_set():
-                    raise AssertionError(f"turn ended without {count} x {kind}: {[e.get('type') for e in self.events]}")
+                    raise AssertionError(
+                        f"turn ended without {count} x {kind}: {[e.get('type') for e in self.events]}"
+                    )
                 self.changed.clear()
                 await self.changed.wait()
 
@@ -80,10 +82,24 @@ class RunnerProcess:
         env.pop("PYTHONPATH", None)
         with self.log.open("wb") as out:
             self.proc = await asyncio.create_subprocess_exec(
-                str(self.python), "-P", "-m", "omnigent.runtime.harnesses._runner",
-                "--harness", HARNESS_ID, "--module", module, "--socket", str(self.socket),
-                "--conversation-id", CONVERSATION, "--parent-pid", str(os.getpid()),
-                env=env, cwd=str(self.workdir), stdout=out, stderr=asyncio.subprocess.STDOUT,
+                str(self.python),
+                "-P",
+                "-m",
+                "omnigent.runtime.harnesses._runner",
+                "--harness",
+                HARNESS_ID,
+                "--module",
+                module,
+                "--socket",
+                str(self.socket),
+                "--conversation-id",
+                CONVERSATION,
+                "--parent-pid",
+                str(os.getpid()),
+                env=env,
+                cwd=str(self.workdir),
+                stdout=out,
+                stderr=asyncio.subprocess.STDOUT,
             )
         self.client = httpx.AsyncClient(
             transport=httpx.AsyncHTTPTransport(uds=str(self.socket)), base_url="http://harness", timeout=None
@@ -153,8 +169,13 @@ class RunnerProcess:
                     turn.status = response.status_code
                     started.set()
                     if response.status_code != 200:
-                        turn.events.append({"type": "http", "status": response.status_code,
-                                            "body": (await response.aread()).decode()})
+                        turn.events.append(
+                            {
+                                "type": "http",
+                                "status": response.status_code,
+                                "body": (await response.aread()).decode(),
+                            }
+                        )
                         return
                     name = None
                     async for line in response.aiter_lines():

@@ -9,18 +9,29 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-TAKEN = {"antigravity", "antigravity-native", "agy", "agy-native", "native-agy", "native-antigravity",
-         "google-antigravity"}
+TAKEN = {
+    "antigravity",
+    "antigravity-native",
+    "agy",
+    "agy-native",
+    "native-agy",
+    "native-antigravity",
+    "google-antigravity",
+}
 
 
 def run_in(python: Path, code: str, cwd: Path) -> Any:
-    out = subprocess.run([str(python), "-P", "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120)
+    out = subprocess.run(
+        [str(python), "-P", "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_plugin_state_has_it_without_load_errors(plugin_python: Path, tmp_path: Path) -> None:
-    state = run_in(plugin_python, """
+    state = run_in(
+        plugin_python,
+        """
 import json
 from omnigent.harness_plugins import (plugin_state, valid_harnesses, harness_modules, model_env_keys,
     spawn_env_builders, load_object, COMMUNITY_MODULE_PREFIX)
@@ -35,7 +46,9 @@ print(json.dumps({
     "app": callable(getattr(__import__(harness_modules()["agy-harness"], fromlist=["x"]), "create_app")),
     "builder_ok": callable(load_object(spawn_env_builders()["agy-harness"])),
 }))
-""", tmp_path)
+""",
+        tmp_path,
+    )
     assert state["errors"] == {}
     assert state["valid"] == ["agy-harness"] and state["accepted"]
     assert state["native"] == [[], []] and state["aliases"] == {}
@@ -59,7 +72,9 @@ def test_readme_agent_spec_reaches_the_harness_environment(plugin_python: Path, 
     spec_dir = tmp_path / "agent"
     spec_dir.mkdir()
     (spec_dir / "config.yaml").write_text(readme_spec())
-    env = run_in(plugin_python, f"""
+    env = run_in(
+        plugin_python,
+        f"""
 import json
 from pathlib import Path
 from omnigent.spec import load
@@ -68,7 +83,9 @@ spec = load(Path({str(spec_dir)!r}))
 print(json.dumps({{"harness": spec.executor.config.get("harness"),
     "plain": _build_spawn_env_from_spec(spec, "agy-harness"),
     "override": _build_spawn_env_from_spec(spec, "agy-harness", model_override="MODEL_PLACEHOLDER_M50")}}))
-""", tmp_path)
+""",
+        tmp_path,
+    )
     assert env["harness"] == "agy-harness"
     plain = env["plain"]
     assert plain["HARNESS_AGY_HARNESS_MODEL"] == "Gemini 3 Flash"

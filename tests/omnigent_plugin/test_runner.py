@@ -27,7 +27,10 @@ def steps_of_cascade(sim: Simulator, cascade: str, kind: str) -> list[dict[str, 
 
 
 def user_models(sim: Simulator) -> list[str]:
-    return [s["userInput"]["userConfig"]["plannerConfig"].get("planModel", "") for s in steps_of(sim, "USER_INPUT")]
+    return [
+        s["userInput"]["userConfig"]["plannerConfig"].get("planModel", "")
+        for s in steps_of(sim, "USER_INPUT")
+    ]
 
 
 @pytest.fixture
@@ -42,7 +45,9 @@ def runner_for(python: Path, sim: Simulator, tmp_path: Path, **env: str) -> Runn
     return RunnerProcess(python, settings, tmp_path)
 
 
-async def test_text_turn_streams_with_usage_and_model(plugin_python: Path, agy: Simulator, tmp_path: Path) -> None:
+async def test_text_turn_streams_with_usage_and_model(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
     async with runner_for(plugin_python, agy, tmp_path) as runner:
         turn = await runner.message("Say hello in one short sentence.")
         terminal = await turn.finished()
@@ -73,8 +78,11 @@ async def test_allowed_command_runs_and_denied_does_not(
         assert "/" not in ask["elicitation_id"]
         assert await runner.approve(ask["elicitation_id"], "accept") == 204
         assert (await turn.finished())["type"] == "response.completed"
-        outputs = [e["item"] for e in turn.of_type("response.output_item.done")
-                   if e["item"]["type"] == "function_call_output"]
+        outputs = [
+            e["item"]
+            for e in turn.of_type("response.output_item.done")
+            if e["item"]["type"] == "function_call_output"
+        ]
         assert outputs and agy.workspace in outputs[0]["output"]
 
         turn = await runner.message("run: rm -rf build")
@@ -125,7 +133,10 @@ async def test_question_answer_reaches_agy_and_unreadable_is_asked_again(
 
 
 async def test_stop_interrupts_agy(plugin_python: Path, tmp_path: Path) -> None:
-    async with Simulator(profile="1.0.10", pace=1.0) as slow, runner_for(plugin_python, slow, tmp_path) as runner:
+    async with (
+        Simulator(profile="1.0.10", pace=1.0) as slow,
+        runner_for(plugin_python, slow, tmp_path) as runner,
+    ):
         turn = await runner.message("Write a long story about a lighthouse keeper.")
         await turn.wait_for("response.output_text.delta")
         assert slow.is_running()
@@ -176,11 +187,19 @@ async def test_model_setting_resolved_against_agys_catalog(
 
 
 async def test_steering_is_a_queued_turn(plugin_python: Path, tmp_path: Path) -> None:
-    async with Simulator(profile="1.0.10", pace=0.5) as sim, runner_for(plugin_python, sim, tmp_path) as runner:
+    async with (
+        Simulator(profile="1.0.10", pace=0.5) as sim,
+        runner_for(plugin_python, sim, tmp_path) as runner,
+    ):
         turn = await runner.message("Write a long story about a lighthouse keeper.")
         await turn.wait_for("response.output_text.delta")
         steer = await runner.post(
-            {"type": "message", "role": "user", "content": "Say hello in one short sentence.", "model": "agy-agent"}
+            {
+                "type": "message",
+                "role": "user",
+                "content": "Say hello in one short sentence.",
+                "model": "agy-agent",
+            }
         )
         assert steer.status_code == 204  # omnigent injected it into the running turn
         terminal = await turn.finished(timeout=120)

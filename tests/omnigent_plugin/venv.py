@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tomllib
-import venv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,7 +44,9 @@ def omnigent_base_python() -> Path:
 def _site(python: Path) -> Path:
     out = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return Path(out.stdout.strip())
 
@@ -87,7 +88,8 @@ def deps_overlay(base_python: Path) -> Path:
             python = _make_venv(where, [_site(base_python)], base_python)
             out = subprocess.run(
                 [str(base_python), "-m", "pip", "--python", str(python), "install", "-q", *deps],
-                capture_output=True, text=True,
+                capture_output=True,
+                text=True,
             )
             if out.returncode != 0:
                 unavailable(f"cannot install agy-harness's dependencies for omnigent: {out.stderr[-2000:]}")
@@ -97,8 +99,20 @@ def deps_overlay(base_python: Path) -> Path:
 
 def build_wheel(out: Path) -> Path:
     res = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 0, res.stderr
     [wheel] = out.glob("agy_harness-*.whl")
@@ -113,7 +127,8 @@ def plugin_environment(tmp: Path) -> Path:
     python = _make_venv(tmp / "venv", [_site(overlay), _site(base)], base)
     res = subprocess.run(
         [str(base), "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert res.returncode == 0, res.stderr
     return python
