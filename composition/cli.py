@@ -1,4 +1,10 @@
-"""The ``agy-harness`` command."""
+"""The ``agy-harness`` command: argument parsing, logging, and what every exit means.
+
+Each subcommand's logic lives in its own module; this file only registers them. Exit codes (the
+same for every subcommand): 0 ok, 1 failure, 2 usage or bad input, 130 interrupted (Ctrl-C). Data
+(the conversation, events as JSON lines) goes to stdout; logs and errors go to stderr, one line
+each, never a traceback (``-vv`` adds it to the log).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,54 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+
+from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, explain
+
+log = logging.getLogger("agy_harness.cli")
+
+DESCRIPTION = """\
+Drive Google's Antigravity CLI (agy) through its loopback language server: its conversation as a
+clean stream of events, turns sent, gates (command approvals, questions) answered by you.
+Without a real agy, `demo` and `sim` run the embedded simulator of agy."""
+
+EPILOG = """\
+examples:
+  agy-harness demo                      a scripted session on the simulator; you answer the gates
+  agy-harness demo --auto --pace 0      unattended and instant (what CI runs)
+  agy-harness demo --profile 1.0.4      an older agy: turns are typed into its tmux pane
+  agy-harness sim                       a simulator by hand (another terminal: agy-harness attach)
+  agy-harness attach                    follow the running agy here; type turns, /interrupt
+  agy-harness replay steps.jsonl        recorded agy steps -> events as JSON lines
+
+output:
+  the conversation and events go to stdout; logs (-v, -vv) and errors go to stderr.
+  NO_COLOR=1 turns colour off.
+
+exit codes:
+  0 ok · 1 failure (no agy found, a turn failed, ...) · 2 usage or bad input · 130 interrupted (Ctrl-C)"""
+
+REPLAY_DESCRIPTION = """\
+Map recorded agy steps to domain events, printed as JSON lines on stdout (one event per line).
+Every file is read and checked before anything is printed: bad input names the file and the
+line:column where it breaks, exits 2 and prints nothing on stdout."""
+
+REPLAY_EPILOG = """\
+accepted per file: a JSON step · a list of steps · a {"steps": [...]} poll response ·
+a {"update": {...}} stream update · JSON lines of stream updates or steps
+
+examples:
+  agy-harness replay steps.json
+  agy-harness replay updates.jsonl | jq -r 'select(.type == "assistant_message") | .text'"""
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("agy-harness")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -15,45 +69,96 @@ def _replay(args: argparse.Namespace) -> int:
         events = replay(args.files)
     except ReplayInputError as exc:
         print(f"agy-harness replay: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     write_events(events, sys.stdout)
-    return 0
+    return EXIT_OK
 
 
-def _sim(args: argparse.Namespace, rest: list[str]) -> int:
+def _sim(rest: list[str]) -> int:
     from agy_harness.adapters.simulator.cli import main as sim_main
 
     return int(sim_main(rest) or 0)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agy-harness", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("replay", help="map recorded agy steps to events (JSON lines on stdout)")
-    p.add_argument("files", nargs="+", help="JSON step / list / {steps} / JSONL stream updates")
-    p.set_defaults(handler=_replay)
-
-    p = sub.add_parser("sim", help="run the agy simulator by hand", add_help=False)
-    p.set_defaults(handler=None)
+    parser = argparse.ArgumentParser(
+        prog="agy-harness",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"agy-harness {version()}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     from .demo import add_demo_commands
 
     add_demo_commands(sub)
+
+    p = sub.add_parser(
+        "replay",
+        help="recorded agy steps -> events as JSON lines on stdout",
+        description=REPLAY_DESCRIPTION,
+        epilog=REPLAY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="recorded steps (see the accepted shapes below)")
+    p.set_defaults(handler=_replay)
+
+    p = sub.add_parser(
+        "sim",
+        help="run the agy simulator by hand (agy-harness sim --help for its options)",
+        add_help=False,
+    )
+    p.set_defaults(handler=None)
     return parser
+
+
+def _split_global(argv: list[str]) -> tuple[int, list[str]]:
+    """The ``-v`` count given before the subcommand, and the rest (so ``-v sim ...`` reaches sim)."""
+    verbose = 0
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--verbose":
+            verbose += 1
+        elif arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) == {"v"}:
+            verbose += len(arg) - 1
+        else:
+            break
+        i += 1
+    return verbose, argv[i:]
+
+
+def _configure_logging(verbose: int) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["sim"]:
-        return _sim(argparse.Namespace(), argv[1:])
-    args = build_parser().parse_args(argv)
-    level = logging.WARNING - 10 * min(args.verbose, 2)
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
-    return int(args.handler(args))
+    verbose, rest = _split_global(argv)
+    try:
+        if rest[:1] == ["sim"]:
+            _configure_logging(verbose)
+            return _sim(rest[1:])
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2)
+            return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+        _configure_logging(args.verbose)
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("agy-harness: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        log.debug("failed", exc_info=True)
+        print(f"agy-harness: {explain(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -143,14 +143,103 @@ def _attach(args: argparse.Namespace) -> int:
     return asyncio.run(run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux))
 
 
+DEMO_DESCRIPTION = """\
+A scripted session on the embedded agy simulator, rendered live: a text turn, a command you approve,
+one you deny, a question, and an interrupt while agy is still writing. Gates are put to you at the
+keyboard; --auto answers them by a visible policy instead (what CI runs)."""
+
+GATE_HELP = """\
+at a gate:
+  allow? [y/n]      y allows the command, n denies it
+  answer (1-N ...)  an option's number (comma-separated for several), or type an answer
+  /cancel, /decline refuse the gate; Ctrl-D (end of input) cancels it
+  Gates wait for you as long as you need; agy itself may time a gate out (the prompt then closes).
+  Ctrl-C stops (exit 130)."""
+
+DEMO_EPILOG = f"""\
+{GATE_HELP}
+
+examples:
+  agy-harness demo                    you answer the gates
+  agy-harness demo --auto --pace 0    unattended and instant
+  agy-harness demo --profile 1.0.4    an agy without RPC turn-send: the demo runs it in a tmux pane
+                                      of its own and types the turns there (needs tmux)"""
+
+ATTACH_DESCRIPTION = """\
+Follow a running agy in this terminal: its conversation rendered live, your lines sent as turns,
+its gates put to you. agy's port is found by itself (agy processes -> loopback ports -> the one
+that knows the conversation); `agy-harness sim` in another terminal is found the same way."""
+
+ATTACH_EPILOG = f"""\
+at the ❯ prompt:
+  text + Enter      a new turn
+  /interrupt        stop agy's current work
+  Ctrl-D            detach (exit 0); Ctrl-C detaches too (exit 130)
+
+{GATE_HELP}
+
+examples:
+  agy-harness attach                          the only agy running
+  agy-harness attach --cascade 2399249c-...   that conversation, wherever it runs
+  agy-harness attach --port 41234             skip the scan (the port is still verified)
+  agy-harness attach --tmux %3                an agy before 1.0.10: type turns into its tmux pane"""
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1-65535, not {value}")
+    return value
+
+
 def add_demo_commands(sub: Any) -> None:
-    p = sub.add_parser("demo", help="run a scripted session on the embedded agy simulator")
+    from agy_harness.adapters.simulator.profiles import DEFAULT_PROFILE, PROFILES
+
+    p = sub.add_parser(
+        "demo",
+        help="a scripted session on the embedded agy simulator (you answer the gates)",
+        description=DEMO_DESCRIPTION,
+        epilog=DEMO_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--auto", action="store_true", help="answer gates by a visible policy (for CI)")
-    p.add_argument("--profile", default="1.0.10", help="agy version profile of the simulator")
-    p.add_argument("--pace", type=float, default=1.0, help="generation pacing (1 = human, 0 = instant)")
+    p.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        choices=sorted(PROFILES),
+        help="the agy version the simulator plays (default %(default)s)",
+    )
+    p.add_argument(
+        "--pace",
+        type=_non_negative,
+        default=1.0,
+        metavar="SCALE",
+        help="the model's speed: 1 = like a person reads (default), 0 = instant",
+    )
     p.set_defaults(handler=_demo)
-    p = sub.add_parser("attach", help="follow a running agy in this terminal (type turns; /interrupt)")
-    p.add_argument("--cascade", help="the conversation (cascade) id; default: the most recent")
-    p.add_argument("--port", type=int, help="agy's language-server port (skips discovery, still verified)")
-    p.add_argument("--tmux", help="agy's tmux pane, for turn-send where RPC cannot serve")
+    p = sub.add_parser(
+        "attach",
+        help="follow a running agy in this terminal (type turns, /interrupt, answer gates)",
+        description=ATTACH_DESCRIPTION,
+        epilog=ATTACH_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--cascade", metavar="ID", help="the conversation (cascade) id; default: the most recent")
+    p.add_argument("--port", type=_port, help="agy's language-server port (skips discovery, still verified)")
+    p.add_argument(
+        "--tmux", metavar="PANE", help="agy's tmux pane (e.g. %%3), to type turns where RPC cannot"
+    )
     p.set_defaults(handler=_attach)

@@ -36,8 +36,27 @@ class AgyProcess:
     cmdline: tuple[str, ...]
 
 
+#: The embedded simulator stands in for agy: ``python -m agy_harness.adapters.simulator[.tui]``.
+_SIMULATOR_MODULES = ("agy_harness.adapters.simulator",)
+
+
+def _is_simulator(cmdline: Sequence[str]) -> bool:
+    """``agy-harness [-v] sim ...`` or the simulator's modules run with ``python -m``."""
+    args = list(cmdline[:6])
+    for i, arg in enumerate(args):
+        if arg == "-m" and i + 1 < len(args):
+            return args[i + 1].startswith(_SIMULATOR_MODULES)
+        if os.path.basename(arg) == "agy-harness":
+            rest = [a for a in args[i + 1 :] if not a.startswith("-v") and a != "--verbose"]
+            return rest[:1] == ["sim"]
+    return False
+
+
 def looks_like_agy(name: str, cmdline: Sequence[str]) -> bool:
-    """agy itself or its language server; never this harness (whose name also contains "agy")."""
+    """agy itself or its language server, or the harness's simulator of it; never the harness itself
+    (whose name also contains "agy")."""
+    if _is_simulator(cmdline):
+        return True
     exe = os.path.basename(cmdline[0]) if cmdline else ""
     words = [name.lower(), exe.lower()]
     if any("agy-harness" in w or "agy_harness" in w for w in words):

@@ -69,6 +69,17 @@ class FakeScanner:
         ("python3", ("python3", "-m", "agy_harness"), False),
         ("bash", ("bash",), False),
         ("python3", ("python3", "server.py"), False),
+        # the simulator stands in for agy (plain `agy-harness attach` finds `agy-harness sim`)
+        ("agy-harness", ("/venv/bin/python", "/venv/bin/agy-harness", "sim"), True),
+        (
+            "agy-harness",
+            ("/venv/bin/python", "/venv/bin/agy-harness", "-v", "sim", "--profile", "1.0.4"),
+            True,
+        ),
+        ("python3", ("python3", "-m", "agy_harness.adapters.simulator.tui", "--port-file", "p"), True),
+        ("python3", ("python3", "-m", "agy_harness.adapters.simulator"), True),
+        ("agy-harness", ("/venv/bin/python", "/venv/bin/agy-harness", "demo"), False),
+        ("agy-harness", ("/venv/bin/python", "/venv/bin/agy-harness", "replay", "sim"), False),
     ],
 )
 def test_looks_like_agy(name: str, cmdline: tuple[str, ...], expected: bool) -> None:

@@ -1,0 +1,41 @@
+"""What the CLI says when a command fails: exit codes, and one readable line per known error."""
+
+from __future__ import annotations
+
+from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound, RpcError, RpcUnreachable
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2  # usage errors (argparse's own code) and bad input
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+NO_AGY_HINT = (
+    "is agy running? Start it (or `agy-harness sim` for the simulator) and retry; "
+    "--port N names its language-server port"
+)
+NO_TMUX_TURNS = (
+    "this agy takes no turns over RPC (versions before 1.0.10); "
+    "pass --tmux PANE (agy's tmux pane, e.g. %3) to type turns into it"
+)
+
+
+class NoTurnSender(RuntimeError):
+    """No turn sender can reach this agy (an old agy, and no tmux pane to type into)."""
+
+
+def explain(exc: BaseException) -> str:
+    """One line for a human: what failed and, where we know it, what to do."""
+    if isinstance(exc, NoAgyFound):
+        return f"no agy found: {exc}. {NO_AGY_HINT}"
+    if isinstance(exc, AmbiguousAgy):
+        return f"more than one agy answers: {exc}"
+    if isinstance(exc, RpcUnreachable):
+        return f"agy's language server does not answer: {exc.message or exc}. {NO_AGY_HINT}"
+    if isinstance(exc, RpcError):
+        return f"agy refused a call: {exc}"
+    if isinstance(exc, NoTurnSender) or "no turn sender can reach this agy" in str(exc):
+        return NO_TMUX_TURNS
+    if isinstance(exc, TimeoutError):
+        return f"timed out{': ' + str(exc) if str(exc) else ''}"
+    text = str(exc) or type(exc).__name__
+    return f"{text} ({type(exc).__name__}; -vv logs the traceback)"
