@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, explain
+from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, explain
 
 log = logging.getLogger("agy_harness.cli")
 
@@ -63,15 +63,9 @@ def version() -> str:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from .replay import ReplayInputError, replay, write_events
+    from .replay import run
 
-    try:
-        events = replay(args.files)
-    except ReplayInputError as exc:
-        print(f"agy-harness replay: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    write_events(events, sys.stdout)
-    return EXIT_OK
+    return run(args.files, sys.stdout, sys.stderr)  # EXIT_OK, or EXIT_USAGE with one line
 
 
 def _sim(rest: list[str]) -> int:

@@ -12,9 +12,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from agy_harness.adapters.sinks.jsonl import event_line
+from agy_harness.core import safejson
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.core.steps import as_dict, as_str, steps_from_update
-from agy_harness.ports.events import Event, event_to_json
+from agy_harness.ports.events import Event
+
+from .errors import EXIT_OK, EXIT_USAGE
 
 
 class ReplayInputError(Exception):
@@ -47,7 +51,7 @@ def _item_offsets(text: str) -> list[int]:
                 i += 1
             if text.startswith(",", i):
                 i += 1
-    except (json.JSONDecodeError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return []
 
 
@@ -95,7 +99,7 @@ def load_recorded(path: str) -> list[Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ReplayInputError(path, "0", f"cannot read: {exc}") from exc
     try:
-        whole = json.loads(text)
+        whole = safejson.loads(text)  # an over-deep or over-long part is cut, not fatal
     except json.JSONDecodeError as whole_error:
         broken = ReplayInputError(path, f"{whole_error.lineno}:{whole_error.colno}", whole_error.msg)
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
@@ -104,13 +108,16 @@ def load_recorded(path: str) -> list[Any]:
         steps: list[Any] = []
         for i, (n, line) in enumerate(lines):
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
+                value = safejson.loads(line)
+            except ValueError as exc:
                 if i == 0:  # not JSON lines: one multi-line document, broken where the parser stopped
                     raise broken from None
-                raise ReplayInputError(path, f"{n}:{exc.colno}", f"invalid JSON line: {exc.msg}") from None
+                col, msg = (exc.colno, exc.msg) if isinstance(exc, json.JSONDecodeError) else (1, str(exc)[:200])
+                raise ReplayInputError(path, f"{n}:{col}", f"invalid JSON line: {msg}") from None
             steps.extend(_steps_of(value, path, f"{n}:1"))
         return steps
+    except ValueError as exc:  # not text JSON can read at all
+        raise ReplayInputError(path, "1:1", str(exc)[:200]) from None
     return _steps_of(whole, path, "1:1", text)
 
 
@@ -131,4 +138,25 @@ def replay(paths: Sequence[str]) -> list[Event]:
 
 def write_events(events: Iterable[Event], out: TextIO) -> None:
     for event in events:
-        out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+        out.write(event_line(event))
+
+
+def run(paths: Sequence[str], out: TextIO, err: TextIO) -> int:
+    """The ``replay`` command: 0 and every event on ``out``; or 2, one line on ``err``, nothing on ``out``.
+
+    Every line is rendered before the first is written, so bad input never prints half-way.
+    """
+    try:
+        lines = [event_line(event) for event in replay(paths)]
+        encoding = getattr(out, "encoding", None) or "utf-8"
+        if encoding.lower().replace("-", "") != "utf8":  # e.g. LANG=C: JSON's own escapes
+            lines = [json.dumps(json.loads(line), ensure_ascii=True) + "\n" for line in lines]
+    except ReplayInputError as exc:
+        err.write(f"agy-harness replay: {exc}\n")
+        return EXIT_USAGE
+    except Exception as exc:  # never a traceback: bad input is one line and exit 2
+        err.write(f"agy-harness replay: cannot replay {', '.join(paths)}: {type(exc).__name__}: {exc}\n")
+        return EXIT_USAGE
+    out.writelines(lines)
+    out.flush()
+    return EXIT_OK

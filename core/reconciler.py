@@ -187,15 +187,18 @@ class Reconciler:
     def _stream(
         self, sk: str, live: LiveText, text: str, thinking: str, closing: bool = False
     ) -> list[Event]:
+        # A delta's id names the span of the message it carries (``text/<start>-<end>``, ``/final``
+        # for the closing one), never a counter: after a restart from an older saved state the same
+        # id can only be minted again for the very same text.
         out: list[Event] = []
         if thinking.startswith(live.thinking) and len(thinking) > len(live.thinking):
             out.append(
                 ReasoningDelta(
-                    **self._base(sk, f"thinking/{live.thinking_index}"),
+                    **self._base(sk, f"thinking/{len(live.thinking)}-{len(thinking)}"),
                     delta=thinking[len(live.thinking) :],
                     message_id=live.message_id,
                     index=live.thinking_index,
-                    started=live.thinking_index == 0,
+                    started=not live.thinking,
                 )
             )
             live.thinking, live.thinking_index = thinking, live.thinking_index + 1
@@ -204,9 +207,10 @@ class Reconciler:
             delta = text[len(live.text) :]
         # A rewrite that does not extend what was sent sends nothing; the committed message is the truth.
         if delta or (closing and live.text_index > 0):
+            span = f"text/{len(live.text)}-{len(live.text) + len(delta)}" + ("/final" if closing else "")
             out.append(
                 TextDelta(
-                    **self._base(sk, f"text/{live.text_index}"),
+                    **self._base(sk, span),
                     delta=delta,
                     message_id=live.message_id,
                     index=live.text_index,

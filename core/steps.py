@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from . import safejson
+from .safejson import clean_text
+
 log = logging.getLogger("agy_harness.core.steps")
 
 TYPE_PREFIX = "CORTEX_STEP_TYPE_"
@@ -49,7 +52,8 @@ def as_list(value: object) -> list[Any]:
 
 
 def as_str(value: object) -> str:
-    return value if isinstance(value, str) else ""
+    """A str field; lone surrogates (valid JSON, unencodable) become U+FFFD so every event encodes."""
+    return clean_text(value) if isinstance(value, str) else ""
 
 
 def as_int(value: object, default: int = 0) -> int:
@@ -205,7 +209,7 @@ def tool_name(step: Step) -> str:
 
 def _json_object(text: str) -> dict[str, Any] | None:
     try:
-        value = json.loads(text)
+        value = safejson.loads(text)
     except ValueError:
         return None
     return value if isinstance(value, dict) else {"value": value}
@@ -257,8 +261,39 @@ def _as_sent(name: str, value: Any) -> Any:
     return value
 
 
+def _ask_question_arguments(step: Step) -> dict[str, Any] | None:
+    """ask_question's arguments as both projections carry them: the typed body's questions and option
+    texts. (The poll's argumentsJson also has ``is_multi_select``, which the stream strips: it is
+    dropped so the committed tool_call is the same whichever projection committed it; the gate
+    still gets the flags, see ``multi_select_flags``.)"""
+    questions = step.body.get("questions")
+    if step.type != "ASK_QUESTION" or not isinstance(questions, list):
+        return None
+    return {
+        "questions": [
+            {
+                "question": as_str(q.get("question")),
+                "options": [as_str(as_dict(o).get("text")) for o in as_list(q.get("options"))],
+            }
+            for q in map(as_dict, questions)
+        ]
+    }
+
+
 def tool_arguments(step: Step) -> dict[str, Any]:
-    """``toolCall.argumentsJson``, else ``generic.args``, else recovered via ``metadata.argumentsOrder``."""
+    """The tool call's arguments, the same from either projection, safe to encode (``safejson.clean``).
+
+    ``toolCall.argumentsJson``, else ``generic.args``, else recovered via ``metadata.argumentsOrder``
+    (ask_question: from its typed body in both projections).
+    """
+    args = _ask_question_arguments(step)
+    if args is None:
+        args = _sent_arguments(step)
+    cleaned: dict[str, Any] = safejson.clean(args)
+    return cleaned
+
+
+def _sent_arguments(step: Step) -> dict[str, Any]:
     args: dict[str, Any] | None = None
     arguments_json = step.tool_call.get("argumentsJson")
     if isinstance(arguments_json, str) and arguments_json:
@@ -313,14 +348,14 @@ def tool_output(step: Step) -> str:
     if isinstance(result, dict) and isinstance(result.get("result"), str):
         return str(result["result"])
     if result is not None:
-        return json.dumps(result, ensure_ascii=False)
+        return json.dumps(safejson.clean(result), ensure_ascii=False)
     if step.status == "ERROR" and permission_denied(step):
         return f"{tool_name(step)} was not run: permission denied"
     if step.status == "ERROR":
         detail = error_text(step)
         base = f"{tool_name(step)} did not complete (the step ended in error)"
         return f"{base}: {detail}" if detail else base
-    return json.dumps(step.body, ensure_ascii=False, sort_keys=True) if step.body else ""
+    return json.dumps(safejson.clean(step.body), ensure_ascii=False, sort_keys=True) if step.body else ""
 
 
 def waiting_interaction(step: Step) -> tuple[str, dict[str, Any]] | None:
@@ -340,5 +375,5 @@ def waiting_interaction(step: Step) -> tuple[str, dict[str, Any]] | None:
 
 def multi_select_flags(step: Step) -> list[bool]:
     """Per-question ``is_multi_select`` from ``toolCall.argumentsJson`` (poll projection only)."""
-    args = tool_arguments(step) if step.tool_call.get("argumentsJson") else {}
+    args = _sent_arguments(step) if step.tool_call.get("argumentsJson") else {}
     return [bool(as_dict(q).get("is_multi_select")) for q in as_list(args.get("questions"))]

@@ -36,6 +36,8 @@ from typing import Any
 import aiohttp
 from yarl import URL
 
+from agy_harness.core import safejson
+
 from .codec import BadFrame, EnvelopeDecoder, Frame, encode_envelope
 from .errors import (
     CodecError,
@@ -118,7 +120,7 @@ def error_from_response(method: str, status: int, body: bytes) -> RpcError:
     code = _STATUS_CODES.get(status, "unknown")
     message = body[:500].decode(errors="replace").strip()
     try:
-        parsed = json.loads(body)
+        parsed = safejson.loads(body)
     except ValueError:
         parsed = None
     if isinstance(parsed, dict):
@@ -269,7 +271,7 @@ class RpcClient:
         if not data.strip():
             return {}
         try:
-            parsed = json.loads(data)
+            parsed = safejson.loads(data)  # one poisoned step is cut, not the whole answer
         except ValueError as exc:
             raise RpcBadResponse(method, status, "bad_response", f"invalid JSON: {exc}") from exc
         if not isinstance(parsed, dict):

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from agy_harness.core import safejson
+
 from .errors import FrameTooLargeError, TruncatedStreamError
 
 FLAG_COMPRESSED = 0x01
@@ -72,8 +74,8 @@ def decode_payload(flags: int, data: bytes) -> Frame:
     if not data and flags & FLAG_END_STREAM:
         return Frame(flags, data, {})
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        value = safejson.loads(data)  # an over-deep / over-long part is cut, the rest kept
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         return Frame(flags, data, None, BadFrame.INVALID_JSON, str(exc)[:200])
     if not isinstance(value, dict):
         return Frame(flags, data, None, BadFrame.NOT_AN_OBJECT, type(value).__name__)

@@ -10,15 +10,49 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TextIO
 
+from pydantic_core import PydanticSerializationError
+
 from agy_harness.adapters.sinks.asks import PendingAsks
-from agy_harness.ports.events import Event, GateOpened, event_to_json
+from agy_harness.core.safejson import clean
+from agy_harness.ports.events import Event, GateOpened, Notice, event_to_json
 from agy_harness.ports.protocols import GateAnswer
 
+log = logging.getLogger(__name__)
+
 Answerer = Callable[[GateOpened], GateAnswer | Awaitable[GateAnswer]]
+
+
+def event_line(event: Event) -> str:
+    """One JSON line for ``event``; never raises on its content, so one event cannot wedge the sink.
+
+    Text a strict encoder refuses (a lone surrogate) becomes U+FFFD, values nested too deep for the
+    serializer are cut with a marker (``safejson.clean``); what still cannot be encoded is replaced
+    by a ``notice`` line naming the quarantined event.
+    """
+    try:
+        line = json.dumps(event_to_json(event), ensure_ascii=False)
+        line.encode("utf-8")
+        return line + "\n"
+    except (ValueError, RecursionError, PydanticSerializationError):
+        pass
+    try:
+        fields = {name: clean(getattr(event, name)) for name in type(event).model_fields}
+        return json.dumps(fields, ensure_ascii=False) + "\n"
+    except (ValueError, RecursionError, TypeError) as exc:
+        log.error("event %s cannot be written (%s); quarantined", event.id, exc)
+        notice = Notice(
+            id=f"{event.id}/quarantined",
+            cascade_id=event.cascade_id,
+            step_key=event.step_key,
+            level="error",
+            text=f"event {event.id} ({event.type}) could not be encoded and was left out: {type(exc).__name__}",
+        )
+        return json.dumps(event_to_json(notice), ensure_ascii=True) + "\n"
 
 
 class JsonlSink:
@@ -31,7 +65,11 @@ class JsonlSink:
 
     async def deliver(self, events: Sequence[Event]) -> int:
         for event in events:
-            self.stream.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+            line = event_line(event)
+            try:
+                self.stream.write(line)
+            except UnicodeEncodeError:  # a stream that is not UTF-8 (LANG=C): JSON's own escapes
+                self.stream.write(json.dumps(json.loads(line), ensure_ascii=True) + "\n")
         self.stream.flush()
         return len(events)
 

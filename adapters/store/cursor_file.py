@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
@@ -20,7 +21,9 @@ import threading
 from pathlib import Path
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
+from agy_harness.core.safejson import clean
 from agy_harness.ports.protocols import Cursor
 
 log = logging.getLogger(__name__)
@@ -35,6 +38,15 @@ def cursor_file_name(cascade_id: str) -> str:
         digest = hashlib.sha256(cascade_id.encode("utf-8")).hexdigest()[:12]
         safe = f"{safe.lstrip('.') or 'cascade'}-{digest}"
     return f"{safe}.json"
+
+
+def encode_cursor(cursor: Cursor) -> bytes:
+    """The cursor as UTF-8 JSON; never fails on its content (``safejson.clean``: a lone surrogate in
+    the mapper state becomes U+FFFD, as the core does for everything it reads from agy)."""
+    try:
+        return cursor.model_dump_json().encode("utf-8")
+    except (ValueError, PydanticSerializationError):
+        return json.dumps(clean(cursor.model_dump()), ensure_ascii=False).encode("utf-8")
 
 
 class FileCursorStore:
@@ -75,7 +87,7 @@ class FileCursorStore:
 
     def save(self, cursor: Cursor) -> None:
         path = self.path_for(cursor.cascade_id)
-        data = cursor.model_dump_json().encode("utf-8")
+        data = encode_cursor(cursor)
         with self._lock:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.name}.", suffix=".tmp")

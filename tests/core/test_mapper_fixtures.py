@@ -47,6 +47,8 @@ CWD = "/Users/bryanli/.gemini/antigravity-cli/scratch"
 RUN_ARGS = {"CommandLine": "pwd", "Cwd": CWD, "WaitMsBeforeAsync": 2000}
 ASK_ARGS = json.loads(fixture("ask_question_done")["metadata"]["toolCall"]["argumentsJson"])
 del ASK_ARGS["toolAction"], ASK_ARGS["toolSummary"]
+for _q in ASK_ARGS["questions"]:  # the stream strips it: not part of the committed tool_call
+    del _q["is_multi_select"]
 GATE = f"{CASCADE}/{TRAJ}"
 U = "u:1df76a5f-0318-4c71-b31d-7e3b51a3d981"
 

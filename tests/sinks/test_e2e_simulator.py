@@ -311,7 +311,9 @@ def check_wire_format(rec: Recording) -> None:
             reasoning.setdefault(step, []).append(body["data"])
     assert reasoning, "no reasoning was streamed"
     for deltas in reasoning.values():
-        assert [d["event_id"].rsplit("/", 1)[1] for d in deltas] == [str(i) for i in range(len(deltas))]
+        spans = [tuple(map(int, d["event_id"].rsplit("/", 1)[1].split("-"))) for d in deltas]  # text offsets
+        assert [s for s, _ in spans] == [0] + [e for _, e in spans[:-1]]
+        assert [e - s for s, e in spans] == [len(d["delta"]) for d in deltas]
         assert [d["started"] for d in deltas] == [True] + [False] * (len(deltas) - 1)
         assert all(d["delta"] for d in deltas)
 

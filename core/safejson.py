@@ -1,0 +1,113 @@
+"""Poison-proof JSON: agy's bodies, frames and steps read (and events written) without surprises.
+
+``json.loads`` raises ``RecursionError`` on values nested ~1,000 levels deep and ``ValueError`` on
+integers over 4,300 digits; ``json.dumps`` / UTF-8 encoding fail on lone surrogates (``"\\ud800"``
+is valid JSON). One such step used to fail a whole poll response or stream frame, forever. Here:
+
+* :func:`loads` reads any JSON document. When the plain parse hits a nesting or digit limit, the
+  document is re-read with every container deeper than :data:`MAX_PARSE_DEPTH` and every integer
+  longer than :data:`MAX_DIGITS` replaced by a marker string, so the rest (the other steps of the
+  snapshot, the other fields of the step) is kept. Anything that is not JSON raises ``ValueError``
+  (never RecursionError).
+* :func:`clean` makes a parsed value safe to carry and encode: lone surrogates become U+FFFD, and
+  containers nested deeper than :data:`MAX_VALUE_DEPTH` become a marker string. The mapper applies
+  it to everything it copies from a step into an event, so every sink and the cursor store can
+  encode every event, and both projections of a step give the same content.
+
+Pure stdlib.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_PARSE_DEPTH = 200
+MAX_DIGITS = 4000
+MAX_VALUE_DEPTH = 64
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?', re.S)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def deep_marker(depth: int) -> str:
+    return f"…(truncated: nested deeper than {depth} levels)"
+
+
+def _number_marker(digits: int) -> str:
+    return f"…(a number of {digits} digits)"
+
+
+def _defuse(text: str) -> str:
+    """``text`` with over-deep containers and over-long integers replaced by marker strings."""
+    out: list[str] = []
+    pos = 0
+    depth = 0
+    skip_from = -1  # the index where a cut container started, while skipping it
+    skip_depth = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first in "[{":
+            depth += 1
+            if skip_from < 0 and depth > MAX_PARSE_DEPTH:
+                skip_from, skip_depth = match.start(), depth
+        elif first in "]}":
+            if skip_from >= 0 and depth == skip_depth:
+                out.append(text[pos:skip_from])
+                out.append(json.dumps(deep_marker(MAX_PARSE_DEPTH)))
+                pos = match.end()
+                skip_from = -1
+            depth -= 1
+        elif skip_from < 0 and first != '"':
+            digits = len(token.lstrip("-").split(".")[0].split("e")[0].split("E")[0])
+            if digits > MAX_DIGITS:
+                out.append(text[pos : match.start()])
+                out.append(json.dumps(_number_marker(digits)))
+                pos = match.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def loads(data: str | bytes | bytearray) -> Any:
+    """Parse one JSON document; over-deep or over-long parts become markers. Raises ValueError
+    (UnicodeDecodeError and JSONDecodeError included) for what is not JSON, nothing else."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        pass
+    except ValueError as exc:
+        if "digits" not in str(exc):  # not JSON at all
+            raise
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8")
+    try:
+        return json.loads(_defuse(text))
+    except RecursionError as exc:
+        raise ValueError(f"JSON nested too deeply: {exc}") from None
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD (they cannot be encoded as UTF-8)."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def clean(value: Any, max_depth: int = MAX_VALUE_DEPTH) -> Any:
+    """``value`` safe to encode anywhere (see module doc). Returns ``value`` itself when already clean."""
+    return _clean(value, max_depth)
+
+
+def _clean(value: Any, left: int) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        if left <= 0:
+            return deep_marker(MAX_VALUE_DEPTH)
+        return {clean_text(str(k)): _clean(v, left - 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        if left <= 0:
+            return deep_marker(MAX_VALUE_DEPTH)
+        return [_clean(v, left - 1) for v in value]
+    return value
