@@ -19,12 +19,8 @@ from pydantic import BaseModel, Field
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
-    GateOpened,
     GateWithdrawn,
     ModelChanged,
-    PermissionRequest,
-    Question,
-    QuestionOption,
     ReasoningDelta,
     RunStatus,
     StatusChanged,
@@ -36,6 +32,7 @@ from agy_harness.ports.events import (
 )
 
 from . import steps as S
+from .gates import gate_events
 from .steps import Step
 
 log = logging.getLogger("agy_harness.core.reconciler")
@@ -148,7 +145,9 @@ class Reconciler:
         if model and model != self.state.model:
             self.state.model = model
             out.append(ModelChanged(**self._base(sk, "model"), model=model))
-        out.append(UserMessage(**self._base(sk, "user"), text=S.user_text(step)))
+        text = S.user_text(step)
+        if text:  # a turn without text opens the turn but is no user message (as the reference maps it)
+            out.append(UserMessage(**self._base(sk, "user"), text=text))
         return out
 
     def _planner(self, step: Step, sk: str) -> list[Event]:
@@ -180,7 +179,10 @@ class Reconciler:
         if text:
             out.append(AssistantMessage(**self._base(sk, "assistant"), text=text, message_id=message_id))
         out += self._usage(step, sk)
-        if text:
+        # Text closes the turn, unless the same planner also called tools (poll projection only: the
+        # stream strips toolCalls), whose results and a further planner follow (the reference's
+        # _is_assistant_text_close_step).
+        if text and not S.planner_tool_calls(step):
             out.append(self._status(sk, "idle"))
         return out
 
@@ -202,6 +204,11 @@ class Reconciler:
                 )
             )
             live.thinking, live.thinking_index = thinking, live.thinking_index + 1
+        elif thinking and not thinking.startswith(live.thinking):
+            # A rewrite that does not extend what was sent: re-anchor on it (sending nothing), so the
+            # reasoning that grows from it still streams (reasoning has no committed message to fall
+            # back on; the reference re-anchors the same way).
+            live.thinking = thinking
         delta = ""
         if text.startswith(live.text) and len(text) > len(live.text):
             delta = text[len(live.text) :]
@@ -262,7 +269,7 @@ class Reconciler:
     # -- gates -----------------------------------------------------------------------------
 
     def _gate(self, step: Step, sk: str) -> list[Event]:
-        pending = S.waiting_interaction(step)
+        pending = S.pending_request(step)
         gate_id = self.state.gates.get(sk)
         if pending is None:
             if gate_id is None:
@@ -277,39 +284,8 @@ class Reconciler:
             return [GateWithdrawn(**self._base(sk, "gate/withdrawn"), gate_id=gate_id, reason=reason)]
         if gate_id is not None:
             return []
-        kind, request = pending
         gate_id = self.state.gates[sk] = gate_id_for(self.cascade_id, step.key)
-        common = {
-            **self._base(sk, "gate"),
-            "gate_id": gate_id,
-            "trajectory_id": step.key.trajectory_id,
-            "step_index": step.key.step_index,
-            "tool_name": S.tool_name(step),
-        }
-        if kind == "question":
-            flags = S.multi_select_flags(step)
-            questions = []
-            for i, q in enumerate(S.as_list(request.get("questions"))):
-                q = S.as_dict(q)
-                options = tuple(
-                    QuestionOption(id=S.as_str(o.get("id")) or str(j + 1), text=S.as_str(o.get("text")))
-                    for j, o in enumerate(map(S.as_dict, S.as_list(q.get("options"))))
-                )
-                multi = flags[i] if i < len(flags) else bool(q.get("isMultiSelect") or q.get("multiSelect"))
-                questions.append(
-                    Question(question=S.as_str(q.get("question")), options=options, multi_select=multi)
-                )
-            return [GateOpened(**common, kind="question", questions=tuple(questions))]
-        resource = S.as_dict(request.get("resource"))
-        command = S.as_dict(step.raw.get("runCommand"))
-        permission = PermissionRequest(
-            action=S.as_str(resource.get("action")),
-            target=S.as_str(resource.get("target")),
-            description=S.as_str(request.get("actionDescription")),
-            command_line=S.as_str(command.get("commandLine")) or S.as_str(command.get("proposedCommandLine")),
-            cwd=S.as_str(command.get("cwd")),
-        )
-        return [GateOpened(**common, kind="permission", permission=permission)]
+        return gate_events(step, self._base(sk, "gate"), gate_id, pending)
 
 
 _SILENT_TYPES = frozenset({"CHECKPOINT", "CONVERSATION_HISTORY", "SYSTEM_MESSAGE", "EPHEMERAL_MESSAGE"})

@@ -35,6 +35,16 @@ def is_child(summary: CascadeSummary) -> bool:
     return bool(summary.parent_id) or bool(summary.root_id and summary.root_id != summary.cascade_id)
 
 
+CASCADE_TRAJECTORY = "CORTEX_TRAJECTORY_TYPE_CASCADE"
+
+
+def is_conversation(summary: CascadeSummary) -> bool:
+    """A user conversation (``trajectoryType`` CASCADE), not another kind of trajectory. The
+    reference harness never rotates to a non-CASCADE one (omnigent 0.19.1 reader.py
+    ``_detect_rotated_cascade``); a summary without the field (older agy) counts as one."""
+    return not summary.trajectory_type or summary.trajectory_type == CASCADE_TRAJECTORY
+
+
 def rotation_target(
     bound: str, summaries: Iterable[CascadeSummary], known: Collection[str] = ()
 ) -> str | None:
@@ -42,7 +52,7 @@ def rotation_target(
 
     ``known`` are the cascades that already existed when the harness bound (other conversations of
     the same language server): activity there is somebody else's, never our ``/clear``. Sub-agents
-    are not rotations, and neither is a minted cascade nobody has typed into yet.
+    are not rotations, nor is a non-CASCADE trajectory, nor a minted cascade nobody has typed into yet.
     """
     listed = list(summaries)
     current = next((s for s in listed if s.cascade_id == bound), None)
@@ -52,6 +62,8 @@ def rotation_target(
     best: tuple[datetime, str] | None = None
     for s in listed:
         if s.cascade_id == bound or s.cascade_id in known or is_child(s) or not s.last_user_input_time:
+            continue
+        if not is_conversation(s):
             continue
         when = parse_time(s.last_user_input_time)
         if when > since and (best is None or when > best[0]):

@@ -137,8 +137,12 @@ def parse_step(raw: object) -> Step | None:
         return None
     execution_id = as_str(metadata.get("executionId"))
     if step_type == "USER_INPUT":
+        # Without an executionId the turn's createdAt tells turns apart (as the reference harness
+        # does: omnigent 0.19.1 steps.py _execution_discriminator); both projections carry it.
+        if not execution_id and as_str(metadata.get("createdAt")):
+            execution_id = "t:" + as_str(metadata.get("createdAt"))
         if not execution_id:
-            log.warning("skipping a USER_INPUT step without metadata.executionId")
+            log.warning("skipping a USER_INPUT step without metadata.executionId or createdAt")
             return None
         key = StepKey(trajectory_id, 0, execution_id)
     else:
@@ -188,11 +192,18 @@ def planner_thinking(step: Step) -> str:
 
 
 def user_text(step: Step) -> str:
+    """``userResponse``, else the ``items`` texts joined; "" when the turn has no text at all."""
     body = step.body
     text = as_str(body.get("userResponse"))
-    if text:
+    if text.strip():
         return text
-    return "".join(as_str(as_dict(item).get("text")) for item in as_list(body.get("items")))
+    joined = "".join(as_str(as_dict(item).get("text")) for item in as_list(body.get("items")))
+    return joined if joined.strip() else ""
+
+
+def planner_tool_calls(step: Step) -> list[Any]:
+    """``plannerResponse.toolCalls`` (poll projection only: the stream strips it)."""
+    return as_list(step.body.get("toolCalls"))
 
 
 def user_model(step: Step) -> str:
@@ -315,13 +326,15 @@ def _sent_arguments(step: Step) -> dict[str, Any]:
 
 
 def error_text(step: Step) -> str:
-    error = step.raw.get("error")
-    if isinstance(error, str):
-        return error
-    error = as_dict(error)
-    for key in ("userErrorMessage", "shortError", "message", "modelErrorMessage"):
-        if as_str(error.get(key)):
-            return as_str(error.get(key))
+    """The step's error detail: ``error`` (a string or its message fields), else a planner's
+    ``plannerResponse.error`` / ``errorMessage`` (where the reference harness reads it)."""
+    for error in (step.raw.get("error"), step.body.get("error"), step.body.get("errorMessage")):
+        if isinstance(error, str) and error.strip():
+            return error.strip()
+        error = as_dict(error)
+        for key in ("userErrorMessage", "shortError", "message", "modelErrorMessage"):
+            if as_str(error.get(key)).strip():
+                return as_str(error.get(key)).strip()
     return ""
 
 
@@ -344,6 +357,8 @@ def tool_output(step: Step) -> str:
     full = as_dict(as_dict(step.raw.get("runCommand")).get("combinedOutput")).get("full")
     if isinstance(full, str):
         return full
+    if step.type == "RUN_COMMAND" and step.status == "DONE":
+        return ""  # a command that printed nothing: proto-JSON omits the empty output
     result = as_dict(step.raw.get("generic")).get("result")
     if isinstance(result, dict) and isinstance(result.get("result"), str):
         return str(result["result"])
@@ -370,6 +385,22 @@ def waiting_interaction(step: Step) -> tuple[str, dict[str, Any]] | None:
         return "question", requested["askQuestion"]
     if isinstance(requested.get("permission"), dict):
         return "permission", requested["permission"]
+    return None
+
+
+def pending_request(step: Step) -> tuple[str, str, dict[str, Any]] | None:
+    """Any pending gate: ``(kind, key, request)`` where ``key`` is the ``requestedInteraction`` field
+    agy set and ``kind`` is ``question``/``permission`` for the two we can answer, else ``other``
+    (a file-write review, a plan approval, ... whatever agy waits for)."""
+    known = waiting_interaction(step)
+    if known is not None:
+        return known[0], "askQuestion" if known[0] == "question" else "permission", known[1]
+    if step.status != "WAITING":
+        return None
+    requested = as_dict(step.raw.get("requestedInteraction"))
+    for key, value in requested.items():
+        if value is not None:
+            return "other", key, value if isinstance(value, dict) else {"value": value}
     return None
 
 

@@ -115,13 +115,24 @@ class PermissionRequest(BaseModel):
     description: str = ""
     command_line: str = ""
     cwd: str = ""
+    #: agy's "allow always" offer: ``PERSIST_SUGGESTION_TYPE_SUGGESTED`` and the pattern its own menu
+    #: would remember (e.g. the command word); empty when agy offers none
+    persist_suggestion_type: str = ""
+    suggested_persist_pattern: str = ""
 
 
-GateKind = Literal["question", "permission"]
+GateKind = Literal["question", "permission", "other"]
 
 
 class GateOpened(_Event):
-    """agy is waiting for a human: a question (ask_question) or a permission (e.g. run_command)."""
+    """agy is waiting for a human: a question (ask_question), a permission (e.g. run_command), or
+    ``other``: something else agy waits for (a file-write review, a plan approval...).
+
+    ``interaction`` is the ``requestedInteraction`` field agy set (``askQuestion``, ``permission``,
+    or the other kind's name) and ``request`` its raw value. ``answerable`` is False where no public
+    or recorded source shows the answer's payload: then the harness announces it with a notice
+    ("answer in agy's terminal") and withdraws the gate when agy moves on.
+    """
 
     type: Literal["gate_opened"] = "gate_opened"
     gate_id: str
@@ -131,6 +142,9 @@ class GateOpened(_Event):
     tool_name: str = ""
     questions: tuple[Question, ...] = ()
     permission: PermissionRequest | None = None
+    interaction: str = ""
+    request: dict[str, Any] = Field(default_factory=dict)
+    answerable: bool = True
 
 
 class GateWithdrawn(_Event):

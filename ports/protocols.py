@@ -93,6 +93,8 @@ class CascadeSummary(BaseModel):
     root_id: str = ""
     status: str = ""
     step_count: int = 0
+    #: ``trajectoryType`` (e.g. ``CORTEX_TRAJECTORY_TYPE_CASCADE``); empty when agy omits it
+    trajectory_type: str = ""
     last_user_input_time: str = ""
     last_modified_time: str = ""
 

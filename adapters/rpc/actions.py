@@ -137,6 +137,7 @@ def parse_summaries(answer: dict[str, Any]) -> list[CascadeSummary]:
                 step_count=as_int(s.get("stepCount")),
                 last_user_input_time=as_str(s.get("lastUserInputTime")),
                 last_modified_time=as_str(s.get("lastModifiedTime")),
+                trajectory_type=as_str(s.get("trajectoryType")),
             )
         )
     return out

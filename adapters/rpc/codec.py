@@ -127,9 +127,18 @@ class EnvelopeDecoder:
             raise TruncatedStreamError(len(self._buf))
 
 
+#: Fields of an update object: a data frame that carries them without the ``update`` envelope is
+#: read as the update itself (the reference harness does the same, omnigent 0.19.1 rpc.py
+#: stream_agent_state_updates: "if a future agy ever drops the envelope").
+_UPDATE_FIELDS = frozenset({"mainTrajectoryUpdate", "conversationId", "status"})
+
+
 def unwrap_update(payload: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The ``update`` object of a StreamAgentStateUpdates frame, or None if it has none."""
+    """The ``update`` object of a StreamAgentStateUpdates frame (the frame itself when it is a bare
+    update), or None if it has none."""
     if payload is None:
         return None
+    if "update" not in payload and _UPDATE_FIELDS & payload.keys():
+        return payload
     update = payload.get("update")
     return update if isinstance(update, dict) else None

@@ -70,6 +70,9 @@ class Simulator:
         self.model = model
         self.faults = Faults()
         self.session_id = st.session_id()
+        #: summaries of trajectories that are not this simulator's conversations (tests: a
+        #: non-CASCADE sibling), listed by GetAllCascadeTrajectories as given
+        self.extra_summaries: dict[str, dict[str, Any]] = {}
         #: every RPC method called, in order (tests may assert on it)
         self.calls: list[str] = []
         self._host = host
@@ -238,13 +241,27 @@ class Simulator:
     def trajectory_summaries(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for c in self._cascades.values():
-            summary: dict[str, Any] = {"status": RUNNING if c.busy else IDLE, "stepCount": len(c.steps)}
+            # The reference harness's live-verified shape (omnigent 0.19.1 reader.py
+            # _summary_is_child_trajectory, agy 1.1.9): trajectoryType CASCADE for roots and
+            # sub-agents alike; trajectoryMetadata.rootConversationId is the root itself, or for a
+            # child its parent, with parentConversationId.
+            summary: dict[str, Any] = {
+                "trajectoryType": "CORTEX_TRAJECTORY_TYPE_CASCADE",
+                "status": RUNNING if c.busy else IDLE,
+                "stepCount": len(c.steps),
+            }
             if c.last_user_input:
                 summary["lastUserInputTime"] = c.last_user_input
             summary["lastModifiedTime"] = c.last_modified
-            summary["trajectoryMetadata"] = {"parentConversationId": c.parent_id} if c.parent_id else {}
-            summary["rootConversationId"] = c.root_id
+            meta: dict[str, Any] = {}
+            if c.parent_id:
+                meta["parentConversationId"] = c.parent_id
+                meta["rootConversationId"] = c.parent_id
+            else:
+                meta["rootConversationId"] = c.id
+            summary["trajectoryMetadata"] = meta
             out[c.id] = summary
+        out.update(copy.deepcopy(self.extra_summaries))
         return out
 
     # -- internals used by the engine and the server ------------------------------------------

@@ -149,6 +149,9 @@ def test_unwrap_update() -> None:
     assert unwrap_update({"update": [1]}) is None
     assert unwrap_update({"other": 1}) is None
     assert unwrap_update(None) is None
+    # a data frame without the envelope is the update itself (the reference reads it so)
+    bare = {"conversationId": "c", "mainTrajectoryUpdate": {"stepsUpdate": {"steps": []}}}
+    assert unwrap_update(bare) == bare
 
 
 # ------------------------------------------------------------------------------------------ fuzz

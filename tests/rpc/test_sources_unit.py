@@ -200,3 +200,15 @@ async def test_poll_server_error_propagates(stub: StubServer) -> None:
         with pytest.raises(RpcError) as info:
             await RpcPollSource(client).read_steps("c")
     assert info.value.status == 503 and info.value.code == "unavailable"
+
+
+async def test_stream_reads_a_data_frame_without_the_update_envelope(stub: StubServer) -> None:
+    """The core reads a bare update; the stream used to drop it as "no update object" (the reference
+    reads it: omnigent 0.19.1 rpc.py, "if a future agy ever drops the envelope")."""
+    bare = {"conversationId": "c", "status": RUNNING, "mainTrajectoryUpdate": {"stepsUpdate": {"steps": [step(0)]}}}
+    serve_stream(stub, encode_envelope(bare), update([step(1)]), TRAILER)
+    async with RpcClient(stub.base_url) as client:
+        source = RpcStreamSource(client)
+        batches = await drain(source)
+    assert [list(b.steps) for b in batches] == [[step(0)], [step(1)]] and batches[0].snapshot
+    assert source.bad_frames == 0

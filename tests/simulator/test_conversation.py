@@ -109,9 +109,13 @@ async def test_subagent_spawns_a_child_cascade(sim: Simulator) -> None:
         summaries = (await ok(c, sim, "GetAllCascadeTrajectories"))["trajectorySummaries"]
         meta = await ok(c, sim, "GetConversationMetadata", {"conversationId": child})
         child_steps = (await ok(c, sim, "GetCascadeTrajectorySteps", {"cascadeId": child}))["steps"]
-    assert summaries[child]["trajectoryMetadata"] == {"parentConversationId": sim.cascade_id}
-    assert summaries[child]["rootConversationId"] == sim.cascade_id
-    assert summaries[sim.cascade_id]["trajectoryMetadata"] == {}
+    # the reference's live shape (omnigent 0.19.1 reader.py _summary_is_child_trajectory, agy 1.1.9)
+    assert summaries[child]["trajectoryMetadata"] == {
+        "parentConversationId": sim.cascade_id,
+        "rootConversationId": sim.cascade_id,
+    }
+    assert summaries[sim.cascade_id]["trajectoryMetadata"] == {"rootConversationId": sim.cascade_id}
+    assert {s["trajectoryType"] for s in summaries.values()} == {"CORTEX_TRAJECTORY_TYPE_CASCADE"}
     assert meta == {"metadata": {"rootConversationId": sim.cascade_id}}
     assert next(short(s) for s in child_steps) == "USER_INPUT"
     assert all(info(s)["cascadeId"] == child for s in child_steps)

@@ -102,7 +102,8 @@ async def test_start_cascade_and_all_trajectories(sim: Simulator) -> None:
     s = summaries[new]
     assert s["stepCount"] == 0 and s["status"] == "CASCADE_RUN_STATUS_IDLE"
     assert "lastUserInputTime" not in s and s["lastModifiedTime"]
-    assert s["trajectoryMetadata"] == {} and s["rootConversationId"] == new
+    assert s["trajectoryMetadata"] == {"rootConversationId": new}
+    assert s["trajectoryType"] == "CORTEX_TRAJECTORY_TYPE_CASCADE"
 
 
 async def test_available_models(sim: Simulator) -> None:

@@ -1,0 +1,94 @@
+"""A WAITING step as a gate: the ``gate_opened`` event (and, for a kind nobody can answer from here,
+the notice that tells the human where to answer). Pure; the reconciler keeps the open/withdrawn
+bookkeeping.
+
+* ``askQuestion`` -> ``question`` (answerable), ``permission`` -> ``permission`` (answerable, with
+  agy's "allow always" offer: ``persistSuggestionType`` / ``suggestedPersistPattern``).
+* Any other ``requestedInteraction`` field (agy >= 1.1.0 waits for file-write diff review and for
+  plan / artifact approval) -> ``other``: what agy waits for and the raw request. No public or
+  recorded source shows how such a gate is answered over RPC, so it is not answerable here: a notice
+  says to answer in agy's terminal, and the gate is withdrawn when the step leaves WAITING.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agy_harness.ports.events import (
+    Event,
+    GateOpened,
+    Notice,
+    PermissionRequest,
+    Question,
+    QuestionOption,
+)
+
+from . import steps as S
+from .steps import Step
+
+
+def _questions(step: Step, request: dict[str, Any]) -> tuple[Question, ...]:
+    flags = S.multi_select_flags(step)
+    questions = []
+    for i, q in enumerate(S.as_list(request.get("questions"))):
+        q = S.as_dict(q)
+        options = tuple(
+            QuestionOption(id=S.as_str(o.get("id")) or str(j + 1), text=S.as_str(o.get("text")))
+            for j, o in enumerate(map(S.as_dict, S.as_list(q.get("options"))))
+        )
+        multi = flags[i] if i < len(flags) else bool(q.get("isMultiSelect") or q.get("multiSelect"))
+        questions.append(Question(question=S.as_str(q.get("question")), options=options, multi_select=multi))
+    return tuple(questions)
+
+
+def _permission(step: Step, request: dict[str, Any]) -> PermissionRequest:
+    resource = S.as_dict(request.get("resource"))
+    command = S.as_dict(step.raw.get("runCommand"))
+    return PermissionRequest(
+        action=S.as_str(resource.get("action")),
+        target=S.as_str(resource.get("target")),
+        description=S.as_str(request.get("actionDescription")),
+        command_line=S.as_str(command.get("commandLine")) or S.as_str(command.get("proposedCommandLine")),
+        cwd=S.as_str(command.get("cwd")),
+        persist_suggestion_type=S.as_str(request.get("persistSuggestionType")),
+        suggested_persist_pattern=S.as_str(request.get("suggestedPersistPattern")),
+    )
+
+
+def describe_other(key: str, step: Step) -> str:
+    """What agy waits for, in words: the interaction's name and the step's own description."""
+    what = key or "an interaction"
+    detail = S.as_str(step.metadata.get("toolSummary")) or S.as_str(step.metadata.get("toolAction"))
+    return f"{what} ({detail})" if detail else what
+
+
+def gate_events(
+    step: Step, base: dict[str, Any], gate_id: str, pending: tuple[str, str, dict[str, Any]]
+) -> list[Event]:
+    """The events opening the gate of ``step``; ``base`` carries id/cascade_id/step_key of the gate
+    (its ``id`` ends in ``/gate``)."""
+    kind, key, request = pending
+    common: dict[str, Any] = {
+        **base,
+        "gate_id": gate_id,
+        "trajectory_id": step.key.trajectory_id,
+        "step_index": step.key.step_index,
+        "tool_name": S.tool_name(step),
+        "interaction": key,
+        "request": request,
+    }
+    if kind == "question":
+        return [GateOpened(**common, kind="question", questions=_questions(step, request))]
+    if kind == "permission":
+        return [GateOpened(**common, kind="permission", permission=_permission(step, request))]
+    notice = Notice(
+        id=f"{base['id']}/notice",
+        cascade_id=base["cascade_id"],
+        step_key=base.get("step_key", ""),
+        level="warning",
+        text=(
+            f"agy is waiting for {describe_other(key, step)}; this harness cannot answer that kind: "
+            "answer in agy's terminal"
+        ),
+    )
+    return [GateOpened(**common, kind="other", answerable=False), notice]
