@@ -12,8 +12,10 @@
 
 ``open_session`` binds agy's loopback port (discovery, or the ``port``/``base_url`` you give), runs the
 version gate to pick adapters (stream or poll or transcript tail; RPC or tmux turn-send), and starts a
-:class:`~agy_harness.composition.harness.Harness`. Events arrive on ``s.events()`` unless you pass your
-own ``sink`` (the terminal renderer, the omnigent sink).
+:class:`~agy_harness.composition.harness.Harness`, all built by the composition root
+(:mod:`agy_harness.composition.container`; :func:`session_from` runs a container you configured).
+Events arrive on ``s.events()`` unless you pass your own ``sink`` (the terminal renderer, the
+omnigent sink).
 """
 
 from __future__ import annotations
@@ -27,24 +29,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agy_harness.adapters.rpc.actions import (
-    PlanModelResolver,
-    RpcCascadeDirectory,
-    RpcInteractionDelivery,
-    RpcInterrupter,
-    RpcModelCatalog,
-    RpcTurnSender,
-)
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
-from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.core.answers import parse_answer
 from agy_harness.ports.events import Event, GateOpened
-from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, StepSource, TurnSender
+from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer
 
+from .container import AgyContainer, bind_conversation, bind_endpoint, make_container
 from .harness import Harness, HarnessOptions, InterruptReport
-from .version_gate import Capabilities, detect_capabilities
+from .version_gate import Capabilities
+
+__all__ = ["AnswerLike", "QueueSink", "Session", "open_session", "session_from", "to_answer"]
 
 log = logging.getLogger("agy_harness.session")
 
@@ -158,12 +154,32 @@ class Session:
         return await self.harness.interrupt()
 
 
-async def _latest_cascade(client: RpcClient) -> str:
-    directory = RpcCascadeDirectory(client)
-    roots = [s for s in await directory.list_cascades() if not s.parent_id]
-    if not roots:
-        raise RuntimeError("agy has no conversation yet; pass cascade_id")
-    return max(roots, key=lambda s: (s.last_modified_time, s.last_user_input_time)).cascade_id
+@asynccontextmanager
+async def session_from(container: AgyContainer) -> AsyncIterator[Session]:
+    """Bind agy through ``container``, build its harness, yield a started :class:`Session`.
+
+    Everything is stopped on exit; the RPC client too, unless it was given (``container.client``
+    overridden). See :mod:`agy_harness.composition.container` for building the container.
+    """
+    discovered = await bind_endpoint(container)
+    client: RpcClient = container.client()
+    watcher: asyncio.Task[None] | None = None
+    try:
+        await bind_conversation(container)
+        harness: Harness = container.harness()
+        if discovered:
+            watcher = asyncio.create_task(
+                _follow_restarts(client, container.discovery()), name="agy-harness-port-watch"
+            )
+        async with harness:
+            yield Session(harness, container.capabilities(), client, container.sink(), {})
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        if not container.client.overridden:
+            await client.aclose()
 
 
 @asynccontextmanager
@@ -192,68 +208,25 @@ async def open_session(
     ``tmux_target`` (agy's pane; ``tmux_server`` a libtmux.Server when not the default socket)
     enables the tmux turn sender as the fallback for RPC turn-send.
     """
-    resolver: Resolver | None = None
-    if base_url is None:
-        resolver = Resolver(cascade_id, port=port, pids=pids, pane_pid=pane_pid, csrf_token=csrf_token)
-        binding = await resolver.resolve()
-        base_url, csrf_token = binding.base_url, binding.csrf_token or csrf_token
-    client = RpcClient(base_url, csrf_token=csrf_token)
-    watcher: asyncio.Task[None] | None = None
-    try:
-        if cascade_id is None:
-            cascade_id = await _latest_cascade(client)
-        caps = await detect_capabilities(
-            client, cascade_id, version_text=version_text, transcript_root=transcript_root
-        )
-        harness_ref: list[Harness] = []
-        poll = RpcPollSource(client, interval=poll_interval)
-        sources: list[StepSource] = []
-        if caps.stream:
-            sources.append(
-                RpcStreamSource(
-                    client,
-                    idle_timeout=stream_idle_timeout,
-                    is_running=lambda: (
-                        bool(harness_ref) and harness_ref[0].reconciler.state.status == "running"
-                    ),
-                )
-            )
-        sources.append(poll)
-        if caps.transcript_root is not None:
-            from agy_harness.adapters.transcript.tail import TranscriptTailSource
-
-            sources.append(TranscriptTailSource(caps.transcript_root))
-        senders: list[TurnSender] = []
-        if caps.rpc_turns:
-            senders.append(RpcTurnSender(client, PlanModelResolver(poll, RpcModelCatalog(client))))
-        if tmux_target is not None:
-            from agy_harness.adapters.tmux.sender import TmuxTurnSender
-
-            senders.append(TmuxTurnSender(tmux_target, server=tmux_server, step_reader=poll))
-        the_sink = sink if sink is not None else QueueSink()
-        harness = Harness(
-            cascade_id=cascade_id,
-            sources=sources,
-            snapshot=poll,
-            sink=the_sink,
-            delivery=RpcInteractionDelivery(client),
-            turn_senders=senders,
-            interrupter=RpcInterrupter(client),
-            directory=RpcCascadeDirectory(client),
-            cursor_store=cursor_store,
-            options=options,
-        )
-        harness_ref.append(harness)
-        if resolver is not None:
-            watcher = asyncio.create_task(_follow_restarts(client, resolver), name="agy-harness-port-watch")
-        async with harness:
-            yield Session(harness, caps, client, the_sink, {})
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        await client.aclose()
+    container = make_container(
+        base_url=base_url,
+        port=port,
+        cascade_id=cascade_id,
+        pids=pids,
+        pane_pid=pane_pid,
+        tmux_target=tmux_target,
+        tmux_server=tmux_server,
+        csrf_token=csrf_token,
+        sink=sink,
+        cursor_store=cursor_store,
+        transcript_root=transcript_root,
+        version_text=version_text,
+        poll_interval=poll_interval,
+        stream_idle_timeout=stream_idle_timeout,
+        options=options,
+    )
+    async with session_from(container) as session:
+        yield session
 
 
 async def _follow_restarts(client: RpcClient, resolver: Resolver, interval: float = 0.5) -> None:

@@ -120,3 +120,24 @@ async def detect_capabilities(
     )
     log.info("version gate: %s", caps.describe())
     return caps
+
+
+@dataclass(frozen=True)
+class AdapterChoice:
+    """What the version gate picked: the step sources and turn senders, in preference order.
+
+    ``read`` and ``turns`` are the keys the container's selectors use (``stream_poll``,
+    ``poll_transcript``, ``rpc_tmux``, ``none``...). Run-time demotion (a method that answers 404
+    later) is the harness's: it drops an adapter from these lists, it never adds one.
+    """
+
+    read: str
+    turns: str
+
+
+def choose_adapters(caps: Capabilities, *, tmux: bool = False) -> AdapterChoice:
+    """Stream when the probe found it, always the poll, the transcript tail when it exists; RPC
+    turn-send when agy has it, then tmux when a pane was given."""
+    read = (["stream"] if caps.stream else []) + ["poll"] + (["transcript"] if caps.transcript_root else [])
+    turns = (["rpc"] if caps.rpc_turns else []) + (["tmux"] if tmux else [])
+    return AdapterChoice("_".join(read), "_".join(turns) or "none")

@@ -1,0 +1,285 @@
+"""The composition root: one declarative container that builds everything a session runs on.
+
+Every entry point (``open_session``, ``agy-harness demo``/``attach``/``replay``, the benchmarks, and
+the coming omnigent plugin, ACP agent, ``doctor``/``record``) builds from :class:`AgyContainer`. The
+graph, top to bottom::
+
+    config ─ discovery (Resolver) ─┐  bind(): the async part, done once per session
+                                   ├─ client (RpcClient) ─ cascade_id ─ capabilities (probed)
+    version_gate  = choose_adapters(capabilities)            ← the version gate: ONE provider
+    step_sources  = Selector(version_gate.read)   stream? + poll + transcript?
+    turn_senders  = Selector(version_gate.turns)  rpc? + tmux?
+    snapshot (the poll), interaction_delivery, interrupter, directory, model_catalog,
+    cursor_store, sink, options
+    harness       = Harness(all of the above)
+
+A new entry point is a few lines over this root::
+
+    from dependency_injector import providers
+    from agy_harness.composition.container import make_container
+    from agy_harness.composition.session import session_from
+
+    container = make_container(port=port, cascade_id=cascade, sink=my_sink)  # open_session's keywords
+    async with session_from(container) as session:      # bind, build the harness, start, stop
+        await session.send("hello")
+
+Anything can be replaced before ``session_from`` by overriding its provider, e.g.
+``container.cursor_store.override(providers.Object(store))``,
+``container.client.override(providers.Object(shared_client))`` (a client you give is not closed for
+you), or ``container.capabilities.override(providers.Object(Capabilities(...)))`` to force what the
+version gate picks. To ask agy something without running a harness (``doctor``)::
+
+    container = make_container(port=port)
+    await bind(container)
+    caps, choice = container.capabilities(), container.version_gate()
+
+:func:`bind` is the only asynchronous step: it finds agy's port (unless ``base_url`` was given), the
+conversation (unless ``cascade_id`` was given: the most recent one) and probes the capabilities
+(unless ``capabilities`` was overridden). Everything after it is synchronous and lazy: a provider is
+built only when something needs it, once per container (one container per session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dependency_injector import containers, providers
+
+from agy_harness.adapters.rpc.actions import (
+    PlanModelResolver,
+    RpcCascadeDirectory,
+    RpcInteractionDelivery,
+    RpcInterrupter,
+    RpcModelCatalog,
+    RpcTurnSender,
+)
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.discovery import Resolver
+from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
+from agy_harness.core.reconciler import Reconciler
+from agy_harness.ports.protocols import (
+    CursorStore,
+    EventSink,
+    StepSnapshot,
+    StepSource,
+    TurnSender,
+)
+
+from .harness import Harness, HarnessOptions
+from .version_gate import Capabilities, choose_adapters, detect_capabilities
+
+
+class RunningProbe:
+    """Tells the stream source whether the bound turn is running (the harness exists only later)."""
+
+    def __init__(self) -> None:
+        self.harness: Harness | None = None
+
+    def __call__(self) -> bool:
+        return self.harness is not None and self.harness.reconciler.state.status == "running"
+
+
+def _transcript_tail(caps: Capabilities) -> StepSource:
+    from agy_harness.adapters.transcript.tail import TranscriptTailSource
+
+    assert caps.transcript_root is not None  # selected only when the version gate found one
+    return TranscriptTailSource(caps.transcript_root)
+
+
+def _tmux_sender(target: str, server: Any, step_reader: StepSnapshot) -> TurnSender:
+    from agy_harness.adapters.tmux.sender import TmuxTurnSender
+
+    return TmuxTurnSender(target, server=server, step_reader=step_reader)
+
+
+def _harness(probe: RunningProbe, **parts: Any) -> Harness:
+    harness = Harness(**parts)
+    probe.harness = harness
+    return harness
+
+
+def _queue_sink() -> EventSink:
+    from .session import QueueSink  # session.py builds on this module
+
+    return QueueSink()
+
+
+def _given(value: Any) -> bool:
+    return value is not None
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class AgyContainer(containers.DeclarativeContainer):
+    """Providers for one session on one agy; see the module docstring for how to use it."""
+
+    config = providers.Configuration()
+
+    # -- given by the entry point (override these) -----------------------------------------
+    sink = providers.Singleton(_queue_sink)
+    cursor_store = providers.Object(None)
+    options = providers.Object(None)
+    tmux_server = providers.Object(None)
+
+    # -- agy: where it listens, the conversation, what it can do (filled in by bind()) -----
+    discovery = providers.Singleton(
+        Resolver,
+        config.cascade_id,
+        port=config.port,
+        pids=config.pids,
+        pane_pid=config.pane_pid,
+        csrf_token=config.csrf_token,
+    )
+    client = providers.Singleton(RpcClient, config.base_url, csrf_token=config.csrf_token)
+    cascade_id = providers.Callable(_same, config.cascade_id)
+    capabilities = providers.Dependency(instance_of=Capabilities)
+
+    # -- the version gate: what this agy's capabilities select -----------------------------
+    version_gate = providers.Callable(
+        choose_adapters, capabilities, tmux=providers.Callable(_given, config.tmux_target)
+    )
+
+    # -- the adapters ----------------------------------------------------------------------
+    poll = providers.Singleton(RpcPollSource, client, interval=config.poll_interval.as_float())
+    snapshot = providers.Callable(_same, poll)
+    running = providers.Singleton(RunningProbe)
+    stream = providers.Singleton(
+        RpcStreamSource,
+        client,
+        idle_timeout=config.stream_idle_timeout.as_float(),
+        is_running=running,
+    )
+    transcript = providers.Singleton(_transcript_tail, capabilities)
+    step_sources = providers.Selector(
+        version_gate.provided.read,
+        stream_poll=providers.List(stream, poll),
+        stream_poll_transcript=providers.List(stream, poll, transcript),
+        poll=providers.List(poll),
+        poll_transcript=providers.List(poll, transcript),
+    )
+    model_catalog = providers.Singleton(RpcModelCatalog, client)
+    model_resolver = providers.Singleton(PlanModelResolver, snapshot, model_catalog)
+    rpc_turns = providers.Singleton(RpcTurnSender, client, model_resolver)
+    tmux_turns = providers.Singleton(
+        _tmux_sender, config.tmux_target, server=tmux_server, step_reader=snapshot
+    )
+    turn_senders = providers.Selector(
+        version_gate.provided.turns,
+        rpc_tmux=providers.List(rpc_turns, tmux_turns),
+        rpc=providers.List(rpc_turns),
+        tmux=providers.List(tmux_turns),
+        none=providers.List(),
+    )
+    interaction_delivery = providers.Singleton(RpcInteractionDelivery, client)
+    interrupter = providers.Singleton(RpcInterrupter, client)
+    directory = providers.Singleton(RpcCascadeDirectory, client)
+
+    # -- the harness -----------------------------------------------------------------------
+    harness = providers.Singleton(
+        _harness,
+        running,
+        cascade_id=cascade_id,
+        sources=step_sources,
+        snapshot=snapshot,
+        sink=sink,
+        delivery=interaction_delivery,
+        turn_senders=turn_senders,
+        interrupter=interrupter,
+        directory=directory,
+        cursor_store=cursor_store,
+        options=options,
+    )
+
+    # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------
+    reconciler = providers.Factory(Reconciler)
+
+
+def make_container(
+    *,
+    base_url: str | None = None,
+    port: int | None = None,
+    cascade_id: str | None = None,
+    pids: Sequence[int] | None = None,
+    pane_pid: int | None = None,
+    tmux_target: str | None = None,
+    tmux_server: Any = None,
+    csrf_token: str | None = None,
+    sink: EventSink | None = None,
+    cursor_store: CursorStore | None = None,
+    transcript_root: Path | None = None,
+    version_text: str | None = None,
+    poll_interval: float = 0.25,
+    stream_idle_timeout: float = 20.0,
+    options: HarnessOptions | None = None,
+) -> AgyContainer:
+    """A container configured from :func:`~agy_harness.composition.session.open_session`'s keywords."""
+    container = AgyContainer()
+    container.config.from_dict(
+        {
+            "base_url": base_url,
+            "port": port,
+            "cascade_id": cascade_id,
+            "pids": pids,
+            "pane_pid": pane_pid,
+            "tmux_target": tmux_target,
+            "csrf_token": csrf_token,
+            "transcript_root": transcript_root,
+            "version_text": version_text,
+            "poll_interval": poll_interval,
+            "stream_idle_timeout": stream_idle_timeout,
+        }
+    )
+    if sink is not None:
+        container.sink.override(providers.Object(sink))
+    container.cursor_store.override(providers.Object(cursor_store))
+    container.options.override(providers.Object(options))
+    container.tmux_server.override(providers.Object(tmux_server))
+    return container
+
+
+async def latest_cascade(directory: RpcCascadeDirectory) -> str:
+    """The most recently used root conversation (sub-agents are not conversations of their own)."""
+    roots = [s for s in await directory.list_cascades() if not s.parent_id]
+    if not roots:
+        raise RuntimeError("agy has no conversation yet; pass cascade_id")
+    return max(roots, key=lambda s: (s.last_modified_time, s.last_user_input_time)).cascade_id
+
+
+async def bind_endpoint(container: AgyContainer) -> bool:
+    """Find agy's port unless ``base_url`` was given; True when it was discovered (then agy can be
+    followed across restarts through ``container.discovery()``)."""
+    config = container.config
+    if config.base_url() is not None:
+        return False
+    binding = await container.discovery().resolve()
+    config.base_url.from_value(binding.base_url)
+    config.csrf_token.from_value(binding.csrf_token or config.csrf_token())
+    return True
+
+
+async def bind_conversation(container: AgyContainer) -> None:
+    """The conversation unless ``cascade_id`` was given (the most recent one), and the capabilities
+    unless ``capabilities`` was overridden (the version gate's probe)."""
+    config = container.config
+    if config.cascade_id() is None:
+        config.cascade_id.from_value(await latest_cascade(container.directory()))
+    if not container.capabilities.overridden:
+        caps = await detect_capabilities(
+            container.client(),
+            config.cascade_id(),
+            version_text=config.version_text(),
+            transcript_root=config.transcript_root(),
+        )
+        container.capabilities.override(providers.Object(caps))
+
+
+async def bind(container: AgyContainer) -> bool:
+    """Both binding steps (for an entry point that only asks agy things: close ``container.client()``
+    when done). Returns what :func:`bind_endpoint` returns."""
+    discovered = await bind_endpoint(container)
+    await bind_conversation(container)
+    return discovered

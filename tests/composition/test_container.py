@@ -1,0 +1,131 @@
+"""The composition root: the version gate is one provider, and overriding it (or anything else)
+changes what a session runs on; the real binding against the simulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dependency_injector import providers
+
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.container import AgyContainer, bind, make_container
+from agy_harness.composition.session import QueueSink, session_from
+from agy_harness.composition.version_gate import AdapterChoice, Capabilities
+from tests.integration.helpers import FAST, run_turn
+
+from .fakes import MemoryCursors, RecordingSink
+
+
+def offline(caps: Capabilities, **kw: object) -> AgyContainer:
+    """A container whose binding is given: nothing is probed or opened."""
+    container = make_container(base_url="https://127.0.0.1:9", cascade_id="c1", **kw)  # type: ignore[arg-type]
+    container.capabilities.override(providers.Object(caps))
+    return container
+
+
+@pytest.mark.parametrize(
+    ("stream", "rpc_turns", "transcript", "tmux", "read", "turns"),
+    [
+        (True, True, False, False, ["stream", "poll"], ["rpc"]),
+        (True, True, True, True, ["stream", "poll", "transcript"], ["rpc", "tmux"]),
+        (False, False, False, True, ["poll"], ["tmux"]),
+        (False, True, True, False, ["poll", "transcript"], ["rpc"]),
+        (False, False, False, False, ["poll"], []),
+    ],
+)
+async def test_the_version_gate_is_one_provider_and_its_choice_follows_the_capabilities(
+    tmp_path: Path,
+    stream: bool,
+    rpc_turns: bool,
+    transcript: bool,
+    tmux: bool,
+    read: list[str],
+    turns: list[str],
+) -> None:
+    caps = Capabilities(
+        (1, 0, 10), stream=stream, rpc_turns=rpc_turns, transcript_root=tmp_path if transcript else None
+    )
+    container = offline(caps, tmux_target="%1" if tmux else None)
+    choice = container.version_gate()
+    assert choice == AdapterChoice("_".join(read), "_".join(turns) or "none")
+    assert [s.name for s in container.step_sources()] == read
+    assert [t.name for t in container.turn_senders()] == turns
+    harness = container.harness()
+    assert [s.name for s in harness.sources] == read and [t.name for t in harness.turn_senders] == turns
+    assert harness.snapshot is container.poll() and harness.cascade_id == "c1"
+    await container.client().aclose()
+
+
+async def test_overriding_the_version_gate_itself_replaces_the_choice() -> None:
+    container = offline(Capabilities((1, 0, 10), stream=True, rpc_turns=True))
+    container.version_gate.override(providers.Object(AdapterChoice("poll", "none")))
+    harness = container.harness()
+    assert [s.name for s in harness.sources] == ["poll"] and harness.turn_senders == []
+    await container.client().aclose()
+
+
+async def test_the_stream_knows_whether_the_bound_turn_runs() -> None:
+    container = offline(Capabilities((1, 0, 10), stream=True, rpc_turns=True))
+    harness = container.harness()
+    probe = container.running()
+    assert probe.harness is harness and not probe()
+    harness.reconciler.state.status = "running"
+    assert probe()
+    await container.client().aclose()
+
+
+async def test_a_session_on_forced_capabilities_runs_on_what_the_gate_picked_for_them() -> None:
+    async with Simulator(profile="1.0.10", pace=0) as sim:
+        sink = RecordingSink()
+        container = make_container(
+            port=sim.port, cascade_id=sim.cascade_id, sink=sink, options=FAST, poll_interval=0.05
+        )
+        # this agy has the stream and RPC turn-send; force what an older one offers
+        container.capabilities.override(
+            providers.Object(Capabilities((1, 0, 4), stream=False, rpc_turns=True))
+        )
+        async with session_from(container) as session:
+            assert session.capabilities.version == (1, 0, 4)
+            assert [s.name for s in session.harness.sources] == ["poll"]
+            await run_turn(session, sink, "Say hello in one short sentence.")
+            assert set(session.harness.stats.batches) <= {"poll", "backstop"}
+        assert any(e.type == "assistant_message" for e in sink.events)
+
+
+async def test_binding_finds_the_conversation_and_probes_the_capabilities() -> None:
+    async with Simulator(profile="1.0.4", pace=0) as sim:
+        container = make_container(port=sim.port, version_text=sim.version)
+        discovered = await bind(container)
+        try:
+            assert discovered  # a port alone is verified by discovery
+            assert container.config.cascade_id() == sim.cascade_id  # the most recent conversation
+            caps = container.capabilities()
+            assert (caps.version, caps.stream, caps.rpc_turns) == ((1, 0, 4), False, False)
+            assert container.version_gate() == AdapterChoice("poll", "none")
+        finally:
+            await container.client().aclose()
+
+
+async def test_a_client_you_give_is_yours_and_so_are_the_cursor_store_and_sink() -> None:
+    cursors = MemoryCursors()
+    async with Simulator(profile="1.0.10", pace=0) as sim, RpcClient(sim.base_url) as shared:
+        container = make_container(
+            base_url=sim.base_url, cascade_id=sim.cascade_id, cursor_store=cursors, options=FAST
+        )
+        container.client.override(providers.Object(shared))
+        async with session_from(container) as session:
+            assert session.client is shared and isinstance(session.sink, QueueSink)
+            assert session.harness.cursor_store is cursors
+            await session.send("Say hello in one short sentence.")
+            async for event in session.events():
+                if event.type == "status" and event.status == "idle":  # type: ignore[union-attr]
+                    break
+        assert cursors.saves > 0
+        assert await shared.call("Heartbeat", {}) is not None  # still open: not closed for us
+
+
+def test_replay_builds_its_reconciler_from_the_container() -> None:
+    reconciler = AgyContainer().reconciler("c9")
+    assert reconciler.cascade_id == "c9"
