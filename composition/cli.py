@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     p.set_defaults(handler=None)
+    from .acp import add_acp_command
+
+    add_acp_command(sub)
     return parser
 
 

@@ -1,0 +1,235 @@
+"""agy's gates put to the ACP client, and the client's replies read back failing closed.
+
+* A permission gate -> one ``session/request_permission`` with "Allow once" (``allow_once``) and
+  "Deny" (``reject_once``). No ``allow_always``: agy's payload for a persistent grant is not known
+  from any recording, so it is never offered. Only the "allow" option approves; "deny", a cancelled
+  request, an unknown option id or a failed request all deny.
+* A question gate, when the client announced form elicitation (``clientCapabilities.elicitation.form``)
+  -> one ``elicitation/create`` form: per question a single-select (``oneOf``) or a multi-select
+  (``array`` of ``anyOf``) field plus an optional write-in field. An answer the one parser
+  (:func:`agy_harness.core.answers.check_answer`) refuses is reported on the card and asked again.
+* A question gate otherwise -> one ``session/request_permission`` per question whose options are the
+  question's options plus "Decline to answer". A multi-select question is answered with the one
+  option picked (the title says so); a question without options (write-in only) cannot be answered
+  this way and is declined, saying why on the card.
+
+Every answer goes through :mod:`agy_harness.core.answers` before it reaches agy. A gate agy withdraws
+while the client is asked cancels our request on the wire (``$/cancel_request``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from acp import helpers as h
+from acp.schema import (
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    CancelElicitationResponse,
+    DeclineElicitationResponse,
+    ElicitationFormSessionMode,
+    ElicitationMultiSelectPropertySchema,
+    ElicitationSchema,
+    ElicitationStringPropertySchema,
+    EnumOption,
+    PermissionOption,
+    ToolCallUpdate,
+)
+
+from agy_harness.core.answers import AnswerError, check_answer, parse_answer
+from agy_harness.ports.events import GateOpened, Question
+from agy_harness.ports.protocols import GateAnswer
+
+from .mapping import UpdateMapper, gate_input, gate_title, text_content, tool_kind
+
+log = logging.getLogger("agy_harness.acp.gates")
+
+ALLOW, DENY, DECLINE = "allow", "deny", "decline"
+OPTION_PREFIX = "option:"
+FORM_ATTEMPTS = 3
+
+CancelOutgoing = Callable[[str, str], Awaitable[bool]]
+
+
+def permission_options() -> list[PermissionOption]:
+    return [
+        PermissionOption(option_id=ALLOW, name="Allow once", kind="allow_once"),
+        PermissionOption(option_id=DENY, name="Deny", kind="reject_once"),
+    ]
+
+
+def question_options(question: Question) -> list[PermissionOption]:
+    options = [
+        PermissionOption(option_id=OPTION_PREFIX + o.id, name=o.text, kind="allow_once")
+        for o in question.options
+    ]
+    return [*options, PermissionOption(option_id=DECLINE, name="Decline to answer", kind="reject_once")]
+
+
+def read_permission_outcome(gate: GateOpened, outcome: Any) -> GateAnswer:
+    """The client's ``RequestPermissionResponse.outcome`` for a permission gate; only "allow" allows."""
+    if isinstance(outcome, AllowedOutcome):
+        if outcome.option_id == ALLOW:
+            return parse_answer(gate, "allow")
+        if outcome.option_id != DENY:
+            log.warning("gate %s: unknown option %r chosen; denied", gate.gate_id, outcome.option_id)
+        return parse_answer(gate, "deny")
+    return GateAnswer(action="cancel", allow=False)
+
+
+def question_schema(gate: GateOpened) -> ElicitationSchema:
+    properties: dict[str, Any] = {}
+    for i, q in enumerate(gate.questions, 1):
+        choices = [EnumOption(const=o.id, title=o.text) for o in q.options]
+        if choices and q.multi_select:
+            properties[f"q{i}"] = ElicitationMultiSelectPropertySchema(
+                type="array", title=q.question, items={"anyOf": choices}, min_items=0
+            )
+        elif choices:
+            properties[f"q{i}"] = ElicitationStringPropertySchema(
+                type="string", title=q.question, one_of=choices
+            )
+        properties[f"q{i}_write_in"] = ElicitationStringPropertySchema(
+            type="string",
+            title=f"Your own answer to: {q.question}" if choices else q.question,
+            description="instead of (or, for a multi-select, besides) the options" if choices else None,
+        )
+    return ElicitationSchema(type="object", title=gate_title(gate), properties=properties)
+
+
+def read_form(gate: GateOpened, content: dict[str, Any]) -> GateAnswer:
+    """A submitted form as a checked GateAnswer; raises AnswerError for what the one parser refuses."""
+    selections: list[tuple[str, ...]] = []
+    write_ins: list[str] = []
+    for i, _q in enumerate(gate.questions, 1):
+        picked = content.get(f"q{i}")
+        if picked is None or picked == "":
+            choices: tuple[str, ...] = ()
+        elif isinstance(picked, str):
+            choices = (picked,)
+        elif isinstance(picked, list) and all(isinstance(p, str) for p in picked):
+            choices = tuple(picked)
+        else:
+            raise AnswerError(f"question {i}: expected option ids, got {picked!r}")
+        write_in = content.get(f"q{i}_write_in") or ""
+        if not isinstance(write_in, str):
+            raise AnswerError(f"question {i}: the write-in must be text")
+        selections.append(choices)
+        write_ins.append(write_in)
+    answer = GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins), allow=True)
+    check_answer(gate, answer)
+    return answer
+
+
+class GateAsker:
+    """Puts one session's gates to the client (see the module doc)."""
+
+    def __init__(
+        self,
+        conn: Any,
+        session_id: str,
+        mapper: UpdateMapper,
+        *,
+        cancel_outgoing: CancelOutgoing,
+        forms: bool,
+    ) -> None:
+        self.conn = conn
+        self.session_id = session_id
+        self.mapper = mapper
+        self.cancel_outgoing = cancel_outgoing
+        self.forms = forms
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        card = self.mapper.gate_card(gate)
+        if card is not None:
+            await self.conn.session_update(self.session_id, card)
+        try:
+            if gate.kind == "permission":
+                answer = await self._permission(gate)
+            elif self.forms:
+                answer = await self._form(gate)
+            else:
+                answer = await self._choices(gate)
+        except asyncio.CancelledError:  # agy withdrew the gate (or the session is closing)
+            await asyncio.shield(self.cancel_outgoing(self.session_id, gate.step_key))
+            raise
+        except Exception as exc:  # the client failed the request: fail closed
+            log.warning("gate %s: the client's reply failed (%s); denied", gate.gate_id, exc)
+            await self._note(gate, f"no answer from the client ({exc}); refused")
+            return GateAnswer(action="cancel", allow=False)
+        if answer.action == "accept" and (gate.kind == "question" or answer.allow):
+            await self.conn.session_update(
+                self.session_id, h.update_tool_call(gate.step_key, status="in_progress")
+            )
+        return answer
+
+    def _tool_call(self, gate: GateOpened, title: str | None = None) -> ToolCallUpdate:
+        p = gate.permission
+        return ToolCallUpdate(
+            tool_call_id=gate.step_key,
+            title=title or gate_title(gate),
+            kind=tool_kind(gate.tool_name) if gate.kind == "permission" else "other",
+            status="pending",
+            raw_input=gate_input(gate),
+            content=text_content(p.description) if p is not None and p.description else None,
+        )
+
+    async def _note(self, gate: GateOpened, text: str) -> None:
+        await self.conn.session_update(
+            self.session_id, h.update_tool_call(gate.step_key, content=text_content(text))
+        )
+
+    async def _permission(self, gate: GateOpened) -> GateAnswer:
+        response = await self.conn.request_permission(
+            session_id=self.session_id, tool_call=self._tool_call(gate), options=permission_options()
+        )
+        return read_permission_outcome(gate, response.outcome)
+
+    async def _choices(self, gate: GateOpened) -> GateAnswer:
+        picks: list[list[str]] = []
+        for q in gate.questions:
+            if not q.options:
+                await self._note(
+                    gate, f"{q.question!r} wants a written answer, which this client cannot give; declined"
+                )
+                return GateAnswer(action="decline")
+            title = q.question + (" (pick one; this client cannot select several)" if q.multi_select else "")
+            response = await self.conn.request_permission(
+                session_id=self.session_id,
+                tool_call=self._tool_call(gate, title),
+                options=question_options(q),
+            )
+            outcome = response.outcome
+            if not isinstance(outcome, AllowedOutcome):
+                return GateAnswer(action="cancel")
+            if not outcome.option_id.startswith(OPTION_PREFIX):
+                return GateAnswer(action="decline")
+            option_id = outcome.option_id.removeprefix(OPTION_PREFIX)
+            if option_id not in {o.id for o in q.options}:
+                log.warning("gate %s: unknown option %r chosen; declined", gate.gate_id, outcome.option_id)
+                return GateAnswer(action="decline")
+            picks.append([option_id])
+        return parse_answer(gate, picks)
+
+    async def _form(self, gate: GateOpened) -> GateAnswer:
+        mode = ElicitationFormSessionMode(
+            session_id=self.session_id, tool_call_id=gate.step_key, requested_schema=question_schema(gate)
+        )
+        for _attempt in range(FORM_ATTEMPTS):
+            response = await self.conn.create_elicitation(message=gate_title(gate), mode=mode)
+            if isinstance(response, DeclineElicitationResponse):
+                return GateAnswer(action="decline")
+            if isinstance(response, CancelElicitationResponse) or not isinstance(
+                response, AcceptElicitationResponse
+            ):
+                return GateAnswer(action="cancel")
+            try:
+                return read_form(gate, response.content or {})
+            except AnswerError as exc:
+                log.info("gate %s: refused answer (%s); asking again", gate.gate_id, exc)
+                await self._note(gate, f"That answer was refused: {exc}")
+        await self._note(gate, f"no usable answer after {FORM_ATTEMPTS} tries; declined")
+        return GateAnswer(action="decline")

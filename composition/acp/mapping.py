@@ -1,0 +1,261 @@
+"""agy-harness events -> ACP ``session/update`` payloads (the SDK's schema models).
+
+One :class:`UpdateMapper` per ACP session keeps what the client has already been shown: the text
+streamed per message (so a committed message adds only what the deltas did not carry), and the tool
+calls already announced (so a gate's early ``tool_call`` is followed by updates, never a second
+card). Only agy's own tool names are interpreted; anything else is an ``other`` card with the raw
+arguments.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import helpers as h
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolKind,
+    UserMessageChunk,
+)
+
+from agy_harness.ports.events import (
+    AssistantMessage,
+    Event,
+    GateOpened,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+
+Update = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress
+
+#: agy's tool names (recorded ones: run_command, view_file, list_directory, ask_question, invoke_subagent)
+TOOL_KINDS: dict[str, ToolKind] = {
+    "run_command": "execute",
+    "send_command_input": "execute",
+    "command_status": "execute",
+    "view_file": "read",
+    "view_code_item": "read",
+    "list_directory": "read",
+    "list_dir": "read",
+    "grep_search": "search",
+    "find_by_name": "search",
+    "codebase_search": "search",
+    "read_url_content": "fetch",
+    "search_web": "fetch",
+    "write_to_file": "edit",
+    "replace_file_content": "edit",
+    "multi_replace_file_content": "edit",
+}
+
+
+def tool_kind(name: str) -> ToolKind:
+    return TOOL_KINDS.get(name, "other")
+
+
+def _s(args: dict[str, Any], *keys: str) -> str:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def tool_title(name: str, args: dict[str, Any]) -> str:
+    """What the card says: agy's own summary when it gave one, else a title from the arguments."""
+    summary = _s(args, "toolSummary", "toolAction")
+    if summary:
+        return summary
+    if name == "run_command":
+        command = _s(args, "CommandLine")
+        return f"Run `{command}`" if command else "Run a command"
+    if name == "ask_question":
+        questions = args.get("questions")
+        if isinstance(questions, list) and questions and isinstance(questions[0], dict):
+            return str(questions[0].get("question") or "A question")
+        return "A question"
+    path = _s(args, "AbsolutePath", "TargetFile", "DirectoryPath", "SearchPath", "File", "Path")
+    verb = {"read": "Read", "edit": "Edit", "search": "Search", "fetch": "Fetch"}.get(tool_kind(name), "")
+    if name in ("list_directory", "list_dir"):
+        verb = "List"
+    if verb and path:
+        return f"{verb} {path}"
+    query = _s(args, "Query", "Url")
+    if verb and query:
+        return f"{verb} {query}"
+    return name.replace("_", " ") or "tool"
+
+
+def tool_locations(args: dict[str, Any]) -> list[ToolCallLocation] | None:
+    path = _s(args, "AbsolutePath", "TargetFile", "DirectoryPath", "File")
+    return [ToolCallLocation(path=path)] if path.startswith("/") else None
+
+
+def edit_diffs(name: str, args: dict[str, Any]) -> list[FileEditToolCallContent]:
+    """Diffs for agy's file-edit tools (argument names as agy's tool schema has them; no recording of
+    an edit step exists yet, so an edit whose arguments look different gets no diff, only its output)."""
+    path = _s(args, "TargetFile", "AbsolutePath")
+    if not path or tool_kind(name) != "edit":
+        return []
+    if name == "write_to_file" and isinstance(args.get("CodeContent"), str):
+        return [h.tool_diff_content(path, args["CodeContent"], None)]
+    chunks = args.get("ReplacementChunks")
+    if not isinstance(chunks, list):
+        chunks = [args]
+    out = []
+    for chunk in chunks:
+        if not isinstance(chunk, dict):
+            continue
+        old, new = chunk.get("TargetContent"), chunk.get("ReplacementContent")
+        if isinstance(old, str) and isinstance(new, str):
+            out.append(h.tool_diff_content(path, new, old))
+    return out
+
+
+def text_content(text: str) -> list[ContentToolCallContent]:
+    return [h.tool_content(h.text_block(text))] if text else []
+
+
+@dataclass
+class UsageTotals:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+
+
+@dataclass
+class UpdateMapper:
+    """Events of one ACP session -> ``session/update`` payloads (stateful, see the module doc)."""
+
+    streamed: dict[str, str] = field(default_factory=dict)  # message id -> text already sent
+    tools: dict[str, str] = field(default_factory=dict)  # tool call id -> tool name (announced)
+    diffs: dict[str, list[FileEditToolCallContent]] = field(default_factory=dict)  # call id -> its diffs
+    usage: UsageTotals = field(default_factory=UsageTotals)
+    model: str = ""
+
+    def updates(self, event: Event, *, history: bool = False) -> list[Update]:
+        if isinstance(event, TextDelta):
+            return self._text(event.message_id, event.delta)
+        if isinstance(event, AssistantMessage):
+            sent = self.streamed.pop(event.message_id, None)
+            if sent is None:
+                return [h.update_agent_message_text(event.text)] if event.text else []
+            rest = event.text[len(sent) :] if event.text.startswith(sent) else ""
+            return [h.update_agent_message_text(rest)] if rest else []
+        if isinstance(event, ReasoningDelta):
+            return [h.update_agent_thought_text(event.delta)] if event.delta else []
+        if isinstance(event, UserMessage):
+            return [h.update_user_message_text(event.text)] if event.text else []
+        if isinstance(event, ToolCall):
+            return [self._tool_call(event)]
+        if isinstance(event, ToolResult):
+            return [self._tool_result(event)]
+        if isinstance(event, Usage):
+            self.usage = UsageTotals(
+                event.cumulative_input_tokens,
+                event.cumulative_output_tokens,
+                event.cumulative_cache_read_input_tokens,
+            )
+            return []
+        if isinstance(event, Notice) and not history:
+            text = f"agy-harness: {event.text}"
+            if event.level == "info":
+                return [h.update_agent_thought_text(text + "\n")]
+            return [h.update_agent_message_text(f"\n\n> {text}\n\n")]
+        return []
+
+    def _text(self, message_id: str, delta: str) -> list[Update]:
+        if not delta:
+            return []
+        self.streamed[message_id] = self.streamed.get(message_id, "") + delta
+        return [h.update_agent_message_text(delta)]
+
+    def gate_card(self, gate: GateOpened) -> Update | None:
+        """The ``tool_call`` a gate is about, announced before agy commits it (pending)."""
+        call_id = gate.step_key
+        if call_id in self.tools:
+            return None
+        name = gate.tool_name or ("ask_question" if gate.kind == "question" else "tool")
+        self.tools[call_id] = name
+        return h.start_tool_call(
+            call_id,
+            gate_title(gate),
+            kind=tool_kind(name) if gate.kind == "permission" else "other",
+            status="pending",
+            raw_input=gate_input(gate),
+        )
+
+    def _tool_call(self, event: ToolCall) -> Update:
+        args = event.arguments
+        title, kind = tool_title(event.name, args), tool_kind(event.name)
+        diffs = edit_diffs(event.name, args)
+        if diffs:
+            self.diffs[event.call_id] = diffs
+        if event.call_id in self.tools:
+            return h.update_tool_call(
+                event.call_id,
+                title=title,
+                kind=kind,
+                status="in_progress",
+                raw_input=args,
+                content=diffs or None,
+            )
+        self.tools[event.call_id] = event.name
+        return h.start_tool_call(
+            event.call_id,
+            title,
+            kind=kind,
+            status="in_progress",
+            raw_input=args,
+            content=diffs or None,
+            locations=tool_locations(args),
+        )
+
+    def _tool_result(self, event: ToolResult) -> Update:
+        self.tools.setdefault(event.call_id, event.name)
+        content: list[ContentToolCallContent | FileEditToolCallContent] = []
+        content.extend(self.diffs.pop(event.call_id, []))  # the update replaces the card's content
+        content.extend(text_content(_fenced(event.output) if event.name == "run_command" else event.output))
+        return h.update_tool_call(
+            event.call_id,
+            status="failed" if event.is_error else "completed",
+            content=content or None,
+            raw_output={"output": event.output, "is_error": event.is_error},
+        )
+
+
+def _fenced(output: str) -> str:
+    fence = "```"
+    while fence in output:
+        fence += "`"
+    return f"{fence}\n{output.rstrip()}\n{fence}"
+
+
+def gate_title(gate: GateOpened) -> str:
+    if gate.kind == "question":
+        return gate.questions[0].question if gate.questions else "agy asks a question"
+    p = gate.permission
+    if p is None:
+        return f"Allow {gate.tool_name or 'this tool'}?"
+    if p.command_line:
+        return f"Run `{p.command_line}`"
+    what = " ".join(x for x in (p.action, p.target) if x)
+    return what or p.description or f"Allow {gate.tool_name or 'this tool'}?"
+
+
+def gate_input(gate: GateOpened) -> dict[str, Any]:
+    if gate.kind == "question":
+        return {"questions": [json.loads(q.model_dump_json()) for q in gate.questions]}
+    return gate.permission.model_dump(exclude_defaults=True) if gate.permission else {}

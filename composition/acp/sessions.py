@@ -1,0 +1,318 @@
+"""One ACP session = one agy conversation (cascade), run through the public ``open_session`` API.
+
+* ``session/new``: bind an agy (the embedded simulator, ``--port``, or discovery), mint a fresh
+  cascade with ``StartCascade`` and open a harness session on it. The ACP session id is the cascade id.
+* ``session/load``: read the cascade's steps once, map them with the core reconciler, replay them to
+  the client as ``session/update``s, then open the live session with that reconciler's state as its
+  cursor, so the live stream continues exactly where the replay ended (nothing twice, nothing lost;
+  a gate still waiting is left out of the cursor so that it is asked live).
+* ``session/prompt``: send the turn, stream updates until agy's turn ends (status idle / failed).
+* ``session/cancel``: the harness's interrupt (cancels agy's steps and denies a parked gate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp import RequestError
+from acp.schema import (
+    ConfigOptionUpdate,
+    PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    StopReason,
+    Usage,
+)
+
+from agy_harness.adapters.rpc.actions import PlanModelResolver, RpcModelCatalog, RpcTurnSender
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.discovery import Binding, Resolver
+from agy_harness.adapters.rpc.sources import RpcPollSource
+from agy_harness.adapters.store.cursor_file import MemoryCursorStore
+from agy_harness.core.reconciler import Reconciler
+from agy_harness.ports.events import Event, GateOpened, ModelChanged, StatusChanged, UserMessage
+from agy_harness.ports.protocols import Cursor, GateAnswer, ModelInfo
+
+from ..session import Session, open_session
+from .gates import CancelOutgoing, GateAsker
+from .mapping import UpdateMapper, UsageTotals
+
+log = logging.getLogger("agy_harness.acp.sessions")
+
+MODEL_OPTION = "model"
+CANCEL_GRACE = 10.0  # seconds a cancelled prompt waits for agy to report the turn over
+START_SOURCE = "CORTEX_TRAJECTORY_SOURCE_CLI"  # StartCascade's required field (agy 1.0.10, see omnigent)
+
+
+@dataclass
+class AgyTarget:
+    """Where sessions find agy: a fixed port (``--port``, the simulator's) or discovery."""
+
+    port: int | None = None
+    version_text: str | None = None
+    tmux_target: str | None = None
+
+    async def bind(self, cascade_id: str | None) -> Binding:
+        return await Resolver(cascade_id, port=self.port).resolve()
+
+
+async def start_cascade(client: RpcClient) -> str:
+    """``StartCascade``: a new conversation; agy echoes the id we propose (or mints one)."""
+    proposed = str(uuid.uuid4())
+    answer = await client.call("StartCascade", {"cascadeId": proposed, "source": START_SOURCE})
+    minted = answer.get("cascadeId")
+    return minted if isinstance(minted, str) and minted else proposed
+
+
+@dataclass
+class Turn:
+    text: str
+    usage_at_start: UsageTotals
+    done: asyncio.Future[StatusChanged] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    started: bool = False
+    echoed: bool = False
+    cancelled: bool = False
+
+
+class AcpSink:
+    """The harness's EventSink for one ACP session: events -> ``session/update``, gates -> the client."""
+
+    def __init__(self, owner: AcpSession) -> None:
+        self.owner = owner
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        for event in events:
+            await self.owner.on_event(event)
+        return len(events)
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        return await self.owner.asker.ask(gate)
+
+    async def withdraw(self, gate_id: str) -> None:
+        return None  # the harness cancels the ask itself; GateAsker cancels the client's request
+
+
+class AcpSession:
+    def __init__(self, conn: Any, session_id: str, *, cancel_outgoing: CancelOutgoing, forms: bool) -> None:
+        self.conn = conn
+        self.id = session_id
+        self.mapper = UpdateMapper()
+        self.asker = GateAsker(conn, session_id, self.mapper, cancel_outgoing=cancel_outgoing, forms=forms)
+        self.session: Session | None = None
+        self.turn: Turn | None = None
+        self.models: list[ModelInfo] = []
+        self.chosen_model: str | None = None
+        self._stack = AsyncExitStack()
+        self._fallback_model: PlanModelResolver | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self, target: AgyTarget, binding: Binding, cursor: Cursor | None = None) -> None:
+        store = MemoryCursorStore()
+        if cursor is not None:
+            store.save(cursor)
+        self.session = await self._stack.enter_async_context(
+            open_session(
+                port=binding.port,
+                cascade_id=self.id,
+                csrf_token=binding.csrf_token,
+                sink=AcpSink(self),
+                cursor_store=store,
+                version_text=target.version_text,
+                tmux_target=target.tmux_target,
+            )
+        )
+        client = self.session.client
+        catalog = RpcModelCatalog(client)
+        self._fallback_model = PlanModelResolver(RpcPollSource(client), catalog)
+        harness = self.session.harness
+        if self.session.capabilities.rpc_turns:  # the chosen model rides on every RPC turn
+            others = [s for s in harness.turn_senders if s.name != "rpc"]
+            harness.turn_senders = [RpcTurnSender(client, self._model_for_turn), *others]
+        try:
+            self.models = await catalog.models()
+        except Exception as exc:
+            log.warning("session %s: agy's model catalog is unavailable (%s); no model option", self.id, exc)
+
+    async def close(self) -> None:
+        if self.turn is not None and not self.turn.done.done():
+            self.turn.done.cancel()
+        await self._stack.aclose()
+
+    async def replay_history(self, client: RpcClient) -> Cursor:
+        """Send the conversation so far as ``session/update``s; the cursor the live session resumes from."""
+        steps = await RpcPollSource(client).read_steps(self.id)
+        reconciler = Reconciler(self.id)
+        for event in reconciler.feed_all(steps):
+            if isinstance(event, ModelChanged):
+                self.mapper.model = event.model
+            for update in self.mapper.updates(event, history=True):
+                await self.conn.session_update(self.id, update)
+        state = reconciler.state.model_copy(update={"gates": {}})  # a waiting gate is asked live
+        return Cursor(
+            cascade_id=self.id, committed=sorted(state.committed), state=state.model_dump(mode="json")
+        )
+
+    # -- events ------------------------------------------------------------------------------
+
+    async def on_event(self, event: Event) -> None:
+        if self.session is not None and event.cascade_id not in (self.id, self.session.cascade_id):
+            return  # a sub-agent's own stream: its card is the parent's tool call
+        turn = self.turn
+        if isinstance(event, StatusChanged):
+            if turn is not None:
+                if event.status == "running":
+                    turn.started = True
+                elif turn.started and not turn.done.done():
+                    turn.done.set_result(event)
+            return
+        echo = isinstance(event, UserMessage) and event.text.strip() == (turn.text.strip() if turn else None)
+        if echo and turn is not None and not turn.echoed:
+            turn.echoed = True  # the client shows its own prompt already
+            turn.started = True
+            return
+        if isinstance(event, ModelChanged):  # agy moved models (e.g. in its TUI): show it as the option
+            shown = self.current_model()
+            self.mapper.model = event.model
+            if self.models and self.current_model() != shown:
+                await self.conn.session_update(
+                    self.id,
+                    ConfigOptionUpdate(
+                        session_update="config_option_update", config_options=self.config_options()
+                    ),
+                )
+            return
+        for update in self.mapper.updates(event):
+            await self.conn.session_update(self.id, update)
+
+    # -- turns -------------------------------------------------------------------------------
+
+    async def prompt(self, text: str) -> PromptResponse:
+        assert self.session is not None
+        if self.turn is not None:
+            raise RequestError.invalid_request({"details": "a prompt is already running in this session"})
+        turn = Turn(text, self.mapper.usage)
+        self.turn = turn
+        try:
+            try:
+                await self.session.send(text)
+            except Exception as exc:
+                raise RequestError.internal_error({"details": f"agy did not take the turn: {exc}"}) from exc
+            try:
+                status = await turn.done
+            except asyncio.CancelledError:
+                if turn.cancelled:
+                    return self._response("cancelled", turn)
+                raise
+        finally:
+            self.turn = None
+        if turn.cancelled:
+            return self._response("cancelled", turn)
+        if status.status == "failed":
+            raise RequestError.internal_error(
+                {"details": f"agy's turn failed: {status.reason or 'no reason given'}"}
+            )
+        return self._response("end_turn", turn)
+
+    def _response(self, reason: StopReason, turn: Turn) -> PromptResponse:
+        start, now = turn.usage_at_start, self.mapper.usage
+        spent_in, spent_out = max(0, now.input - start.input), max(0, now.output - start.output)
+        usage = Usage(
+            total_tokens=spent_in + spent_out,
+            input_tokens=spent_in,
+            output_tokens=spent_out,
+            cached_read_tokens=max(0, now.cache_read - start.cache_read),
+        )
+        return PromptResponse(stop_reason=reason, usage=usage)
+
+    async def cancel(self) -> None:
+        """``session/cancel``: interrupt agy (a parked gate is denied); the prompt ends ``cancelled``."""
+        turn = self.turn
+        if turn is not None:
+            turn.cancelled = True
+        if self.session is not None:
+            report = await self.session.interrupt()
+            log.info("session %s: %s", self.id, report.detail)
+        if turn is not None and not turn.done.done():
+            loop = asyncio.get_running_loop()
+            handle = loop.call_later(CANCEL_GRACE, lambda: turn.done.done() or turn.done.cancel())
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(turn.done)
+            handle.cancel()
+
+    # -- models ------------------------------------------------------------------------------
+
+    async def _model_for_turn(self, cascade_id: str) -> str | None:
+        if self.chosen_model:
+            return self.chosen_model
+        return await self._fallback_model(cascade_id) if self._fallback_model else None
+
+    def current_model(self) -> str:
+        if self.chosen_model:
+            return self.chosen_model
+        if self.mapper.model:
+            return self.mapper.model
+        recommended = next((m for m in self.models if m.recommended), None)
+        return (recommended or self.models[0]).model if self.models else ""
+
+    def config_options(self) -> list[SessionConfigOptionSelect]:
+        if not self.models:
+            return []
+        current = self.current_model()
+        options = [SessionConfigSelectOption(value=m.model, name=m.label or m.model) for m in self.models]
+        if current and current not in {m.model for m in self.models}:
+            options.append(SessionConfigSelectOption(value=current, name=current))
+        return [
+            SessionConfigOptionSelect(
+                type="select",
+                id=MODEL_OPTION,
+                name="Model",
+                category="model",
+                description="agy's model for the next turns (from agy's catalog)",
+                current_value=current or options[0].value,
+                options=options,
+            )
+        ]
+
+    def choose(self, config_id: str, value: Any) -> None:
+        if config_id != MODEL_OPTION:
+            raise RequestError.invalid_params({"details": f"unknown config option {config_id!r}"})
+        known = {m.model for m in self.models}
+        if not isinstance(value, str) or value not in known:
+            raise RequestError.invalid_params(
+                {"details": f"{value!r} is not one of agy's models: {sorted(known)}"}
+            )
+        self.chosen_model = value
+
+
+def prompt_text(blocks: Sequence[Any]) -> str:
+    """The turn's text from ACP content blocks: text as is, a resource link as its URI."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource_link":
+            parts.append(block.uri)
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(f"{block.resource.uri}:\n{block.resource.text}")
+        else:
+            raise RequestError.invalid_params(
+                {"details": f"agy takes text; a {kind or 'non-text'} block was sent"}
+            )
+    text = "\n".join(p for p in parts if p)
+    if not text.strip():
+        raise RequestError.invalid_params({"details": "the prompt has no text"})
+    return text
+
+
+__all__ = ["AcpSession", "AgyTarget", "prompt_text", "start_cascade"]

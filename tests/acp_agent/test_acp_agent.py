@@ -1,0 +1,254 @@
+"""``agy-harness acp --sim`` as a subprocess, driven by the official ACP SDK's client connection."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from acp import RequestError
+
+from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
+
+from .helpers import RecordingClient, acp_agent, prompt
+
+PACE = ("--sim-pace", "0.05")
+
+
+async def _new(conn: Any) -> str:
+    return str((await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id)
+
+
+def _calls(client: RecordingClient, sid: str) -> dict[str, list[Any]]:
+    """Every tool_call / tool_call_update per tool call id, in order."""
+    out: dict[str, list[Any]] = {}
+    for u in client.of(sid):
+        if u.session_update in ("tool_call", "tool_call_update"):
+            out.setdefault(u.tool_call_id, []).append(u)
+    return out
+
+
+async def test_a_text_turn_streams() -> None:
+    client = RecordingClient()
+    async with acp_agent(client, *PACE) as conn:
+        sid = await _new(conn)
+        response = await prompt(conn, sid, "Say hello in one short sentence.")
+        assert response.stop_reason == "end_turn"
+        chunks = client.of(sid, "agent_message_chunk")
+        assert len(chunks) > 1  # streamed, not one committed blob
+        assert client.text(sid) == GREETING
+        assert client.text(sid, "agent_thought_chunk")  # agy's reasoning as thought chunks
+        assert not client.of(sid, "user_message_chunk")  # the client's own prompt is not echoed
+        assert response.usage is not None and response.usage.input_tokens > 0
+
+
+async def test_an_allowed_and_a_denied_command() -> None:
+    async def policy(tool_call: Any, options: list[Any]) -> str:
+        return "deny" if "rm " in tool_call.title else "allow"
+
+    client = RecordingClient(permission=policy)
+    async with acp_agent(client, *PACE) as conn:
+        sid = await _new(conn)
+        assert (await prompt(conn, sid, "run: git status")).stop_reason == "end_turn"
+        (_, asked, options) = client.permission_requests[0]
+        assert {(o.option_id, o.kind) for o in options} == {("allow", "allow_once"), ("deny", "reject_once")}
+        assert asked.title == "Run `git status`" and asked.kind == "execute"
+        card = _calls(client, sid)[asked.tool_call_id]
+        assert card[0].session_update == "tool_call" and card[0].status == "pending"  # shown before the ask
+        assert card[0].raw_input["command_line"] == "git status"
+        assert card[-1].status == "completed"
+        assert "nothing to commit" in card[-1].content[0].content.text
+        assert "ran" in client.text(sid)
+
+        assert (await prompt(conn, sid, "run: rm -rf build")).stop_reason == "end_turn"
+        (_, denied, _) = client.permission_requests[1]
+        card = _calls(client, sid)[denied.tool_call_id]
+        assert card[-1].status == "failed"
+        assert "not run" in card[-1].content[0].content.text
+        assert "You denied permission to run `rm -rf build`" in client.text(sid)
+
+
+async def test_a_question_answered_with_a_permission_request() -> None:
+    async def pick(tool_call: Any, options: list[Any]) -> str:
+        return options[1].option_id  # the second option
+
+    client = RecordingClient(permission=pick)
+    async with acp_agent(client, *PACE) as conn:
+        sid = await _new(conn)
+        response = await prompt(conn, sid, "ask: which part should we work on first?")
+        assert response.stop_reason == "end_turn"
+        (_, asked, options) = client.permission_requests[0]
+        assert asked.title == "Which part should we work on first?"
+        assert [o.name for o in options] == [*QUESTION_OPTIONS, "Decline to answer"]
+        assert options[-1].kind == "reject_once"
+        assert QUESTION_OPTIONS[1] in client.text(sid)
+
+        # a multi-select question on a client without forms: one pick, and the title says so
+        assert (await prompt(conn, sid, "ask multiple: which checks?")).stop_reason == "end_turn"
+        (_, multi, _) = client.permission_requests[1]
+        assert "cannot select several" in multi.title
+        assert client.text(sid).endswith("You chose: Type checking.")
+
+
+async def test_a_question_answered_with_a_form_refused_answers_asked_again() -> None:
+    answers = iter([{"q1": []}, {"q1": ["1", "3"], "q1_write_in": "and docs"}])
+
+    async def fill(message: str, mode: Any) -> dict[str, Any]:
+        return next(answers)
+
+    client = RecordingClient(form=fill)
+    async with acp_agent(client, *PACE, forms=True) as conn:
+        sid = await _new(conn)
+        assert (await prompt(conn, sid, "ask multiple: which checks?")).stop_reason == "end_turn"
+        assert len(client.forms) == 2  # the empty answer was refused by the one parser, then asked again
+        schema = client.forms[0][1].requested_schema
+        assert schema.properties["q1"].type == "array"
+        assert [o.title for o in schema.properties["q1"].items.any_of] == [
+            "Linting",
+            "Type checking",
+            "Unit tests",
+            "Benchmarks",
+        ]
+        assert any("refused" in str(u) for u in client.of(sid, "tool_call_update"))
+        assert "Linting, Unit tests" in client.text(sid) and "and docs" in client.text(sid)
+        assert not client.permission_requests
+
+
+async def test_cancel_mid_reply() -> None:
+    client = RecordingClient()
+    async with acp_agent(client, "--sim-pace", "0.3") as conn:
+        sid = await _new(conn)
+        turn = asyncio.create_task(prompt(conn, sid, "Write a long story about a lighthouse keeper."))
+        await client.wait_for(lambda: bool(client.of(sid, "agent_message_chunk")))
+        await conn.cancel(session_id=sid)
+        response = await turn
+        assert response.stop_reason == "cancelled"
+        assert 0 < len(client.text(sid)) < len(LONG_TEXT)
+        # the session takes the next turn
+        assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+        assert client.text(sid).endswith(GREETING)
+
+
+async def test_cancel_denies_a_parked_gate() -> None:
+    cancelled = asyncio.Event()
+
+    async def wait_for_cancel(tool_call: Any, options: list[Any]) -> str | None:
+        await cancelled.wait()
+        return None  # what ACP asks of a client: answer pending requests "cancelled"
+
+    client = RecordingClient(permission=wait_for_cancel)
+    async with acp_agent(client, *PACE) as conn:
+        sid = await _new(conn)
+        turn = asyncio.create_task(prompt(conn, sid, "run: rm -rf build"))
+        await client.wait_for(lambda: bool(client.permission_requests))
+        await conn.cancel(session_id=sid)
+        cancelled.set()
+        assert (await turn).stop_reason == "cancelled"
+        (_, asked, _) = client.permission_requests[0]
+        await client.wait_for(lambda: _calls(client, sid)[asked.tool_call_id][-1].status == "failed")
+        assert "not run" in _calls(client, sid)[asked.tool_call_id][-1].content[0].content.text
+
+
+async def test_a_gate_withdrawn_by_agy_cancels_the_request() -> None:
+    seen: list[Any] = []
+    withdrawn = asyncio.Event()
+
+    async def slow_then_allow(tool_call: Any, options: list[Any]) -> str:
+        if len(client.permission_requests) == 1:
+            await withdrawn.wait()  # answer the first request only after agy withdrew it
+        return "allow"
+
+    client = RecordingClient(permission=slow_then_allow)
+
+    def observe(event: Any) -> None:
+        seen.append(event)
+        if event.message.get("method") == "$/cancel_request":
+            withdrawn.set()
+
+    async with acp_agent(client, *PACE, "--sim-gate-timeout", "1.0", observe=_Observer(observe)) as conn:
+        sid = await _new(conn)
+        assert (await prompt(conn, sid, "run: pwd")).stop_reason == "end_turn"
+        requests = [e.message for e in seen if e.message.get("method") == "session/request_permission"]
+        cancels = [e.message for e in seen if e.message.get("method") == "$/cancel_request"]
+        assert len(requests) == 2  # agy re-asked after its timeout; the client was asked again
+        assert cancels[0]["params"]["requestId"] == requests[0]["id"]
+        assert "ran" in client.text(sid)
+
+
+class _Observer(list):  # type: ignore[type-arg]
+    """A list the helper appends to, calling ``fn`` on each event."""
+
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        self.fn(item)
+
+
+async def test_session_load_replays_and_resumes() -> None:
+    client = RecordingClient()
+    async with acp_agent(client, *PACE) as conn:
+        sid = await _new(conn)
+        await prompt(conn, sid, "Say hello in one short sentence.")
+        before = len(client.updates)
+        await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+        replay = [u for s, u in client.updates[before:] if s == sid]
+        kinds = [u.session_update for u in replay]
+        assert (
+            kinds[0] == "user_message_chunk" and replay[0].content.text == "Say hello in one short sentence."
+        )
+        assert (
+            "".join(u.content.text for u in replay if u.session_update == "agent_message_chunk") == GREETING
+        )
+        # the live session continues after the replay: the next turn streams once, nothing replayed twice
+        after = len(client.updates)
+        assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+        again = [u for s, u in client.updates[after:] if s == sid]
+        assert "".join(u.content.text for u in again if u.session_update == "agent_message_chunk") == GREETING
+        assert not [u for u in again if u.session_update == "user_message_chunk"]
+
+        with pytest.raises(RequestError) as err:
+            await conn.load_session(cwd="/tmp", session_id="no-such-conversation", mcp_servers=[])
+        assert err.value.code == -32002
+
+
+async def test_two_sessions_at_once() -> None:
+    async def allow(tool_call: Any, options: list[Any]) -> str:
+        return "allow"
+
+    client = RecordingClient(permission=allow)
+    async with acp_agent(client, *PACE) as conn:
+        a, b = await asyncio.gather(_new(conn), _new(conn))
+        assert a != b
+        ra, rb = await asyncio.gather(
+            prompt(conn, a, "Say hello in one short sentence."), prompt(conn, b, "run: git status")
+        )
+        assert ra.stop_reason == rb.stop_reason == "end_turn"
+        assert client.text(a) == GREETING
+        assert "nothing to commit" in client.text(b) and GREETING not in client.text(b)
+        assert not _calls(client, a) and _calls(client, b)
+        assert [s for s, _, _ in client.permission_requests] == [b]
+
+
+async def test_model_selection_from_agys_catalog() -> None:
+    client = RecordingClient()
+    async with acp_agent(client, *PACE) as conn:
+        new = await conn.new_session(cwd="/tmp", mcp_servers=[])
+        (option,) = new.config_options
+        assert option.id == "model" and option.category == "model"
+        assert [o.name for o in option.options] == ["Gemini 3 Pro", "Gemini 3 Flash", "Gemini 2.5 Flash Lite"]
+        assert option.current_value == "MODEL_PLACEHOLDER_M20"  # the catalog's recommended one
+        sid = new.session_id
+        chosen = await conn.set_config_option(
+            config_id="model", session_id=sid, value="MODEL_PLACEHOLDER_M71"
+        )
+        assert chosen.config_options[0].current_value == "MODEL_PLACEHOLDER_M71"
+        await prompt(conn, sid, "Say hello in one short sentence.")
+        # agy ran the turn on the chosen model: a fresh load reads it back from the conversation
+        loaded = await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+        assert loaded.config_options[0].current_value == "MODEL_PLACEHOLDER_M71"
+        with pytest.raises(RequestError) as err:
+            await conn.set_config_option(config_id="model", session_id=sid, value="gpt-5")
+        assert err.value.code == -32602

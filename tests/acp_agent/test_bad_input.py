@@ -1,0 +1,110 @@
+"""Bad input to ``agy-harness acp`` gets JSON-RPC errors, never a crash; stdout carries only protocol.
+
+These bytes are written raw on purpose: no client library sends malformed JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from .helpers import agy_harness_command
+
+LINES: list[tuple[str, Any]] = [
+    ("this is not json", (None, -32700)),
+    ("[1, 2, 3]", (None, -32600)),
+    ("42", (None, -32600)),
+    ('{"jsonrpc": "1.0", "id": 1, "method": "initialize"}', (1, -32600)),
+    ('{"jsonrpc": "2.0", "id": {"x": 1}, "method": "initialize"}', (None, -32600)),
+    ('{"jsonrpc": "2.0", "id": 2, "method": 7}', (2, -32600)),
+    (
+        '{"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}',
+        (3, -32600),
+    ),
+    ('{"jsonrpc": "2.0", "id": 4, "method": "no/such/method", "params": {}}', (4, -32601)),
+    ('{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {"clientInfo": {}}}', (5, -32602)),
+    ('{"jsonrpc": "2.0", "id": 11, "method": "initialize", "params": "hello"}', (11, -32602)),
+    ('{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nobody"}}', None),  # no answer
+    ('{"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"protocolVersion": 1}}', (6, "ok")),
+    (
+        '{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "nobody", "prompt": []}}',
+        (7, -32602),
+    ),
+    ('{"jsonrpc": "2.0", "id": 8, "method": "session/new", "params": {"cwd": 5}}', (8, -32602)),
+    ('{"jsonrpc": "2.0", "id": 9, "result": {}}', None),  # a response to nothing: ignored
+    (
+        '{"jsonrpc": "2.0", "id": 10, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}',
+        (10, "ok"),
+    ),
+]
+
+
+async def test_malformed_input_gets_errors_and_the_agent_lives_on() -> None:
+    command = agy_harness_command()
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        "acp",
+        "--sim",
+        "--sim-pace",
+        "0",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        answers: dict[Any, dict[str, Any]] = {}
+        unnamed: list[dict[str, Any]] = []
+        for line, expected in LINES:
+            proc.stdin.write(line.encode() + b"\n")
+            await proc.stdin.drain()
+            if expected is None:
+                continue
+            raw = await asyncio.wait_for(proc.stdout.readline(), 30)
+            message = json.loads(raw)  # every stdout line is one JSON-RPC message
+            assert message["jsonrpc"] == "2.0"
+            if message["id"] is None:
+                unnamed.append(message)
+            else:
+                answers[message["id"]] = message
+        for _line, expected in LINES:
+            if expected is None:
+                continue
+            id_, code = expected
+            message = unnamed.pop(0) if id_ is None else answers[id_]
+            if code == "ok":
+                assert "result" in message, message
+            else:
+                assert message.get("error", {}).get("code") == code, (_line, message)
+        assert answers[10]["result"]["sessionId"]
+        assert proc.returncode is None  # still serving
+    finally:
+        proc.stdin.close()
+        try:
+            rc = await asyncio.wait_for(proc.wait(), 15)
+        except TimeoutError:
+            proc.kill()
+            raise
+        stderr = (await proc.stderr.read()).decode() if proc.stderr else ""
+        sys.stderr.write(stderr[-3000:])
+    assert rc == 0
+    assert "Traceback" not in stderr
+
+
+async def test_without_the_sdk_the_command_says_how_to_install_it() -> None:
+    code = (
+        "import sys; sys.modules['acp'] = None\n"
+        "from agy_harness.composition.cli import main\n"
+        "raise SystemExit(main(['acp', '--sim']))\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert out == b""
+    assert err.decode().strip() == "agy-harness acp: the ACP SDK is missing; pip install 'agy-harness[acp]'"
