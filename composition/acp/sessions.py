@@ -31,7 +31,12 @@ from acp.schema import (
     Usage,
 )
 
-from agy_harness.adapters.rpc.actions import PlanModelResolver, RpcModelCatalog, RpcTurnSender
+from agy_harness.adapters.rpc.actions import (
+    PlanModelResolver,
+    RpcModelCatalog,
+    RpcTurnSender,
+    preferred_model,
+)
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Binding, Resolver
 from agy_harness.adapters.rpc.sources import RpcPollSource
@@ -136,8 +141,11 @@ class AcpSession:
         self._fallback_model = PlanModelResolver(RpcPollSource(client), catalog)
         harness = self.session.harness
         if self.session.capabilities.rpc_turns:  # the chosen model rides on every RPC turn
-            others = [s for s in harness.turn_senders if s.name != "rpc"]
-            harness.turn_senders = [RpcTurnSender(client, self._model_for_turn), *others]
+            senders = harness.turn_senders  # the harness's own list: replace its RPC sender in place
+            senders[:] = [
+                RpcTurnSender(client, self._model_for_turn),
+                *(s for s in senders if s.name != "rpc"),
+            ]
         try:
             self.models = await catalog.models()
         except Exception as exc:
@@ -261,14 +269,17 @@ class AcpSession:
             return self.chosen_model
         if self.mapper.model:
             return self.mapper.model
-        recommended = next((m for m in self.models if m.recommended), None)
-        return (recommended or self.models[0]).model if self.models else ""
+        preferred = preferred_model(self.models)  # the one a turn without a choice runs on
+        return preferred.model if preferred else ""
 
     def config_options(self) -> list[SessionConfigOptionSelect]:
         if not self.models:
             return []
         current = self.current_model()
-        options = [SessionConfigSelectOption(value=m.model, name=m.label or m.model) for m in self.models]
+        options = [
+            SessionConfigSelectOption(value=m.model, name=m.label or m.model, description=_model_note(m))
+            for m in self.models
+        ]
         if current and current not in {m.model for m in self.models}:
             options.append(SessionConfigSelectOption(value=current, name=current))
         return [
@@ -292,6 +303,11 @@ class AcpSession:
                 {"details": f"{value!r} is not one of agy's models: {sorted(known)}"}
             )
         self.chosen_model = value
+
+
+def _model_note(model: ModelInfo) -> str | None:
+    notes = [n for n, on in (("agy's default", model.default), ("recommended", model.recommended)) if on]
+    return ", ".join(notes) or None
 
 
 def prompt_text(blocks: Sequence[Any]) -> str:

@@ -238,8 +238,13 @@ async def test_model_selection_from_agys_catalog() -> None:
         new = await conn.new_session(cwd="/tmp", mcp_servers=[])
         (option,) = new.config_options
         assert option.id == "model" and option.category == "model"
-        assert [o.name for o in option.options] == ["Gemini 3 Pro", "Gemini 3 Flash", "Gemini 2.5 Flash Lite"]
-        assert option.current_value == "MODEL_PLACEHOLDER_M20"  # the catalog's recommended one
+        names = {o.value: o.name for o in option.options}
+        assert names == {
+            "MODEL_PLACEHOLDER_M20": "Gemini 3 Pro",
+            "MODEL_PLACEHOLDER_M71": "Gemini 3 Flash",
+            "MODEL_PLACEHOLDER_M50": "Gemini 2.5 Flash Lite",
+        }
+        assert option.current_value == "MODEL_PLACEHOLDER_M20"  # the catalog's default, not its first entry
         sid = new.session_id
         chosen = await conn.set_config_option(
             config_id="model", session_id=sid, value="MODEL_PLACEHOLDER_M71"
