@@ -8,6 +8,8 @@
   -> one ``elicitation/create`` form: per question a single-select (``oneOf``) or a multi-select
   (``array`` of ``anyOf``) field plus an optional write-in field. An answer the one parser
   (:func:`agy_harness.core.answers.check_answer`) refuses is reported on the card and asked again.
+* A gate of another kind (a file-write review, a plan approval: no known answer payload) is shown as
+  a pending card that says to answer in agy's terminal; agy withdraws it when it moves on.
 * A question gate otherwise -> one ``session/request_permission`` per question whose options are the
   question's options plus "Decline to answer". A multi-select question is answered with the one
   option picked (the title says so); a question without options (write-in only) cannot be answered
@@ -146,6 +148,10 @@ class GateAsker:
         card = self.mapper.gate_card(gate)
         if card is not None:
             await self.conn.session_update(self.session_id, card)
+        if gate.kind not in ("permission", "question") or not gate.answerable:
+            # no known payload answers it over RPC: show it, and wait until agy moves on (withdraws it)
+            await self._note(gate, "agy waits for this in its own terminal; it cannot be answered from here")
+            await asyncio.Event().wait()
         try:
             if gate.kind == "permission":
                 answer = await self._permission(gate)

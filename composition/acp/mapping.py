@@ -244,6 +244,8 @@ def _fenced(output: str) -> str:
 
 
 def gate_title(gate: GateOpened) -> str:
+    if gate.kind == "other":
+        return f"agy waits for {gate.interaction or gate.tool_name or 'an answer'}"
     if gate.kind == "question":
         return gate.questions[0].question if gate.questions else "agy asks a question"
     p = gate.permission
@@ -258,4 +260,6 @@ def gate_title(gate: GateOpened) -> str:
 def gate_input(gate: GateOpened) -> dict[str, Any]:
     if gate.kind == "question":
         return {"questions": [json.loads(q.model_dump_json()) for q in gate.questions]}
+    if gate.kind == "other":
+        return {gate.interaction or "request": gate.request}
     return gate.permission.model_dump(exclude_defaults=True) if gate.permission else {}
