@@ -10,12 +10,12 @@ from .sender import (
     TurnUnconfirmed,
     agy_composer,
     agy_ready,
-    clean_text,
     default_composer,
     default_ready,
     find_pane_pid,
     sim_composer,
     sim_ready,
+    turn_text,
 )
 
 __all__ = [
@@ -28,10 +28,10 @@ __all__ = [
     "TurnUnconfirmed",
     "agy_composer",
     "agy_ready",
-    "clean_text",
     "default_composer",
     "default_ready",
     "find_pane_pid",
     "sim_composer",
     "sim_ready",
+    "turn_text",
 ]

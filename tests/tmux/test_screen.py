@@ -1,28 +1,32 @@
-"""Pure parts of the tmux turn sender: text cleaning and the screen predicates."""
+"""Pure parts of the tmux turn sender: the text check and the screen predicates."""
 
 from __future__ import annotations
+
+import pytest
 
 from agy_harness.adapters.simulator.tui import render_screen
 from agy_harness.adapters.tmux import (
     agy_composer,
     agy_ready,
-    clean_text,
     default_composer,
     default_ready,
     sim_composer,
     sim_ready,
+    turn_text,
 )
 
 RULE = "─" * 40
 
 
-def test_clean_text_strips_controls_keeps_newline_and_tab() -> None:
-    raw = "a\x1b[201~b\x00c\x07\td\r\ne\rf\x7fg\x9bh"
-    assert clean_text(raw) == "a[201~bc\td\ne\nfgh"
+def test_turn_text_refuses_controls_keeps_newline_and_tab() -> None:
+    assert turn_text("a\tb\r\nc\rd;\\;") == "a\tb\nc\nd;\\;"
+    for raw in ("a\x1b[201~b", "b\x00c", "c\x07", "f\x7fg", "g\x9bh", "x\ud800y", "  \n "):
+        with pytest.raises(ValueError, match="nothing was typed"):
+            turn_text(raw)
 
 
-def test_clean_text_keeps_unicode() -> None:
-    assert clean_text("héllo · wörld ✦") == "héllo · wörld ✦"
+def test_turn_text_keeps_unicode() -> None:
+    assert turn_text("héllo · wörld ✦ 𝄞 👩\u200d💻") == "héllo · wörld ✦ 𝄞 👩\u200d💻"
 
 
 def test_sim_ready_only_on_idle_footer() -> None:

@@ -13,7 +13,6 @@ from agy_harness.adapters.tmux import (
     ComposerNotReady,
     PaneNotFound,
     TmuxTurnSender,
-    TurnUnconfirmed,
     sim_composer,
 )
 
@@ -35,12 +34,16 @@ async def test_send_records_one_user_input_with_the_text(tui: TuiPane, rpc: Http
     assert await rpc.user_inputs(tui.cascade_id) == [text]
 
 
-async def test_control_characters_are_stripped(tui: TuiPane, rpc: HttpSteps) -> None:
-    # ESC would end the bracketed paste early, ^C would clear the composer, CR would press Enter.
-    raw = "tab\there\x1b[201~ and bell\x07 end\x03\r\nnext line\x00"
-    await sender(tui, rpc).send(tui.cascade_id, raw)
+async def test_control_characters_fail_before_typing(tui: TuiPane, rpc: HttpSteps) -> None:
+    # ESC would end the bracketed paste early, ^C would clear the composer: the text could not be
+    # delivered exactly, so nothing is typed (it used to be typed with the controls silently cut).
+    for raw in ("tab\there\x1b[201~ and bell", "end\x03", "lone \ud800 surrogate"):
+        with pytest.raises(ValueError, match="nothing was typed"):
+            await sender(tui, rpc).send(tui.cascade_id, raw)
+    assert sim_composer(tui.capture()) == ""
+    await sender(tui, rpc).send(tui.cascade_id, "tab\there\r\nnext line")  # CRLF is a newline
     await rpc.wait_steps(tui.cascade_id, turn_done)
-    assert await rpc.user_inputs(tui.cascade_id) == ["tab\there[201~ and bell end\nnext line"]
+    assert await rpc.user_inputs(tui.cascade_id) == ["tab\there\nnext line"]
 
 
 async def test_send_without_a_step_reader_verifies_by_the_screen(tui: TuiPane, rpc: HttpSteps) -> None:
@@ -127,8 +130,8 @@ async def test_a_turn_the_reader_cannot_see_is_unconfirmed_and_not_resent(
     s = TmuxTurnSender(
         tui.pane_id, server=tui.server, step_reader=EmptyReader(), start_timeout=0.8, retries=2
     )
-    with pytest.raises(TurnUnconfirmed, match="another cascade"):
-        await s.send(other, "Say hi elsewhere")
+    await s.send(other, "Say hi elsewhere")  # submitted: never a failure (a retry would submit twice)
+    assert len(s.unconfirmed) == 1 and "another cascade" in s.unconfirmed[0]
     await rpc.wait_steps(tui.cascade_id, turn_done)
     await tui.wait_screen(is_idle)
     # The retries never typed again: exactly one submission.
@@ -179,4 +182,22 @@ async def test_a_text_longer_than_a_tmux_command_is_one_turn(tui: TuiPane, rpc: 
     assert len(text.encode()) > 20000
     await sender(tui, rpc).send(tui.cascade_id, text)
     await rpc.wait_steps(tui.cascade_id, turn_done)
+    assert await rpc.user_inputs(tui.cascade_id) == [text]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ";",
+        "echo a;",
+        "run: ls; echo done;",
+        "a \\; b \\\\; c",
+        "x" * 7999 + ";" + "y" * 50 + ";",  # a ';' where the old 8000-byte chunks ended
+        "é" * 3999 + ";\\;" + "✦" * 3000 + ";",
+        "𝄞 👩\u200d💻 ünïcödé ; ok",
+    ],
+    ids=["semicolon", "trailing", "several", "escaped", "chunk-end", "chunk-end-multibyte", "unicode"],
+)
+async def test_the_exact_text_is_delivered(tui: TuiPane, rpc: HttpSteps, text: str) -> None:
+    await sender(tui, rpc).send(tui.cascade_id, text)  # used to lose ';' and raise TurnUnconfirmed
     assert await rpc.user_inputs(tui.cascade_id) == [text]
