@@ -17,7 +17,14 @@ from typing import Literal
 from agy_harness.core.elicitation import with_poll_details
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, Notice
-from agy_harness.ports.protocols import Cursor, CursorStore, EventSink, StepBatch, StepSnapshot
+from agy_harness.ports.protocols import (
+    Cursor,
+    CursorJournal,
+    CursorStore,
+    EventSink,
+    StepBatch,
+    StepSnapshot,
+)
 
 from .conversation import Conversation, HarnessOptions, HarnessStats
 
@@ -50,18 +57,28 @@ class Emitter:
         self.observers = list(observers)
         self.inflight: set[asyncio.Future[None]] = set()
         self._lock = asyncio.Lock()
+        # a journal store takes only what changed (O(1) per delivery); see _advance_cursor
+        self._journal = cursor_store if isinstance(cursor_store, CursorJournal) else None
+        self._journaled: Reconciler | None = None  # the reconciler whose committed keys it has
+        self._in_batch = False
+        self._sync_due: set[str] = set()  # cascades whose journal records await their fsync
 
     async def apply(self, batch: StepBatch, reconciler: Reconciler | None = None) -> None:
         reconciler = reconciler or self.conversation.reconciler
         self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
-        for raw in batch.steps:
-            events = reconciler.feed(raw)
-            if events:
-                # fed steps are committed: their events must reach the sink even if the reader is cancelled
-                task = asyncio.ensure_future(self.emit(events))
-                self.inflight.add(task)
-                task.add_done_callback(self.inflight.discard)
-                await asyncio.shield(task)
+        self._in_batch = True  # one journal fsync per batch, at its end
+        try:
+            for raw in batch.steps:
+                events = reconciler.feed(raw)
+                if events:
+                    # fed steps are committed: their events must reach the sink even if the reader is cancelled
+                    task = asyncio.ensure_future(self.emit(events))
+                    self.inflight.add(task)
+                    task.add_done_callback(self.inflight.discard)
+                    await asyncio.shield(task)
+        finally:
+            self._in_batch = False
+        await self._sync()
 
     async def _with_details(self, events: Sequence[Event]) -> list[Event]:
         """Question gates seen on the stream lack the multi-select flags: read them from a poll."""
@@ -103,15 +120,41 @@ class Emitter:
             reconciler = self.conversation.reconciler
             mine = bool(events) and events[0].cascade_id == reconciler.cascade_id  # a sub-agent's are not
             if self.cursor_store is not None and mine and any(e.type in _CURSOR_TYPES for e in events):
-                st = reconciler.state
-                cursor = Cursor(
-                    cascade_id=reconciler.cascade_id,
-                    committed=sorted(st.committed),
-                    state=st.model_dump(mode="json"),
-                )
-                await asyncio.to_thread(self.cursor_store.save, cursor)  # file I/O off the loop
+                await self._advance_cursor(reconciler)
         for observe in self.observers:
             observe(events)
+
+    async def _advance_cursor(self, reconciler: Reconciler) -> None:
+        st = reconciler.state
+        if self._journal is None:
+            assert self.cursor_store is not None
+            cursor = Cursor(
+                cascade_id=reconciler.cascade_id,
+                committed=sorted(st.committed),
+                state=st.model_dump(mode="json"),
+            )
+            await asyncio.to_thread(self.cursor_store.save, cursor)  # file I/O off the loop
+            return
+        if reconciler is not self._journaled:  # bound, resumed or rotated: everything it has, once
+            self._journaled = reconciler
+            added = list(st.committed)
+        else:
+            added = list(reconciler.committed_log)
+        reconciler.committed_log.clear()
+        # one append(2) of what changed, on the loop (no fsync); the fsync is _sync's, off the loop
+        state = st.model_dump(mode="json", exclude={"committed", "live"})
+        state["live"] = {k: dict(v) for k, v in st.live.items()}  # plain str/int fields, not copied
+        if self._journal.record(reconciler.cascade_id, added, state):
+            self._sync_due.add(reconciler.cascade_id)
+        if not self._in_batch:
+            await self._sync()
+
+    async def _sync(self) -> None:
+        """Make the journal durable (the durability rule in adapters/store/cursor_file.py)."""
+        due, self._sync_due = self._sync_due, set()
+        if self._journal is not None:
+            for cascade_id in due:
+                await asyncio.to_thread(self._journal.sync, cascade_id)
 
     async def notice(self, key: str, text: str, level: Level = "info") -> None:
         await self.emit(

@@ -69,6 +69,7 @@ class Reconciler:
         self.cascade_id = cascade_id
         self.state = state if state is not None else MapperState()
         self.skipped = 0  # steps skipped as unreadable
+        self.committed_log: list[str] = []  # step keys committed since a cursor journal last took them
 
     # -- public ----------------------------------------------------------------------------
 
@@ -89,6 +90,7 @@ class Reconciler:
             return []
         if step.settled:
             self.state.committed.add(sk)
+            self.committed_log.append(sk)
             self.state.live.pop(sk, None)
         return events
 

@@ -173,3 +173,18 @@ class CursorStore(Protocol):
     def load(self, cascade_id: str) -> Cursor | None: ...
 
     def save(self, cursor: Cursor) -> None: ...
+
+
+@runtime_checkable
+class CursorJournal(CursorStore, Protocol):
+    """A CursorStore that takes each change instead of the whole cursor: its cost per delivery does
+    not grow with the conversation.
+
+    ``record`` gets the step keys committed since the last record and the whole mapper state less
+    ``committed``; it returns True when ``sync`` is due. The harness calls ``sync`` (off the loop)
+    before it takes the next batch from agy: a committed event is durable by then.
+    """
+
+    def record(self, cascade_id: str, committed: Sequence[str], state: dict[str, Any]) -> bool: ...
+
+    def sync(self, cascade_id: str) -> None: ...

@@ -1,11 +1,31 @@
-"""Cursor stores (``ports.protocols.CursorStore``): a durable one-file-per-cascade store and an in-memory one.
+"""Cursor stores (``ports.protocols.CursorStore``): a durable per-cascade file store and an in-memory one.
 
-:class:`FileCursorStore` keeps ``<directory>/<cascade_id>.json`` (the id sanitized to a safe file
-name). A save writes a temp file in the same directory, fsyncs it, ``os.replace``-s it over the old
-file and fsyncs the directory, so a crash leaves either the old cursor or the new one, never a torn
-file. A load returns ``None`` for a missing cursor; a corrupt file is logged, moved aside to
-``<name>.corrupt`` and also answered with ``None`` (the harness then starts from agy's history,
-and the core's dedup keeps it from repeating what the cursor would have remembered).
+:class:`FileCursorStore` keeps, per cascade, a snapshot ``<directory>/<name>.json`` (the id
+sanitized to a safe file name; ``{"cascade_id", "committed", "state", "generation"}``) and an
+append-only journal ``<name>.<generation>.journal`` of the changes since that snapshot (one JSON
+line each, see :mod:`.journal`). Its cost per delivery does not grow with the conversation:
+
+* :meth:`FileCursorStore.record` (the ``CursorJournal`` port the emitter uses) appends one line
+  holding only what changed: newly committed step keys, changed state fields, the new tail of a
+  streamed reply. It is written with one ``write(2)`` before ``record`` returns.
+* :meth:`FileCursorStore.sync` fsyncs the journal, and compacts it when it has grown past twice
+  the snapshot (and 1 MB): a new snapshot of generation g+1 (temp file, fsync, ``os.replace``,
+  directory fsync), then the journal of generation g is deleted. A crash in between leaves the new
+  snapshot and no journal of its generation: nothing is replayed twice.
+* :meth:`FileCursorStore.save` (the plain ``CursorStore`` port) writes a whole snapshot, as before.
+
+**Durability rule.** A record that commits events (or changes any state besides streamed text) is
+fsynced before the emitter takes the next batch from agy (the emitter calls ``sync`` at the end
+of each batch and after each delivery outside one); within a batch, and for records that only
+extend a streamed reply, the write reaches the OS at once and the fsync comes with the next
+committed record. So a crash of the harness process loses and repeats nothing; a power loss can
+at most lose the tail of a reply still streaming, which a restart re-sends from agy's steps.
+
+Loading replays the journal over the snapshot. A torn last line (a crash mid-write) is dropped and
+cut off; a line that cannot be read before the end stops the replay there, is logged, and the
+journal is cut at that point. A corrupt snapshot is logged, moved aside to ``<name>.json.corrupt``
+(its journals too) and answered with ``None``; the harness then starts from agy's history, and the
+core's dedup keeps it from repeating what the cursor would have remembered.
 """
 
 from __future__ import annotations
@@ -18,17 +38,21 @@ import os
 import re
 import tempfile
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
 
-from agy_harness.core.safejson import clean
 from agy_harness.ports.protocols import Cursor
+
+from . import journal
 
 log = logging.getLogger(__name__)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+COMPACT_MIN = 1 << 20  # bytes of journal before a compaction is considered
 
 
 def cursor_file_name(cascade_id: str) -> str:
@@ -41,67 +65,263 @@ def cursor_file_name(cascade_id: str) -> str:
 
 
 def encode_cursor(cursor: Cursor) -> bytes:
-    """The cursor as UTF-8 JSON; never fails on its content (``safejson.clean``: a lone surrogate in
-    the mapper state becomes U+FFFD, as the core does for everything it reads from agy)."""
-    try:
-        return cursor.model_dump_json().encode("utf-8")
-    except (ValueError, PydanticSerializationError):
-        return json.dumps(clean(cursor.model_dump()), ensure_ascii=False).encode("utf-8")
+    """A cursor as JSON bytes that never fail on content (see ``journal.dumps``)."""
+    return journal.dumps(cursor.model_dump(mode="json"))
+
+
+class _Corrupt(Exception):
+    pass
+
+
+@dataclass
+class _Open:
+    """What this process last wrote (or read) for one cascade: the baseline the next record diffs against."""
+
+    generation: int
+    committed: dict[str, None] = field(default_factory=dict)  # insertion-ordered set
+    state: dict[str, Any] = field(default_factory=dict)  # without "committed"
+    snapshot_bytes: int = 0
+    journal_bytes: int = 0
+    fd: int | None = None
+    unsynced: bool = False  # bytes written since the last fsync
+    must_sync: bool = False  # ... and some of them commit something
+    new_file: bool = False  # the journal's directory entry is not fsynced yet
+    embed: bool = True  # the state carries "committed" too (the mapper state does; a saved Cursor may not)
 
 
 class FileCursorStore:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, compact_min: int = COMPACT_MIN) -> None:
         self.directory = Path(directory)
+        self.compact_min = compact_min
         self._lock = threading.Lock()
+        self._open: dict[str, _Open] = {}
+        self.compactions = 0
 
     def path_for(self, cascade_id: str) -> Path:
         return self.directory / cursor_file_name(cascade_id)
 
+    def journal_path(self, cascade_id: str, generation: int) -> Path:
+        return self.directory / f"{cursor_file_name(cascade_id)[:-5]}.{generation}.journal"
+
+    # -- CursorStore -----------------------------------------------------------------------
+
     def load(self, cascade_id: str) -> Cursor | None:
-        path = self.path_for(cascade_id)
         with self._lock:
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
+            self._forget(cascade_id)
+            opened = self._read(cascade_id)
+            if opened is None:
                 return None
-            try:
-                cursor = Cursor.model_validate_json(data)
-            except (ValidationError, ValueError) as exc:
-                aside = self._set_aside(path)
-                log.error(
-                    "cursor %s is corrupt (%s); moved it to %s and starting without a cursor",
-                    path,
-                    exc.__class__.__name__,
-                    aside,
-                )
-                return None
-            if cursor.cascade_id != cascade_id:
-                log.error(
-                    "cursor %s belongs to cascade %r, not %r; ignoring it",
-                    path,
-                    cursor.cascade_id,
-                    cascade_id,
-                )
-                return None
-            return cursor
+            self._open[cascade_id] = opened
+            return _cursor(cascade_id, opened)
 
     def save(self, cursor: Cursor) -> None:
-        path = self.path_for(cursor.cascade_id)
-        data = encode_cursor(cursor)
+        cascade_id = cursor.cascade_id
         with self._lock:
+            old = self._open.pop(cascade_id, None)
+            generation = old.generation + 1 if old is not None else self._snapshot_generation(cascade_id) + 1
+            state = {k: v for k, v in cursor.state.items() if k != "committed"}
+            committed = dict.fromkeys([*cursor.committed, *(cursor.state.get("committed") or ())])
+            opened = _Open(generation, committed, state, embed="committed" in cursor.state)
+            self._write_snapshot(cascade_id, opened)
+            if old is not None and old.fd is not None:
+                os.close(old.fd)
+            self._remove_journals(cascade_id, keep=None)
+            self._open[cascade_id] = opened
+
+    # -- CursorJournal ---------------------------------------------------------------------
+
+    def record(self, cascade_id: str, committed: Sequence[str], state: dict[str, Any]) -> bool:
+        """Append what changed since the last record/load/save; True when a ``sync`` is due.
+
+        ``committed``: the step keys committed since the last record (more is harmless);
+        ``state``: the whole mapper state without ``committed``.
+        """
+        with self._lock:
+            opened = self._open.get(cascade_id)
+            if opened is None:
+                opened = self._read(cascade_id) or _Open(self._snapshot_generation(cascade_id))
+                self._open[cascade_id] = opened
+            added = [k for k in committed if k not in opened.committed]
+            rec = journal.diff(opened.state, state, added)
+            if rec:
+                self._append(cascade_id, opened, journal.encode(rec))
+                opened.must_sync = opened.must_sync or journal.is_durable_change(rec)
+                opened.committed.update(dict.fromkeys(added))
+                opened.state = state
+            return opened.must_sync or self._compaction_due(opened)
+
+    def sync(self, cascade_id: str) -> None:
+        """fsync what ``record`` wrote for ``cascade_id``; compact the journal when it is due."""
+        with self._lock:
+            opened = self._open.get(cascade_id)
+            if opened is None:
+                return
+            if opened.fd is not None and opened.unsynced:
+                os.fsync(opened.fd)
+                if opened.new_file:
+                    self._fsync_directory()
+                    opened.new_file = False
+            opened.unsynced = opened.must_sync = False
+            if self._compaction_due(opened):
+                self._compact(cascade_id, opened)
+
+    def close(self) -> None:
+        with self._lock:
+            for cascade_id in list(self._open):
+                self._forget(cascade_id)
+
+    # -- files -----------------------------------------------------------------------------
+
+    def _compaction_due(self, opened: _Open) -> bool:
+        return opened.journal_bytes > max(self.compact_min, 2 * opened.snapshot_bytes)
+
+    def _compact(self, cascade_id: str, opened: _Open) -> None:
+        old_generation, old_fd = opened.generation, opened.fd
+        opened.generation += 1
+        self._write_snapshot(cascade_id, opened)  # durable before the old journal goes
+        if old_fd is not None:
+            os.close(old_fd)
+        opened.fd, opened.journal_bytes, opened.unsynced = None, 0, False
+        with contextlib.suppress(OSError):
+            os.unlink(self.journal_path(cascade_id, old_generation))
+        self.compactions += 1
+
+    def _append(self, cascade_id: str, opened: _Open, line: bytes) -> None:
+        if opened.fd is None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.name}.", suffix=".tmp")
+            path = self.journal_path(cascade_id, opened.generation)
+            opened.new_file = not path.exists()
+            opened.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        view = memoryview(line)
+        while view:
+            written = os.write(opened.fd, view)
+            view = view[written:]
+        opened.journal_bytes += len(line)
+        opened.unsynced = True
+
+    def _write_snapshot(self, cascade_id: str, opened: _Open) -> None:
+        committed = list(opened.committed)
+        body = {
+            "cascade_id": cascade_id,
+            "committed": committed,
+            "state": {**opened.state, "committed": committed} if opened.embed else opened.state,
+            "generation": opened.generation,
+        }
+        data = journal.dumps(body)
+        path = self.path_for(cascade_id)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._fsync_directory()
+        opened.snapshot_bytes = len(data)
+
+    def _snapshot_generation(self, cascade_id: str) -> int:
+        try:
+            data = json.loads(self.path_for(cascade_id).read_bytes())
+            return int(data.get("generation") or 0) if isinstance(data, dict) else 0
+        except (OSError, ValueError, TypeError):
+            return 0
+
+    def _read(self, cascade_id: str) -> _Open | None:
+        """The snapshot plus its journal replayed, or None (nothing there, or corrupt: set aside)."""
+        path = self.path_for(cascade_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        opened = _Open(0)
+        if data is not None:
             try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
+                opened = self._parse_snapshot(cascade_id, path, data)
+            except _Corrupt:
+                return None
+        journal_path = self.journal_path(cascade_id, opened.generation)
+        try:
+            lines = journal_path.read_bytes()
+        except FileNotFoundError:
+            return opened if data is not None else None
+        self._replay(journal_path, lines, opened)
+        return opened
+
+    def _parse_snapshot(self, cascade_id: str, path: Path, data: bytes) -> _Open:
+        try:
+            raw = json.loads(data)  # (the stdlib reads the ASCII escapes of any str, lone surrogates too)
+            cursor = Cursor.model_validate(raw)
+            generation = int(raw.get("generation") or 0)
+        except (ValidationError, ValueError, TypeError, AttributeError) as exc:
+            aside = self._set_aside(path)
+            for stale in self._journals(cascade_id):
+                self._set_aside(stale)
+            log.error(
+                "cursor %s is corrupt (%s); moved it to %s and starting without a cursor",
+                path,
+                exc.__class__.__name__,
+                aside,
+            )
+            raise _Corrupt from exc
+        if cursor.cascade_id != cascade_id:
+            log.error(
+                "cursor %s belongs to cascade %r, not %r; ignoring it", path, cursor.cascade_id, cascade_id
+            )
+            raise _Corrupt
+        committed = dict.fromkeys([*cursor.committed, *(cursor.state.get("committed") or ())])
+        state = {k: v for k, v in cursor.state.items() if k != "committed"}
+        return _Open(
+            generation, committed, state, snapshot_bytes=len(data), embed="committed" in cursor.state
+        )
+
+    @staticmethod
+    def _replay(path: Path, data: bytes, opened: _Open) -> None:
+        good = 0
+        for line in data.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                log.info("cursor journal %s: dropping a torn last line (%d bytes)", path, len(line))
+                break
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise ValueError("not an object")
+                journal.apply(opened.committed, opened.state, rec)
+            except (ValueError, TypeError, AttributeError) as exc:
+                log.error("cursor journal %s: unreadable record at byte %d (%s); replay stops there",
+                          path, good, exc)  # fmt: skip
+                break
+            good += len(line)
+        if good != len(data):
+            with open(path, "r+b") as fh:
+                fh.truncate(good)
+        opened.journal_bytes = good
+
+    def _journals(self, cascade_id: str) -> list[Path]:
+        stem = cursor_file_name(cascade_id)[:-5]
+        if not self.directory.is_dir():
+            return []
+        return [
+            p for p in self.directory.iterdir() if p.name.startswith(stem + ".") and p.suffix == ".journal"
+        ]
+
+    def _remove_journals(self, cascade_id: str, keep: Path | None) -> None:
+        for p in self._journals(cascade_id):
+            if p != keep:
                 with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
-            self._fsync_directory()
+                    os.unlink(p)
+
+    def _forget(self, cascade_id: str) -> None:
+        opened = self._open.pop(cascade_id, None)
+        if opened is not None and opened.fd is not None:
+            if opened.unsynced:
+                with contextlib.suppress(OSError):
+                    os.fsync(opened.fd)
+            os.close(opened.fd)
 
     def _fsync_directory(self) -> None:
         try:
@@ -124,6 +344,12 @@ class FileCursorStore:
             log.warning("cannot move the corrupt cursor %s aside: %s", path, exc)
             return path
         return aside
+
+
+def _cursor(cascade_id: str, opened: _Open) -> Cursor:
+    committed = list(opened.committed)
+    state = {**opened.state, "committed": committed} if opened.embed else dict(opened.state)
+    return Cursor(cascade_id=cascade_id, committed=committed, state=state)
 
 
 class MemoryCursorStore:

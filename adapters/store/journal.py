@@ -1,0 +1,108 @@
+"""The cursor journal's records: what changed in a cursor since the last record, as one JSON line.
+
+A record is ``{"c": [...], "s": {...}, "l": {...}, "ld": [...]}`` (each key only when non-empty):
+
+* ``c``: step keys newly committed (added to the set; re-adding is harmless);
+* ``s``: top-level state fields whose value changed (everything but ``live``), whole;
+* ``l``: per live reply (step key), the fields that changed. A string that grew by appending (the
+  streamed text and thinking) is written as ``{"<field>@": offset, "<field>+": suffix}`` and read
+  back as ``old[:offset] + suffix``, so a reply of N bytes costs O(N) over all its deltas, not
+  O(N²); any other change is the whole value under the field's own name;
+* ``ld``: live replies that are gone (settled).
+
+Applying a record is idempotent, so replaying a journal over the state it produced changes nothing.
+No I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from agy_harness.core.safejson import clean
+
+Record = dict[str, Any]
+
+
+def _entry_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, value in new.items():
+        before = old.get(field)
+        if before == value and field in old:
+            continue
+        if isinstance(value, str) and isinstance(before, str) and value.startswith(before):
+            out[f"{field}@"] = len(before)
+            out[f"{field}+"] = value[len(before) :]
+        else:
+            out[field] = value
+    return out
+
+
+def diff(old: dict[str, Any], new: dict[str, Any], added: Iterable[str]) -> Record:
+    """The record that turns state ``old`` into ``new`` (neither holds ``committed``) plus ``added`` keys."""
+    rec: Record = {}
+    committed = list(added)
+    if committed:
+        rec["c"] = committed
+    changed = {k: v for k, v in new.items() if k != "live" and (k not in old or old[k] != v)}
+    if changed:
+        rec["s"] = changed
+    old_live: dict[str, Any] = old.get("live") or {}
+    new_live: dict[str, Any] = new.get("live") or {}
+    live: dict[str, Any] = {}
+    for key, entry in new_live.items():
+        before = old_live.get(key)
+        if before is entry:
+            continue
+        d = _entry_diff(before if isinstance(before, dict) else {}, entry if isinstance(entry, dict) else {})
+        if d or key not in old_live:
+            live[key] = d
+    if live:
+        rec["l"] = live
+    gone = [k for k in old_live if k not in new_live]
+    if gone:
+        rec["ld"] = gone
+    return rec
+
+
+def is_durable_change(rec: Record) -> bool:
+    """True when the record holds more than streamed text: committed keys, state fields, settled replies."""
+    return bool(rec.get("c") or rec.get("s") or rec.get("ld"))
+
+
+def apply(committed: dict[str, None], state: dict[str, Any], rec: Record) -> None:
+    """Apply one record in place (idempotent). ``committed`` is an insertion-ordered set."""
+    for key in rec.get("c") or ():
+        committed[str(key)] = None
+    for key, value in (rec.get("s") or {}).items():
+        state[key] = value
+    live = state.setdefault("live", {})
+    for key in rec.get("ld") or ():
+        live.pop(key, None)
+    for key, d in (rec.get("l") or {}).items():
+        entry = dict(live.get(key) or {})
+        for field, value in d.items():
+            if field.endswith("@"):
+                continue
+            if field.endswith("+"):
+                name = field[:-1]
+                offset = int(d.get(f"{name}@", 0))
+                entry[name] = str(entry.get(name, ""))[:offset] + str(value)
+            else:
+                entry[field] = value
+        live[key] = entry
+
+
+def dumps(value: Any) -> bytes:
+    """Compact ASCII JSON that never fails on content: ASCII escapes carry any str (a lone surrogate
+    too); what the encoder still refuses (over-deep nesting) goes through ``safejson.clean`` first."""
+    try:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
+    except (ValueError, RecursionError):
+        return json.dumps(clean(value), separators=(",", ":")).encode("ascii")
+
+
+def encode(rec: Record) -> bytes:
+    """One journal line."""
+    return dumps(rec) + b"\n"
