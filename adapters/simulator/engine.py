@@ -190,21 +190,9 @@ class Engine:
             step = again
 
     # -- tools ------------------------------------------------------------------------------
-    def _run_call(self, command: str) -> dict[str, Any]:
-        return st.tool_call(
-            "run_command",
-            {
-                "CommandLine": command,
-                "Cwd": self.sim.workspace,
-                "WaitMsBeforeAsync": 2000,
-                "toolAction": f"Running {command.split()[0] if command.split() else 'the'} command",
-                "toolSummary": f"Run {command}",
-            },
-        )
-
     async def do_run(self, action: Action, *, gated: bool = True) -> None:
         parts = [p.strip() for p in action.arg.split("&&") if p.strip()] or ["pwd"]
-        calls = [self._run_call(p) for p in parts]
+        calls = [ts.run_call(p, self.sim.workspace) for p in parts]
         mi = await self.planner_tools(
             calls, f"**Running a command**\n\nI will run `{action.arg}` in the workspace."
         )
@@ -353,6 +341,24 @@ class Engine:
         )
         await self._simple_tool(step)
         self.results.append(f"{name} has 42 lines.")
+
+    async def do_write(self, action: Action) -> None:
+        path = action.arg if action.arg.startswith("/") else f"{self.sim.workspace}/{action.arg}"
+        name = path.rsplit("/", 1)[-1]
+        call, content = ts.write_call(path)
+        mi = await self.planner_tools([call], f"**Writing a file**\n\nI will write {name}.")
+        await self.pause(STEP_DELAY)
+        where = self.where(mi)
+        step, request = ts.write_to_file(where, self.model, call, path=path, content=content)
+        self.add(step)
+        step, answer = await self.gate(step, request, "other")
+        if answer is None:
+            self.results.append(f"Nobody reviewed the write to {name} in time.")
+            return
+        accepted = any(isinstance(v, dict) and v.get("accepted") is True for v in answer.values())
+        st.settle(step, st.DONE if accepted else st.ERROR)
+        self.changed(self.c.steps.index(step))
+        self.results.append(f"I wrote {name}." if accepted else f"You rejected the write to {name}.")
 
     async def do_subagent(self, action: Action) -> None:
         role = action.arg

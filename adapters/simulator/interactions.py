@@ -24,7 +24,16 @@ def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]
         raise refused
     step = c.steps[index]
     response: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
-    if gate.kind == "permission":
+    if gate.kind == "other":
+        # a kind the harness cannot answer: accepted in the simulated terminal, or over RPC as
+        # {<the same field>: {...}} (a guess: no source shows this payload)
+        key = next(iter(step.get("requestedInteraction") or {}), "")
+        if not key or not isinstance(interaction.get(key), dict):
+            raise refused
+        response[key] = dict(interaction[key])
+        ts.record_interaction(step, response)
+        st.transition(step, st.RUNNING)
+    elif gate.kind == "permission":
         perm = interaction.get("permission")
         if not isinstance(perm, dict):
             raise refused

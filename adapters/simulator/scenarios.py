@@ -23,6 +23,11 @@ one final text reply summarises):
   The final reply names the chosen option(s) (or the write-in).
 * ``list`` — LIST_DIRECTORY of the workspace (canned entries).
 * ``view`` / ``cat`` / ``read file`` — VIEW_FILE of the first path-like word (default README.md).
+* ``write the file`` / ``write a file`` — WRITE_TO_FILE that waits for a file-write review: a gate
+  whose ``requestedInteraction`` is ``fileReview`` (a GUESS: agy >= 1.1.0 pauses for diff review, but
+  no recording shows the field; it exists to exercise the harness's generic gates). It is answered
+  in the simulated terminal (:meth:`Simulator.resolve_in_terminal`), or over RPC with
+  ``{"fileReview": {...}}``.
 * ``subagent`` / ``sub-agent`` — a GENERIC ``invoke_subagent`` step, and a CHILD cascade (listed by
   GetAllCascadeTrajectories with ``trajectoryMetadata.parentConversationId``) that runs its own
   short text turn.
@@ -109,6 +114,7 @@ _KEYWORDS: list[tuple[str, str]] = [
     ("list", r"\blist\b"),
     ("view", r"\b(?:view|cat)\b|\bread (?:the )?file\b"),
     ("subagent", r"\bsub-?agents?\b"),
+    ("write", r"\bwrite (?:to )?(?:a |the )?file\b"),
 ]
 
 
@@ -171,6 +177,8 @@ def plan_for(text: str) -> Plan:
             action.arg = extract_path(text[stop:])
         elif kind == "subagent":
             action.arg = "Code Reviewer"
+        elif kind == "write":
+            action.arg = extract_path(text[stop:])
         taken_until = max(taken_until, end)
         plan.actions.append(action)
     return plan

@@ -36,6 +36,7 @@ from .state import (
     Watcher,
     not_found,
 )
+from .views import summary_of, update_frame
 
 __all__ = ["IDLE", "MODELS", "RUNNING", "Cascade", "RpcFailure", "Simulator", "Watcher"]
 
@@ -222,6 +223,18 @@ class Simulator:
         gate.future.set_result(response)
         self._changed(c, index)
 
+    async def resolve_in_terminal(self, cascade_id: str | None = None, *, accept: bool = True) -> int:
+        """A human answers the waiting gate of a kind the harness cannot answer (e.g. the file-write
+        review) in agy's own terminal. Returns the step index; KeyError when no such gate waits."""
+        c = self._cascade(cascade_id)
+        for index, gate in c.gates.items():
+            if gate.kind == "other" and not gate.future.done():
+                key = next(iter(c.steps[index].get("requestedInteraction") or {}))
+                interaction = {"trajectoryId": c.trajectory_id, "stepIndex": index, key: {"accepted": accept}}
+                await self.handle_interaction(c.id, interaction)
+                return index
+        raise KeyError("no gate of another kind is waiting")
+
     async def send_agent_message(self, cascade_id: str, text: str) -> None:
         """``SendAgentMessage``: a SYSTEM_MESSAGE step (not a user turn; the model does not run)."""
         c = self._cascade(cascade_id)
@@ -239,28 +252,8 @@ class Simulator:
         return RUNNING if self._cascade(cascade_id).busy else IDLE
 
     def trajectory_summaries(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for c in self._cascades.values():
-            # The reference harness's live-verified shape (omnigent 0.19.1 reader.py
-            # _summary_is_child_trajectory, agy 1.1.9): trajectoryType CASCADE for roots and
-            # sub-agents alike; trajectoryMetadata.rootConversationId is the root itself, or for a
-            # child its parent, with parentConversationId.
-            summary: dict[str, Any] = {
-                "trajectoryType": "CORTEX_TRAJECTORY_TYPE_CASCADE",
-                "status": RUNNING if c.busy else IDLE,
-                "stepCount": len(c.steps),
-            }
-            if c.last_user_input:
-                summary["lastUserInputTime"] = c.last_user_input
-            summary["lastModifiedTime"] = c.last_modified
-            meta: dict[str, Any] = {}
-            if c.parent_id:
-                meta["parentConversationId"] = c.parent_id
-                meta["rootConversationId"] = c.parent_id
-            else:
-                meta["rootConversationId"] = c.id
-            summary["trajectoryMetadata"] = meta
-            out[c.id] = summary
+        """What GetAllCascadeTrajectories lists (see :mod:`.summaries`)."""
+        out = {c.id: summary_of(c) for c in self._cascades.values()}
         out.update(copy.deepcopy(self.extra_summaries))
         return out
 
@@ -394,18 +387,7 @@ class Simulator:
         c.watchers.discard(w)
 
     def _update_frame(self, c: Cascade, indices: list[int]) -> dict[str, Any]:
-        return {
-            "update": {
-                "conversationId": c.id,
-                "status": RUNNING if c.busy else IDLE,
-                "mainTrajectoryUpdate": {
-                    "stepsUpdate": {
-                        "indices": list(indices),
-                        "steps": [st.stream_projection(c.steps[i]) for i in indices],
-                    }
-                },
-            }
-        }
+        return update_frame(c, indices)
 
     # -- RPC ---------------------------------------------------------------------------------
     async def _rpc(self, method: str, request: dict[str, Any]) -> dict[str, Any]:

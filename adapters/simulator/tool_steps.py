@@ -21,6 +21,7 @@ from .steps import (
     settle,
     shape,
     tokens,
+    tool_call,
     transition,
 )
 
@@ -225,3 +226,46 @@ def generic(
 def generic_finish(step: dict[str, Any], result: str, render: dict[str, Any]) -> None:
     step["generic"]["result"] = {"result": result, "stepRenderInfo": render}
     settle(step, DONE)
+
+
+def run_call(command: str, cwd: str) -> dict[str, Any]:
+    """The planner's ``run_command`` tool call."""
+    return tool_call(
+        "run_command",
+        {
+            "CommandLine": command,
+            "Cwd": cwd,
+            "WaitMsBeforeAsync": 2000,
+            "toolAction": f"Running {command.split()[0] if command.split() else 'the'} command",
+            "toolSummary": f"Run {command}",
+        },
+    )
+
+
+def write_call(path: str) -> tuple[dict[str, Any], str]:
+    """The planner's ``write_to_file`` tool call, and the content it writes."""
+    name = path.rsplit("/", 1)[-1]
+    content = f"# {name}\n\nWritten by the simulator.\n"
+    args = {
+        "TargetFile": path,
+        "CodeContent": content,
+        "toolAction": f"Writing {name}",
+        "toolSummary": f"Write {name}",
+    }
+    return tool_call("write_to_file", args), content
+
+
+def write_to_file(
+    where: Where, model: str, call: dict[str, Any], *, path: str, content: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """WRITE_TO_FILE (PENDING) and the file-review request it will wait on. NOT recorded: built on the
+    RUN_COMMAND shape with a ``writeToFile`` body; ``fileReview`` is a guessed interaction name."""
+    step = shape("run_command_waiting")
+    name = path.rsplit("/", 1)[-1]
+    _tool_metadata(step, where, model, call, f"Writing {name}", f"Write {name}", 30 + tokens(content))
+    _set_transitions(step, PENDING)
+    step["type"] = "CORTEX_STEP_TYPE_WRITE_TO_FILE"
+    del step["runCommand"], step["requestedInteraction"]
+    step["writeToFile"] = {"targetFileUri": f"file://{path}", "codeContent": content}
+    diff = "".join(f"+{line}\n" for line in content.splitlines())
+    return step, {"fileReview": {"targetFileUri": f"file://{path}", "diff": diff}}

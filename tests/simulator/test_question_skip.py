@@ -40,3 +40,23 @@ async def test_a_malformed_question_answer_is_still_refused(sim: Simulator) -> N
             r = await call(c, sim, "HandleCascadeUserInteraction", interaction(sim, i, **bad))
             assert r.status_code == 500 and r.json()["message"] == f"input not registered for step {i}"
     assert sim.steps()[i]["status"] == "CORTEX_STEP_STATUS_WAITING"
+
+
+async def test_a_file_write_waits_for_a_review_of_another_kind(sim: Simulator) -> None:
+    """The simulator's guessed ``fileReview`` gate: refused as a permission or a question, accepted
+    with its own field (what the simulated terminal sends)."""
+    await sim.submit_user_turn("write the file notes.md")
+    await sim.wait_idle()
+    i = waiting_index(sim)
+    step = sim.steps()[i]
+    assert step["type"] == "CORTEX_STEP_TYPE_WRITE_TO_FILE"
+    assert set(step["requestedInteraction"]) == {"fileReview"}
+    async with client() as c:
+        for bad in ({"permission": {"allow": True}}, {"askQuestion": {"responses": []}}):
+            r = await call(c, sim, "HandleCascadeUserInteraction", interaction(sim, i, **bad))
+            assert r.status_code == 500
+        await ok(c, sim, "HandleCascadeUserInteraction", interaction(sim, i, fileReview={"accepted": False}))
+    await sim.wait_idle()
+    assert sim.steps()[i]["status"] == "CORTEX_STEP_STATUS_ERROR"
+    planners = [s for s in sim.steps() if "response" in s.get("plannerResponse", {})]
+    assert planners[-1]["plannerResponse"]["response"] == "You rejected the write to notes.md."
