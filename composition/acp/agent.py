@@ -23,7 +23,6 @@ from acp.schema import (
     SetSessionConfigOptionResponse,
 )
 
-from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
 
 from .sessions import AcpSession, AgyTarget, prompt_text, start_cascade
@@ -121,18 +120,17 @@ class AgyAcpAgent:
                 "agy brings its own tools; the client's %d MCP server(s) are not passed on", len(mcp_servers)
             )
         target = await self.target()
-        binding = await _bind(target, None)
-        client = RpcClient(binding.base_url, csrf_token=binding.csrf_token)
+        probe = await _probe(target, None)
         try:
-            cascade_id = await start_cascade(client)
+            cascade_id = await start_cascade(probe.client())
         except Exception as exc:
             raise RequestError.internal_error(
                 {"details": f"agy could not start a conversation: {exc}"}
             ) from exc
         finally:
-            await client.aclose()
+            await probe.client().aclose()
         session = self._new(cascade_id)
-        await _open(session, target, binding)
+        await _open(session, target)
         self.sessions[cascade_id] = session
         log.info(
             "session %s: new conversation (cwd %s is agy's own choice, not the client's)", cascade_id, cwd
@@ -148,18 +146,17 @@ class AgyAcpAgent:
             del self.sessions[session_id]
             await old.close()
         target = await self.target()
-        binding = await _bind(target, session_id)
+        probe = await _probe(target, session_id)
         session = self._new(session_id)
-        client = RpcClient(binding.base_url, csrf_token=binding.csrf_token)
         try:
-            cursor = await session.replay_history(client)
+            cursor = await session.replay_history(probe.snapshot())
         except Exception as exc:
             raise RequestError.internal_error(
                 {"details": f"could not read conversation {session_id}: {exc}"}
             ) from exc
         finally:
-            await client.aclose()
-        await _open(session, target, binding, cursor)
+            await probe.client().aclose()
+        await _open(session, target, cursor)
         self.sessions[session_id] = session
         return LoadSessionResponse(config_options=session.config_options() or None)
 
@@ -192,9 +189,9 @@ class AgyAcpAgent:
             await self._sim.stop()
 
 
-async def _bind(target: AgyTarget, cascade_id: str | None) -> Any:
+async def _probe(target: AgyTarget, cascade_id: str | None) -> Any:
     try:
-        return await target.bind(cascade_id)
+        return await target.probe(cascade_id)
     except NoAgyFound as exc:
         if cascade_id is not None:
             raise RequestError(
@@ -207,9 +204,9 @@ async def _bind(target: AgyTarget, cascade_id: str | None) -> Any:
         raise RequestError.internal_error({"details": f"could not reach agy: {exc}"}) from exc
 
 
-async def _open(session: AcpSession, target: AgyTarget, binding: Any, cursor: Any = None) -> None:
+async def _open(session: AcpSession, target: AgyTarget, cursor: Any = None) -> None:
     try:
-        await session.open(target, binding, cursor)
+        await session.open(target, cursor)
     except Exception as exc:
         await session.close()
         raise RequestError.internal_error({"details": f"could not open the agy session: {exc}"}) from exc

@@ -1,4 +1,6 @@
-"""One ACP session = one agy conversation (cascade), run through the public ``open_session`` API.
+"""One ACP session = one agy conversation (cascade), built from the composition root like every entry
+point: ``make_container(...)`` + ``session_from(container)``, with this session's sink, a memory cursor
+store and its own model resolver (the client's model choice) overriding the root's providers.
 
 * ``session/new``: bind an agy (the embedded simulator, ``--port``, or discovery), mint a fresh
   cascade with ``StartCascade`` and open a harness session on it. The ACP session id is the cascade id.
@@ -30,22 +32,17 @@ from acp.schema import (
     StopReason,
     Usage,
 )
+from dependency_injector import providers
 
-from agy_harness.adapters.rpc.actions import (
-    PlanModelResolver,
-    RpcModelCatalog,
-    RpcTurnSender,
-    preferred_model,
-)
+from agy_harness.adapters.rpc.actions import PlanModelResolver, preferred_model
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.discovery import Binding, Resolver
-from agy_harness.adapters.rpc.sources import RpcPollSource
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event, GateOpened, ModelChanged, StatusChanged, UserMessage
-from agy_harness.ports.protocols import Cursor, GateAnswer, ModelInfo
+from agy_harness.ports.protocols import Cursor, GateAnswer, ModelInfo, StepSnapshot
 
-from ..session import Session, open_session
+from ..container import AgyContainer, bind_endpoint, make_container
+from ..session import Session, session_from
 from .gates import CancelOutgoing, GateAsker
 from .mapping import UpdateMapper, UsageTotals
 
@@ -64,8 +61,11 @@ class AgyTarget:
     version_text: str | None = None
     tmux_target: str | None = None
 
-    async def bind(self, cascade_id: str | None) -> Binding:
-        return await Resolver(cascade_id, port=self.port).resolve()
+    async def probe(self, cascade_id: str | None) -> AgyContainer:
+        """A container bound to agy's endpoint only (for StartCascade / one read); close its client."""
+        container = make_container(port=self.port, cascade_id=cascade_id, version_text=self.version_text)
+        await bind_endpoint(container)
+        return container
 
 
 async def start_cascade(client: RpcClient) -> str:
@@ -117,37 +117,30 @@ class AcpSession:
         self.models: list[ModelInfo] = []
         self.chosen_model: str | None = None
         self._stack = AsyncExitStack()
+        self._container: AgyContainer | None = None
         self._fallback_model: PlanModelResolver | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def open(self, target: AgyTarget, binding: Binding, cursor: Cursor | None = None) -> None:
+    async def open(self, target: AgyTarget, cursor: Cursor | None = None) -> None:
+        """Build this session from the composition root and start it (``session_from``)."""
         store = MemoryCursorStore()
         if cursor is not None:
             store.save(cursor)
-        self.session = await self._stack.enter_async_context(
-            open_session(
-                port=binding.port,
-                cascade_id=self.id,
-                csrf_token=binding.csrf_token,
-                sink=AcpSink(self),
-                cursor_store=store,
-                version_text=target.version_text,
-                tmux_target=target.tmux_target,
-            )
+        container = make_container(
+            port=target.port,
+            cascade_id=self.id,
+            sink=AcpSink(self),
+            cursor_store=store,
+            version_text=target.version_text,
+            tmux_target=target.tmux_target,
         )
-        client = self.session.client
-        catalog = RpcModelCatalog(client)
-        self._fallback_model = PlanModelResolver(RpcPollSource(client), catalog)
-        harness = self.session.harness
-        if self.session.capabilities.rpc_turns:  # the chosen model rides on every RPC turn
-            senders = harness.turn_senders  # the harness's own list: replace its RPC sender in place
-            senders[:] = [
-                RpcTurnSender(client, self._model_for_turn),
-                *(s for s in senders if s.name != "rpc"),
-            ]
+        # the RPC turn sender asks this session for the model: the client's choice, else agy's own
+        container.model_resolver.override(providers.Object(self._model_for_turn))
+        self._container = container
+        self.session = await self._stack.enter_async_context(session_from(container))
         try:
-            self.models = await catalog.models()
+            self.models = await container.model_catalog().models()
         except Exception as exc:
             log.warning("session %s: agy's model catalog is unavailable (%s); no model option", self.id, exc)
 
@@ -156,9 +149,9 @@ class AcpSession:
             self.turn.done.cancel()
         await self._stack.aclose()
 
-    async def replay_history(self, client: RpcClient) -> Cursor:
+    async def replay_history(self, snapshot: StepSnapshot) -> Cursor:
         """Send the conversation so far as ``session/update``s; the cursor the live session resumes from."""
-        steps = await RpcPollSource(client).read_steps(self.id)
+        steps = await snapshot.read_steps(self.id)
         reconciler = Reconciler(self.id)
         for event in reconciler.feed_all(steps):
             if isinstance(event, ModelChanged):
@@ -262,7 +255,13 @@ class AcpSession:
     async def _model_for_turn(self, cascade_id: str) -> str | None:
         if self.chosen_model:
             return self.chosen_model
-        return await self._fallback_model(cascade_id) if self._fallback_model else None
+        if self._fallback_model is None:
+            if self._container is None:
+                return None
+            self._fallback_model = PlanModelResolver(
+                self._container.snapshot(), self._container.model_catalog()
+            )
+        return await self._fallback_model(cascade_id)
 
     def current_model(self) -> str:
         if self.chosen_model:
