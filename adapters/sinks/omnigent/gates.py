@@ -1,0 +1,176 @@
+"""Gates on omnigent's web UI: the elicitation id, the params its cards render, and reading its answers.
+
+* :func:`elicitation_id`: ``elicit_agy_<32 hex>``, a digest of the gate id. Deterministic (a re-POST
+  after a lost connection re-parks the SAME elicitation, and a verdict given in between is handed to
+  it) and free of ``/`` (the web UI resolves ``/elicitations/{encodeURIComponent(id)}/resolve``, and
+  a ``%2F`` never matches the route).
+* :func:`gate_params`: what omnigent's web UI renders (``omnigent/server/routes/_antigravity_elicitation.py``
+  builds the same for its own agy harness): a question gate as the interactive AskUserQuestion form
+  (``ask_user_question.questions[i] = {id: "<i>", question, options: [{label}], multiSelect}``, every
+  question also takes free text); a permission gate as the agy command card (``phase``
+  ``agy_permission``, ``message``, ``command``, ``cwd``, ``action_description``).
+* :func:`answer_from_result`: omnigent's ``ElicitationResult`` ``{action, content}`` -> the core's
+  fail-closed :func:`~agy_harness.core.answers.parse_answer`. The shapes read:
+
+  - ``decline`` / ``cancel``: refuse (a permission is denied, a question skipped);
+  - permission, ``accept``: no content (the card's Approve button) allows; ``content`` of one
+    ``allow``/``approve``/``answer``/``"0"`` key is read by ``parse_answer`` (``{"allow": false}`` denies);
+  - question, ``accept``: the web form's ``content = {"0": "<label>", "1": ["<label>", "<free text>"]}``
+    (keyed by question index, also accepted: the question's text); values are option labels, option ids
+    or free text (the write-in), a list for a multi-select.
+
+  Anything else raises :class:`~agy_harness.core.answers.AnswerError`: nothing reaches agy, the sink
+  tells the human and asks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from agy_harness.core.answers import AnswerError, parse_answer
+from agy_harness.ports.events import GateOpened
+from agy_harness.ports.protocols import GateAnswer
+
+ELICITATION_PREFIX = "elicit_agy_"
+PERMISSION_KEYS = ("allow", "approve", "answer", "0")
+
+
+class OmnigentProtocolError(Exception):
+    """omnigent answered the hook with something that is not an ``{action, content}`` verdict."""
+
+
+def elicitation_id(gate_id: str) -> str:
+    return ELICITATION_PREFIX + hashlib.sha256(gate_id.encode("utf-8")).hexdigest()[:32]
+
+
+def _command(gate: GateOpened) -> str:
+    p = gate.permission
+    if p is None:
+        return ""
+    return p.command_line or p.target or ""
+
+
+def gate_params(gate: GateOpened) -> dict[str, Any]:
+    """The hook's ``params`` for ``gate`` (deterministic: omnigent fingerprints them to match re-POSTs)."""
+    common: dict[str, Any] = {
+        "mode": "form",
+        "requestedSchema": None,
+        "trajectory_id": gate.trajectory_id,
+        "step_index": gate.step_index,
+        "agy_gate_id": gate.gate_id,
+        "agy_cascade_id": gate.cascade_id,
+    }
+    if gate.kind == "permission":
+        p = gate.permission
+        command = _command(gate)
+        what = command or (p.description if p else "") or gate.tool_name or "an action"
+        params = {
+            **common,
+            "message": f"Antigravity wants to run: {what}",
+            "phase": "agy_permission",
+            "policy_name": "agy_native_permission",
+            "permission_spec": {
+                "resource": {"action": p.action if p else "", "target": p.target if p else ""},
+                "actionDescription": p.description if p else "",
+            },
+        }
+        if command:
+            params["command"] = command
+        if p and p.cwd:
+            params["cwd"] = p.cwd
+        if p and p.description:
+            params["action_description"] = p.description
+        return params
+    questions = [
+        {
+            "id": str(i),
+            "question": q.question,
+            "options": [{"label": o.text} for o in q.options],
+            "multiSelect": q.multi_select,
+        }
+        for i, q in enumerate(gate.questions)
+    ]
+    return {
+        **common,
+        "message": "\n".join(q.question for q in gate.questions) or "Antigravity needs your input",
+        "phase": "agy_ask_question",
+        "policy_name": "agy_native_ask_question",
+        "ask_user_question": {"questions": questions},
+        "ask_question": {
+            "questions": [
+                {
+                    "question": q.question,
+                    "options": [{"id": o.id, "text": o.text} for o in q.options],
+                    "is_multi_select": q.multi_select,
+                }
+                for q in gate.questions
+            ]
+        },
+    }
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _texts(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise AnswerError(f"{where}: expected an option label, id or text (or a list of them), got {value!r}")
+
+
+def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
+    keys: dict[str, int] = {}
+    for i, q in enumerate(gate.questions):
+        keys[str(i)] = i
+        keys.setdefault(_fold(q.question), i)
+    picked: dict[int, list[str]] = {}
+    for key, value in content.items():
+        index = keys.get(key, keys.get(_fold(key)))
+        if index is None:
+            raise AnswerError(f"the answer names no question of this gate: {key!r}")
+        if index in picked:
+            raise AnswerError(f"question {index + 1} is answered twice")
+        picked[index] = _texts(value, f"question {index + 1}")
+    selections = [picked.get(i, []) for i in range(len(gate.questions))]
+    return parse_answer(gate, GateAnswer(selections=tuple(tuple(s) for s in selections)))
+
+
+def _permission_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
+    if not content:
+        return parse_answer(gate, True)  # the card's Approve: an explicit accept without a form
+    if len(content) != 1:
+        raise AnswerError(f"a permission answer has one allow/deny value, got {sorted(content)}")
+    ((key, value),) = content.items()
+    if _fold(key) not in PERMISSION_KEYS:
+        raise AnswerError(f"a permission answer is keyed {PERMISSION_KEYS}, got {key!r}")
+    return parse_answer(gate, value)
+
+
+def answer_from_result(gate: GateOpened, result: Any) -> GateAnswer:
+    """omnigent's ``{action, content}`` verdict -> a checked GateAnswer (see the module doc).
+
+    Raises :class:`OmnigentProtocolError` for a body that is not a verdict and
+    :class:`~agy_harness.core.answers.AnswerError` for a verdict that does not answer this gate.
+    """
+    if not isinstance(result, Mapping):
+        raise OmnigentProtocolError(f"the hook's verdict must be an object, got {type(result).__name__}")
+    action = result.get("action")
+    if action not in ("accept", "decline", "cancel"):
+        raise OmnigentProtocolError(f"the hook's verdict has no valid action: {action!r}")
+    if action != "accept":
+        return parse_answer(gate, action)
+    content = result.get("content")
+    if content is None:
+        content = {}
+    if not isinstance(content, Mapping):
+        raise AnswerError(f"the answer's content must be an object, got {type(content).__name__}")
+    if gate.kind == "permission":
+        return _permission_content(gate, content)
+    if not content:
+        raise AnswerError("the question was accepted without an answer")
+    return _question_content(gate, content)

@@ -1,0 +1,159 @@
+"""Posting to omnigent with retries: what each HTTP answer means for one body (or one batch).
+
+* 2xx: accepted (409 too, should a future omnigent answer it for a duplicate).
+* 408, 425, 429, 5xx, connect errors, timeouts, dropped connections: transient; retried with
+  exponential backoff and jitter (``Retry-After`` honoured, capped) until :attr:`RetryPolicy.deadline`;
+  then ``"timeout"``: the caller stops and re-delivers later. Nothing is skipped for being slow.
+* 401, 403, 404, 405, 410 and 3xx: the endpoint or the credentials are wrong, not the body; every later
+  body would fail the same way. ``"held"``: the stream stops (lossless) until it is fixed.
+* any other 4xx (400, 413, 422, ...): omnigent refuses this body for good. ``"rejected"``.
+
+Re-sending is safe for items (omnigent dedups them on ``source_id``); a live delta re-sent after a lost
+response may render twice in a live preview, which the committed item then replaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from agy_harness.ports.protocols import Clock
+
+log = logging.getLogger("agy_harness.adapters.sinks.omnigent")
+
+TRANSIENT_STATUSES = frozenset({408, 425, 429})
+HOLD_STATUSES = frozenset({401, 403, 404, 405, 410})
+
+Outcome = Literal["ok", "rejected", "held", "timeout"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Backoff: ``initial * multiplier**n`` capped at ``max_delay``, minus up to ``jitter`` of it at random;
+    one delivery is given up on (for this call) after ``deadline`` seconds."""
+
+    initial: float = 0.1
+    multiplier: float = 2.0
+    max_delay: float = 5.0
+    jitter: float = 0.5
+    deadline: float = 30.0
+
+    def delay(self, attempt: int, rng: random.Random, retry_after: float | None = None) -> float:
+        base = min(self.max_delay, self.initial * self.multiplier**attempt)
+        delay = base * (1.0 - self.jitter * rng.random())
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_delay))
+        return delay
+
+
+@dataclass
+class OmnigentStats:
+    posted: int = 0  # events omnigent accepted
+    requests: int = 0  # event POSTs that omnigent accepted (a batch is one)
+    not_posted: int = 0  # GateOpened; a gate already resolved
+    dropped: int = 0  # permanently rejected and skipped
+    held: int = 0  # deliveries stopped by an endpoint/credential error
+    retries: int = 0  # transient failures retried
+    gave_up: int = 0  # deliveries that ran out of deadline
+    asks: int = 0
+    reconnects: int = 0  # hook re-POSTs
+    empty_answers: int = 0  # the hook's empty 200: no answer yet (timeout, resolved elsewhere)
+    refused_answers: int = 0  # verdicts that did not answer the gate (fail-closed); asked again
+    children: int = 0  # sub-agent child sessions registered
+    rejected_bodies: list[str] = field(default_factory=list)  # event ids dropped
+
+
+class SystemClock:
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+class Poster:
+    """One event POST (a body or a JSON array of bodies) with the retry rules above."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        *,
+        headers: dict[str, str],
+        timeout: httpx.Timeout,
+        retry: RetryPolicy,
+        stats: OmnigentStats,
+        clock: Clock,
+        rng: random.Random,
+    ) -> None:
+        self.client = client
+        self.headers = headers
+        self.timeout = timeout
+        self.retry = retry
+        self.stats = stats
+        self.clock = clock
+        self.rng = rng
+
+    async def post(self, url: str, body: Any, what: str) -> tuple[Outcome, Any]:
+        """POST ``body``; the outcome and, for "ok", the decoded answer (None if not JSON)."""
+        deadline = self.clock.monotonic() + self.retry.deadline
+        attempt = 0
+        while True:
+            wait_hint: float | None = None
+            try:
+                response = await self.client.post(url, json=body, headers=self.headers, timeout=self.timeout)
+            except httpx.TransportError as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+            else:
+                status = response.status_code
+                if 200 <= status < 300 or status == 409:
+                    try:
+                        return "ok", response.json()
+                    except ValueError:
+                        return "ok", None
+                if status in TRANSIENT_STATUSES or status >= 500:
+                    reason = f"HTTP {status}"
+                    wait_hint = retry_after(response)
+                elif status in HOLD_STATUSES or status < 400:
+                    self.stats.held += 1
+                    log.error(
+                        "omnigent refused %s with HTTP %d (%s): endpoint or credentials wrong; "
+                        "holding the stream at %s until it is fixed",
+                        url,
+                        status,
+                        response.text[:300],
+                        what,
+                    )
+                    return "held", None
+                else:
+                    log.error("omnigent rejected %s with HTTP %d: %s", what, status, response.text[:300])
+                    return "rejected", response.text[:300]
+            delay = self.retry.delay(attempt, self.rng, wait_hint)
+            if self.clock.monotonic() + delay > deadline:
+                self.stats.gave_up += 1
+                log.warning(
+                    "%s not delivered within %.1fs (%s); the caller will retry",
+                    what,
+                    self.retry.deadline,
+                    reason,
+                )
+                return "timeout", None
+            self.stats.retries += 1
+            log.info("%s: %s; retrying in %.2fs", what, reason, delay)
+            await self.clock.sleep(delay)
+            attempt += 1
