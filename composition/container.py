@@ -94,7 +94,10 @@ def _tmux_sender(target: str, server: Any, step_reader: StepSnapshot) -> TurnSen
     return TmuxTurnSender(target, server=server, step_reader=step_reader)
 
 
-def _harness(probe: RunningProbe, **parts: Any) -> Harness:
+def _harness(probe: RunningProbe, model_catalog: Any, **parts: Any) -> Harness:
+    bind_catalog = getattr(parts["sink"], "bind_model_catalog", None)
+    if callable(bind_catalog):  # a sink showing agy's model display names (the omnigent sink)
+        bind_catalog(model_catalog)
     harness = Harness(**parts)
     probe.harness = harness
     return harness
@@ -182,6 +185,7 @@ class AgyContainer(containers.DeclarativeContainer):
     harness = providers.Singleton(
         _harness,
         running,
+        model_catalog,
         cascade_id=cascade_id,
         sources=step_sources,
         snapshot=snapshot,

@@ -1,5 +1,12 @@
-"""A test omnigent: a hand-written ASGI app recording what the omnigent sink sends, with outage switches
-and a gate-answer queue. Served by hypercorn on 127.0.0.1 (a real socket) inside the test's loop.
+"""A FAKE omnigent for fault injection only: a hand-written ASGI app recording what the omnigent sink
+sends, with outage switches and a gate-answer queue. Served by hypercorn on 127.0.0.1 (a real socket)
+inside the test's loop. Everything else is tested against the real omnigent 0.19.1 (tests/omnigent_real).
+
+It accepts and refuses bodies by omnigent 0.19.1's own rules (:func:`real_rules`, the subset the sink
+can send); ``tests/omnigent_real/test_fake_contract.py`` proves it answers every body the sink sends,
+and a set of malformed ones, the way the real server does. Like the real server it takes a JSON array
+of up to 100 events (applied in order, stopping at the first bad one), answers 202, mints a child
+session for ``external_antigravity_subagent_start`` and answers the hook's timeout with an empty 200.
 
 Switches (set them between or during requests; everything runs on the test's event loop):
 
@@ -10,7 +17,8 @@ Switches (set them between or during requests; everything runs on the test's eve
 * ``reject``: a function of the body returning an HTTP status to answer instead of accepting it.
 * ``push_answer(response, elicitation_id=None)``: the answer a long-poll returns (for that id, or the
   next gate asked). An answer stays bound to its id, so a re-POST of the same id gets the same answer.
-* ``hold``: seconds a long-poll waits before answering 204 (None: until answered or disconnected).
+* ``hold``: seconds a long-poll waits before its empty 200 (None: until answered or disconnected).
+* ``empty_next = N``: the next N hook POSTs answer an empty 200 at once (omnigent's "resolved elsewhere").
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ class OmnigentApp:
         self.token = token
         self.received: list[dict[str, Any]] = []  # accepted event bodies, in arrival order
         self.hook_posts: list[dict[str, Any]] = []  # every hook body that reached the long-poll
+        self.child_received: dict[str, list[dict[str, Any]]] = {}  # child session id -> accepted bodies
+        self.empty_next = 0
         self.hits: list[Hit] = []
         self.fail_next = 0
         self.fail_mode: Literal["503", "drop"] = "503"
@@ -68,8 +78,8 @@ class OmnigentApp:
     def types(self) -> list[str]:
         return [b["type"] for b in self.received]
 
-    def event_ids(self) -> list[str]:
-        return [b["data"]["event_id"] for b in self.received]
+    def source_ids(self) -> list[str]:
+        return [b["data"]["source_id"] for b in self.received if "source_id" in b["data"]]
 
     async def push_answer(self, response: dict[str, Any], elicitation_id: str | None = None) -> None:
         async with self._changed:
@@ -126,6 +136,10 @@ class OmnigentApp:
             await _json(send, 401, {"error": "unauthorized"})
             return
         prefix = f"/v1/sessions/{self.session_id}"
+        if method == "GET":
+            hit.outcome = "rejected"
+            await _json(send, 404, {"error": "not found"})
+            return
         try:
             body = json.loads(raw)
         except ValueError:
@@ -133,8 +147,11 @@ class OmnigentApp:
             await _json(send, 400, {"error": "body is not JSON"})
             return
         hit.body = body
+        child = path.removeprefix("/v1/sessions/").removesuffix("/events")
         if method == "POST" and path == prefix + "/events":
-            await self._event(hit, body, send)
+            await self._event(hit, body, send, self.received)
+        elif method == "POST" and path.endswith("/events") and child in self.child_received:
+            await self._event(hit, body, send, self.child_received[child])
         elif method == "POST" and path == prefix + "/hooks/antigravity-elicitation-request":
             await self._hook(hit, body, receive, send)
         else:
@@ -161,23 +178,29 @@ class OmnigentApp:
         extra = [(b"retry-after", str(self.retry_after).encode())] if self.retry_after is not None else []
         await _json(send, 503, {"error": "unavailable"}, extra)
 
-    async def _event(self, hit: Hit, body: Any, send: Send) -> None:
-        if not (
-            isinstance(body, dict)
-            and isinstance(body.get("type"), str)
-            and isinstance(body.get("data"), dict)
-        ):
+    async def _event(self, hit: Hit, body: Any, send: Send, into: list[dict[str, Any]]) -> None:
+        batch = body if isinstance(body, list) else [body]
+        if isinstance(body, list) and not 0 < len(body) <= 100:
             hit.outcome = "rejected"
-            await _json(send, 422, {"error": "want {type, data}"})
+            await _json(send, 400, {"error": "a batch holds 1..100 events"})
             return
-        status = self.reject(body) if self.reject is not None else None
-        if status is not None:
-            hit.outcome = "rejected"
-            await _json(send, status, {"error": f"rejected {body['type']}"})
-            return
+        acks: list[dict[str, Any]] = []
+        for one in batch:
+            refusal = real_rules(one)
+            status = self.reject(one) if refusal is None and self.reject is not None else None
+            if refusal is not None or status is not None:
+                hit.outcome = "rejected"  # like omnigent: the bodies before it stay applied
+                await _json(send, status or refusal[0], {"error": refusal[1] if refusal else "rejected"})
+                return
+            into.append(one)
+            ack: dict[str, Any] = {"queued": False}
+            if one["type"] == "external_antigravity_subagent_start":
+                child = f"child-{one['data']['cascade_id']}"
+                self.child_received.setdefault(child, [])
+                ack["child_session_id"] = child
+            acks.append(ack)
         hit.outcome = "accepted"
-        self.received.append(body)
-        await _json(send, 200, {"ok": True})
+        await _json(send, 202, acks if isinstance(body, list) else acks[0])
 
     async def _hook(self, hit: Hit, body: Any, receive: Receive, send: Send) -> None:
         if not (isinstance(body, dict) and isinstance(body.get("elicitation_id"), str)):
@@ -185,8 +208,18 @@ class OmnigentApp:
             await _json(send, 422, {"error": "want {elicitation_id, params}"})
             return
         eid = body["elicitation_id"]
+        if not isinstance(body.get("params"), dict) or not isinstance(body["params"].get("message"), str):
+            hit.outcome = "rejected"
+            await _json(send, 400, {"error": "params must be ElicitationRequestParams"})
+            return
         self.hook_posts.append(body)
         await self._touch()
+        if self.empty_next > 0:
+            self.empty_next -= 1
+            hit.outcome = "empty"
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
 
         async def answered() -> dict[str, Any]:
             async with self._changed:
@@ -216,8 +249,8 @@ class OmnigentApp:
         elif gone in done:
             hit.outcome = "disconnected"
         else:
-            hit.outcome = "repoll"
-            await send({"type": "http.response.start", "status": 204, "headers": []})
+            hit.outcome = "empty"  # omnigent's own timeout: an empty 200
+            await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b""})
 
     def _answer_for(self, eid: str) -> dict[str, Any] | None:
@@ -254,6 +287,107 @@ class OmnigentApp:
                 await asyncio.wait_for(task, 5)
             except (TimeoutError, asyncio.CancelledError):
                 task.cancel()
+
+
+ITEM_TYPES = {"message", "function_call", "function_call_output", "error", "reasoning"}
+EVENT_TYPES = {
+    "external_conversation_item",
+    "external_session_status",
+    "subagent.status",
+    "external_output_text_delta",
+    "external_output_reasoning_delta",
+    "external_session_usage",
+    "external_model_change",
+    "external_elicitation_resolved",
+    "external_antigravity_subagent_start",
+}
+_ITEM_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "function_call": {"agent": str, "name": str, "arguments": str, "call_id": str},
+    "function_call_output": {"call_id": str, "output": str},
+    "error": {"source": str, "code": str, "message": str},
+}
+
+
+def _item_refusal(data: dict[str, Any]) -> str | None:
+    item_type, item = data.get("item_type"), data.get("item_data")
+    if item_type not in ITEM_TYPES:
+        return "external_conversation_item requires known data.item_type"
+    if not isinstance(item, dict):
+        return "external_conversation_item requires object data.item_data"
+    sid = data.get("source_id")
+    if sid is not None and (not isinstance(sid, str) or not sid.strip() or len(sid) > 256):
+        return "data.source_id must be a non-empty string of at most 256 characters"
+    for key in ("response_id", "message_id"):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            return f"data.{key} must be a non-empty string"
+    if item_type == "message":
+        content = item.get("content")
+        if item.get("role") not in ("user", "assistant") or not isinstance(content, list):
+            return "message needs role user|assistant and a content list"
+        if item["role"] == "assistant" and not isinstance(item.get("agent"), str):
+            return "assistant messages require 'agent'"
+        return None
+    for key, kind in _ITEM_FIELDS.get(item_type, {}).items():
+        if not isinstance(item.get(key), kind) or (
+            item_type == "error" and key != "source" and not item[key]
+        ):
+            return f"{item_type} needs {key}"
+    if item_type == "error" and item.get("source") not in ("llm", "execution", "tool", "harness"):
+        return "error source must be llm|execution|tool|harness"
+    if item_type == "error" and item.get("level") not in (None, "error", "info"):
+        return "error level must be error|info"
+    return None
+
+
+def real_rules(body: Any) -> tuple[int, str] | None:
+    """(status, why) omnigent 0.19.1 refuses ``body`` with, or None when it accepts it (the subset of
+    its events route the omnigent sink uses)."""
+    if not (
+        isinstance(body, dict) and isinstance(body.get("type"), str) and isinstance(body.get("data"), dict)
+    ):
+        return 422, "want {type, data}"
+    kind, data = body["type"], body["data"]
+    if kind not in EVENT_TYPES:
+        return 400, f"Unknown event type: {kind!r}"
+    why: str | None = None
+    if kind == "external_conversation_item":
+        why = _item_refusal(data)
+    elif kind == "external_session_status":
+        if data.get("status") not in ("idle", "running", "waiting", "failed"):
+            why = "external_session_status requires data.status in idle|running|waiting|failed"
+    elif kind == "subagent.status":
+        why = None if data.get("idle") is True else "subagent.status requires data.idle to be true"
+    elif kind in ("external_output_text_delta", "external_output_reasoning_delta"):
+        why = None if isinstance(data.get("delta"), str) else f"{kind} requires string data.delta"
+    elif kind == "external_session_usage":
+        keys = ("context_tokens", "context_window", "cumulative_input_tokens", "cumulative_output_tokens")
+        if not any(data.get(k) is not None for k in keys):
+            why = "external_session_usage requires a usage field"
+        elif any(
+            data.get(k) is not None
+            and (not isinstance(data[k], int) or isinstance(data[k], bool) or data[k] < 0)
+            for k in (*keys[2:], "cumulative_cache_read_input_tokens")
+        ):
+            why = "cumulative usage fields must be non-negative ints"
+    elif kind == "external_model_change":
+        model = data.get("model")
+        why = (
+            None if isinstance(model, str) and model.strip() else "external_model_change requires data.model"
+        )
+    elif kind == "external_elicitation_resolved":
+        why = (
+            None
+            if isinstance(data.get("elicitation_id"), str) and data["elicitation_id"]
+            else "needs elicitation_id"
+        )
+    elif kind == "external_antigravity_subagent_start":
+        why = (
+            None
+            if isinstance(data.get("cascade_id"), str) and data["cascade_id"]
+            else "needs data.cascade_id"
+        )
+    return None if why is None else (400, why)
 
 
 async def _json(

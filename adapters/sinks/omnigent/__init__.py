@@ -7,7 +7,8 @@
 """
 
 from .gates import OmnigentProtocolError, answer_from_result, elicitation_id, gate_params
-from .sink import HOOK_NAME, OmnigentRejected, OmnigentSink
+from .hook import HOOK_NAME, OmnigentRejected
+from .sink import OmnigentSink
 from .transport import OmnigentStats, RetryPolicy
 from .wire import source_id, to_wire, usage_data
 

@@ -30,18 +30,16 @@ item (see :mod:`.wire`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from agy_harness.adapters.sinks.asks import PendingAsks
-from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import (
+    AssistantMessage,
     Event,
     GateOpened,
     GateWithdrawn,
@@ -49,28 +47,18 @@ from agy_harness.ports.events import (
     Rotation,
     StatusChanged,
     SubagentStarted,
+    TextDelta,
     Usage,
 )
-from agy_harness.ports.protocols import Clock, GateAnswer, ModelCatalog
+from agy_harness.ports.protocols import Clock, ModelCatalog
 
-from .gates import OmnigentProtocolError, answer_from_result, elicitation_id, gate_params
+from .hook import HOOK_NAME, GateAsks
 from .models import ModelNames
 from .transport import OmnigentStats, Poster, RetryPolicy, SystemClock, log
 from .wire import FAILED_TEXT, ITEM, Wire, is_item, source_id, to_wire
 
-HOOK_NAME = "antigravity-elicitation-request"
-REPOLL_STATUSES = frozenset({202, 204})
 
-
-class OmnigentRejected(Exception):
-    """omnigent refused a request permanently (a 4xx that retrying cannot fix)."""
-
-    def __init__(self, message: str, *, status: int = 0) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class OmnigentSink:
+class OmnigentSink(GateAsks):
     """An :class:`~agy_harness.ports.protocols.EventSink` posting to omnigent 0.19.1 (see the module doc).
 
     ``client`` is used as given (and not closed); without one the sink owns one (``aclose`` / ``async
@@ -124,6 +112,8 @@ class OmnigentSink:
         self._resolved: set[str] = set()
         self._waiting: set[str] = set()  # gate ids whose ask set the session "waiting"
         self._asks = PendingAsks()
+        self._committed_messages: set[str] = set()
+        self._usage_floor: dict[str, tuple[int, int]] = {}
         self.events_url = self._events_url(session_id)
         self.hook_url = self._url(session_id, f"hooks/{hook_name}")
 
@@ -195,9 +185,13 @@ class OmnigentSink:
                 accepted += done
             return accepted
 
-    async def _bodies(self, event: Event, session: str) -> list[Wire]:
+    async def _bodies(self, event: Event, session: str, later: Sequence[Event]) -> list[Wire]:
         if isinstance(event, Usage | ModelChanged):
             await self.models.learn(event.model)
+        if isinstance(event, TextDelta) and self._moot(event, later):
+            return []
+        if isinstance(event, Usage) and not await self._usage_grows(event, session):
+            return []
         if session != self.session_id and isinstance(event, StatusChanged) and event.status != "running":
             bodies: list[Wire] = []
             if event.status == "failed":
@@ -235,7 +229,7 @@ class OmnigentSink:
         session = await self._session_for(event.cascade_id)
         if session is None:
             return 0
-        bodies = await self._bodies(event, session)
+        bodies = await self._bodies(event, session, events[start + 1 :])
         run = [event]
         if len(bodies) == 1 and is_item(bodies[0]):
             for nxt in events[start + 1 : start + self.batch_size]:
@@ -265,6 +259,58 @@ class OmnigentSink:
         await self._after(event)
         return len(run)
 
+    def _moot(self, delta: TextDelta, later: Sequence[Event]) -> bool:
+        """A live delta of a message already committed (or committed later in this same delivery, a
+        backlog) is not posted: omnigent would keep it as a preview no (deduplicated) item retires."""
+        if delta.message_id in self._committed_messages:
+            return True
+        return any(isinstance(e, AssistantMessage) and e.message_id == delta.message_id for e in later)
+
+    async def _usage_grows(self, usage: Usage, session: str) -> bool:
+        """omnigent adds each report's growth to the model's bucket: a total below what it already has
+        (a re-delivery) would be counted twice when the totals grow again. Only growing totals go out."""
+        floor = self._usage_floor.get(session)
+        if floor is None:
+            floor = await self._stored_usage(session)
+        totals = (
+            usage.cumulative_input_tokens + usage.cumulative_cache_read_input_tokens,
+            usage.cumulative_output_tokens,
+        )
+        if totals[0] <= floor[0] and totals[1] <= floor[1]:
+            self._usage_floor[session] = floor
+            return False
+        self._usage_floor[session] = (max(totals[0], floor[0]), max(totals[1], floor[1]))
+        return True
+
+    async def _subtree_usage(self, session: str) -> tuple[int, int]:
+        """omnigent's usage of ``session`` and its sub-agents (input with cache reads, output)."""
+        response = await self._client.get(self._url(session, "")[:-1], headers=self._headers)
+        buckets = response.json().get("usage_by_model") if response.status_code == 200 else None
+        total_in = total_out = 0
+        for bucket in buckets.values() if isinstance(buckets, dict) else ():
+            if isinstance(bucket, dict):
+                total_in += int(bucket.get("input_tokens") or 0) + int(
+                    bucket.get("cache_read_input_tokens") or 0
+                )
+                total_out += int(bucket.get("output_tokens") or 0)
+        return total_in, total_out
+
+    async def _stored_usage(self, session: str) -> tuple[int, int]:
+        """The totals omnigent holds for ``session`` itself (its view sums the sub-agents in); 0s if unknown."""
+        try:
+            total_in, total_out = await self._subtree_usage(session)
+            response = await self._client.get(
+                self._url(session, "child_sessions"), params={"limit": 1000}, headers=self._headers
+            )
+            children = response.json().get("data", []) if response.status_code == 200 else []
+            for child in children:
+                child_in, child_out = await self._subtree_usage(str(child["id"]))
+                total_in, total_out = total_in - child_in, total_out - child_out
+        except (httpx.HTTPError, ValueError, AttributeError, KeyError, TypeError) as exc:
+            log.info("could not read omnigent's usage of %s (%s); posting every report", session, exc)
+            return 0, 0
+        return max(0, total_in), max(0, total_out)
+
     async def _singly(self, url: str, run: list[Event], bodies: list[Wire]) -> int:
         done = 0
         for event, body in zip(run, bodies, strict=True):
@@ -284,134 +330,11 @@ class OmnigentSink:
             self.stats.rejected_bodies.extend(e.id for e in run)
 
     async def _after(self, event: Event) -> None:
+        if isinstance(event, AssistantMessage):
+            self._committed_messages.add(event.message_id)
         if isinstance(event, GateWithdrawn):
             self._resolved.add(event.gate_id)
             await self._unblock(event.gate_id, "withdrawn", locked=True)
         if isinstance(event, Rotation):
-            self._sessions.pop(event.old_cascade_id, None)
+            self._sessions[event.old_cascade_id] = self.session_id  # a late event of the old one stays here
             self._main = event.new_cascade_id
-
-    # -- gates ----------------------------------------------------------------------------------
-
-    async def ask(self, gate: GateOpened) -> GateAnswer:
-        """Park ``gate`` on omnigent's hook and wait for the human's answer (hours, reconnecting)."""
-        self.stats.asks += 1
-        return await self._asks.run(gate.gate_id, self._ask(gate), f"omnigent-ask-{gate.gate_id}")
-
-    async def _status(self, session: str, data: dict[str, Any], what: str) -> None:
-        async with self._lock:  # keep the events stream strictly ordered
-            await self._poster.post(
-                self._events_url(session), {"type": "external_session_status", "data": data}, what
-            )
-
-    async def _ask(self, gate: GateOpened) -> GateAnswer:
-        async with self._lock:
-            session = await self._session_for(gate.cascade_id) or self.session_id
-        params = gate_params(gate)
-        if session == self.session_id:
-            self._waiting.add(gate.gate_id)
-            blocked = str(params["message"])[:200]
-            await self._status(
-                session, {"status": "waiting", "blocked_on": blocked}, f"gate {gate.gate_id} waiting"
-            )
-        answer = await self._long_poll(gate, session, params)
-        await self._unblock(gate.gate_id, "answered")
-        return answer
-
-    async def _unblock(self, gate_id: str, why: str, *, locked: bool = False) -> None:
-        """The gate no longer blocks the session: back to ``running`` (agy carries on)."""
-        if gate_id not in self._waiting:
-            return
-        self._waiting.discard(gate_id)
-        body = {"type": "external_session_status", "data": {"status": "running"}}
-        if locked:
-            await self._poster.post(self.events_url, body, f"gate {gate_id} {why}")
-        else:
-            await self._status(self.session_id, body["data"], f"gate {gate_id} {why}")
-
-    async def _long_poll(self, gate: GateOpened, session: str, params: dict[str, Any]) -> GateAnswer:
-        body = {"elicitation_id": elicitation_id(gate.gate_id), "params": params}
-        url = self._url(session, f"hooks/{self.hook_name}")
-        attempt = 0
-        first = True
-        while True:
-            if not first:
-                self.stats.reconnects += 1
-            first = False
-            try:
-                response = await self._client.post(
-                    url, json=body, headers=self._headers, timeout=self._poll_timeout
-                )
-            except httpx.ReadTimeout:
-                log.debug("gate %s: long-poll hold ended; asking again", gate.gate_id)
-                attempt = 0
-                continue
-            except httpx.TransportError as exc:
-                reason = f"{type(exc).__name__}: {exc}"
-            else:
-                status = response.status_code
-                if status == 200:
-                    answer = await self._read_verdict(gate, session, response)
-                    if answer is not None:
-                        return answer
-                    reason = "no answer yet"
-                elif status in REPOLL_STATUSES:
-                    reason = f"HTTP {status}: no answer yet"
-                elif status in {408, 425, 429} or status >= 500:
-                    reason = f"HTTP {status}"
-                else:
-                    raise OmnigentRejected(
-                        f"omnigent refused the elicitation hook for gate {gate.gate_id}: "
-                        f"HTTP {status}: {response.text[:300]}",
-                        status=status,
-                    )
-            delay = self.retry.delay(attempt, self._rng)
-            log.info("gate %s: %s; asking again in %.2fs", gate.gate_id, reason, delay)
-            await self._clock.sleep(delay)
-            attempt += 1
-
-    async def _read_verdict(
-        self, gate: GateOpened, session: str, response: httpx.Response
-    ) -> GateAnswer | None:
-        if not response.content.strip():
-            self.stats.empty_answers += 1  # omnigent's timeout, a disconnect, resolved elsewhere
-            return None
-        try:
-            answer = answer_from_result(gate, response.json())
-        except (AnswerError, OmnigentProtocolError, ValueError) as exc:
-            self.stats.refused_answers += 1
-            log.error("gate %s: refused the answer (%s); asking again", gate.gate_id, exc)
-            text = f"The answer to agy's {'question' if gate.kind == 'question' else 'request'} was refused: {exc}. Please answer again."
-            item = {
-                "type": "external_conversation_item",
-                "data": {
-                    "item_type": "error",
-                    "item_data": {"source": "harness", "code": "agy_answer_refused", "message": text},
-                    "source_id": f"{gate.id}/refused/{self.stats.refused_answers}",
-                },
-            }
-            async with self._lock:
-                await self._poster.post(self._events_url(session), item, f"gate {gate.gate_id} refusal")
-            return None
-        log.info("gate %s answered: %s", gate.gate_id, answer)
-        return answer
-
-    async def withdraw(self, gate_id: str) -> None:
-        """Cancel an in-flight :meth:`ask` for ``gate_id`` and tell omnigent the gate is resolved."""
-        tasks = self._asks.cancel(gate_id)
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        if gate_id in self._resolved:
-            return
-        body: Wire = {
-            "type": "external_elicitation_resolved",
-            "data": {"elicitation_id": elicitation_id(gate_id)},
-        }
-        async with self._lock:
-            outcome, _ = await self._poster.post(self.events_url, body, f"gate {gate_id} resolved")
-            await self._unblock(gate_id, "withdrawn", locked=True)
-        if outcome in ("ok", "rejected"):
-            self._resolved.add(gate_id)
-        else:
-            log.warning("gate %s: could not tell omnigent it was withdrawn (%s)", gate_id, outcome)

@@ -1,0 +1,120 @@
+"""Reading the REAL omnigent server back, and answering its gates the way its web UI does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from agy_harness.adapters.sinks.omnigent import OmnigentSink, source_id
+from agy_harness.ports.events import Event, GateOpened
+from agy_harness.ports.protocols import GateAnswer, ModelCatalog
+
+ITEM_EVENT_TYPES = frozenset(
+    {"user_message", "assistant_message", "tool_call", "tool_result", "rotation", "notice"}
+)
+
+
+def stored_item_id(session_id: str, event_id: str) -> str:
+    """The id omnigent 0.19.1 gives an item posted with ``source_id`` (its ``_new_external_conversation_item``)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"omnigent-external-item:{session_id}:{source_id(event_id)}").hex
+
+
+class Omnigent:
+    """A client of the real server for the tests (the web UI's routes)."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=30.0)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def items(self, session_id: str) -> list[dict[str, Any]]:
+        r = await self.http.get(f"/v1/sessions/{session_id}/items", params={"limit": 1000})
+        r.raise_for_status()
+        return list(r.json()["data"])
+
+    async def session(self, session_id: str) -> dict[str, Any]:
+        r = await self.http.get(f"/v1/sessions/{session_id}")
+        r.raise_for_status()
+        return dict(r.json())
+
+    async def children(self, session_id: str) -> list[dict[str, Any]]:
+        r = await self.http.get(f"/v1/sessions/{session_id}/child_sessions", params={"limit": 100})
+        r.raise_for_status()
+        return list(r.json()["data"])
+
+    async def pending(self, session_id: str) -> list[dict[str, Any]]:
+        return list((await self.session(session_id)).get("pending_elicitations") or [])
+
+    async def wait_pending(
+        self, session_id: str, *, not_in: Sequence[str] = (), timeout: float = 20.0
+    ) -> dict[str, Any]:
+        """The first pending elicitation card (its id not in ``not_in``), as the web UI lists it."""
+        async with asyncio.timeout(timeout):
+            while True:
+                for card in await self.pending(session_id):
+                    if card.get("elicitation_id") not in not_in:
+                        return card
+                await asyncio.sleep(0.05)
+
+    async def resolve(self, session_id: str, elicitation_id: str, body: dict[str, Any]) -> httpx.Response:
+        """The web UI's answer: POST .../elicitations/{encodeURIComponent(id)}/resolve."""
+        from urllib.parse import quote
+
+        return await self.http.post(
+            f"/v1/sessions/{quote(session_id, safe='')}/elicitations/{quote(elicitation_id, safe='')}/resolve",
+            json=body,
+        )
+
+    async def post_event(self, session_id: str, body: Any) -> httpx.Response:
+        return await self.http.post(f"/v1/sessions/{session_id}/events", json=body)
+
+    async def snapshot_events(self, session_id: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """What a NEW web subscriber of the session's stream gets on connecting (up to the presence
+        snapshot that closes the snapshot-on-connect)."""
+        events: list[dict[str, Any]] = []
+        async with (
+            asyncio.timeout(timeout),
+            self.http.stream("GET", f"/v1/sessions/{session_id}/stream") as response,
+        ):
+            async for line in response.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if not payload or payload == "[DONE]":
+                    continue
+                event = json.loads(payload)
+                events.append(event)
+                if str(event.get("type", "")).startswith("session.presence"):
+                    return events
+        return events
+
+
+class Tee:
+    """An EventSink in front of the OmnigentSink recording what it accepted (the harness's truth)."""
+
+    def __init__(self, inner: OmnigentSink) -> None:
+        self.inner = inner
+        self.accepted: list[Event] = []
+        self.gates: list[GateOpened] = []
+
+    def bind_model_catalog(self, catalog: ModelCatalog) -> None:
+        self.inner.bind_model_catalog(catalog)
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        n = await self.inner.deliver(events)
+        self.accepted.extend(events[:n])
+        return n
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        self.gates.append(gate)
+        return await self.inner.ask(gate)
+
+    async def withdraw(self, gate_id: str) -> None:
+        await self.inner.withdraw(gate_id)
