@@ -24,7 +24,7 @@ from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.transcript import TranscriptWriter
 from agy_harness.adapters.sinks.jsonl import JsonlSink
-from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
+from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy, elicitation_id, to_wire
 from agy_harness.adapters.sinks.terminal import TerminalSink
 from agy_harness.adapters.store.cursor_file import FileCursorStore, MemoryCursorStore
 from agy_harness.adapters.transcript.tail import TranscriptTailSource
@@ -141,10 +141,14 @@ async def sink_case(name: str) -> AsyncIterator[SinkCase]:
             omni = OmnigentSink(app.base_url, app.session_id, retry=RetryPolicy(initial=0.01, deadline=3))
 
             async def answer_omnigent() -> None:
-                await app.push_answer({"action": "accept", "content": {"allow": True}}, GATE.gate_id)
+                await app.push_answer({"action": "accept"}, elicitation_id(GATE.gate_id))  # the card's Approve
+
+            def received() -> list[str]:  # the event each accepted body is the wire form of
+                posted = [b for b in app.received if b["data"].get("status") != "waiting"]
+                return [next(e.id for e in EVENTS if to_wire(e) == b) for b in posted]
 
             try:
-                yield SinkCase(omni, answer_omnigent, lambda: [b["data"]["event_id"] for b in app.received])
+                yield SinkCase(omni, answer_omnigent, received)
             finally:
                 await omni.aclose()
     elif name == "terminal":

@@ -113,6 +113,7 @@ class OmnigentSink(GateAsks):
         self._waiting: set[str] = set()  # gate ids whose ask set the session "waiting"
         self._asks = PendingAsks()
         self._committed_messages: set[str] = set()
+        self._streaming: set[str] = set()  # messages with deltas posted
         self._usage_floor: dict[str, tuple[int, int]] = {}
         self.events_url = self._events_url(session_id)
         self.hook_url = self._url(session_id, f"hooks/{hook_name}")
@@ -230,6 +231,9 @@ class OmnigentSink(GateAsks):
         if session is None:
             return 0
         bodies = await self._bodies(event, session, events[start + 1 :])
+        if not bodies:  # a moot delta, a usage report omnigent already has
+            self.stats.not_posted += 1
+            return 1
         run = [event]
         if len(bodies) == 1 and is_item(bodies[0]):
             for nxt in events[start + 1 : start + self.batch_size]:
@@ -256,14 +260,18 @@ class OmnigentSink(GateAsks):
         if outcome in ("held", "timeout"):
             return 0
         self._count(run, outcome)
-        await self._after(event)
+        for done in run:
+            await self._after(done)
         return len(run)
 
     def _moot(self, delta: TextDelta, later: Sequence[Event]) -> bool:
-        """A live delta of a message already committed (or committed later in this same delivery, a
-        backlog) is not posted: omnigent would keep it as a preview no (deduplicated) item retires."""
+        """A delta of a message already stored is not posted, nor a backlog's (a message none of whose
+        deltas went out yet and which is committed later in this same delivery): omnigent would keep it
+        as a preview that a deduplicated item never retires. A live message's deltas all go out."""
         if delta.message_id in self._committed_messages:
             return True
+        if delta.message_id in self._streaming:
+            return False
         return any(isinstance(e, AssistantMessage) and e.message_id == delta.message_id for e in later)
 
     async def _usage_grows(self, usage: Usage, session: str) -> bool:
@@ -318,6 +326,7 @@ class OmnigentSink(GateAsks):
             if outcome in ("held", "timeout"):
                 return done
             self._count([event], outcome)
+            await self._after(event)
             done += 1
         return done
 
@@ -330,8 +339,11 @@ class OmnigentSink(GateAsks):
             self.stats.rejected_bodies.extend(e.id for e in run)
 
     async def _after(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self._streaming.add(event.message_id)
         if isinstance(event, AssistantMessage):
             self._committed_messages.add(event.message_id)
+            self._streaming.discard(event.message_id)
         if isinstance(event, GateWithdrawn):
             self._resolved.add(event.gate_id)
             await self._unblock(event.gate_id, "withdrawn", locked=True)
