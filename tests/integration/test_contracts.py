@@ -141,7 +141,9 @@ async def sink_case(name: str) -> AsyncIterator[SinkCase]:
             omni = OmnigentSink(app.base_url, app.session_id, retry=RetryPolicy(initial=0.01, deadline=3))
 
             async def answer_omnigent() -> None:
-                await app.push_answer({"action": "accept"}, elicitation_id(GATE.gate_id))  # the card's Approve
+                await app.push_answer(
+                    {"action": "accept"}, elicitation_id(GATE.gate_id)
+                )  # the card's Approve
 
             def received() -> list[str]:  # the event each accepted body is the wire form of
                 posted = [b for b in app.received if b["data"].get("status") != "waiting"]
