@@ -78,7 +78,8 @@ async def run_demo(
     from agy_harness.adapters.simulator import Simulator
     from agy_harness.adapters.sinks.terminal import TerminalSink
 
-    from .session import open_session
+    from .container import make_container
+    from .session import session_from
 
     terminal = TerminalSink(console=console, auto_answer=auto_policy if auto else None)
     tap = TapSink(terminal)
@@ -86,9 +87,10 @@ async def run_demo(
         terminal.info(
             f"agy simulator {sim.version} on https://127.0.0.1:{sim.port} · cascade {sim.cascade_id}"
         )
-        async with open_session(
+        container = make_container(
             port=sim.port, cascade_id=sim.cascade_id, sink=tap, version_text=sim.version
-        ) as session:
+        )
+        async with session_from(container) as session:
             terminal.info(session.capabilities.describe())
             for text, action in SCRIPT:
                 start = len(tap.seen)
@@ -111,17 +113,19 @@ async def run_demo(
 async def run_attach(*, cascade_id: str | None, port: int | None, tmux_target: str | None) -> int:
     from agy_harness.adapters.sinks.terminal import TerminalSink
 
-    from .session import open_session
+    from .container import make_container
+    from .session import session_from
     from .version_gate import agy_version
 
     terminal = TerminalSink()
-    async with open_session(
+    container = make_container(
         port=port,
         cascade_id=cascade_id,
         sink=terminal,
         tmux_target=tmux_target,
         version_text=await agy_version(),
-    ) as session:
+    )
+    async with session_from(container) as session:
         terminal.info(f"attached to cascade {session.cascade_id} · {session.capabilities.describe()}")
         loop = asyncio.get_running_loop()
         while True:

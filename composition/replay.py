@@ -14,7 +14,6 @@ from typing import Any, TextIO
 
 from agy_harness.adapters.sinks.jsonl import event_line
 from agy_harness.core import safejson
-from agy_harness.core.reconciler import Reconciler
 from agy_harness.core.steps import as_dict, as_str, steps_from_update
 from agy_harness.ports.events import Event
 
@@ -133,7 +132,9 @@ def replay(paths: Sequence[str]) -> list[Event]:
     raws: list[Any] = []
     for path in paths:
         raws.extend(load_recorded(path))
-    return Reconciler(cascade_of(raws)).feed_all(raws)
+    from .container import AgyContainer  # the composition root; imported late: replay needs no agy
+
+    return AgyContainer().reconciler(cascade_of(raws)).feed_all(raws)
 
 
 def write_events(events: Iterable[Event], out: TextIO) -> None:
