@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dependency_injector import providers
 from rich.console import Console
 
-from agy_harness.adapters.rpc.actions import RpcInteractionDelivery, RpcTurnSender
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.transcript import TranscriptWriter
 from agy_harness.adapters.sinks.jsonl import JsonlSink
@@ -28,7 +27,7 @@ from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy, elici
 from agy_harness.adapters.sinks.terminal import TerminalSink
 from agy_harness.adapters.store.cursor_file import FileCursorStore, MemoryCursorStore
 from agy_harness.adapters.transcript.tail import TranscriptTailSource
-from agy_harness.composition.harness import Harness
+from agy_harness.composition.container import AgyContainer, make_container
 from agy_harness.composition.session import QueueSink
 from agy_harness.ports.events import Event, GateOpened, StatusChanged, UserMessage
 from agy_harness.ports.protocols import Cursor, CursorStore, EventSink, GateAnswer, StepSource
@@ -40,12 +39,13 @@ from .helpers import FAST, signature
 TURNS = ["Say hello in one short sentence.", "autorun `ls -la` then list the directory", "view README.md"]
 
 
-def make_source(name: str, client: RpcClient, root: Path) -> StepSource:
+def one_source(name: str, container: AgyContainer, root: Path) -> providers.Provider[StepSource]:
+    """The container's own provider of that source (the transcript tail's root is the writer's)."""
     if name == "stream":
-        return RpcStreamSource(client, idle_timeout=5.0)
+        return container.stream
     if name == "poll":
-        return RpcPollSource(client, interval=0.05)
-    return TranscriptTailSource(root, poll_interval=0.05)
+        return container.poll
+    return providers.Singleton(TranscriptTailSource, root, poll_interval=0.05)
 
 
 async def through(source_name: str, tmp_path: Path) -> list[Event]:
@@ -54,16 +54,23 @@ async def through(source_name: str, tmp_path: Path) -> list[Event]:
         writer.attach(sim)
         sink = RecordingSink()
         async with RpcClient(sim.base_url) as client:
-            poll = RpcPollSource(client, interval=0.05)
-            harness = Harness(
+            container = make_container(
+                base_url=sim.base_url,
                 cascade_id=sim.cascade_id,
-                sources=[make_source(source_name, client, tmp_path)],
-                snapshot=poll,
                 sink=sink,
-                delivery=RpcInteractionDelivery(client),
-                turn_senders=[RpcTurnSender(client, lambda _c: _model())],
                 options=FAST,
+                poll_interval=0.05,
+                stream_idle_timeout=5.0,
             )
+            container.client.override(providers.Object(client))
+            # one source alone, whatever the version gate would pick; a fixed model for turns
+            container.step_sources.override(providers.List(one_source(source_name, container, tmp_path)))
+            container.model_resolver.override(providers.Object(lambda _c: _model()))
+            container.turn_senders.override(providers.List(container.rpc_turns))
+            container.directory.override(providers.Object(None))
+            container.interrupter.override(providers.Object(None))
+            harness = container.harness()
+            assert [s.name for s in harness.sources] == [source_name]
             async with harness:
                 for i, text in enumerate(TURNS, 1):
                     await harness.send(text)
