@@ -10,10 +10,12 @@ turn each (so every session replays some history), then, on ONE asyncio loop, fo
 * ``stream``: 100 sessions through ``open_session`` (the public API: version gate, stream + poll
   fallback, RPC turn-send, directory check every 1 s), each with its own RpcClient (one HTTP/2
   connection a session, as with one agy a session);
-* ``poll``: 100 Harnesses built like ``open_session`` builds them but with ``RpcPollSource``
-  (default 250 ms) as the only source, each with its own RpcClient;
-* ``shared``: 100 stream Harnesses on ONE shared RpcClient (what a multi-session server on one agy
-  might do); shows whether unary calls still get through next to 100 open streams.
+* ``poll``: 100 sessions from the same container with the capabilities given as "no stream", so
+  the version gate picks ``RpcPollSource`` (default 250 ms) as the only source, each with its own
+  RpcClient;
+* ``shared``: 100 stream sessions on ONE shared RpcClient (the container's ``client`` overridden:
+  what a multi-session server on one agy might do); shows whether unary calls still get through
+  next to 100 open streams.
 
 After the replays are delivered the sessions idle for ``--seconds``; CPU % = CPU seconds / wall
 seconds (100 % = one core busy). Also counted: unary RPC calls/s and events delivered while idle
@@ -28,17 +30,26 @@ import contextlib
 import resource
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psutil
 from common import TimedSink, machine, quiet_logs, ratio, simulator_process, write_summary
+from dependency_injector import providers
 
-from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, RpcInteractionDelivery, parse_summaries
+from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, parse_summaries
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
+from agy_harness.adapters.rpc.sources import RpcPollSource
+from agy_harness.composition.container import make_container
 from agy_harness.composition.harness import Harness
-from agy_harness.composition.session import open_session
+from agy_harness.composition.session import session_from
+from agy_harness.composition.version_gate import Capabilities
 from agy_harness.ports.protocols import CascadeSummary
+
+FORCED = {  # mode -> what the version gate is told this agy can do
+    "poll": Capabilities(None, stream=False, rpc_turns=True),
+    "shared": Capabilities(None, stream=True, rpc_turns=True),
+}
 
 
 def cpu() -> float:
@@ -55,12 +66,12 @@ class OwnDirectory:
     the newest cascade within a second. The RPC call and its parsing are still paid in full.
     """
 
-    def __init__(self, inner: RpcCascadeDirectory, harness: list[Harness]) -> None:
+    def __init__(self, inner: RpcCascadeDirectory, harness: Callable[[], Harness]) -> None:
         self._inner = inner
-        self._harness = harness
+        self._harness = harness  # the container's harness provider: the session's one harness
 
     async def list_cascades(self) -> list[CascadeSummary]:
-        bound = self._harness[0].cascade_id
+        bound = self._harness().cascade_id
         return [
             s for s in await self._inner.list_cascades() if bound in (s.cascade_id, s.parent_id, s.root_id)
         ]
@@ -130,40 +141,23 @@ async def measure(
     t_setup = time.perf_counter()
     async with contextlib.AsyncExitStack() as stack:
         harnesses: list[Harness] = []
-        if mode == "stream":
-            for cascade, sink in zip(cascades, sinks, strict=True):
-                s = await stack.enter_async_context(
-                    open_session(base_url=base_url, cascade_id=cascade, sink=sink)
-                )
-                counter.wrap(s.client)
-                if own_view:  # before its first directory check (1 s after start)
-                    s.harness.directory = OwnDirectory(RpcCascadeDirectory(s.client), [s.harness])
-                harnesses.append(s.harness)
-        else:
-            shared = RpcClient(base_url) if mode == "shared" else None
-            if shared is not None:
-                stack.push_async_callback(shared.aclose)
-                counter.wrap(shared)
-            for cascade, sink in zip(cascades, sinks, strict=True):
-                client = shared
-                if client is None:
-                    client = counter.wrap(RpcClient(base_url))
-                    stack.push_async_callback(client.aclose)
-                poll = RpcPollSource(client)
-                source = poll if mode == "poll" else RpcStreamSource(client)
-                ref: list[Harness] = []
-                directory = RpcCascadeDirectory(client)
-                h = Harness(
-                    cascade_id=cascade,
-                    sources=[source, poll] if mode == "shared" else [poll],
-                    snapshot=poll,
-                    sink=sink,
-                    delivery=RpcInteractionDelivery(client),
-                    directory=OwnDirectory(directory, ref) if own_view else directory,
-                )
-                ref.append(h)
-                await stack.enter_async_context(h)
-                harnesses.append(h)
+        shared = RpcClient(base_url) if mode == "shared" else None
+        if shared is not None:
+            stack.push_async_callback(shared.aclose)
+            counter.wrap(shared)
+        for cascade, sink in zip(cascades, sinks, strict=True):
+            container = make_container(base_url=base_url, cascade_id=cascade, sink=sink)
+            if shared is not None:  # given, so not closed by the session
+                container.client.override(providers.Object(shared))
+            else:
+                counter.wrap(container.client())
+            if mode in FORCED:  # the version gate's choice from given capabilities (no probe)
+                container.capabilities.override(providers.Object(FORCED[mode]))
+            if own_view:
+                inner = RpcCascadeDirectory(container.client())
+                container.directory.override(providers.Object(OwnDirectory(inner, container.harness)))
+            s = await stack.enter_async_context(session_from(container))
+            harnesses.append(s.harness)
         setup = time.perf_counter() - t_setup
         await settle(sinks)
         before = sum(len(s.events) for s in sinks)

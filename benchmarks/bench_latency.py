@@ -15,8 +15,8 @@ Two figures per source:
   text length the delta ends at (the age of the newest text in that delta).
 
 The stream source runs through ``open_session`` (the public API, default adapters); the poll
-source through a Harness built like ``open_session`` builds it but with only ``RpcPollSource``
-(default 250 ms interval). Reports p50/p99/max in ms and the ratio poll/stream.
+source through the same container with the capabilities given as "no stream", so the version gate
+picks ``RpcPollSource`` alone (default 250 ms interval). Reports p50/p99/max in ms and the ratio poll/stream.
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from common import machine, percentile, quiet_logs, ratio, write_summary
+from dependency_injector import providers
 
-from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, RpcInteractionDelivery
-from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.sources import RpcPollSource
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.harness import Harness
-from agy_harness.composition.session import open_session
+from agy_harness.composition.container import make_container
+from agy_harness.composition.session import open_session, session_from
+from agy_harness.composition.version_gate import Capabilities
 from agy_harness.ports.events import Event, GateOpened, TextDelta
 from agy_harness.ports.protocols import GateAnswer
 
@@ -136,21 +135,12 @@ async def run_poll(turns: int, pace: float) -> Recorder:
     rec = Recorder()
     async with Simulator(profile="1.0.10", pace=pace) as sim:
         sim.subscribe(rec.on_step)
-        client = RpcClient(sim.base_url)
-        poll = RpcPollSource(client)  # default interval (0.25 s)
-        harness = Harness(
-            cascade_id=sim.cascade_id,
-            sources=[poll],
-            snapshot=poll,
-            sink=rec,
-            delivery=RpcInteractionDelivery(client),
-            directory=RpcCascadeDirectory(client),
-        )
-        try:
-            async with harness:
-                await drive(sim, rec, turns, sim.cascade_id)
-        finally:
-            await client.aclose()
+        container = make_container(base_url=sim.base_url, cascade_id=sim.cascade_id, sink=rec)
+        # the version gate told "no stream": the poll alone, at its default interval (0.25 s)
+        container.capabilities.override(providers.Object(Capabilities(None, stream=False, rpc_turns=True)))
+        async with session_from(container) as s:
+            assert [source.name for source in s.harness.sources] == ["poll"]
+            await drive(sim, rec, turns, sim.cascade_id)
     return rec
 
 
