@@ -102,7 +102,7 @@ class AgyAcpAgent:
             self._forms,
         )
         return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            protocol_version=PROTOCOL_VERSION,  # the one version this agent speaks; a client on another disconnects
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),

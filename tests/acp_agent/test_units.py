@@ -1,0 +1,114 @@
+"""Pieces of the ACP agent that the simulator cannot exercise: agy's file-edit tools (no recording
+has one), a failed turn (the simulator's model never fails), and the stdout guard."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from acp import RequestError
+
+from agy_harness.composition.acp.mapping import UpdateMapper, edit_diffs, tool_kind, tool_title
+from agy_harness.composition.acp.sessions import AcpSession
+from agy_harness.ports.events import AssistantMessage, StatusChanged, ToolCall, ToolResult
+
+
+def test_edit_tools_show_diffs_and_keep_them_with_the_result() -> None:
+    args = {
+        "TargetFile": "/w/a.py",
+        "ReplacementChunks": [{"TargetContent": "x = 1", "ReplacementContent": "x = 2"}],
+    }
+    assert tool_kind("multi_replace_file_content") == "edit"
+    assert tool_title("multi_replace_file_content", args) == "Edit /w/a.py"
+    (diff,) = edit_diffs("multi_replace_file_content", args)
+    assert (diff.path, diff.old_text, diff.new_text) == ("/w/a.py", "x = 1", "x = 2")
+    (new_file,) = edit_diffs("write_to_file", {"TargetFile": "/w/b.py", "CodeContent": "print()"})
+    assert new_file.old_text is None and new_file.new_text == "print()"
+    assert edit_diffs("run_command", {"CommandLine": "ls"}) == []
+
+    mapper = UpdateMapper()
+    base = {"id": "t/1/x", "cascade_id": "c", "step_key": "t/1"}
+    (start,) = mapper.updates(
+        ToolCall(**base, call_id="t/1", name="multi_replace_file_content", arguments=args)
+    )
+    assert start.session_update == "tool_call" and start.kind == "edit" and start.content[0].type == "diff"
+    assert start.locations[0].path == "/w/a.py"
+    (done,) = mapper.updates(
+        ToolResult(**base, call_id="t/1", name="multi_replace_file_content", output="ok")
+    )
+    assert done.status == "completed" and [c.type for c in done.content] == ["diff", "content"]
+
+
+def test_a_committed_message_adds_only_what_the_deltas_did_not_carry() -> None:
+    from agy_harness.ports.events import TextDelta
+
+    mapper = UpdateMapper()
+    base = {"cascade_id": "c", "step_key": "t/2"}
+    mapper.updates(TextDelta(id="d0", **base, delta="Hello ", message_id="m", index=0))
+    (rest,) = mapper.updates(AssistantMessage(id="a", **base, text="Hello world", message_id="m"))
+    assert rest.content.text == "world"
+    (whole,) = mapper.updates(AssistantMessage(id="b", **base, text="Polled only", message_id="n"))
+    assert whole.content.text == "Polled only"
+
+
+class _Conn:
+    def __init__(self) -> None:
+        self.updates: list[Any] = []
+
+    async def session_update(self, session_id: str, update: Any) -> None:
+        self.updates.append(update)
+
+
+class _FailingTurn:
+    """Fault injection: agy takes the turn, then its planner step fails (what the simulator never does)."""
+
+    def __init__(self, owner: AcpSession) -> None:
+        self.owner = owner
+        self.cascade_id = owner.id
+
+    async def send(self, text: str) -> str:
+        async def play() -> None:
+            base = {"cascade_id": self.cascade_id, "step_key": "t/3"}
+            await self.owner.on_event(StatusChanged(id="s1", **base, status="running"))
+            await self.owner.on_event(
+                AssistantMessage(
+                    id="e", **base, text="[error] quota exhausted", message_id="m", is_error=True
+                )
+            )
+            await self.owner.on_event(
+                StatusChanged(id="s2", **base, status="failed", reason="quota exhausted")
+            )
+
+        asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(play()))
+        return "rpc"
+
+
+async def test_a_failed_turn_is_a_json_rpc_error_after_its_visible_text() -> None:
+    async def no_cancel(session_id: str, tool_call_id: str) -> bool:
+        return False
+
+    conn = _Conn()
+    session = AcpSession(conn, "c", cancel_outgoing=no_cancel, forms=False)
+    session.session = _FailingTurn(session)  # type: ignore[assignment]
+    with pytest.raises(RequestError) as err:
+        await session.prompt("do it")
+    assert err.value.code == -32603 and "quota exhausted" in err.value.data["details"]
+    assert [u.content.text for u in conn.updates] == ["[error] quota exhausted"]
+    assert session.turn is None  # the session takes the next prompt
+
+
+def test_stray_output_goes_to_stderr_not_to_the_protocol() -> None:
+    code = (
+        "import os\n"
+        "from agy_harness.composition.acp.transport import claim_stdout\n"
+        "fd = claim_stdout()\n"
+        "print('a stray print')\n"
+        "os.system('echo a child process')\n"
+        'os.write(fd, b\'{"jsonrpc": "2.0"}\\n\')\n'
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
+    assert out.stdout == b'{"jsonrpc": "2.0"}\n'
+    assert b"a stray print" in out.stderr and b"a child process" in out.stderr
