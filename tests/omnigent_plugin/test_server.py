@@ -1,0 +1,115 @@
+"""Through the real omnigent server: ``omnigent run <agent dir> --server URL -p ...`` with an agent spec
+that says ``harness: agy-harness`` (the README's command), against the simulator. omnigent's server,
+host daemon, runner and harness process are all omnigent's own; the server runs from the environment
+the plugin is installed in (it must know the harness id to accept the spec)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.simulator.scenarios import GREETING
+from tests.real_omnigent import OmnigentServer, server_env
+
+from .test_registry import readme_spec
+
+
+async def run_omnigent(python: Path, *args: str, home: Path, timeout: float = 300) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(python),
+        "-m",
+        "omnigent",
+        *args,
+        cwd=str(home),
+        env=server_env(home),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except TimeoutError:
+        proc.kill()
+        out, _ = await proc.communicate()
+        raise AssertionError(
+            f"omnigent {args[0]} timed out: {out.decode(errors='replace')[-3000:]}"
+        ) from None
+    return proc.returncode or 0, out.decode(errors="replace")
+
+
+@pytest.fixture
+async def server(plugin_python: Path, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+    venv = plugin_python.parent.parent
+    srv = OmnigentServer(tmp_path / "server", venv=venv)
+    await asyncio.to_thread(srv.start)
+    client_home = tmp_path / "client"
+    client_home.mkdir()
+    try:
+        yield srv.url, client_home
+    finally:
+        with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
+            await run_omnigent(
+                plugin_python, "host", "stop", "--server", srv.url, home=client_home, timeout=60
+            )
+        await asyncio.to_thread(srv.stop)
+
+
+def agent_dir(tmp: Path, sim: Simulator) -> Path:
+    spec = readme_spec()
+    spec = re.sub(r"agy_port: \d+", f"agy_port: {sim.port}", spec)
+    spec = spec.replace("# agy_cascade: <id>", f"agy_cascade: {sim.cascade_id}")
+    where = tmp / "agy"
+    where.mkdir()
+    (where / "config.yaml").write_text(spec)
+    return where
+
+
+async def test_omnigent_run_with_the_readme_agent_reaches_agy(
+    plugin_python: Path, server: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, home = server
+    async with Simulator(profile="1.0.10", pace=0.05) as sim:
+        agent = agent_dir(tmp_path, sim)
+        code, out = await run_omnigent(
+            plugin_python,
+            "run",
+            str(agent),
+            "--server",
+            url,
+            "-p",
+            "Say hello in one short sentence.",
+            home=home,
+        )
+        assert code == 0, out[-3000:]
+        assert GREETING in out
+        planner = [s for s in sim.steps() if s["type"].endswith("PLANNER_RESPONSE")][-1]
+        [user] = [s for s in sim.steps() if s["type"].endswith("USER_INPUT")]
+    assert (
+        user["userInput"]["userConfig"]["plannerConfig"]["planModel"] == "MODEL_PLACEHOLDER_M71"
+    )  # Gemini 3 Flash
+    match = re.search(r"/c/([0-9a-f]+)", out)
+    assert match, out
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        session: dict[str, Any] = (await http.get(f"/v1/sessions/{match.group(1)}")).json()
+    assert session["harness"] == "agy-harness"
+    texts = [
+        (i["data"]["role"], i["data"]["content"][0]["text"])
+        for i in session["items"]
+        if i["type"] == "message"
+    ]
+    assert texts == [("user", "Say hello in one short sentence."), ("assistant", GREETING)]
+    # usage and model as omnigent stores them: input includes agy's cache reads, the model's display name
+    spent = planner["metadata"]["modelUsage"]
+    cache = int(spent.get("cacheReadTokens", 0))
+    usage = session["usage_by_model"]["Gemini 3 Flash"]
+    assert usage["input_tokens"] == int(spent["inputTokens"]) + cache
+    assert usage["cache_read_input_tokens"] == cache
+    assert usage["output_tokens"] == int(spent["outputTokens"])
