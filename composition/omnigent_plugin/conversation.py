@@ -16,10 +16,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+from dependency_injector import providers
 from omnigent.inner.executor import ExecutorError, ExecutorEvent, TurnCancelled, TurnComplete
 
-from agy_harness.adapters.rpc.actions import RpcModelCatalog, RpcTurnSender
-from agy_harness.composition.session import Session, open_session
+from agy_harness.adapters.rpc.actions import PlanModelResolver
+from agy_harness.composition.container import AgyContainer, make_container
+from agy_harness.composition.session import Session, session_from
 from agy_harness.ports.events import (
     Event,
     GateOpened,
@@ -108,6 +110,8 @@ class AgyConversation:
         self.in_turn = False
         self.outside_events = 0
         self._stack = AsyncExitStack()
+        self._container: AgyContainer | None = None
+        self._default_model: PlanModelResolver | None = None
         self._models: list[ModelInfo] | None = None
         self._pinned: str | None = None
         self._expected = 0
@@ -116,23 +120,28 @@ class AgyConversation:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def open(self) -> None:
+        """Build the session from the composition root (``make_container`` + ``session_from``): our
+        sink, and the RPC turn sender asking us for the model (omnigent's choice, else agy's own)."""
         s = self.settings
         kwargs: dict[str, Any] = {}
-        if s.simulator:
-            from agy_harness.adapters.simulator import Simulator
-
-            sim = await self._stack.enter_async_context(Simulator(pace=s.sim_pace))
-            kwargs.update(port=sim.port, cascade_id=s.cascade_id or sim.cascade_id)
-        else:
-            kwargs.update(
-                port=s.port,
-                base_url=s.base_url,
-                cascade_id=s.cascade_id,
-                pids=s.pids,
-                tmux_target=s.tmux_pane,
-            )
         try:
-            self.session = await self._stack.enter_async_context(open_session(sink=self.sink, **kwargs))
+            if s.simulator:
+                from agy_harness.adapters.simulator import Simulator
+
+                sim = await self._stack.enter_async_context(Simulator(pace=s.sim_pace))
+                kwargs.update(port=sim.port, cascade_id=s.cascade_id or sim.cascade_id)
+            else:
+                kwargs.update(
+                    port=s.port,
+                    base_url=s.base_url,
+                    cascade_id=s.cascade_id,
+                    pids=s.pids,
+                    tmux_target=s.tmux_pane,
+                )
+            container = make_container(sink=self.sink, **kwargs)
+            container.model_resolver.override(providers.Object(self._model_for_turn))
+            self._container = container
+            self.session = await self._stack.enter_async_context(session_from(container))
         except BaseException:
             await self._stack.aclose()
             raise
@@ -156,24 +165,27 @@ class AgyConversation:
     # -- models ------------------------------------------------------------------------------------
 
     async def models(self) -> list[ModelInfo]:
-        assert self.session is not None
+        assert self._container is not None
         if self._models is None:
-            self._models = await RpcModelCatalog(self.session.client).models()
+            self._models = await self._container.model_catalog().models()
         return self._models
 
     async def pin_model(self, wanted: str) -> ModelInfo:
         """Every turn we send from now on uses ``wanted`` (resolved against agy's catalog)."""
-        assert self.session is not None
         info = resolve_model(wanted, await self.models())
-        if info.model != self._pinned:
-            for sender in self.session.harness.turn_senders:
-                if isinstance(sender, RpcTurnSender):
-                    sender._resolve_model = self._pinned_model  # TODO(root): a provider override
-            self._pinned = info.model
+        self._pinned = info.model
         return info
 
-    async def _pinned_model(self, cascade_id: str) -> str | None:
-        return self._pinned
+    async def _model_for_turn(self, cascade_id: str) -> str | None:
+        """The model resolver of the RPC turn sender: the pinned model, else what agy would use."""
+        if self._pinned:
+            return self._pinned
+        assert self._container is not None
+        if self._default_model is None:
+            self._default_model = PlanModelResolver(
+                self._container.snapshot(), self._container.model_catalog()
+            )
+        return await self._default_model(cascade_id)
 
     async def model_label(self, model_id: str) -> str:
         if not model_id:
