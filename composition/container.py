@@ -56,7 +56,7 @@ from agy_harness.adapters.rpc.actions import (
     RpcTurnSender,
 )
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.discovery import Resolver
+from agy_harness.adapters.rpc.discovery import Resolver, verify_endpoint
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.protocols import (
@@ -257,7 +257,9 @@ async def bind_endpoint(container: AgyContainer) -> bool:
     """Find agy's port unless ``base_url`` was given; True when it was discovered (then agy can be
     followed across restarts through ``container.discovery()``)."""
     config = container.config
-    if config.base_url() is not None:
+    if config.base_url() is not None:  # given: still verified, as a discovered port is
+        if not container.client.overridden:
+            await verify_endpoint(config.base_url(), config.cascade_id(), config.csrf_token())
         return False
     binding = await container.discovery().resolve()
     config.base_url.from_value(binding.base_url)

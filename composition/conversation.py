@@ -24,7 +24,10 @@ class HarnessOptions:
     sink_retry: float = 0.2  # first pause before re-delivering what the sink did not accept
     directory_interval: float = 1.0  # rotation + run-status backstop check; 0 disables
     idle_reports_to_close: int = 2
-    max_delivery_attempts: int = 3
+    #: How long an answer is retried (with backoff, re-reading agy each time) while its step still
+    #: WAITs and agy fails transiently (5xx, unreachable, timeouts, failed re-reads); a notice says so
+    #: when it runs out. A proven shape error or a step that left WAITING ends it at once.
+    answer_deadline: float = 600.0
     subagent_poll: float = 0.25  # a sub-agent's cascade is polled at this interval
 
 

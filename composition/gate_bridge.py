@@ -3,8 +3,9 @@
 Gates arrive from the :class:`~.emitter.Emitter` (observer), are queued, and re-checked against agy
 before asking (answered elsewhere or superseded: not asked). A gate withdrawn while asked cancels the
 ask. :meth:`GateBridge.answer` re-reads agy at delivery, targets the freshest WAITING step asking the
-same thing, re-targets a stale rejection, reports a shape error once, and retries transport failures
-(an answer is never lost while agy still waits for it).
+same thing, re-targets a stale rejection, reports a shape error once, and retries transient failures
+with backoff while the step waits, up to ``answer_deadline`` (an answer is never lost while agy still
+waits for it).
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
+from agy_harness.core.answers import AnswerError, check_answer
+from agy_harness.core.elicitation import (
+    Target,
+    classify_rejection,
+    delivery_target,
+    freshest_open,
+    interaction_payload,
+    rejection_is_transient,
+)
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import (
     EventSink,
@@ -51,6 +60,7 @@ class GateBridge:
         self._current_ask: asyncio.Task[GateAnswer] | None = None
         self._delivered_gates: set[str] = set()
         self._worker: asyncio.Task[None] | None = None
+        self._open: dict[str, GateOpened] = {}  # gates the stream shows WAITING (for a failed re-read)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -67,8 +77,10 @@ class GateBridge:
         """Emitter observer: open what was opened, withdraw what was withdrawn, in order."""
         for event in events:
             if isinstance(event, GateOpened):
+                self._open[event.gate_id] = event
                 self.open(event)
             elif isinstance(event, GateWithdrawn):
+                self._open.pop(event.gate_id, None)
                 self.withdraw(event.gate_id)
 
     def open(self, gate: GateOpened) -> None:
@@ -85,6 +97,7 @@ class GateBridge:
 
     def withdraw_all(self) -> None:
         """Rotation: nothing queued or asked belongs to the new conversation."""
+        self._open.clear()
         for gate_id in list(self._queued):
             self.withdraw(gate_id)
         if self._current_gate is not None:
@@ -139,20 +152,40 @@ class GateBridge:
 
     # -- delivering ------------------------------------------------------------------------
 
-    async def answer(self, gate: GateOpened, answer: GateAnswer) -> bool:
-        """Deliver ``answer`` to ``gate``: re-read, pick the freshest WAITING step, tell stale from shape."""
+    async def answer(self, gate: GateOpened, answer: GateAnswer, *, deadline: float | None = None) -> bool:
+        """Deliver ``answer`` to ``gate``; True once agy took it. Never loses it while agy waits.
+
+        The answer is checked first (an ambiguous one is refused with a notice, never sent). Then,
+        until ``deadline`` seconds (default ``options.answer_deadline``) have passed: re-read agy,
+        target the freshest WAITING step asking the same thing (if the re-read fails: the freshest
+        one the stream still shows open), deliver. Transient failures (agy unreachable, timeouts,
+        5xx other than "input not registered", a failed re-read) are retried with backoff; a stale
+        step is re-targeted; only a proven shape error, or a step that left WAITING, is final.
+        """
         if self.delivery is None:
             await self.emitter.notice(
                 gate.id, "this harness cannot deliver answers (no interaction adapter)", "error"
             )
             return False
+        try:
+            check_answer(gate, answer)
+        except AnswerError as exc:
+            await self.emitter.notice(
+                gate.id, f"gate {gate.gate_id}: answer refused, nothing sent: {exc}", "error"
+            )
+            return False
+        loop = asyncio.get_running_loop()
+        limit = self.options.answer_deadline if deadline is None else deadline
+        end = loop.time() + limit
         pause = self.options.fallback_backoff
-        for _attempt in range(self.options.max_delivery_attempts):
+        attempts = 0
+        while True:
+            attempts += 1
             try:
                 outcome = await self._deliver_once(gate, answer)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # agy unreachable, a 503: the answer is not lost, try again
+            except Exception as exc:  # agy unreachable, a timeout, a failed re-read: not lost, retried
                 log.warning(
                     "gate %s: delivery failed (%s: %s); retrying in %.1fs",
                     gate.gate_id,
@@ -160,35 +193,67 @@ class GateBridge:
                     exc,
                     pause,
                 )
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, self.options.max_backoff)
-                continue
+                outcome = None
             if outcome is not None:
                 return outcome
-        await self.emitter.notice(
-            gate.id,
-            f"gate {gate.gate_id}: gave up after {self.options.max_delivery_attempts} attempts",
-            "error",
-        )
-        return False
+            if loop.time() + pause > end:
+                await self.emitter.notice(
+                    gate.id,
+                    f"gate {gate.gate_id}: agy did not take the answer within {limit:g}s ({attempts} attempts);"
+                    " it was not delivered, answer again to retry",
+                    "error",
+                )
+                return False
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, self.options.max_backoff)
 
-    async def _deliver_once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:
-        """One delivery attempt: True delivered, False final refusal (reported), None try again."""
-        assert self.delivery is not None
-        target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
+    async def _target(self, gate: GateOpened) -> Target | None:
+        """Where the answer goes now; raises when agy cannot be read and the stream shows no open gate."""
+        try:
+            raws = await self.snapshot.read_steps(gate.cascade_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            target = freshest_open(gate, list(self._open.values()))
+            if target is None:
+                raise
+            log.info(
+                "gate %s: re-read failed (%s); delivering to step %d, the freshest the stream shows waiting",
+                gate.gate_id,
+                exc,
+                target.step_index,
+            )
+            return target
+        target = delivery_target(gate, raws)
         if target is None:
             await self.emitter.notice(
                 gate.id,
                 f"gate {gate.gate_id} was answered elsewhere or is gone; the answer was not delivered",
                 "warning",
             )
+        return target
+
+    async def _deliver_once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:
+        """One delivery attempt: True delivered, False final (reported), None try again."""
+        assert self.delivery is not None
+        target = await self._target(gate)
+        if target is None:
             return False
         try:
             await self.delivery.deliver(gate.cascade_id, interaction_payload(gate, answer, target.step_index))
         except InteractionRejected as exc:
+            if rejection_is_transient(exc.status, exc.code, exc.message):
+                log.warning(
+                    "gate %s: agy failed transiently (HTTP %s %s: %s)",
+                    gate.gate_id,
+                    exc.status,
+                    exc.code,
+                    exc.message,
+                )
+                return None
             kind = classify_rejection(
                 gate, target.step_index, await self.snapshot.read_steps(gate.cascade_id)
-            )
+            )  # a failed re-read here is transient too: the caller retries
             if kind == "stale":
                 log.info(
                     "gate %s: step %d went stale (%s); re-targeting",

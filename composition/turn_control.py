@@ -19,6 +19,9 @@ from .gate_bridge import GateBridge
 
 log = logging.getLogger("agy_harness.harness")
 
+#: An interrupt denies a parked gate but does not wait for an unreachable agy longer than this.
+INTERRUPT_DENY_DEADLINE = 5.0
+
 
 @dataclass(frozen=True)
 class InterruptReport:
@@ -72,10 +75,18 @@ class TurnControl:
         gate = self.gates.parked_gate
         if gate is not None:  # deny first: a cancel after it also stops the reply agy starts on the denial
             self.gates.stop_asking()
-            if await self.gates.answer(gate, GateAnswer(action="decline", allow=False)):
+            denial = GateAnswer(action="decline", allow=False)
+            if await self.gates.answer(gate, denial, deadline=INTERRUPT_DENY_DEADLINE):
                 denied.append(gate.gate_id)
-        await self.interrupter.interrupt(self.conversation.cascade_id)
         self._interrupts += 1
+        notice_id = f"{self.conversation.cascade_id}/interrupt/{self._interrupts}"
+        try:
+            await self.interrupter.interrupt(self.conversation.cascade_id)
+        except Exception as exc:  # agy unreachable or refusing: report it, never raise
+            detail = f"could not cancel the running steps: {type(exc).__name__}: {exc}"
+            log.warning("interrupt: %s", detail)
+            await self.emitter.notice(notice_id, detail, "warning")
+            return InterruptReport(False, tuple(denied), detail)
         detail = "cancelled the running steps" + (f"; denied the parked gate {denied[0]}" if denied else "")
-        await self.emitter.notice(f"{self.conversation.cascade_id}/interrupt/{self._interrupts}", detail)
+        await self.emitter.notice(notice_id, detail)
         return InterruptReport(True, tuple(denied), detail)

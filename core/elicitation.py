@@ -154,3 +154,36 @@ def classify_rejection(gate: GateOpened, step_index: int, raws: list[Any]) -> Re
     if status == "ERROR" or (target is not None and target.step_index != step_index):
         return "stale"
     return "gone"
+
+
+def rejection_is_transient(status: int, code: str, message: str) -> bool:
+    """Whether agy's refusal of an answer is worth retrying as long as the step waits.
+
+    agy overloads HTTP 500 "input not registered for step N" for a stale step AND a payload of the
+    wrong shape: that one is told apart by re-reading the step (:func:`classify_rejection`), never
+    retried blind. Any other 5xx, a timeout/unavailable/overload code, or no status at all (the
+    connection broke) is transient. A 4xx other than 408/429 is agy saying the request is wrong:
+    final.
+    """
+    if "input not registered" in message.lower():
+        return False
+    if code in ("unavailable", "deadline_exceeded", "resource_exhausted", "aborted"):
+        return True
+    return status == 0 or status >= 500 or status in (408, 429)
+
+
+def freshest_open(gate: GateOpened, open_gates: list[GateOpened]) -> Target | None:
+    """Where to deliver when agy cannot be re-read: the freshest gate the stream still shows open
+    (not withdrawn) in the same trajectory asking the same thing, at or after ``gate``'s step."""
+    signature = gate_signature(gate)
+    best: int | None = None
+    for other in open_gates:
+        if (
+            other.trajectory_id == gate.trajectory_id
+            and other.kind == gate.kind
+            and other.step_index >= gate.step_index
+            and gate_signature(other) == signature
+            and (best is None or other.step_index > best)
+        ):
+            best = other.step_index
+    return Target(best, moved=best != gate.step_index) if best is not None else None

@@ -239,15 +239,46 @@ async def probe(
             return Verdict.DEAD
         if cascade_id is None:
             return Verdict.OURS
-        try:
-            answer = await client.call(
-                "GetConversationMetadata", {"conversationId": cascade_id}, timeout=timeout
-            )
-        except RpcError as exc:
-            log.debug("port %d: does not know %s (%s)", candidate.port, cascade_id, exc)
-            return Verdict.FOREIGN
-    log.debug("port %d knows %s: %s", candidate.port, cascade_id, answer.get("metadata"))
+        return await _ownership(client, cascade_id, timeout)
+
+
+def owner_of(answer: dict[str, object], cascade_id: str) -> bool:
+    """A ``GetConversationMetadata`` answer proves this agy hosts ``cascade_id`` only when it echoes the
+    id as ``metadata.rootConversationId`` (any other 2xx -- empty metadata, another root -- does not:
+    a sub-agent's own id is not bound by discovery, its root is)."""
+    metadata = answer.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("rootConversationId") == cascade_id
+
+
+async def _ownership(client: RpcClient, cascade_id: str, timeout: float) -> Verdict:
+    try:
+        answer = await client.call("GetConversationMetadata", {"conversationId": cascade_id}, timeout=timeout)
+    except RpcError as exc:
+        log.debug("%s does not know %s (%s)", client.base_url, cascade_id, exc)
+        return Verdict.FOREIGN
+    if not owner_of(answer, cascade_id):
+        log.debug("%s answers for %s but does not own it: %s", client.base_url, cascade_id, answer)
+        return Verdict.FOREIGN
     return Verdict.OURS
+
+
+async def verify_endpoint(
+    base_url: str,
+    cascade_id: str | None,
+    csrf_token: str | None = None,
+    *,
+    client_factory: ClientFactory = default_client_factory,
+    timeout: float = PROBE_TIMEOUT,
+) -> None:
+    """Check a given ``base_url`` as discovery checks a scanned port: a live agy (``Heartbeat``) that
+    owns ``cascade_id`` (when given). Raises NoAgyFound naming what failed."""
+    async with client_factory(base_url, csrf_token) as client:
+        try:
+            await client.call("Heartbeat", {}, timeout=timeout)
+        except RpcError as exc:
+            raise NoAgyFound(f"no agy answers at {base_url} ({type(exc).__name__}: {exc})") from exc
+        if cascade_id is not None and await _ownership(client, cascade_id, timeout) is not Verdict.OURS:
+            raise NoAgyFound(f"the agy at {base_url} does not host conversation {cascade_id}")
 
 
 def candidates(scanner: ProcessScanner, procs: Iterable[AgyProcess]) -> list[Candidate]:

@@ -24,7 +24,7 @@ from hypercorn.utils import wrap_app
 from . import envelope
 from .profiles import ALL_METHODS, SERVICE
 from .state import Cascade, RpcFailure, ServerHost, Watcher
-from .tls import tls_files
+from .tls import server_context
 
 __all__ = ["App", "Listener", "RpcFailure"]
 
@@ -280,10 +280,7 @@ class Listener:
         self.plain_port = self._plain.getsockname()[1]
 
     async def start(self) -> None:
-        files = tls_files()
         config = Config()
-        config.certfile = str(files.cert)
-        config.keyfile = str(files.key)
         config.alpn_protocols = ["h2", "http/1.1"]
         config.keep_alive_timeout = 30.0
         config.accesslog = None
@@ -310,7 +307,7 @@ class Listener:
             await asyncio.start_server(
                 connected,
                 sock=self._secure,
-                ssl=config.create_ssl_context(),
+                ssl=server_context(config.alpn_protocols),  # no key file left on disk
                 ssl_handshake_timeout=5.0,
                 ssl_shutdown_timeout=0.5,
             ),

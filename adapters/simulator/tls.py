@@ -1,48 +1,51 @@
-"""The simulator's self-signed TLS material: one CA and one leaf for 127.0.0.1/localhost per process."""
+"""The simulator's self-signed TLS material: one CA and one leaf for 127.0.0.1/localhost per process.
+
+The key never stays on disk: it lives in memory, and an SSL context is loaded from a private temp
+file that is unlinked as soon as OpenSSL has read it (``trustme``'s ``configure_cert``), so a
+SIGKILLed simulator leaves no key behind.
+"""
 
 from __future__ import annotations
 
-import atexit
-import shutil
 import ssl
-import tempfile
 import threading
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-
-@dataclass(frozen=True)
-class TlsFiles:
-    cert: Path  # leaf + chain (PEM)
-    key: Path
-    ca: Path  # the CA certificate (PEM), for clients that want to verify
-
+if TYPE_CHECKING:
+    import trustme
 
 _lock = threading.Lock()
-_files: TlsFiles | None = None
+_material: tuple[trustme.CA, trustme.LeafCert] | None = None
 
 
-def tls_files() -> TlsFiles:
-    """Made once per process (trustme, ECDSA: milliseconds), removed at exit."""
-    global _files
+def _ca_and_leaf() -> tuple[trustme.CA, trustme.LeafCert]:
+    """Made once per process (trustme, ECDSA: milliseconds), in memory only."""
+    global _material
     with _lock:
-        if _files is None:
+        if _material is None:
             import trustme
 
             ca = trustme.CA(organization_name="agy simulator")
-            leaf = ca.issue_cert("127.0.0.1", "localhost", common_name="127.0.0.1")
-            root = Path(tempfile.mkdtemp(prefix="agy-sim-tls-"))
-            atexit.register(shutil.rmtree, root, True)
-            cert, key, ca_path = root / "cert.pem", root / "key.pem", root / "ca.pem"
-            cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
-            key.write_bytes(leaf.private_key_pem.bytes())
-            ca_path.write_bytes(ca.cert_pem.bytes())
-            _files = TlsFiles(cert, key, ca_path)
-        return _files
+            _material = ca, ca.issue_cert("127.0.0.1", "localhost", common_name="127.0.0.1")
+        return _material
+
+
+def server_context(alpn: list[str]) -> ssl.SSLContext:
+    """The server's SSL context (as hypercorn builds one: TLS >= 1.2, no compression, ALPN)."""
+    _ca, leaf = _ca_and_leaf()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.set_ciphers("ECDHE+AESGCM")
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.options |= ssl.OP_NO_COMPRESSION
+    ctx.set_alpn_protocols(alpn)
+    leaf.configure_cert(ctx)  # via a temp file unlinked right after loading
+    return ctx
 
 
 def client_context() -> ssl.SSLContext:
     """An SSL context that trusts the simulator's CA (an alternative to ``verify=False``)."""
-    ctx = ssl.create_default_context(cafile=str(tls_files().ca))
+    ca, _leaf = _ca_and_leaf()
+    ctx = ssl.create_default_context()
+    ca.configure_trust(ctx)  # from memory
     ctx.set_alpn_protocols(["h2", "http/1.1"])
     return ctx

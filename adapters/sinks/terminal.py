@@ -121,7 +121,7 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
     if answer.action != "accept":
         return "declined" if answer.action == "decline" else "cancelled"
     if gate.kind == "permission":
-        return "allow" if answer.allow is not False else "deny"
+        return {True: "allow", False: "deny"}.get(answer.allow, "no answer (refused: not an explicit allow or deny)")
     parts: list[str] = []
     for i, question in enumerate(gate.questions):
         choices = answer.selections[i] if i < len(answer.selections) else ()

@@ -196,7 +196,7 @@ async def test_a_shape_error_is_reported_once_and_not_retried() -> None:
         options=FAST,
     ):
         await sink.wait_for(lambda: sink.asked)
-        await sink.answers.put(GateAnswer())
+        await sink.answers.put(GateAnswer(allow=True))
         await sink.wait_for(lambda: any(e.type == "notice" for e in sink.events))
     notices = [e for e in sink.events if e.type == "notice"]
     assert len(notices) == 1 and notices[0].level == "error"  # type: ignore[union-attr]
@@ -226,7 +226,7 @@ async def test_a_stale_rejection_is_retargeted_to_agys_retry() -> None:
         options=FAST,
     ):
         await sink.wait_for(lambda: sink.asked)
-        await sink.answers.put(GateAnswer())
+        await sink.answers.put(GateAnswer(allow=True))
         await sink.wait_for(lambda: delivery.delivered, timeout=2)
     assert [d["stepIndex"] for d in delivery.delivered] == [9]
 

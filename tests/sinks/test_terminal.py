@@ -276,7 +276,8 @@ async def test_auto_answer_is_printed() -> None:
 
 
 def test_describe_answer() -> None:
-    assert describe_answer(PERMISSION_GATE, GateAnswer()) == "allow"
+    assert describe_answer(PERMISSION_GATE, GateAnswer(allow=True)) == "allow"
+    assert describe_answer(PERMISSION_GATE, GateAnswer()).startswith("no answer")
     assert describe_answer(PERMISSION_GATE, GateAnswer(action="cancel")) == "cancelled"
     answer = GateAnswer(selections=(("Backend",), ()), write_ins=("", "x"))
     assert describe_answer(QUESTION_GATE, answer) == "Backend; x"
