@@ -191,4 +191,4 @@ async def test_the_jsonl_sink_and_the_cursor_store_never_wedge(tmp_path: Path) -
     store.save(Cursor(cascade_id="c", committed=["t/1"], state={"live": {"t/1": {"text": "a\ud800b"}}}))
     loaded = store.load("c")
     assert loaded is not None and loaded.committed == ["t/1"]
-    assert loaded.state["live"]["t/1"]["text"] == "a\ufffdb"
+    assert loaded.state["live"]["t/1"]["text"] == "a\ud800b"  # saved and read back exactly
