@@ -23,6 +23,7 @@ class HarnessOptions:
     max_backoff: float = 10.0
     sink_retry: float = 0.2  # first pause before re-delivering what the sink did not accept
     directory_interval: float = 1.0  # rotation + run-status backstop check; 0 disables
+    directory_idle_factor: int = 3  # quiet: the check backs off up to this many intervals
     idle_reports_to_close: int = 2
     #: How long an answer is retried (with backoff, re-reading agy each time) while its step still
     #: WAITs and agy fails transiently (5xx, unreachable, timeouts, failed re-reads); a notice says so

@@ -5,6 +5,14 @@ backstop (agy says IDLE while our turn is open: read everything, close the turn 
 did not), sub-agents (a child cascade of ours is mirrored as its own event stream, polled, linked to
 the parent's tool call), and rotation (a conversation minted after binding replaced ours: the
 ``rotate`` callback moves the whole harness). It never rotates back to a conversation it left.
+
+What it costs while nothing can change (issue #14): the interval adapts. It is
+``directory_interval`` while our turn runs, a sub-agent is mirrored, or something was just delivered;
+each quiet check after that adds one interval, up to ``directory_idle_factor`` intervals (3 s by
+default: the reference's rotation interval). A delivered user message or running edge (the stream
+says a turn started) wakes it back to the short interval at once. Checks fall on clock ticks that
+are multiples of the interval, so the sessions on one agy list together, and the RPC directory
+shares one listing between them (``adapters/rpc/shared_listing.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +55,8 @@ class DirectoryWatcher:
         self._children: dict[str, asyncio.Task[None]] = {}
         self._known: set[str] | None = None  # cascades listed at bind time (see rotation_target)
         self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
+        self._wake = asyncio.Event()  # something was delivered: back to the short interval
+        self.checks = 0
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -81,13 +91,39 @@ class DirectoryWatcher:
         for event in events:
             if isinstance(event, ToolResult) and "subagent" in event.name:
                 self._subagent_results.append((event.call_id, event.output))
+        if events and events[0].cascade_id == self.conversation.cascade_id:
+            self._wake.set()
 
     # -- the loop --------------------------------------------------------------------------
 
+    def _quiet(self) -> bool:
+        """Nothing here can change unless agy starts something: no open turn, no sub-agent mirrored."""
+        return self.conversation.reconciler.state.status != "running" and not self._children
+
+    async def _tick(self, interval: float) -> bool:
+        """Sleep until the next multiple of ``interval`` on the loop clock; False when woken early."""
+        loop = asyncio.get_running_loop()
+        delay = interval - loop.time() % interval
+        if self._wake.is_set():
+            return False
+        try:
+            async with asyncio.timeout(delay):
+                await self._wake.wait()
+        except TimeoutError:
+            return True
+        return False
+
     async def _directory_loop(self) -> None:
         assert self.directory is not None
+        base = self.options.directory_interval
+        interval = base
         while True:
-            await asyncio.sleep(self.options.directory_interval)
+            if not await self._tick(interval):  # delivered events: check on the next short tick
+                self._wake.clear()
+                interval = base
+                await self._tick(base)
+            self._wake.clear()
+            self.checks += 1
             try:
                 summaries = await self.directory.list_cascades()
             except asyncio.CancelledError:
@@ -123,6 +159,8 @@ class DirectoryWatcher:
             target = rotation_target(cascade_id, summaries, self._known)
             if target is not None:
                 await self.rotate(target)
+            quiet = target is None and self._quiet() and self._idle_reports == 0
+            interval = min(interval + base, base * self.options.directory_idle_factor) if quiet else base
 
     async def _mirror(self, child: str) -> None:
         """A sub-agent's cascade, mirrored as its own event stream, linked to the parent's tool call."""

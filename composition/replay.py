@@ -111,7 +111,9 @@ def load_recorded(path: str) -> list[Any]:
             except ValueError as exc:
                 if i == 0:  # not JSON lines: one multi-line document, broken where the parser stopped
                     raise broken from None
-                col, msg = (exc.colno, exc.msg) if isinstance(exc, json.JSONDecodeError) else (1, str(exc)[:200])
+                col, msg = (
+                    (exc.colno, exc.msg) if isinstance(exc, json.JSONDecodeError) else (1, str(exc)[:200])
+                )
                 raise ReplayInputError(path, f"{n}:{col}", f"invalid JSON line: {msg}") from None
             steps.extend(_steps_of(value, path, f"{n}:1"))
         return steps

@@ -75,7 +75,10 @@ def test_built_wheel_has_agy_harness_and_no_top_level_layers(tmp_path: Path) -> 
     # registered under omnigent's community group, with a module path omnigent accepts
     [dist_info] = {n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")}
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert "[omnigent.community.harness]\nagy-harness = omnigent.community.harness.agy_harness.plugin:get_contribution" in entry_points
+    assert (
+        "[omnigent.community.harness]\nagy-harness = omnigent.community.harness.agy_harness.plugin:get_contribution"
+        in entry_points
+    )
     metadata = zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode()
     assert "Provides-Extra: omnigent" in metadata
     assert 'Requires-Dist: omnigent==0.19.1; python_version >= "3.12" and extra == "omnigent"' in metadata

@@ -17,6 +17,7 @@ from agy_harness.ports.protocols import (
 
 from .client import RpcClient
 from .errors import RpcError, RpcUnreachable, TurnSendUnavailable
+from .shared_listing import shared_listing
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +145,18 @@ def parse_summaries(answer: dict[str, Any]) -> list[CascadeSummary]:
 
 
 class RpcCascadeDirectory:
-    def __init__(self, client: RpcClient) -> None:
+    """``GetAllCascadeTrajectories``, shared by every session on the same agy (``shared_listing``)."""
+
+    def __init__(self, client: RpcClient, *, share: bool = True) -> None:
         self._client = client
+        self._share = share
 
     async def list_cascades(self) -> list[CascadeSummary]:
+        if not self._share:
+            return await self._fetch()
+        return await shared_listing(self._client.base_url, self._fetch)
+
+    async def _fetch(self) -> list[CascadeSummary]:
         return parse_summaries(await self._client.call("GetAllCascadeTrajectories", {}))
 
 

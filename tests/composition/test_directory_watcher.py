@@ -167,3 +167,64 @@ async def test_after_leaving_a_conversation_it_never_rotates_back_and_its_mirror
     stop(watcher)
     await asyncio.wait(mirrors, timeout=1)
     assert rotations.targets == [] and mirrors[0].cancelled()
+
+
+# -- cost while nothing can change (issue #14) ---------------------------------------------------
+
+
+class TickLog:
+    """Stands in for DirectoryWatcher._tick: records the interval asked for, never sleeps."""
+
+    def __init__(self, watcher: DirectoryWatcher, wake_after: int = -1) -> None:
+        self.asked: list[float] = []
+        self.watcher = watcher
+        self.wake_after = wake_after
+
+    async def __call__(self, interval: float) -> bool:
+        self.asked.append(interval)
+        await asyncio.sleep(0)
+        return len(self.asked) != self.wake_after  # False: woken by a delivery
+
+
+async def run_ticks(watcher: DirectoryWatcher, ticks: TickLog, n: int) -> list[float]:
+    watcher._tick = ticks  # type: ignore[method-assign]
+    watcher.start()
+    try:
+        async with asyncio.timeout(5):
+            while len(ticks.asked) < n:
+                await asyncio.sleep(0)
+    finally:
+        stop(watcher)
+    return [round(a / FAST.directory_interval, 6) for a in ticks.asked[:n]]
+
+
+async def test_a_quiet_conversation_is_checked_less_and_less_often_down_to_the_cap() -> None:
+    watcher, directory, _, _ = make([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")])
+    steps = await run_ticks(watcher, TickLog(watcher), 6)
+    assert steps == [1, 2, 3, 3, 3, 3]  # in base intervals; the cap is directory_idle_factor
+    assert directory.listings >= 5
+
+
+async def test_a_running_turn_keeps_the_short_interval() -> None:
+    conversation = Conversation(CASCADE)
+    conversation.reconciler.feed(fixture("user_input"))  # our turn is open
+    watcher, _, _, _ = make([summary(CASCADE)], conversation=conversation)
+    assert await run_ticks(watcher, TickLog(watcher), 5) == [1, 1, 1, 1, 1]
+
+
+async def test_a_delivery_wakes_it_back_to_the_short_interval() -> None:
+    watcher, _, _, _ = make([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")])
+    # the 4th wait is cut short (events were delivered): a check one short tick later; still quiet
+    # after it (nothing started), so the back-off starts over
+    steps = await run_ticks(watcher, TickLog(watcher, wake_after=4), 7)
+    assert steps == [1, 2, 3, 3, 1, 2, 3]
+
+
+async def test_deliveries_of_our_cascade_wake_it() -> None:
+    watcher, _, _, _ = make([])
+    other = ToolResult(id="x/1/r", cascade_id="someone-else", call_id="c", name="n", output="")
+    watcher.observe([other])
+    assert not watcher._wake.is_set()
+    ours = ToolResult(id="x/2/r", cascade_id=CASCADE, call_id="c", name="n", output="")
+    watcher.observe([ours])
+    assert watcher._wake.is_set()

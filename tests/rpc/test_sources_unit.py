@@ -205,7 +205,11 @@ async def test_poll_server_error_propagates(stub: StubServer) -> None:
 async def test_stream_reads_a_data_frame_without_the_update_envelope(stub: StubServer) -> None:
     """The core reads a bare update; the stream used to drop it as "no update object" (the reference
     reads it: omnigent 0.19.1 rpc.py, "if a future agy ever drops the envelope")."""
-    bare = {"conversationId": "c", "status": RUNNING, "mainTrajectoryUpdate": {"stepsUpdate": {"steps": [step(0)]}}}
+    bare = {
+        "conversationId": "c",
+        "status": RUNNING,
+        "mainTrajectoryUpdate": {"stepsUpdate": {"steps": [step(0)]}},
+    }
     serve_stream(stub, encode_envelope(bare), update([step(1)]), TRAILER)
     async with RpcClient(stub.base_url) as client:
         source = RpcStreamSource(client)
