@@ -55,6 +55,22 @@ def _permission(step: Step, request: dict[str, Any]) -> PermissionRequest:
     )
 
 
+def pending_request(step: Step) -> tuple[str, str, dict[str, Any]] | None:
+    """Any pending gate: ``(kind, key, request)`` where ``key`` is the ``requestedInteraction`` field
+    agy set and ``kind`` is ``question``/``permission`` for the two we can answer, else ``other``
+    (a file-write review, a plan approval, ... whatever agy waits for)."""
+    known = S.waiting_interaction(step)
+    if known is not None:
+        return known[0], "askQuestion" if known[0] == "question" else "permission", known[1]
+    if step.status != "WAITING":
+        return None
+    requested = S.as_dict(step.raw.get("requestedInteraction"))
+    for key, value in requested.items():
+        if value is not None:
+            return "other", key, value if isinstance(value, dict) else {"value": value}
+    return None
+
+
 def describe_other(key: str, step: Step) -> str:
     """What agy waits for, in words: the interaction's name and the step's own description."""
     what = key or "an interaction"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -31,8 +32,9 @@ from agy_harness.ports.events import (
     UserMessage,
 )
 
+from . import stamps
 from . import steps as S
-from .gates import gate_events
+from .gates import gate_events, pending_request
 from .steps import Step
 
 log = logging.getLogger("agy_harness.core.reconciler")
@@ -58,6 +60,9 @@ class MapperState(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     model: str = ""
+    #: the conversation's real trajectory id, once seen (steps from agy's current transcript name
+    #: none: their placeholder trajectory is mapped to it)
+    trajectory_id: str = ""
 
 
 def gate_id_for(cascade_id: str, key: S.StepKey) -> str:
@@ -79,8 +84,10 @@ class Reconciler:
         if step is None:
             self.skipped += 1
             return []
+        step = self._resolve(step)
         sk = str(step.key)
-        if sk in self.state.committed:
+        check, aliases = self._aliases(step, sk)
+        if sk in self.state.committed or not check.isdisjoint(self.state.committed):
             return []
         try:
             events = self._map(step, sk)
@@ -89,10 +96,49 @@ class Reconciler:
             self.skipped += 1
             return []
         if step.settled:
-            self.state.committed.add(sk)
-            self.committed_log.append(sk)
+            for key in (sk, *sorted(aliases)):
+                self.state.committed.add(key)
+                self.committed_log.append(key)
             self.state.live.pop(sk, None)
         return events
+
+    # -- one step, several sources -----------------------------------------------------------
+
+    def _resolve(self, step: Step) -> Step:
+        """A step from agy's current transcript (placeholder trajectory) gets the real trajectory id
+        once one is known; the first step of this cascade with a real one teaches it."""
+        trajectory = step.key.trajectory_id
+        if stamps.is_placeholder(trajectory):
+            if self.state.trajectory_id:
+                return replace(step, key=replace(step.key, trajectory_id=self.state.trajectory_id))
+        elif not self.state.trajectory_id and step.cascade_id in ("", self.cascade_id):
+            self.state.trajectory_id = trajectory
+        return step
+
+    def _aliases(self, step: Step, sk: str) -> tuple[set[str], set[str]]:
+        """Other keys the same step has in another source, as ``(to check, to commit)``: its key under
+        the placeholder trajectory (read from the transcript before the real trajectory was known)
+        and, for a USER_INPUT (keyed by executionId on the RPC, by createdAt in the transcript, which
+        has no executionId), its createdAt: an RPC turn commits ``u:r:<createdAt>`` and checks the
+        transcript's ``u:t:<createdAt>``, and the other way round, so two RPC turns never alias."""
+        trajectories = {step.key.trajectory_id, stamps.placeholder_trajectory(self.cascade_id)}
+        if self.state.trajectory_id:
+            trajectories.add(self.state.trajectory_id)
+        if step.type != "USER_INPUT":
+            keys = {f"{t}/{step.key.step_index}" for t in trajectories} - {sk}
+            return keys, keys
+        created = S.as_str(step.metadata.get("createdAt"))
+        if not created:
+            return set(), set()
+        stamp = stamps.time_key(created)
+        from_transcript = step.key.execution_id.startswith("t:")
+        mine, theirs = ("t", "r") if from_transcript else ("r", "t")
+        check = {f"{t}/u:{theirs}:{stamp}" for t in trajectories} | {
+            f"{t}/u:{mine}:{stamp}" for t in trajectories
+        }
+        check = check - {sk} if from_transcript else {f"{t}/u:t:{stamp}" for t in trajectories}
+        commit = {f"{t}/u:{mine}:{stamp}" for t in trajectories} - {sk}
+        return check, commit
 
     def feed_all(self, raws: Iterable[object]) -> list[Event]:
         out: list[Event] = []
@@ -271,7 +317,7 @@ class Reconciler:
     # -- gates -----------------------------------------------------------------------------
 
     def _gate(self, step: Step, sk: str) -> list[Event]:
-        pending = S.pending_request(step)
+        pending = pending_request(step)
         gate_id = self.state.gates.get(sk)
         if pending is None:
             if gate_id is None:

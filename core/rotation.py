@@ -3,31 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 
 from agy_harness.ports.protocols import CascadeSummary
 
 from .reconciler import MapperState
+from .stamps import parse_time
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def parse_time(text: str) -> datetime:
-    """agy's RFC 3339 timestamps (nanosecond fractions, ``Z``); the epoch when absent or unreadable."""
-    text = text.strip()
-    if not text:
-        return _EPOCH
-    if text.endswith("Z"):
-        text = text[:-1] + "+00:00"
-    if "." in text:  # fromisoformat takes at most 6 fractional digits
-        head, _, rest = text.partition(".")
-        digits = "".join(c for c in rest if c.isdigit())
-        text = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return _EPOCH
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+__all__ = ["is_child", "is_conversation", "parse_time", "rotated_state", "rotation_target"]
 
 
 def is_child(summary: CascadeSummary) -> bool:

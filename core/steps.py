@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlparse
 
 from . import safejson
 from .safejson import clean_text
+from .stamps import time_key
 
 log = logging.getLogger("agy_harness.core.steps")
 
@@ -140,7 +141,7 @@ def parse_step(raw: object) -> Step | None:
         # Without an executionId the turn's createdAt tells turns apart (as the reference harness
         # does: omnigent 0.19.1 steps.py _execution_discriminator); both projections carry it.
         if not execution_id and as_str(metadata.get("createdAt")):
-            execution_id = "t:" + as_str(metadata.get("createdAt"))
+            execution_id = "t:" + time_key(as_str(metadata.get("createdAt")))
         if not execution_id:
             log.warning("skipping a USER_INPUT step without metadata.executionId or createdAt")
             return None
@@ -385,22 +386,6 @@ def waiting_interaction(step: Step) -> tuple[str, dict[str, Any]] | None:
         return "question", requested["askQuestion"]
     if isinstance(requested.get("permission"), dict):
         return "permission", requested["permission"]
-    return None
-
-
-def pending_request(step: Step) -> tuple[str, str, dict[str, Any]] | None:
-    """Any pending gate: ``(kind, key, request)`` where ``key`` is the ``requestedInteraction`` field
-    agy set and ``kind`` is ``question``/``permission`` for the two we can answer, else ``other``
-    (a file-write review, a plan approval, ... whatever agy waits for)."""
-    known = waiting_interaction(step)
-    if known is not None:
-        return known[0], "askQuestion" if known[0] == "question" else "permission", known[1]
-    if step.status != "WAITING":
-        return None
-    requested = as_dict(step.raw.get("requestedInteraction"))
-    for key, value in requested.items():
-        if value is not None:
-            return "other", key, value if isinstance(value, dict) else {"value": value}
     return None
 
 

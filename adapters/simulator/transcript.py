@@ -1,4 +1,6 @@
-"""The simulator's legacy transcript writer: what older agy versions append to ``transcript_full.jsonl``.
+"""The simulator's transcript writer: what agy appends to ``transcript.jsonl`` (``current=True``, agy
+>= 1.2.4, lines in :mod:`agy_harness.adapters.transcript.modern`) or, by default, to the legacy
+``transcript_full.jsonl``.
 
 :class:`TranscriptWriter` subscribes to a simulator's step changes and appends one line (format in
 :mod:`agy_harness.adapters.transcript.format`) per step when it completes (DONE/ERROR; a USER_INPUT
@@ -13,6 +15,7 @@ writer thread, so that readers see partial lines; :meth:`TranscriptWriter.drain`
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import queue
 import threading
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from agy_harness.adapters.transcript import modern
 from agy_harness.adapters.transcript.format import (
     encode_line,
     is_completed,
@@ -28,6 +32,7 @@ from agy_harness.adapters.transcript.format import (
     step_to_line,
     transcript_path,
 )
+from agy_harness.adapters.transcript.locate import logs_dir
 
 __all__ = ["TranscriptWriter", "split_point", "step_to_line"]
 
@@ -47,8 +52,11 @@ def split_point(data: bytes) -> int:
 
 
 class TranscriptWriter:
-    def __init__(self, root: Path, *, split_writes: bool = False, split_pause: float = 0.02) -> None:
+    def __init__(
+        self, root: Path, *, split_writes: bool = False, split_pause: float = 0.02, current: bool = False
+    ) -> None:
         self.root = Path(root)
+        self.current = current
         self.split_writes = split_writes
         self.split_pause = split_pause
         self._written: set[tuple[str, str]] = set()
@@ -59,7 +67,25 @@ class TranscriptWriter:
         self.lines_written = 0
 
     def path_for(self, cascade_id: str) -> Path:
+        if self.current:
+            return logs_dir(self.root, cascade_id) / modern.TRANSCRIPT_NAME
         return transcript_path(self.root, cascade_id)
+
+    def compact(self, cascade_id: str, *, keep: int = 40) -> None:
+        """agy's context compaction (CHANGELOG 1.1.13): the file is rewritten in place, each long
+        ``content``/``thinking`` cut to ``keep`` characters with a ``<truncated N bytes>`` marker."""
+        path = self.path_for(cascade_id)
+        with self._lock:
+            lines = [json.loads(raw) for raw in path.read_bytes().splitlines() if raw.strip()]
+            out = bytearray()
+            for line in lines:
+                for name in ("content", "thinking"):
+                    line = modern.truncate(line, name, keep)
+                out += encode_line(line)
+            with open(path, "r+b") as fh:  # in place: same inode, truncated then rewritten
+                fh.truncate(0)
+                fh.write(out)
+                fh.flush()
 
     def attach(self, sim: _Subscribable) -> Callable[[], None]:
         """Follow ``sim``'s step changes; returns the unsubscribe callable."""
@@ -72,7 +98,7 @@ class TranscriptWriter:
         if not isinstance(step, dict) or not is_completed(step):
             return
         key = (cascade_id, step_identity(step))
-        line = step_to_line(step)
+        line = modern.step_to_line(step) if self.current else step_to_line(step)
         if line is None:
             return
         with self._lock:

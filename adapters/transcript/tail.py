@@ -1,4 +1,6 @@
-"""A step source that follows agy's legacy ``transcript_full.jsonl`` (see :mod:`.format` for the lines).
+"""A step source that follows agy's transcript: the current ``transcript.jsonl`` (:mod:`.modern`) or the
+legacy ``transcript_full.jsonl`` (:mod:`.format`), under either brain root (:mod:`.locate`); each line
+is read in the format it is written in.
 
 :class:`TranscriptTailSource` waits for the transcript of a cascade to appear, then follows it:
 ``watchfiles.awatch`` on the transcript's directory wakes it up when available (with a slow safety-net
@@ -25,14 +27,17 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agy_harness.ports.protocols import StepBatch
 
-from .format import line_to_step, transcript_path
+from . import modern
+from .format import line_to_step
+from .locate import DEFAULT_ROOTS, NAMES, candidates, find_transcript
+from .waker import Waker as _Waker
 
 log = logging.getLogger(__name__)
 
@@ -217,9 +222,12 @@ class TranscriptFollower:
             why = "an unterminated last line" if partial else "not JSON"
             self._malformed(where, f"{why} ({exc})")
             return
-        step = line_to_step(obj, cascade_id=self.cascade_id)
+        if modern.is_modern_line(obj):
+            step = modern.line_to_step(obj, cascade_id=self.cascade_id)
+        else:
+            step = line_to_step(obj, cascade_id=self.cascade_id)
         if step is None:
-            self._malformed(where, "not a transcript step (needs an object with type and trajectory_id)")
+            self._malformed(where, "not a transcript step (needs an object with a type and a step_index)")
             return
         steps.append(step)
 
@@ -228,140 +236,72 @@ class TranscriptFollower:
         log.warning("%s: skipping a malformed transcript line: %s", where, why)
 
 
-class _Waker:
-    """Wakes the tail when the transcript may have changed: watchfiles, or a poll timer.
-
-    With watchfiles, it watches (non-recursively) the deepest existing directory on the way to the
-    transcript, below ``stop_at``, and moves down as the directories appear; a watcher's first yield
-    (it is in place) triggers one re-read, so nothing written while it was starting is missed.
-    """
-
-    def __init__(self, path: Path, *, stop_at: Path, poll_interval: float, use_watchfiles: bool) -> None:
-        self.path = path
-        self.stop_at = stop_at
-        self.poll_interval = poll_interval
-        self.safety_interval = max(2.0, poll_interval * 8)
-        self._use_watch = use_watchfiles and _watchfiles_available()
-        self._event = asyncio.Event()
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._watched: Path | None = None
-        self._ready = False
-        self.watch_wakeups = 0
-
-    @property
-    def watching(self) -> bool:
-        return self._task is not None and not self._task.done() and self._ready
-
-    async def wait(self) -> None:
-        await self._retarget()
-        timeout = self.safety_interval if self.watching else self.poll_interval
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
-        self._event.clear()
-
-    def _target(self) -> Path | None:
-        directory = self.path.parent
-        while True:
-            if directory.is_dir():
-                return directory
-            if directory == self.stop_at or directory.parent == directory:
-                return None
-            directory = directory.parent
-
-    async def _retarget(self) -> None:
-        if not self._use_watch:
-            return
-        target = self._target()
-        running = self._task is not None and not self._task.done()
-        if running and target == self._watched:
-            return
-        await self._stop_watch()
-        if target is None:
-            return
-        self._watched = target
-        self._stop = asyncio.Event()
-        child = self.path.relative_to(target).parts[0]
-        self._task = asyncio.create_task(self._watch(target, child), name=f"transcript-watch:{target}")
-
-    async def _watch(self, directory: Path, child: str) -> None:
-        import watchfiles
-
-        try:
-            async for changes in watchfiles.awatch(
-                directory,
-                watch_filter=None,
-                stop_event=self._stop,
-                recursive=False,
-                debounce=200,
-                step=20,
-                rust_timeout=max(20, min(200, int(self.poll_interval * 1000))),
-                yield_on_timeout=True,
-            ):
-                if not self._ready:  # the first yield: the watcher is in place; re-read once
-                    self._ready = True
-                    self._event.set()
-                if any(Path(p).name == child for _, p in changes):
-                    self.watch_wakeups += 1
-                    self._event.set()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("transcript %s: watchfiles stopped (%s); polling instead", self.path, exc)
-        finally:
-            self._ready = False
-
-    async def _stop_watch(self) -> None:
-        self._stop.set()
-        task, self._task = self._task, None
-        self._watched = None
-        self._ready = False
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
-
-    async def aclose(self) -> None:
-        await self._stop_watch()
-
-
-def _watchfiles_available() -> bool:
-    try:
-        import watchfiles  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class TranscriptTailSource:
-    """StepSource over ``<root>/brain/<cascadeId>/.system_generated/logs/transcript_full.jsonl``.
+    """StepSource over agy's transcript of a cascade (see :mod:`.locate` for where it is looked for).
 
     Yields a ``snapshot=True`` batch with the whole file when it first appears (and again after a
-    truncation or replacement), then one batch per read that found new complete lines. Never ends
-    on its own; cancel or ``aclose()`` the iterator to stop.
+    truncation, a replacement, or agy's in-place rewrite during context compaction), then one batch
+    per read that found new complete lines. Never ends on its own; cancel or ``aclose()`` the
+    iterator to stop. ``root`` is one data root (the directory holding ``brain/``) or several, tried
+    in order; by default agy's two (``~/.gemini/antigravity-cli``, ``~/.gemini/antigravity``).
     """
 
     name = "transcript"
     live = False
 
-    def __init__(self, root: Path, *, poll_interval: float = 0.25, use_watchfiles: bool = True) -> None:
-        self.root = Path(root)
+    def __init__(
+        self,
+        root: Path | Sequence[Path] | None = None,
+        *,
+        poll_interval: float = 0.25,
+        use_watchfiles: bool = True,
+    ) -> None:
+        if root is None:
+            roots: list[Path] = list(DEFAULT_ROOTS)
+        elif isinstance(root, str | Path):
+            roots = [Path(root)]
+        else:
+            roots = [Path(r) for r in root]
+        self.roots = roots
+        self.root = roots[0]
         self.poll_interval = poll_interval
         self.use_watchfiles = use_watchfiles
         self.batches_yielded = 0
         self.watch_wakeups = 0
 
     def path_for(self, cascade_id: str) -> Path:
-        return transcript_path(self.root, cascade_id)
+        """The transcript being followed for ``cascade_id``: an existing one, else the first place agy
+        would write it."""
+        return find_transcript(self.roots, cascade_id) or candidates(self.roots, cascade_id)[0]
 
     def batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
         return self._batches(cascade_id)
 
     async def _batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
-        path = self.path_for(cascade_id)
-        follower = TranscriptFollower(path, cascade_id=cascade_id)
+        found = find_transcript(self.roots, cascade_id)
+        if found is None:  # nothing yet: watch every place agy may write it
+            places = candidates(self.roots, cascade_id)[:: len(NAMES)]  # one per root (same directory)
+            wakers = [
+                _Waker(p, stop_at=r, poll_interval=self.poll_interval, use_watchfiles=self.use_watchfiles)
+                for p, r in zip(places, self.roots, strict=True)
+            ]
+            try:
+                while found is None:
+                    waits = [asyncio.ensure_future(w.wait()) for w in wakers]
+                    try:
+                        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        for task in waits:
+                            task.cancel()
+                        await asyncio.gather(*waits, return_exceptions=True)
+                    found = find_transcript(self.roots, cascade_id)
+            finally:
+                for w in wakers:
+                    await w.aclose()
+        root = next((r for r in self.roots if found.is_relative_to(r)), self.root)
+        follower = TranscriptFollower(found, cascade_id=cascade_id)
         waker = _Waker(
-            path, stop_at=self.root, poll_interval=self.poll_interval, use_watchfiles=self.use_watchfiles
+            found, stop_at=root, poll_interval=self.poll_interval, use_watchfiles=self.use_watchfiles
         )
         try:
             while True:
