@@ -30,6 +30,8 @@ class Omnigent:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
         self.http = httpx.AsyncClient(base_url=base_url, timeout=30.0)
+        self.watched: list[dict[str, Any]] = []
+        self.watching = asyncio.Event()
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -94,6 +96,20 @@ class Omnigent:
                 if str(event.get("type", "")).startswith("session.presence"):
                     return events
         return events
+
+    async def watch(self, session_id: str, event_type: str) -> list[dict[str, Any]]:
+        """Events of ``event_type`` a web subscriber of the session gets, until cancelled (then returned
+        through :attr:`watched`)."""
+        self.watched = []
+        self.watching.clear()
+        async with self.http.stream("GET", f"/v1/sessions/{session_id}/stream", timeout=None) as response:
+            async for line in response.aiter_lines():
+                self.watching.set()  # subscribed: the stream's first frame arrived
+                if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+                    event = json.loads(line[5:])
+                    if event.get("type") == event_type:
+                        self.watched.append(event)
+        return self.watched
 
 
 class Tee:

@@ -49,6 +49,7 @@ class Run:
     catalog: dict[str, str]
     sink: OmnigentSink
     empty_answers: int
+    statuses_to_the_web: list[str]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -113,8 +114,14 @@ async def _converse(omni: Omnigent) -> Run:
             await turn(6)
             # 7: while the hook is parked, omnigent is told the elicitation was resolved elsewhere: the
             # hook answers an empty 200; the sink asks again and the web answer still reaches agy
+            watcher = asyncio.create_task(omni.watch(sid, "session.status"))
+            async with asyncio.timeout(WAIT):
+                await omni.watching.wait()
             await session.send("run: git log -n 1")
             card = await omni.wait_pending(sid, not_in=answered, timeout=WAIT)
+            watcher.cancel()
+            await watcher_events(watcher)
+            waiting = [str(e.get("status")) for e in omni.watched]
             before = sink.stats.empty_answers
             r = await omni.post_event(
                 sid,
@@ -146,7 +153,14 @@ async def _converse(omni: Omnigent) -> Run:
             steps = sim.steps()
             child_steps = {c: sim.steps(c) for c in children}
             catalog = {m.model: m.label for m in await _catalog(session)}
-    return Run(sid, tee.accepted, steps, child_steps, catalog, sink, sink.stats.empty_answers)
+    return Run(sid, tee.accepted, steps, child_steps, catalog, sink, sink.stats.empty_answers, waiting)
+
+
+async def watcher_events(task: asyncio.Task[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    try:
+        return await task
+    except asyncio.CancelledError:
+        return []
 
 
 async def _catalog(session: Any) -> list[Any]:
@@ -200,6 +214,7 @@ async def test_gates_answered_on_the_web_reach_agy_as_intended(run: Run) -> None
     assert denied["status"] == "CORTEX_STEP_STATUS_ERROR"
     assert denied["completedInteractions"][-1]["response"]["permission"].get("allow", False) is False
     assert late["status"] == "CORTEX_STEP_STATUS_DONE" and run.empty_answers >= 1
+    assert run.statuses_to_the_web[-1:] == ["waiting"]  # what a web subscriber saw while it was parked
     single, multi, write_in = (_step(run, "ASK_QUESTION", i)["askQuestion"]["questions"][0] for i in range(3))
     assert single["selectedOptionIds"] == ["2"]
     assert multi["selectedOptionIds"] == ["1", "3"]
@@ -289,3 +304,43 @@ async def test_the_stale_preview_check_can_fail(omni: Omnigent) -> None:
 async def test_elicitation_ids_are_url_safe() -> None:
     eid = elicitation_id("a1b2c3d4-0000-4000-8000-000000000000/12")
     assert "/" not in eid and eid.startswith("elicit_agy_") and len(eid) == len("elicit_agy_") + 32
+
+
+async def test_clear_continues_in_the_same_session_after_a_visible_boundary(omni: Omnigent) -> None:
+    """agy's /clear: the new conversation's items follow a boundary item in the same omnigent session."""
+    sid = await asyncio.to_thread(create_session, omni.base_url)
+    async with (
+        Simulator(profile="1.0.10", gate_timeout=None, pace=PACE) as sim,
+        OmnigentSink(omni.base_url, sid, retry=RetryPolicy(initial=0.02, max_delay=0.2)) as sink,
+    ):
+        tee = Tee(sink)
+        async with open_session(port=sim.port, cascade_id=sim.cascade_id, sink=tee, options=FAST) as session:
+
+            async def idle_in(cascade: str) -> None:
+                async with asyncio.timeout(WAIT):
+                    while not any(
+                        e.type == "status" and e.status == "idle" and e.cascade_id == cascade
+                        for e in tee.accepted
+                    ):
+                        await asyncio.sleep(0.02)
+
+            first = sim.cascade_id
+            await session.send("Say hello in one short sentence.")
+            await idle_in(first)
+            new = await sim.submit_user_turn("/clear")
+            await sim.submit_user_turn("Say hello again.")  # typed in agy's TUI after /clear
+            await idle_in(new)
+    stored = [i for i in await omni.items(sid) if i["type"] != "resource_event"]
+    kinds = [(i["type"], i.get("role") or i.get("code")) for i in stored]
+    assert kinds == [
+        ("message", "user"),
+        ("message", "assistant"),
+        ("error", "agy_conversation_cleared"),
+        ("message", "user"),
+        ("message", "assistant"),
+    ], kinds
+    boundary = stored[2]
+    assert boundary["level"] == "info" and new in boundary["message"]
+    assert [i["id"] for i in stored] == [
+        stored_item_id(sid, e.id) for e in tee.accepted if e.type in ITEM_EVENT_TYPES
+    ]
