@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,111 +39,168 @@ def auto_policy(gate: GateOpened) -> GateAnswer:
 
 
 class TapSink:
-    """Passes everything to ``inner`` and lets the demo wait for what it needs to see."""
+    """Passes everything to ``inner`` and lets the demo wait for what it needs to see.
+
+    The demo's limit is on agy's silence, not on the turn: it restarts with every event, and it does
+    not run while a gate waits for the human (a person may think as long as they like).
+    """
 
     def __init__(self, inner: EventSink) -> None:
         self.inner = inner
         self.seen: list[Event] = []
         self._changed = asyncio.Event()
+        self.asking = 0  # gates put to the human right now
+        self.last_activity = asyncio.get_running_loop().time()  # an event, or a gate's answer
 
     async def deliver(self, events: Sequence[Event]) -> int:
         n = await self.inner.deliver(events)
         self.seen.extend(events[:n])
-        self._changed.set()
+        self._touch()
         return n
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
-        return await self.inner.ask(gate)
+        self.asking += 1
+        try:
+            return await self.inner.ask(gate)
+        finally:
+            self.asking -= 1
+            self._touch()
 
     async def withdraw(self, gate_id: str) -> None:
         await self.inner.withdraw(gate_id)
 
+    def _touch(self) -> None:
+        self.last_activity = asyncio.get_running_loop().time()
+        self._changed.set()
+
     async def wait_for(self, predicate: Callable[[Event], bool], start: int, timeout: float) -> Event:
-        async with asyncio.timeout(timeout):
-            while True:
-                for event in self.seen[start:]:
-                    if predicate(event):
-                        return event
-                self._changed.clear()
+        """The first event from ``start`` on that matches; TimeoutError after ``timeout`` s of agy's
+        silence (never while a gate waits for the human: the clock starts again after the answer)."""
+        loop = asyncio.get_running_loop()
+        checked = start
+        while True:
+            for event in self.seen[checked:]:
+                if predicate(event):
+                    return event
+            checked = len(self.seen)
+            self._changed.clear()
+            if self.asking:
                 await self._changed.wait()
+                continue
+            left = self.last_activity + timeout - loop.time()
+            if left <= 0:
+                raise TimeoutError(f"agy did nothing for {timeout:.0f} s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
 
 
 def _turn_over(e: Event) -> bool:
     return e.type == "status" and e.status in ("idle", "failed")  # type: ignore[union-attr]
 
 
+async def model_names(client: Any) -> dict[str, str]:
+    """agy's model ids -> display names, from its catalog (empty when agy does not say)."""
+    from agy_harness.adapters.rpc.actions import RpcModelCatalog
+
+    try:
+        return {m.model: m.label for m in await RpcModelCatalog(client).models() if m.label}
+    except Exception as exc:  # a display nicety: never fail the session for it
+        log.info("no model catalog: %s", exc)
+        return {}
+
+
 async def run_demo(
-    *, auto: bool, profile: str, pace: float, console: Any = None, timeout: float = 60.0
+    *,
+    auto: bool,
+    profile: str,
+    pace: float,
+    console: Any = None,
+    timeout: float = 60.0,
+    keyboard: Any = None,
 ) -> int:
-    from agy_harness.adapters.simulator import Simulator
+    from agy_harness.adapters.simulator.profiles import get_profile
+    from agy_harness.adapters.sinks.keyboard import Keyboard
     from agy_harness.adapters.sinks.terminal import TerminalSink
+    from agy_harness.adapters.sinks.terminal_screen import logs_through
+
+    if not auto and keyboard is None:
+        keyboard = Keyboard()
+    terminal = TerminalSink(console=console, auto_answer=auto_policy if auto else None, keyboard=keyboard)
+    tap = TapSink(terminal)
+    with logs_through(terminal.screen):
+        if get_profile(profile).serves("SendUserCascadeMessage"):
+            await _demo_on_simulator(terminal, tap, profile=profile, pace=pace, timeout=timeout)
+        else:
+            await _demo_in_tmux(terminal, tap, profile=profile, pace=pace, timeout=timeout)
+    return 0
+
+
+async def _demo_on_simulator(
+    terminal: Any, tap: TapSink, *, profile: str, pace: float, timeout: float
+) -> None:
+    from agy_harness.adapters.simulator import Simulator
 
     from .container import make_container
     from .session import session_from
 
-    terminal = TerminalSink(console=console, auto_answer=auto_policy if auto else None)
-    tap = TapSink(terminal)
     async with Simulator(profile=profile, pace=pace) as sim:
-        terminal.info(
-            f"agy simulator {sim.version} on https://127.0.0.1:{sim.port} · cascade {sim.cascade_id}"
-        )
+        terminal.info(f"agy simulator {sim.version} listening on 127.0.0.1:{sim.port}")
         container = make_container(
             port=sim.port, cascade_id=sim.cascade_id, sink=tap, version_text=sim.version
         )
         async with session_from(container) as session:
-            terminal.info(session.capabilities.describe())
-            for text, action in SCRIPT:
-                start = len(tap.seen)
-                served = await session.send(text)
-                log.info("turn sent by %s", served)
-                if action == "interrupt":
-                    await tap.wait_for(lambda e: e.type == "text_delta", start, timeout)
-                    await session.interrupt()  # the harness reports what it did as a notice
-                    await tap.wait_for(lambda e: e.type == "user_message", start, timeout)
-                await tap.wait_for(_turn_over, start, timeout)
-                await asyncio.sleep(0.05)
-            usage = [e for e in tap.seen if e.type == "usage"]
-            terminal.info(
-                f"demo done: {len(tap.seen)} events, "
-                f"{usage[-1].cumulative_input_tokens if usage else 0} input tokens"
-            )  # type: ignore[union-attr]
-    return 0
+            await _play(session, terminal, tap, timeout)
 
 
-async def run_attach(*, cascade_id: str | None, port: int | None, tmux_target: str | None) -> int:
-    from agy_harness.adapters.sinks.terminal import TerminalSink
-
+async def _demo_in_tmux(terminal: Any, tap: TapSink, *, profile: str, pace: float, timeout: float) -> None:
     from .container import make_container
+    from .demo_tmux import tui_in_tmux
     from .session import session_from
-    from .version_gate import agy_version
 
-    terminal = TerminalSink()
-    container = make_container(
-        port=port,
-        cascade_id=cascade_id,
-        sink=terminal,
-        tmux_target=tmux_target,
-        version_text=await agy_version(),
-    )
-    async with session_from(container) as session:
-        terminal.info(f"attached to cascade {session.cascade_id} · {session.capabilities.describe()}")
-        loop = asyncio.get_running_loop()
-        while True:
-            line = await loop.run_in_executor(None, sys.stdin.readline)
-            if not line:
-                return 0
-            text = line.rstrip("\n")
-            if text == "/interrupt":
-                terminal.info((await session.interrupt()).detail)
-            elif text:
-                await session.send(text)
+    async with tui_in_tmux(profile, pace) as tui:
+        terminal.info(
+            f"agy {profile} (simulated) runs in tmux; it takes turns only at its keyboard, so they are "
+            f"typed into its pane. Watch it: tmux -L {tui.socket_name} attach -r"
+        )
+        container = make_container(
+            port=tui.port,
+            cascade_id=tui.cascade_id,
+            sink=tap,
+            version_text=profile,
+            tmux_target=tui.pane_id,
+            tmux_server=tui.server,
+        )
+        async with session_from(container) as session:
+            await _play(session, terminal, tap, timeout)
+
+
+async def _play(session: Any, terminal: Any, tap: TapSink, timeout: float) -> None:
+    terminal.model_names.update(await model_names(session.client))
+    terminal.info(session.capabilities.describe())
+    for text, action in SCRIPT:
+        start = len(tap.seen)
+        served = await session.send(text)
+        log.info("turn sent by %s", served)
+        if action == "interrupt":
+            await tap.wait_for(lambda e: e.type == "text_delta", start, timeout)
+            await session.interrupt()  # the harness reports what it did as a notice
+            await tap.wait_for(lambda e: e.type == "user_message", start, timeout)
+        await tap.wait_for(_turn_over, start, timeout)
+        await asyncio.sleep(0.05)
+    usage = [e for e in tap.seen if e.type == "usage"]
+    total = usage[-1].cumulative_input_tokens if usage else 0  # type: ignore[union-attr]
+    terminal.info(f"demo done: {len(tap.seen)} events, {total:,} input tokens")
 
 
 def _demo(args: argparse.Namespace) -> int:
-    return asyncio.run(run_demo(auto=args.auto, profile=args.profile, pace=args.pace))
+    return asyncio.run(
+        run_demo(auto=args.auto, profile=args.profile, pace=args.pace, timeout=args.idle_limit)
+    )
 
 
 def _attach(args: argparse.Namespace) -> int:
+    from .attach import run_attach
+
     return asyncio.run(run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux))
 
 
@@ -199,6 +256,13 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _positive(text: str) -> float:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -232,6 +296,13 @@ def add_demo_commands(sub: Any) -> None:
         default=1.0,
         metavar="SCALE",
         help="the model's speed: 1 = like a person reads (default), 0 = instant",
+    )
+    p.add_argument(
+        "--idle-limit",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up when agy does nothing for this long (default 60; a gate waiting for you does not count)",
     )
     p.set_defaults(handler=_demo)
     p = sub.add_parser(

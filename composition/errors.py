@@ -19,12 +19,18 @@ NO_TMUX_TURNS = (
 )
 
 
+class UserFacingError(RuntimeError):
+    """A failure whose message already says what to do; shown as it is."""
+
+
 class NoTurnSender(RuntimeError):
     """No turn sender can reach this agy (an old agy, and no tmux pane to type into)."""
 
 
 def explain(exc: BaseException) -> str:
     """One line for a human: what failed and, where we know it, what to do."""
+    if isinstance(exc, UserFacingError):
+        return str(exc)
     if isinstance(exc, NoAgyFound):
         return f"no agy found: {exc}. {NO_AGY_HINT}"
     if isinstance(exc, AmbiguousAgy):

@@ -41,15 +41,24 @@ _SIMULATOR_MODULES = ("agy_harness.adapters.simulator",)
 
 
 def _is_simulator(cmdline: Sequence[str]) -> bool:
-    """``agy-harness [-v] sim ...`` or the simulator's modules run with ``python -m``."""
-    args = list(cmdline[:6])
+    """``agy-harness [-v] sim ...`` (also as ``python -m agy_harness.composition.cli sim``) or the
+    simulator's modules run with ``python -m``."""
+    args = list(cmdline[:8])
+    rest: list[str] | None = None
     for i, arg in enumerate(args):
         if arg == "-m" and i + 1 < len(args):
-            return args[i + 1].startswith(_SIMULATOR_MODULES)
+            module = args[i + 1]
+            if module.startswith(_SIMULATOR_MODULES):
+                return True
+            if module in ("agy_harness.composition.cli", "agy_harness.composition"):
+                rest = args[i + 2 :]
+            break
         if os.path.basename(arg) == "agy-harness":
-            rest = [a for a in args[i + 1 :] if not a.startswith("-v") and a != "--verbose"]
-            return rest[:1] == ["sim"]
-    return False
+            rest = args[i + 1 :]
+            break
+    if rest is None:
+        return False
+    return [a for a in rest if not a.startswith("-v") and a != "--verbose"][:1] == ["sim"]
 
 
 def looks_like_agy(name: str, cmdline: Sequence[str]) -> bool:

@@ -105,6 +105,9 @@ class Engine:
         index = self.add(step)
         self.current = step
         await self._think(step, index, thinking)
+        # the model writes its tool calls after its thinking: the last thinking snapshot is served
+        # before the DONE step, whose projection drops the thinking (a reader would miss its tail)
+        await self.pause(CHUNK_DELAY)
         mi = self.c.planner_calls
         st.planner_done(step, self.usage(thinking, str(calls)), tool_calls=calls)
         self.c.planner_calls += 1

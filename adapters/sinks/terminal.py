@@ -1,37 +1,60 @@
 """The terminal event sink: the conversation rendered live with rich; gates asked at the keyboard.
 
-* Text deltas are printed as they arrive. The committed AssistantMessage that follows prints only
-  what the stream has not shown yet (nothing after a complete stream, the missing tail after a cut
-  stream, the whole text when nothing streamed or the stream diverged) -- no double render.
+* Every event is neutralised first (:func:`.escape.visible_event`: agy-controlled text never reaches
+  the terminal as a control sequence); every other string printed goes through :func:`.escape.visible`.
+* Replies stream as they arrive, markdown rendered (:mod:`.markdown_stream`); the committed
+  AssistantMessage prints only what the stream has not shown (nothing after a complete stream, the
+  missing tail after a cut stream, the whole text when nothing streamed or the stream diverged).
+  A reply continued after something else printed (a notice, a log line) goes on without a second ◆.
   Replayed deltas (an ``index`` already shown for that message) are skipped.
-* Reasoning deltas are printed dimmed, prefixed ``thinking``.
-* Tool calls are cards with the tool name and its command line (``$ git status`` and the cwd) or its
-  arguments; tool results are cards with the output, cut to ``max_output_lines`` (head and tail kept).
-* Status edges, token usage, model changes, rotations and notices are one line each.
+* Thinking is shown dimmed under ``thinking``; tool calls and results are cards (:mod:`.terminal_cards`:
+  the command and cwd, paths and diffs, a question and its options, outputs cut head-and-tail).
+* While agy works, a status line at the bottom shows a spinner, what it is doing, the elapsed time,
+  the tokens of this turn and the model's display name (``model_names``, from agy's catalog).
+  Prompts and the status line are never overwritten by output or log lines (:mod:`.terminal_screen`).
+* No internal ids on screen: gates, conversations and sub-agents are described, not numbered.
 * Gates (:meth:`TerminalSink.ask`) are numbered prompts: a question's options are ``1``..``N``
-  (comma-separated numbers for a multi-select, any other text is the answer itself: an option's label
-  or a write-in), a permission is ``y``/``n``; ``/cancel`` or ``/decline`` refuse, end of input
-  cancels. ``input_fn`` runs in a worker thread so the event loop keeps rendering. With
-  ``auto_answer`` the sink answers by itself and prints the answer (``agy-harness demo --auto``).
+  (comma-separated for a multi-select; other text is an option's label or a write-in), a permission
+  is ``y``/``n``; ``/cancel`` or ``/decline`` refuse, end of input (Ctrl-D) cancels. Lines come from
+  the one :class:`.keyboard.Keyboard` when given (attach and demo share it with their own input), else
+  from ``input_fn`` in a worker thread. With ``auto_answer`` the sink answers by itself and says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+import re
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
-from rich.console import Console, Group, RenderableType
-from rich.panel import Panel
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.adapters.sinks.escape import visible, visible_event
-from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
+from agy_harness.adapters.sinks.keyboard import Keyboard
+from agy_harness.adapters.sinks.markdown_stream import MarkdownStream
+from agy_harness.adapters.sinks.terminal_answers import (
+    REFUSE,
+    describe_answer,
+    parse_choice,
+    parse_permission,
+)
+from agy_harness.adapters.sinks.terminal_cards import (
+    COMMAND_KEYS,
+    CWD_KEYS,
+    SUMMARY_KEYS,
+    gate_card,
+    result_card,
+    tool_card,
+    truncate_output,
+)
+from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen
+from agy_harness.core.answers import AnswerError, parse_answer, resolve_question
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -39,7 +62,6 @@ from agy_harness.ports.events import (
     GateWithdrawn,
     ModelChanged,
     Notice,
-    Question,
     ReasoningDelta,
     Rotation,
     StatusChanged,
@@ -52,84 +74,47 @@ from agy_harness.ports.events import (
 )
 from agy_harness.ports.protocols import GateAnswer
 
+__all__ = [
+    "COMMAND_KEYS",
+    "CWD_KEYS",
+    "SUMMARY_KEYS",
+    "TerminalSink",
+    "describe_answer",
+    "humane",
+    "parse_choice",
+    "parse_permission",
+    "truncate_output",
+]
+
 log = logging.getLogger("agy_harness.adapters.sinks.terminal")
 
-#: Argument names that hold a tool's command line / working directory (agy's and common spellings).
-COMMAND_KEYS = ("CommandLine", "command_line", "commandLine", "command", "cmd")
-CWD_KEYS = ("Cwd", "cwd", "working_directory", "workdir")
-SUMMARY_KEYS = ("toolSummary", "toolAction")
+Kind = Literal["text", "reasoning"]
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_GATE_ID = re.compile(rf"\bgate {_UUID}(?:/[^\s:;,]+)*")
+_IDS = re.compile(rf"\s*\(?{_UUID}(?:/[^\s:;,)]+)*\)?")
 
 
-def _first(arguments: dict[str, Any], keys: Sequence[str]) -> str:
-    for key in keys:
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+def humane(text: str) -> str:
+    """A harness notice without internal ids ("gate 3494…/…/6 is gone" -> "the gate is gone")."""
+    text = _GATE_ID.sub("the gate", text)
+    return _IDS.sub("", text)
 
 
-def truncate_output(output: str, max_lines: int = 12, max_line_chars: int = 300) -> str:
-    """``output`` cut for a card: long lines shortened, the middle of long outputs elided."""
-    lines = output.rstrip("\n").split("\n") if output.strip() else []
-    lines = [ln if len(ln) <= max_line_chars else ln[: max_line_chars - 1] + "…" for ln in lines]
-    if len(lines) > max_lines:
-        tail = max(1, max_lines // 4)
-        head = max_lines - tail - 1
-        hidden = len(lines) - head - tail
-        lines = [*lines[:head], f"… {hidden} more lines …", *lines[-tail:]]
-    return "\n".join(lines)
+_TEXT_FIELDS = {
+    "text_delta": "delta",
+    "reasoning_delta": "delta",
+    "assistant_message": "text",
+    "tool_result": "output",
+}
 
 
-def parse_choice(question: Question, line: str) -> tuple[str, ...] | None:
-    """A typed answer to one question -> selections (option ids, or the text itself); None = invalid.
-
-    Only numbers ("2", "1,3"): the options at those positions (several only for a multi-select).
-    Anything else is one answer: an option's label or a write-in (the core tells them apart).
-    """
-    text = line.strip()
-    if not text:
-        return None
-    tokens = [t.strip() for t in text.split(",")]
-    if question.options and all(t.isdigit() for t in tokens):
-        positions = [int(t) for t in tokens]
-        if any(not 1 <= p <= len(question.options) for p in positions):
-            return None
-        ids: list[str] = []
-        for p in positions:
-            option_id = question.options[p - 1].id
-            if option_id not in ids:
-                ids.append(option_id)
-        if len(ids) > 1 and not question.multi_select:
-            return None
-        return tuple(ids)
-    return (text,)
-
-
-def parse_permission(line: str) -> bool | None:
-    """A typed permission answer, read by the core's one fail-closed parser: True only for an explicit
-    allow word, False for a deny word, None (ask again) for anything else."""
-    word = " ".join(line.split()).casefold()
-    if word in ALLOW_WORDS:
-        return True
-    if word in DENY_WORDS:
-        return False
-    return None
-
-
-def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
-    """A one-line human reading of ``answer`` (option ids shown as their texts)."""
-    if answer.action != "accept":
-        return "declined" if answer.action == "decline" else "cancelled"
-    if gate.kind == "permission":
-        return {True: "allow", False: "deny"}.get(answer.allow, "no answer (refused: not an explicit allow or deny)")
-    parts: list[str] = []
-    for i, question in enumerate(gate.questions):
-        choices = answer.selections[i] if i < len(answer.selections) else ()
-        texts = [next((o.text for o in question.options if o.id == c), c) for c in choices]
-        if i < len(answer.write_ins) and answer.write_ins[i]:
-            texts.append(answer.write_ins[i])
-        parts.append(", ".join(texts) if texts else "(no answer)")
-    return "; ".join(parts)
+def _crlf(event: Event) -> Event:
+    """CRLF line ends (a command's output, agy quoting it) are line ends, not a visible ``\\r``."""
+    field = _TEXT_FIELDS.get(event.type)
+    value = getattr(event, field, "") if field else ""
+    if field and "\r\n" in value:
+        return event.model_copy(update={field: value.replace("\r\n", "\n")})
+    return event
 
 
 class TerminalSink:
@@ -141,18 +126,74 @@ class TerminalSink:
         *,
         auto_answer: Callable[[GateOpened], GateAnswer] | None = None,
         input_fn: Callable[[str], str] = input,
+        keyboard: Keyboard | None = None,
         max_output_lines: int = 12,
+        err_console: Console | None = None,
+        model_names: Mapping[str, str] | None = None,
+        status_line: bool = True,
     ) -> None:
         self.console = console if console is not None else Console()
         self.auto_answer = auto_answer
         self.input_fn = input_fn
+        self.keyboard = keyboard
         self.max_output_lines = max_output_lines
-        self._open: tuple[Literal["text", "reasoning"], str] | None = None  # the stream on the line
+        self.model_names: dict[str, str] = dict(model_names or {})
+        self.screen = Screen(self.console, err_console)
+        self.screen.bottom = self._bottom
+        self.screen.break_line = self._close_line
+        self._status_line = status_line and self.screen.live
+        self._open: tuple[Kind, str] | None = None  # the stream on the current line
+        self._broken: set[tuple[Kind, str]] = set()  # streams something else interrupted
+        self._md: dict[tuple[Kind, str], MarkdownStream] = {}
         self._streamed: dict[str, str] = {}  # message_id -> text shown so far
         self._last_index: dict[tuple[str, str], int] = {}
         self._prompt_lock = asyncio.Lock()
         self._asks = PendingAsks()
         self._reading: asyncio.Future[str] | None = None
+        self._prompt: str | None = None  # a gate's prompt, while it waits for a line
+        self.turn_prompt = False  # attach: show ❯ when agy is idle
+        # the status line
+        self._running_since: float | None = None
+        self._doing = "working"
+        self._model = ""
+        self._tokens_at_start: int | None = None
+        self._tokens = 0
+        self._ticker: asyncio.Task[None] | None = None
+
+    # -- what the bottom line shows -------------------------------------------------------------
+
+    def model_label(self, model: str) -> str:
+        return self.model_names.get(model, model)
+
+    def _bottom(self) -> Text | None:
+        if self._prompt is not None:
+            return Text(self._prompt, style="bold yellow")
+        if self._open is not None:  # the cursor is inside a streamed line
+            return None
+        if self._running_since is not None and self._status_line:
+            elapsed = time.monotonic() - self._running_since
+            spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
+            parts = [f"{spin} {self._doing}", f"{elapsed:.0f}s"]
+            if self._tokens_at_start is not None:
+                parts.append(f"{self._tokens - self._tokens_at_start:,} tokens")
+            if self._model:
+                parts.append(visible(self.model_label(self._model)))
+            return Text(" · ".join(parts), style="dim")
+        if self.turn_prompt:
+            return Text("❯ ", style="bold green")
+        return None
+
+    def _set_doing(self, doing: str) -> None:
+        self._doing = doing
+
+    async def _tick(self) -> None:
+        while self._running_since is not None:
+            await asyncio.sleep(0.1)
+            if self._open is None:
+                if self.screen.drawn:
+                    self.screen.redraw()
+                else:
+                    self.screen.show()
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -162,150 +203,166 @@ class TerminalSink:
                 self.render(event)
             except Exception:  # a rendering bug must not wedge the stream
                 log.exception("could not render %s", event.id)
+        self.screen.show()
         return len(events)
 
     def info(self, text: str) -> None:
         """A line from the harness itself (the demo's narration)."""
-        self._close_line()
-        self.console.print(Text(f"· {visible(text)}", style="dim cyan"))
+        self._print(Text(f"· {visible(text)}", style="dim cyan"))
 
     def render(self, event: Event) -> None:
+        event = _crlf(event)
         event = visible_event(event)  # agy-controlled text never reaches the terminal as a control
         if isinstance(event, TextDelta):
+            self._set_doing("writing")
+            self._end_stream("reasoning", event.message_id)
             self._stream("text", event.message_id, event.index, event.delta)
         elif isinstance(event, ReasoningDelta):
+            self._set_doing("thinking")
             self._stream("reasoning", event.message_id, event.index, event.delta)
         elif isinstance(event, AssistantMessage):
             self._assistant(event)
         elif isinstance(event, UserMessage):
-            self._line(Text.assemble(("❯ ", "bold green"), (event.text, "bold")))
+            self._print(Text.assemble(("❯ ", "bold green"), (event.text, "bold")))
         elif isinstance(event, ToolCall):
-            self._print(self._tool_card(event))
+            self._set_doing(f"running {event.name.replace('_', ' ')}")
+            self._end_thinking()
+            self._print(tool_card(event))
         elif isinstance(event, ToolResult):
-            self._print(self._result_card(event))
+            self._set_doing("working")
+            self._print(result_card(event, self.max_output_lines))
         elif isinstance(event, StatusChanged):
             self._status(event)
         elif isinstance(event, Usage):
-            model = f" · {event.model}" if event.model else ""
-            self._line(
+            self._usage(event)
+        elif isinstance(event, ModelChanged):
+            self._model = event.model
+            self._print(Text(f"model → {visible(self.model_label(event.model))}", style="magenta"))
+        elif isinstance(event, GateWithdrawn):
+            if event.reason and event.reason != "answered":  # an answer was already echoed
+                self._print(Text(f"the gate closed: {event.reason}", style="yellow"))
+        elif isinstance(event, Rotation):
+            self._print(Text("↻ agy started a new conversation (/clear); following it", style="cyan"))
+        elif isinstance(event, SubagentStarted):
+            self._print(Text("⑂ a sub-agent started", style="cyan"))
+        elif isinstance(event, Notice):
+            style = {"info": "dim", "warning": "yellow", "error": "bold red"}[event.level]
+            mark = {"info": "ℹ", "warning": "⚠", "error": "✗"}[event.level]
+            self._print(Text(f"{mark} {humane(event.text)}", style=style))
+        # GateOpened: rendered by ask(), which is where the human answers it
+
+    def _usage(self, event: Usage) -> None:
+        total = event.cumulative_input_tokens + event.cumulative_output_tokens
+        if self._tokens_at_start is None and self._running_since is not None:
+            self._tokens_at_start = self._tokens
+        self._tokens = total
+        if event.model:
+            self._model = event.model
+        if not self._status_line:  # no live status line: one summary line per model call
+            model = f" · {self.model_label(event.model)}" if event.model else ""
+            self._print(
                 Text(
                     f"tokens · in {event.cumulative_input_tokens:,} · out {event.cumulative_output_tokens:,}"
                     f" · cache {event.cumulative_cache_read_input_tokens:,}{model}",
                     style="dim",
                 )
             )
-        elif isinstance(event, ModelChanged):
-            self._line(Text(f"model → {event.model}", style="magenta"))
-        elif isinstance(event, GateWithdrawn):
-            reason = f": {event.reason}" if event.reason else ""
-            self._line(Text(f"gate {event.gate_id} withdrawn{reason}", style="yellow"))
-        elif isinstance(event, Rotation):
-            self._line(
-                Text(f"↻ conversation rotated: {event.old_cascade_id} → {event.new_cascade_id}", style="cyan")
-            )
-        elif isinstance(event, SubagentStarted):
-            self._line(Text(f"⑂ sub-agent {event.child_cascade_id} started", style="cyan"))
-        elif isinstance(event, Notice):
-            style = {"info": "dim", "warning": "yellow", "error": "bold red"}[event.level]
-            mark = {"info": "ℹ", "warning": "⚠", "error": "✗"}[event.level]
-            self._line(Text(f"{mark} {event.text}", style=style))
-        # GateOpened: rendered by ask(), which is where the human answers it
+
+    # -- output ---------------------------------------------------------------------------------
 
     def _close_line(self) -> None:
         if self._open is not None:
+            self._broken.add(self._open)
             self.console.print()
             self._open = None
 
     def _print(self, renderable: RenderableType) -> None:
+        self.screen.hide()
         self._close_line()
         self.console.print(renderable)
 
-    def _line(self, text: Text) -> None:
-        self._print(text)
-
-    def _stream(self, kind: Literal["text", "reasoning"], message_id: str, index: int, delta: str) -> None:
+    def _stream(self, kind: Kind, message_id: str, index: int, delta: str) -> None:
         last = self._last_index.get((kind, message_id))
         if last is not None and index <= last:
             return  # a replayed delta
         self._last_index[(kind, message_id)] = index
         if not delta:
             return  # e.g. the empty closing delta: nothing to show (and no empty "◆ " line)
-        if self._open != (kind, message_id):
+        if kind == "text":
+            self._streamed[message_id] = self._streamed.get(message_id, "") + delta
+        self._write(kind, message_id, delta)
+
+    def _write(self, kind: Kind, message_id: str, text: str, *, final: bool = False) -> None:
+        key = (kind, message_id)
+        md = self._md.setdefault(key, MarkdownStream("" if kind == "text" else "dim italic"))
+        shown = md.feed(text)
+        if final:
+            shown.append_text(md.flush())
+            self._md.pop(key, None)
+        if not shown.plain:
+            return
+        if self._open != key:
+            self.screen.hide()
             self._close_line()
-            if kind == "text":
+            if key in self._broken:  # the same reply, continued: no second ◆
+                self.console.print(Text("  "), end="")
+            elif kind == "text":
                 self.console.print(Text("◆ ", style="bold blue"), end="")
             else:
                 self.console.print(Text("thinking ", style="dim italic"), end="")
-            self._open = (kind, message_id)
-        style = "" if kind == "text" else "dim italic"
-        self.console.print(Text(delta, style=style), end="", soft_wrap=True)
-        if kind == "text":
-            self._streamed[message_id] = self._streamed.get(message_id, "") + delta
+            self._open = key
+        self.console.print(shown, end="", soft_wrap=True)
+
+    def _end_stream(self, kind: Kind, message_id: str) -> None:
+        key = (kind, message_id)
+        if key in self._md:
+            self._write(kind, message_id, "", final=True)
+        if self._open == key:
+            self.console.print()
+            self._open = None
+        self._broken.discard(key)
+
+    def _end_thinking(self) -> None:
+        for key in [k for k in self._md if k[0] == "reasoning"]:
+            self._end_stream(*key)
 
     def _assistant(self, event: AssistantMessage) -> None:
+        self._end_stream("reasoning", event.message_id)
         shown = self._streamed.pop(event.message_id, None)
-        style = "red" if event.is_error else ""
         if shown is not None and event.text.startswith(shown):
-            rest = event.text[len(shown) :]
-            if rest:
-                if self._open != ("text", event.message_id):
-                    self._close_line()
-                    self.console.print(Text("◆ … ", style="bold blue"), end="")
-                    self._open = ("text", event.message_id)
-                self.console.print(Text(rest, style=style), end="", soft_wrap=True)
-            if self._open == ("text", event.message_id):
-                self._close_line()
-            return
-        self._close_line()
-        self.console.print(Text.assemble(("◆ ", "bold blue"), (event.text, style)), soft_wrap=True)
-
-    def _tool_card(self, event: ToolCall) -> Panel:
-        args = event.arguments
-        command = _first(args, COMMAND_KEYS)
-        body: list[RenderableType] = []
-        if command:
-            body.append(Text(f"$ {command}", style="bold"))
-            cwd = _first(args, CWD_KEYS)
-            if cwd:
-                body.append(Text(f"in {cwd}", style="dim"))
+            self._write("text", event.message_id, event.text[len(shown) :], final=True)
         else:
-            shown = {k: v for k, v in args.items() if k not in SUMMARY_KEYS}
-            for key, value in list(shown.items())[:8]:
-                rendered = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                if len(rendered) > 200:
-                    rendered = rendered[:199] + "…"
-                body.append(Text(f"{key}: {rendered}"))
-            if len(shown) > 8:
-                body.append(Text(f"… {len(shown) - 8} more arguments", style="dim"))
-        summary = _first(args, SUMMARY_KEYS)
-        return Panel(
-            Group(*body) if body else Text("(no arguments)", style="dim"),
-            title=Text(f"⚙ {event.name}"),
-            title_align="left",
-            subtitle=Text(summary) if summary else None,
-            subtitle_align="left",
-            border_style="cyan",
-            expand=False,
-        )
-
-    def _result_card(self, event: ToolResult) -> Panel:
-        output = truncate_output(event.output, self.max_output_lines)
-        return Panel(
-            Text(output) if output else Text("(no output)", style="dim"),
-            title=Text(f"{'✗' if event.is_error else '✓'} {event.name}"),
-            title_align="left",
-            border_style="red" if event.is_error else "green",
-            expand=False,
-        )
+            self._md.pop(("text", event.message_id), None)
+            self._broken.discard(("text", event.message_id))
+            self._write("text", event.message_id, event.text, final=True)
+        self._end_stream("text", event.message_id)
 
     def _status(self, event: StatusChanged) -> None:
         if event.status == "running":
-            self._line(Text("● running", style="dim green"))
-        elif event.status == "idle":
-            self._line(Text("○ idle", style="dim"))
+            self._running_since = time.monotonic()
+            self._tokens_at_start = None
+            self._doing = "working"
+            if not self._status_line:
+                self._print(Text("● running", style="dim green"))
+            elif self._ticker is None or self._ticker.done():
+                with contextlib.suppress(RuntimeError):  # no running loop (render() called directly)
+                    self._ticker = asyncio.get_running_loop().create_task(self._tick())
+            return
+        elapsed = time.monotonic() - self._running_since if self._running_since is not None else None
+        self._running_since = None
+        self._end_thinking()
+        took = ""
+        if elapsed is not None and self._status_line:  # the status line's figures, kept
+            took = f" · {elapsed:.1f}s"
+            if self._tokens_at_start is not None:
+                took += f" · {self._tokens - self._tokens_at_start:,} tokens"
+            if self._model:
+                took += f" · {visible(self.model_label(self._model))}"
+        if event.status == "idle":
+            self._print(Text(f"○ idle{took}", style="dim"))
         else:
-            reason = f": {event.reason}" if event.reason else ""
-            self._line(Text(f"✗ failed{reason}", style="bold red"))
+            reason = f": {humane(event.reason)}" if event.reason else ""
+            self._print(Text(f"✗ failed{reason}", style="bold red"))
 
     # -- gates ----------------------------------------------------------------------------------
 
@@ -318,39 +375,23 @@ class TerminalSink:
     async def _ask(self, gate: GateOpened) -> GateAnswer:
         shown = visible_event(gate)  # displayed; answers are read against the gate as agy sent it
         async with self._prompt_lock:
-            self._print(self._gate_card(shown))
+            self._print(gate_card(shown))
             if self.auto_answer is not None:
                 answer = self.auto_answer(gate)
-                self.console.print(
+                self._print(
                     Text(f"auto-answer → {visible(describe_answer(shown, answer))}", style="bold magenta")
                 )
                 return answer
             try:
                 answer = await self._ask_keyboard(gate)
             except asyncio.CancelledError:
-                self.console.print()
-                self.console.print(Text("(gate withdrawn: this prompt is closed)", style="yellow"))
+                self._prompt = None
+                self._print(
+                    Text("(agy no longer waits for this answer: the prompt is closed)", style="yellow")
+                )
                 raise
-            self.console.print(Text(f"→ {visible(describe_answer(shown, answer))}", style="bold"))
+            self._print(Text(f"→ {visible(describe_answer(shown, answer))}", style="bold"))
             return answer
-
-    def _gate_card(self, gate: GateOpened) -> Panel:
-        body: list[RenderableType] = []
-        if gate.kind == "permission":
-            p = gate.permission
-            what = (p.command_line or p.target or p.description or p.action) if p else ""
-            body.append(Text(f"$ {what}" if what else gate.tool_name, style="bold"))
-            if p is not None and p.cwd:
-                body.append(Text(f"in {p.cwd}", style="dim"))
-            title = Text(f"⏸ permission: {gate.tool_name or 'action'}")
-        else:
-            for i, question in enumerate(gate.questions):
-                number = f"{i + 1}. " if len(gate.questions) > 1 else ""
-                body.append(Text(f"{number}{question.question}", style="bold"))
-                for n, option in enumerate(question.options, start=1):
-                    body.append(Text(f"   {n}) {option.text}"))
-            title = Text("? question")
-        return Panel(Group(*body), title=title, title_align="left", border_style="yellow", expand=False)
 
     async def _ask_keyboard(self, gate: GateOpened) -> GateAnswer:
         if gate.kind == "permission":
@@ -358,12 +399,12 @@ class TerminalSink:
                 line = await self._read("allow? [y/n] ")
                 if line is None:
                     return GateAnswer(action="cancel", allow=False)
-                if line.strip() in ("/cancel", "/decline"):
+                if line.strip() in REFUSE:
                     return GateAnswer(action="decline", allow=False)
                 try:
                     return parse_answer(gate, line)
                 except AnswerError:
-                    self.console.print(Text("please answer y (allow) or n (deny)", style="yellow"))
+                    self._print(Text("please answer y (allow) or n (deny)", style="yellow"))
         selections: list[tuple[str, ...]] = []
         for i, question in enumerate(gate.questions):
             if not question.options:
@@ -377,26 +418,52 @@ class TerminalSink:
                 line = await self._read(f"answer{' ' + label if label else ''} ({hint}): ")
                 if line is None:
                     return GateAnswer(action="cancel")
-                if line.strip() in ("/cancel", "/decline"):
-                    return GateAnswer(action="cancel" if line.strip() == "/cancel" else "decline")
+                if line.strip() in REFUSE:
+                    return GateAnswer(action=REFUSE[line.strip()])  # type: ignore[arg-type]
                 choice = parse_choice(question, line)
                 try:
                     if choice is not None:
                         resolve_question(question, choice)
                         selections.append(choice)
                         break
-                    self.console.print(Text("not a valid choice; try again", style="yellow"))
+                    self._print(Text("not a valid choice; try again", style="yellow"))
                 except AnswerError as exc:
-                    self.console.print(Text(f"{exc}; try again", style="yellow"))
+                    self._print(Text(f"{visible(str(exc))}; try again", style="yellow"))
         return parse_answer(gate, GateAnswer(selections=tuple(selections)))
 
     async def _read(self, prompt: str) -> str | None:
-        """One line from ``input_fn`` in a thread; None at end of input.
+        """One line typed after ``prompt`` is shown; None at end of input (Ctrl-D)."""
+        self.screen.hide()
+        self._close_line()
+        self._prompt = prompt
+        self.screen.show(force=True)
+        try:
+            if self.keyboard is not None:
+                line = await self.keyboard.read(fresh=True)
+            else:
+                line = await self._read_input_fn()
+        finally:
+            self._prompt = None
+        self.screen.entered()
+        return line
 
-        A read still pending from a withdrawn prompt is reused (a thread cannot be interrupted), so
-        two threads never compete for the keyboard.
-        """
-        self.console.print(Text(prompt, style="bold yellow"), end="")
+    async def read_turn(self) -> str | None:
+        """attach: the next line the human types as a turn (❯ shown while agy is idle)."""
+        if self.keyboard is None:
+            raise RuntimeError("read_turn needs a keyboard")
+        self.turn_prompt = True
+        self.screen.show()
+        try:
+            line = await self.keyboard.read()
+        finally:
+            self.turn_prompt = False
+        self.screen.entered()
+        if line is not None and self.screen.live:  # the turn is shown once, as agy records it (❯ ...)
+            self.screen.erase_rows(-(-(len(line) + 2) // max(1, self.console.width)))
+        return line
+
+    async def _read_input_fn(self) -> str | None:
+        # A read still pending from a withdrawn prompt is reused (a thread cannot be interrupted).
         if self._reading is None or self._reading.done():
             self._reading = self._start_read()
         reading = self._reading
@@ -404,7 +471,6 @@ class TerminalSink:
             line = await asyncio.shield(reading)
         except (EOFError, KeyboardInterrupt):
             self._reading = None
-            self.console.print()
             return None
         self._reading = None
         return line

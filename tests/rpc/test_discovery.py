@@ -78,6 +78,8 @@ class FakeScanner:
         ),
         ("python3", ("python3", "-m", "agy_harness.adapters.simulator.tui", "--port-file", "p"), True),
         ("python3", ("python3", "-m", "agy_harness.adapters.simulator"), True),
+        ("python3", ("python3", "-m", "agy_harness.composition.cli", "-v", "sim"), True),
+        ("python3", ("python3", "-m", "agy_harness.composition.cli", "attach"), False),
         ("agy-harness", ("/venv/bin/python", "/venv/bin/agy-harness", "demo"), False),
         ("agy-harness", ("/venv/bin/python", "/venv/bin/agy-harness", "replay", "sim"), False),
     ],

@@ -1,0 +1,97 @@
+"""One reader of the keyboard, shared by everything that asks the human something.
+
+A terminal has one keyboard. When two threads read it (a turn loop and a gate's prompt), a line goes to
+whichever read was started first, so an answer meant for a gate becomes a new turn. Here exactly one
+daemon thread reads lines; each line goes to the most recent pending :meth:`Keyboard.read` (a gate's
+prompt, opened while the turn loop was waiting, takes the next line; the turn loop gets the one after).
+A line typed while nobody asks waits for the next reader, except a gate's: ``read(fresh=True)`` drops
+what was typed before the question was shown (a ``y`` typed ahead never approves a command the human
+has not seen). End of input (Ctrl-D) is given to the one reader waiting then as ``None``; a terminal
+can be read again after it, a closed pipe cannot.
+
+The thread is a daemon: a read nobody answers never keeps the process from exiting (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import TextIO
+
+
+class Keyboard:
+    def __init__(self, stream: TextIO | None = None, *, readline: Callable[[], str] | None = None) -> None:
+        self._readline = readline or (stream or sys.stdin).readline
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: list[asyncio.Future[str | None]] = []  # a stack: the newest reader first
+        self._typed: deque[str | None] = deque()  # lines nobody was waiting for
+        self._thread: threading.Thread | None = None
+        self.closed = False  # end of input on a stream that stays at its end (not a terminal)
+
+    async def read(self, *, fresh: bool = False) -> str | None:
+        """The next line without its newline; ``None`` at end of input. ``fresh``: a line typed
+        before this call does not count (a gate's answer must be typed after its question)."""
+        if fresh:
+            self._typed = deque(line for line in self._typed if line is None)
+        if self._typed:
+            return self._typed.popleft()
+        if self.closed:
+            return None
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        future: asyncio.Future[str | None] = loop.create_future()
+        self._waiting.append(future)
+        self._start()
+        try:
+            return await future
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiting.remove(future)
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="keyboard", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                line: str | None = self._readline()
+            except (EOFError, OSError, ValueError):
+                line = ""
+            except KeyboardInterrupt:  # only the main thread gets SIGINT; a stray one ends input
+                line = ""
+            eof = not line
+            if eof:
+                line = None
+            else:
+                assert line is not None
+                line = line.rstrip("\r\n")
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                return
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the process is ending
+                loop.call_soon_threadsafe(self._deliver, line)
+            if eof and not self._is_terminal():
+                return
+
+    def _is_terminal(self) -> bool:
+        try:
+            return sys.stdin.isatty()
+        except (ValueError, OSError):
+            return False
+
+    def _deliver(self, line: str | None) -> None:
+        if line is None and not self._is_terminal():
+            self.closed = True
+        while self._waiting:
+            future = self._waiting.pop()
+            if not future.done():
+                future.set_result(line)
+                break
+        else:
+            self._typed.append(line)

@@ -1,0 +1,68 @@
+"""Reading a human's typed answer to a gate (the terminal sink's prompts): numbers, labels, y/n.
+
+The words that allow or deny come from the core's one fail-closed parser
+(:mod:`agy_harness.core.answers`); anything else is asked again.
+"""
+
+from __future__ import annotations
+
+from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS
+from agy_harness.ports.events import GateOpened, Question
+from agy_harness.ports.protocols import GateAnswer
+
+#: What refuses a gate at a prompt (end of input, Ctrl-D, cancels it too).
+REFUSE = {"/cancel": "cancel", "/decline": "decline"}
+
+
+def parse_choice(question: Question, line: str) -> tuple[str, ...] | None:
+    """A typed answer to one question -> selections (option ids, or the text itself); None = invalid.
+
+    Only numbers ("2", "1,3"): the options at those positions (several only for a multi-select).
+    Anything else is one answer: an option's label or a write-in (the core tells them apart).
+    """
+    text = line.strip()
+    if not text:
+        return None
+    tokens = [t.strip() for t in text.split(",")]
+    if question.options and all(t.isdigit() for t in tokens):
+        positions = [int(t) for t in tokens]
+        if any(not 1 <= p <= len(question.options) for p in positions):
+            return None
+        ids: list[str] = []
+        for p in positions:
+            option_id = question.options[p - 1].id
+            if option_id not in ids:
+                ids.append(option_id)
+        if len(ids) > 1 and not question.multi_select:
+            return None
+        return tuple(ids)
+    return (text,)
+
+
+def parse_permission(line: str) -> bool | None:
+    """A typed permission answer, read by the core's one fail-closed parser: True only for an explicit
+    allow word, False for a deny word, None (ask again) for anything else."""
+    word = " ".join(line.split()).casefold()
+    if word in ALLOW_WORDS:
+        return True
+    if word in DENY_WORDS:
+        return False
+    return None
+
+
+def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
+    """A one-line human reading of ``answer`` (option ids shown as their texts)."""
+    if answer.action != "accept":
+        return "declined" if answer.action == "decline" else "cancelled"
+    if gate.kind == "permission":
+        return {True: "allow", False: "deny"}.get(
+            answer.allow, "no answer (refused: not an explicit allow or deny)"
+        )
+    parts: list[str] = []
+    for i, question in enumerate(gate.questions):
+        choices = answer.selections[i] if i < len(answer.selections) else ()
+        texts = [next((o.text for o in question.options if o.id == c), c) for c in choices]
+        if i < len(answer.write_ins) and answer.write_ins[i]:
+            texts.append(answer.write_ins[i])
+        parts.append(", ".join(texts) if texts else "(no answer)")
+    return "; ".join(parts)

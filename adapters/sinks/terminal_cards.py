@@ -1,0 +1,248 @@
+"""The terminal sink's cards: one readable box per tool call, tool result and gate.
+
+* run_command: ``$ command``, ``in cwd``; its result: the output (head and tail kept).
+* file tools: the path (and line range); edits as a diff (``write_to_file``: the new content as
+  added lines; ``replace_file_content``/``multi_replace_file_content``: each chunk's old -> new).
+* list_dir / view_file results: the entries / the size, not agy's JSON.
+* ask_question: the question and its numbered options; its result: what was chosen.
+* anything else: ``key: value`` lines, long values cut at a word boundary.
+
+Every string here is already neutralised by the sink (:func:`.escape.visible_event`) before a card is
+built; cards only lay it out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.text import Text
+
+from agy_harness.ports.events import GateOpened, ToolCall, ToolResult
+
+#: Argument names that hold a tool's command line / working directory (agy's and common spellings).
+COMMAND_KEYS = ("CommandLine", "command_line", "commandLine", "command", "cmd")
+CWD_KEYS = ("Cwd", "cwd", "working_directory", "workdir")
+PATH_KEYS = ("AbsolutePath", "TargetFile", "DirectoryPath", "SearchPath", "FilePath", "path", "file_path")
+SUMMARY_KEYS = ("toolSummary", "toolAction")
+HIDDEN_KEYS = {*SUMMARY_KEYS, "WaitMsBeforeAsync", "SafeToAutoRun", "waitForPreviousTools"}
+MAX_DIFF_LINES = 24
+
+
+def first(arguments: dict[str, Any], keys: Sequence[str]) -> str:
+    for key in keys:
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` shortened to about ``limit`` characters at a word boundary, marked with …"""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space > limit // 2:
+        head = head[:space]
+    return head.rstrip(" ,") + " …"
+
+
+def truncate_output(output: str, max_lines: int = 12, max_line_chars: int = 300) -> str:
+    """``output`` cut for a card: long lines shortened, the middle of long outputs elided."""
+    lines = output.rstrip("\n").split("\n") if output.strip() else []
+    lines = [ln if len(ln) <= max_line_chars else ln[: max_line_chars - 1] + "…" for ln in lines]
+    if len(lines) > max_lines:
+        tail = max(1, max_lines // 4)
+        head = max_lines - tail - 1
+        hidden = len(lines) - head - tail
+        lines = [*lines[:head], f"… {hidden} more lines …", *lines[-tail:]]
+    return "\n".join(lines)
+
+
+def _title(symbol: str, name: str) -> Text:
+    return Text(f"{symbol} {name}" if name else symbol)
+
+
+def _panel(body: Sequence[RenderableType], title: Text, border: str, subtitle: str = "") -> Panel:
+    return Panel(
+        Group(*body) if body else Text("(nothing)", style="dim"),
+        title=title,
+        title_align="left",
+        subtitle=Text(subtitle, style="dim") if subtitle else None,
+        subtitle_align="left",
+        border_style=border,
+        expand=False,
+    )
+
+
+# ------------------------------------------------------------------------------------------ diffs
+
+
+def _diff_lines(old: str, new: str, path: str) -> list[Text]:
+    lines: list[Text] = []
+    for line in difflib.unified_diff(
+        old.splitlines(), new.splitlines(), fromfile=path, tofile=path, lineterm="", n=1
+    ):
+        if line.startswith(("---", "+++")):
+            continue
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+        lines.append(Text(line, style=style))
+    return lines
+
+
+def _cap(lines: list[Text]) -> list[Text]:
+    if len(lines) <= MAX_DIFF_LINES:
+        return lines
+    return [
+        *lines[: MAX_DIFF_LINES - 1],
+        Text(f"… {len(lines) - MAX_DIFF_LINES + 1} more lines", style="dim"),
+    ]
+
+
+def edit_diff(name: str, args: dict[str, Any]) -> list[Text] | None:
+    """The change an editing tool proposes, as diff lines; None when ``args`` is not an edit."""
+    path = first(args, ("TargetFile", "AbsolutePath", "FilePath", "path"))
+    content = args.get("CodeContent")
+    if isinstance(content, str) and path:
+        return _cap([Text(f"+{line}", style="green") for line in content.splitlines()])
+    chunks = args.get("ReplacementChunks")
+    if not isinstance(chunks, list):
+        chunks = [args] if "TargetContent" in args else None
+    if not chunks or not path:
+        return None
+    lines: list[Text] = []
+    for chunk in chunks:
+        if not isinstance(chunk, dict):
+            continue
+        old, new = chunk.get("TargetContent"), chunk.get("ReplacementContent")
+        if isinstance(old, str) and isinstance(new, str):
+            if lines:
+                lines.append(Text("⋯", style="dim"))
+            lines.extend(_diff_lines(old, new, path))
+    return _cap(lines) if lines else None
+
+
+# ------------------------------------------------------------------------------------------ cards
+
+
+def _questions(arguments: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    out: list[tuple[str, list[str]]] = []
+    raw = arguments.get("questions")
+    for q in raw if isinstance(raw, list) else []:
+        if not isinstance(q, dict):
+            continue
+        options = []
+        for o in q.get("options") or []:
+            text = o.get("text") if isinstance(o, dict) else o
+            if isinstance(text, str):
+                options.append(text)
+        out.append((str(q.get("question", "")), options))
+    return out
+
+
+def tool_card(event: ToolCall) -> Panel:
+    args = event.arguments
+    body: list[RenderableType] = []
+    command = first(args, COMMAND_KEYS)
+    path = first(args, PATH_KEYS)
+    if command:
+        body.append(Text(f"$ {command}", style="bold"))
+        cwd = first(args, CWD_KEYS)
+        if cwd:
+            body.append(Text(f"in {cwd}", style="dim"))
+    elif event.name == "ask_question" or "questions" in args:
+        for question, options in _questions(args):
+            body.append(Text(question, style="bold"))
+            body.extend(Text(f"   {n}) {option}") for n, option in enumerate(options, start=1))
+    elif path:
+        where = path
+        start, end = args.get("StartLine"), args.get("EndLine")
+        if isinstance(start, int) and isinstance(end, int):
+            where += f"  (lines {start}-{end})"
+        body.append(Text(where, style="bold"))
+        diff = edit_diff(event.name, args)
+        if diff:
+            body.extend(diff)
+    else:
+        shown = {k: v for k, v in args.items() if k not in HIDDEN_KEYS}
+        for key, value in list(shown.items())[:8]:
+            rendered = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            body.append(Text.assemble((f"{key}: ", "dim"), cut(rendered, 200)))
+        if len(shown) > 8:
+            body.append(Text(f"… {len(shown) - 8} more arguments", style="dim"))
+    return _panel(body, _title("⚙", event.name), "cyan", first(args, SUMMARY_KEYS))
+
+
+def _json(output: str) -> dict[str, Any] | None:
+    if not output.lstrip().startswith("{"):
+        return None
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def result_body(event: ToolResult, max_lines: int) -> list[RenderableType]:
+    data = _json(event.output)
+    if data is not None and isinstance(data.get("results"), list):  # list_dir
+        names = []
+        for entry in data["results"]:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                names.append(entry["name"] + ("/" if entry.get("isDir") else ""))
+        return [
+            Text(truncate_output("\n".join(names), max_lines)),
+            Text(f"{len(names)} entries", style="dim"),
+        ]
+    if data is not None and "numLines" in data:  # view_file
+        size = f"{int(data.get('numLines', 0)):,} lines"
+        if str(data.get("numBytes", "")).isdigit():
+            size += f" · {int(data['numBytes']):,} bytes"
+        return [Text(f"read {size}", style="dim")]
+    if data is not None and isinstance(data.get("questions"), list):  # ask_question
+        out: list[RenderableType] = []
+        for q in data["questions"]:
+            if not isinstance(q, dict):
+                continue
+            options = {o.get("id"): o.get("text") for o in q.get("options") or [] if isinstance(o, dict)}
+            chosen = [str(options.get(i, i)) for i in q.get("selectedOptionIds") or []]
+            if q.get("freeformResponse"):
+                chosen.append(str(q["freeformResponse"]))
+            out.append(Text(f"→ {', '.join(chosen) if chosen else '(skipped)'}", style="bold"))
+        return out
+    output = truncate_output(event.output, max_lines)
+    return [Text(output) if output else Text("(no output)", style="dim")]
+
+
+def result_card(event: ToolResult, max_lines: int) -> Panel:
+    return _panel(
+        result_body(event, max_lines),
+        _title("✗" if event.is_error else "✓", event.name),
+        "red" if event.is_error else "green",
+    )
+
+
+def gate_card(gate: GateOpened) -> Panel:
+    body: list[RenderableType] = []
+    if gate.kind == "permission":
+        p = gate.permission
+        what = (p.command_line or p.target or p.description or p.action) if p else ""
+        body.append(Text(f"$ {what}" if what else gate.tool_name, style="bold"))
+        if p is not None and p.cwd:
+            body.append(Text(f"in {p.cwd}", style="dim"))
+        if p is not None and p.description and p.description != what:
+            body.append(Text(p.description, style="dim"))
+        title = Text(f"⏸ permission: {gate.tool_name or 'action'}")
+    else:
+        for i, question in enumerate(gate.questions):
+            number = f"{i + 1}. " if len(gate.questions) > 1 else ""
+            body.append(Text(f"{number}{question.question}", style="bold"))
+            for n, option in enumerate(question.options, start=1):
+                body.append(Text(f"   {n}) {option.text}"))
+        title = Text("? question")
+    return Panel(Group(*body), title=title, title_align="left", border_style="yellow", expand=False)

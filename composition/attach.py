@@ -1,0 +1,71 @@
+"""``agy-harness attach``: follow a running agy in this terminal, type turns, answer its gates.
+
+One reader of the keyboard (:class:`~agy_harness.adapters.sinks.keyboard.Keyboard`) serves both the
+turn prompt and the gates: while a gate waits, the next line answers it and never becomes a turn.
+Ctrl-D at the prompt detaches (exit 0); Ctrl-C detaches at any time (exit 130, from the CLI).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from .errors import NO_TMUX_TURNS, explain
+
+log = logging.getLogger("agy_harness.attach")
+
+HELP = "type a turn and Enter · /interrupt stops agy · /help · Ctrl-D detaches"
+
+
+async def run_attach(
+    *, cascade_id: str | None, port: int | None, tmux_target: str | None, keyboard: object = None
+) -> int:
+    from agy_harness.adapters.sinks.keyboard import Keyboard
+    from agy_harness.adapters.sinks.terminal import TerminalSink
+    from agy_harness.adapters.sinks.terminal_screen import logs_through
+
+    from .container import make_container
+    from .demo import model_names
+    from .session import session_from
+    from .version_gate import agy_version
+
+    kb = keyboard if isinstance(keyboard, Keyboard) else Keyboard()
+    terminal = TerminalSink(keyboard=kb)
+    with logs_through(terminal.screen):
+        container = make_container(
+            port=port,
+            cascade_id=cascade_id,
+            sink=terminal,
+            tmux_target=tmux_target,
+            version_text=await agy_version(),
+        )
+        async with session_from(container) as session:
+            terminal.model_names.update(await model_names(session.client))
+            terminal.info(f"attached · {session.capabilities.describe()}")
+            can_send = session.capabilities.rpc_turns or tmux_target is not None
+            if not can_send:
+                terminal.info(NO_TMUX_TURNS)
+            terminal.info(HELP)
+            while True:
+                line = await terminal.read_turn()
+                if line is None:
+                    terminal.info("detached")
+                    return 0
+                text = line.strip()
+                if not text:
+                    continue
+                if text == "/help":
+                    terminal.info(HELP)
+                elif text == "/interrupt":
+                    report = await session.interrupt()
+                    if not report.cancelled:  # a cancel is reported once, by the harness's notice
+                        terminal.info(report.detail or "nothing to interrupt")
+                elif text.startswith("/") and " " not in text:
+                    terminal.info(f"unknown command {text}; {HELP}")
+                elif not can_send:
+                    terminal.info(NO_TMUX_TURNS)
+                else:
+                    try:
+                        await session.send(line)
+                    except Exception as exc:  # the turn failed; the session goes on
+                        log.debug("send failed", exc_info=True)
+                        terminal.info(f"the turn was not sent: {explain(exc)}")
