@@ -124,9 +124,9 @@ class AgyContainer(containers.DeclarativeContainer):
 
     # -- given by the entry point (override these) -----------------------------------------
     sink = providers.Singleton(_queue_sink)
-    cursor_store = providers.Object(None)
-    options = providers.Object(None)
-    tmux_server = providers.Object(None)
+    cursor_store: providers.Object[CursorStore | None] = providers.Object(None)
+    options: providers.Object[HarnessOptions | None] = providers.Object(None)
+    tmux_server: providers.Object[Any] = providers.Object(None)  # a libtmux.Server, None: the default
 
     # -- agy: where it listens, the conversation, what it can do (filled in by bind()) -----
     discovery = providers.Singleton(
