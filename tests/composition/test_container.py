@@ -3,6 +3,9 @@ changes what a session runs on; the real binding against the simulator."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +132,16 @@ async def test_a_client_you_give_is_yours_and_so_are_the_cursor_store_and_sink()
 def test_replay_builds_its_reconciler_from_the_container() -> None:
     reconciler = AgyContainer().reconciler("c9")
     assert reconciler.cascade_id == "c9"
+
+
+def test_the_readme_entry_point_example_runs(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### The composition root") : readme.index("### The harness and its roles")]
+    [code] = re.findall(r"```python\n(.*?)```", section, re.S)
+    script = tmp_path / "entry_point.py"
+    script.write_text(code)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "sources: ['poll']"
+    assert lines[1].startswith("agy: ") and len(lines[1]) > len("agy: ")
