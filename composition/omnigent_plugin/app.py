@@ -49,7 +49,7 @@ class AgyExecutorAdapter(ExecutorAdapter):
             ctx = self._current_ctx
             if ctx is None:
                 return None
-            eid = elicitation_id(gate) + (f"_{attempt}" if attempt else "")
+            eid = elicitation_id(gate, attempt)
             params = ElicitationRequestParams(**elicitation_params(gate, note))
             try:
                 result = await ctx.elicit(eid, params)
