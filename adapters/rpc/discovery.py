@@ -20,6 +20,7 @@ from typing import Protocol
 
 import psutil
 
+from .agy_log import logged_endpoints
 from .client import PROBE_TIMEOUT, RpcClient, is_loopback_host
 from .errors import AmbiguousAgy, NoAgyFound, RpcError
 
@@ -350,8 +351,9 @@ class Resolver:
                     raise
                 await asyncio.sleep(retry_every)
 
-    def _candidates(self) -> list[Candidate]:
-        procs = self._scanner.processes(pids=self._pids, root_pid=self._pane_pid)
+    def _candidates(self, procs: list[AgyProcess] | None = None) -> list[Candidate]:
+        if procs is None:
+            procs = self._scanner.processes(pids=self._pids, root_pid=self._pane_pid)
         if self._port is not None:
             owner = next((p for p in procs if self._port in self._scanner.listen_ports(p.pid)), None)
             token = self._csrf or (csrf_token_from_cmdline(owner.cmdline) if owner else None)
@@ -362,8 +364,27 @@ class Resolver:
         log.debug("discovery: %d process(es), candidate ports %s", len(procs), [c.port for c in found])
         return found
 
+    def _logged(self, procs: list[AgyProcess]) -> list[Candidate]:
+        """What agy's own log announces for the processes in scope (:mod:`.agy_log`)."""
+        found = logged_endpoints(((p.pid, p.cmdline) for p in procs), self._csrf)
+        return [Candidate(port, pid, token) for pid, port, token in found]
+
     async def _scan(self) -> Binding:
-        found = await asyncio.to_thread(self._candidates) if self._port is None else self._candidates()
+        procs: list[AgyProcess] | None = None
+        if self._port is None:  # agy's log line first; the socket scan when it names nothing of ours
+            procs = await asyncio.to_thread(self._scanner.processes, pids=self._pids, root_pid=self._pane_pid)
+            logged = await asyncio.to_thread(self._logged, procs)
+            if logged:
+                verdicts = await asyncio.gather(
+                    *(probe(c, self.cascade_id, host=self._host, client_factory=self._factory,
+                            timeout=self._timeout) for c in logged)
+                )  # fmt: skip
+                ours = [c for c, v in zip(logged, verdicts, strict=True) if v is Verdict.OURS]
+                if len(ours) == 1:
+                    c = ours[0]
+                    log.info("bound agy port %d (pid %s) from agy's log", c.port, c.pid)
+                    return Binding(c.port, c.pid, c.csrf_token, self._host)
+        found = await asyncio.to_thread(self._candidates, procs) if self._port is None else self._candidates()
         verdicts = await asyncio.gather(
             *(
                 probe(

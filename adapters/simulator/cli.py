@@ -21,6 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default="idle", choices=sorted(SCENARIOS), help="turns to play at start-up")
     p.add_argument("--pace", type=float, default=1.0, help="generation pacing (1 = human, 0 = instant)")
     p.add_argument("--gate-timeout", type=float, default=None, help="seconds before a WAITING gate times out")
+    p.add_argument(
+        "--log-file", default=None, help="write agy's port lines here, as agy does (discovery reads them)"
+    )
     p.add_argument("--version", action="store_true", help="print the profile's version as agy does, and exit")
     return p
 
@@ -35,7 +38,12 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        async with Simulator(profile=args.profile, pace=args.pace, gate_timeout=args.gate_timeout) as sim:
+        async with Simulator(
+            profile=args.profile,
+            pace=args.pace,
+            gate_timeout=args.gate_timeout,
+            log_file=getattr(args, "log_file", None),
+        ) as sim:
             print(f"agy simulator {sim.version}", file=stream)  # type: ignore[arg-type]
             print(f"port {sim.port}", file=stream)  # type: ignore[arg-type]
             print(f"plain_port {sim.plain_port}", file=stream)  # type: ignore[arg-type]

@@ -99,3 +99,12 @@ def reask_copy(step: dict[str, Any], where: st.Where) -> dict[str, Any]:
     if again["type"] == st.T + "ASK_QUESTION":
         st.transition(again, st.RUNNING)
     return again
+
+
+def terminal_answer(c: Cascade, accept: bool) -> dict[str, Any]:
+    """What the simulated terminal sends for the waiting gate of another kind (KeyError: none)."""
+    for index, gate in c.gates.items():
+        if gate.kind == "other" and not gate.future.done():
+            key = next(iter(c.steps[index].get("requestedInteraction") or {}))
+            return {"trajectoryId": c.trajectory_id, "stepIndex": index, key: {"accepted": accept}}
+    raise KeyError("no gate of another kind is waiting")

@@ -16,6 +16,7 @@ import copy
 import logging
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from . import interactions, unary
@@ -36,7 +37,7 @@ from .state import (
     Watcher,
     not_found,
 )
-from .views import summary_of, update_frame
+from .views import announce, summary_of, update_frame
 
 __all__ = ["IDLE", "MODELS", "RUNNING", "Cascade", "RpcFailure", "Simulator", "Watcher"]
 
@@ -60,6 +61,7 @@ class Simulator:
         home: str = DEFAULT_HOME,
         model: str = DEFAULT_MODEL,
         host: str = "127.0.0.1",
+        log_file: str | Path | None = None,
     ) -> None:
         self.profile: Profile = get_profile(profile)
         self.version = self.profile.version
@@ -77,6 +79,7 @@ class Simulator:
         #: every RPC method called, in order (tests may assert on it)
         self.calls: list[str] = []
         self._host = host
+        self.log_file = Path(log_file) if log_file is not None else None
         self._cascades: dict[str, Cascade] = {}
         self._subscribers: list[StepCallback] = []
         self._tick = asyncio.Event()
@@ -110,7 +113,12 @@ class Simulator:
         await listener.start()
         self._listener = listener
         self._started = True
+        self._announce()
         return self
+
+    def _announce(self) -> None:  # agy's port lines, in its log
+        if self.log_file is not None and self._listener is not None:
+            announce(self.log_file, self._listener.port, self._listener.plain_port)
 
     async def stop(self) -> None:
         if not self._started:
@@ -136,6 +144,7 @@ class Simulator:
             await old.stop()
         await new.start()
         self._listener = new
+        self._announce()
 
     async def _close_streams(self, how: str) -> None:
         watchers = [w for c in self._cascades.values() for w in c.watchers]
@@ -227,13 +236,9 @@ class Simulator:
         """A human answers the waiting gate of a kind the harness cannot answer (e.g. the file-write
         review) in agy's own terminal. Returns the step index; KeyError when no such gate waits."""
         c = self._cascade(cascade_id)
-        for index, gate in c.gates.items():
-            if gate.kind == "other" and not gate.future.done():
-                key = next(iter(c.steps[index].get("requestedInteraction") or {}))
-                interaction = {"trajectoryId": c.trajectory_id, "stepIndex": index, key: {"accepted": accept}}
-                await self.handle_interaction(c.id, interaction)
-                return index
-        raise KeyError("no gate of another kind is waiting")
+        interaction = interactions.terminal_answer(c, accept)
+        await self.handle_interaction(c.id, interaction)
+        return int(interaction["stepIndex"])
 
     async def send_agent_message(self, cascade_id: str, text: str) -> None:
         """``SendAgentMessage``: a SYSTEM_MESSAGE step (not a user turn; the model does not run)."""

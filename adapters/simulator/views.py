@@ -1,9 +1,13 @@
-"""What the simulator shows of a conversation: its ``GetAllCascadeTrajectories`` summary and its
-``StreamAgentStateUpdates`` frames."""
+"""What the simulator shows: a conversation's ``GetAllCascadeTrajectories`` summary, its
+``StreamAgentStateUpdates`` frames, and agy's start-up lines in its log."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
+
+from agy_harness.adapters.rpc.agy_log import log_line_prefix
 
 from . import steps as st
 from .state import IDLE, RUNNING, Cascade
@@ -46,3 +50,16 @@ def update_frame(c: Cascade, indices: list[int]) -> dict[str, Any]:
             },
         }
     }
+
+
+def announce(log_file: Path, port: int, plain_port: int) -> None:
+    """agy's start-up lines in its log (cli.log / --log-file), which discovery reads."""
+    pid = os.getpid()
+    lines = [
+        f"Starting language server process with pid {pid}",
+        f"Language server listening on random port at {port} for HTTPS (gRPC)",
+        f"Language server listening on random port at {plain_port} for HTTP",
+    ]
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "a", encoding="utf-8") as fh:
+        fh.writelines(log_line_prefix(pid) + line + "\n" for line in lines)
