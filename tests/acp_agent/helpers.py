@@ -92,9 +92,14 @@ class RecordingClient:
 
 @asynccontextmanager
 async def acp_agent(
-    client: RecordingClient, *args: str, forms: bool = False, observe: list[StreamEvent] | None = None
+    client: RecordingClient,
+    *args: str,
+    forms: bool = False,
+    observe: list[StreamEvent] | None = None,
+    where: tuple[str, ...] = ("--sim",),
 ) -> AsyncIterator[Any]:
-    """``agy-harness acp --sim ...`` spawned and initialized; yields the SDK's ClientSideConnection."""
+    """``agy-harness acp --sim ...`` (or ``where=("--port", N)``) spawned and initialized; yields the
+    SDK's ClientSideConnection."""
     command = agy_harness_command()
     with tempfile.TemporaryFile("w+") as stderr:
         observers = [observe.append] if observe is not None else []
@@ -103,7 +108,7 @@ async def acp_agent(
             command[0],
             *command[1:],
             "acp",
-            "--sim",
+            *where,
             *args,
             transport_kwargs={"stderr": stderr.fileno()},
             use_unstable_protocol=forms,

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from acp import RequestError
 
+from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
 
 from .helpers import RecordingClient, acp_agent, prompt
@@ -116,7 +117,7 @@ async def test_a_question_answered_with_a_form_refused_answers_asked_again() -> 
 
 async def test_cancel_mid_reply() -> None:
     client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "0.3") as conn:
+    async with acp_agent(client, "--sim-pace", "1") as conn:  # a ~6 s reply: room to cancel it
         sid = await _new(conn)
         turn = asyncio.create_task(prompt(conn, sid, "Write a long story about a lighthouse keeper."))
         await client.wait_for(lambda: bool(client.of(sid, "agent_message_chunk")))
@@ -165,13 +166,16 @@ async def test_a_gate_withdrawn_by_agy_cancels_the_request() -> None:
         if event.message.get("method") == "$/cancel_request":
             withdrawn.set()
 
-    async with acp_agent(client, *PACE, "--sim-gate-timeout", "1.0", observe=_Observer(observe)) as conn:
+    async with acp_agent(client, *PACE, "--sim-gate-timeout", "2", observe=_Observer(observe)) as conn:
         sid = await _new(conn)
         assert (await prompt(conn, sid, "run: pwd")).stop_reason == "end_turn"
         requests = [e.message for e in seen if e.message.get("method") == "session/request_permission"]
         cancels = [e.message for e in seen if e.message.get("method") == "$/cancel_request"]
-        assert len(requests) == 2  # agy re-asked after its timeout; the client was asked again
+        assert len(requests) >= 2  # agy re-asked after its timeout; the client was asked again
         assert cancels[0]["params"]["requestId"] == requests[0]["id"]
+        assert (
+            requests[1]["params"]["toolCall"]["toolCallId"] != requests[0]["params"]["toolCall"]["toolCallId"]
+        )
         assert "ran" in client.text(sid)
 
 
@@ -257,3 +261,26 @@ async def test_model_selection_from_agys_catalog() -> None:
         with pytest.raises(RequestError) as err:
             await conn.set_config_option(config_id="model", session_id=sid, value="gpt-5")
         assert err.value.code == -32602
+
+
+async def test_loading_a_conversation_parked_on_a_gate_asks_it_live() -> None:
+    """agy (here a simulator the test runs, reached with ``--port``) already waits for a command typed
+    in its own terminal; an editor loading that conversation gets the history, then the live question."""
+
+    async def allow(tool_call: Any, options: list[Any]) -> str:
+        return "allow"
+
+    async with Simulator(pace=0.05) as agy:
+        await agy.submit_user_turn("run: git status")
+        await agy.wait_idle(timeout=30)  # parked on the permission gate
+        client = RecordingClient(permission=allow)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            await conn.load_session(cwd="/tmp", session_id=agy.cascade_id, mcp_servers=[])
+            sid = agy.cascade_id
+            assert client.of(sid, "user_message_chunk")[0].content.text == "run: git status"
+            await client.wait_for(lambda: "nothing to commit" in client.text(sid))
+            (_, asked, _) = client.permission_requests[0]
+            assert asked.title == "Run `git status`"
+            assert _calls(client, sid)[asked.tool_call_id][-1].status == "completed"
+            await agy.wait_idle(timeout=30)
+            assert not agy.is_running(sid)
