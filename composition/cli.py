@@ -9,7 +9,9 @@ each, never a traceback (``-vv`` adds it to the log).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -136,9 +138,30 @@ def _configure_logging(verbose: int) -> None:
     )
 
 
+class Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: stop like Ctrl-C (everything started is cleaned up), exit 128 + signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise Stopped(signum)
+
+
+def _stop_on_signals() -> None:
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread
+                signal.signal(sig, _stop)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose, rest = _split_global(argv)
+    _stop_on_signals()
     try:
         if rest[:1] == ["sim"]:
             _configure_logging(verbose)
@@ -149,9 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
         _configure_logging(args.verbose)
         return int(args.handler(args))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("agy-harness: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return 128 + exc.signum if isinstance(exc, Stopped) else EXIT_INTERRUPTED
     except Exception as exc:
         log.debug("failed", exc_info=True)
         print(f"agy-harness: {explain(exc)}", file=sys.stderr)

@@ -189,7 +189,7 @@ class TerminalSink:
     async def _tick(self) -> None:
         while self._running_since is not None:
             await asyncio.sleep(0.1)
-            if self._open is None:
+            if self._open is None and self._prompt is None:  # a prompt is never redrawn under typing
                 if self.screen.drawn:
                     self.screen.redraw()
                 else:

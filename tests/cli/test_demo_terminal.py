@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pexpect
@@ -31,7 +33,10 @@ def test_the_interactive_demo_answered_by_keys(terminal: Terminal) -> None:
     pane.type("y")
     screen = pane.wait("→ allow")
     pane.wait("allow? [y/n]", after=screen.index("→ allow"))
-    pane.type("maybe")  # not an answer: asked again, nothing sent
+    pane.type("maybe", enter=False)
+    time.sleep(1.0)  # what the human is typing stays on screen while agy's status ticks
+    assert pane.visible()[-1] == "allow? [y/n] maybe"
+    pane.key("Enter")  # not an answer: asked again, nothing sent
     pane.wait("please answer y (allow) or n (deny)")
     pane.type("n")
     pane.wait("answer (1-3, or type an answer)")
@@ -63,12 +68,11 @@ def test_the_interactive_demo_answered_by_keys(terminal: Terminal) -> None:
 def test_a_gate_waits_for_the_human_longer_than_the_idle_limit(terminal: Terminal) -> None:
     pane = terminal.run(cli("demo", "--pace", "0.05", "--idle-limit", "2"))
     pane.wait("allow? [y/n]")
-    import time
-
     time.sleep(5)  # the human thinks longer than the limit; agy is waiting, not stuck
     assert "EXIT=" not in pane.screen() and "TimeoutError" not in pane.screen()
     pane.type("y")
-    pane.wait("allow? [y/n]", after=pane.screen().index("→ allow"))
+    screen = pane.wait("→ allow")
+    pane.wait("allow? [y/n]", after=screen.index("→ allow"))
     pane.type("n")
     pane.wait("answer (1-3")
     pane.type("1")
@@ -161,3 +165,22 @@ def test_no_color_turns_colour_off(tmp_path: Path) -> None:
     colour = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|9[0-7]|38;[25];[0-9;]+)m")
     assert colour.search(run({}))  # a terminal gets colour...
     assert not colour.search(run({"NO_COLOR": "1"}))  # ...unless NO_COLOR is set
+
+
+def test_sigterm_cleans_up_the_demo_and_its_tmux(tmp_path: Path) -> None:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agy_harness.composition.cli", "demo", "--profile", "1.0.4", "--pace", "0.05"],
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 160),
+    )
+    child.expect(r"tmux -L (\S+)")
+    socket = child.match.group(1)
+    child.expect(r"allow\? \[y/n\]")
+    child.kill(15)  # SIGTERM, as a service manager or a closed terminal (SIGHUP) would
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 143 and "Traceback" not in str(child.before)
+    alive = subprocess.run(["tmux", "-L", socket, "list-sessions"], capture_output=True, text=True)
+    assert alive.returncode != 0  # the demo's own tmux server (and agy's TUI in it) is gone
