@@ -184,7 +184,10 @@ async def test_every_committed_event_is_stored_once_in_order(run: Run, omni: Omn
     stored = [i for i in await omni.items(run.session_id) if i["type"] != "resource_event"]
     assert len(expected) >= 30
     assert [i["id"] for i in stored] == [stored_item_id(run.session_id, e.id) for e in expected]
-    print(f"items stored: {len(stored)} of {len(expected)}")
+    stats = run.sink.stats
+    print(
+        f"items stored: {len(stored)} of {len(expected)}; {stats.posted} events in {stats.requests} requests"
+    )
     user = [i["content"][0]["text"] for i in stored if i["type"] == "message" and i["role"] == "user"]
     assert user[0] == "Say hello in one short sentence." and len(user) == 10  # the sub-agent's is its own
     assert run.sink.stats.dropped == run.sink.stats.held == 0

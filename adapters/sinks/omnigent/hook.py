@@ -88,11 +88,12 @@ class GateAsks:
         if gate_id not in self._waiting:
             return
         self._waiting.discard(gate_id)
-        body = {"type": "external_session_status", "data": {"status": "running"}}
+        data: dict[str, Any] = {"status": "running"}
         if locked:
+            body = {"type": "external_session_status", "data": data}
             await self._poster.post(self.events_url, body, f"gate {gate_id} {why}")
         else:
-            await self._status(self.session_id, body["data"], f"gate {gate_id} {why}")
+            await self._status(self.session_id, data, f"gate {gate_id} {why}")
 
     async def _long_poll(self, gate: GateOpened, session: str, params: dict[str, Any]) -> GateAnswer:
         body = {"elicitation_id": elicitation_id(gate.gate_id), "params": params}

@@ -234,7 +234,7 @@ class OmnigentSink(GateAsks):
         if not bodies:  # a moot delta, a usage report omnigent already has
             self.stats.not_posted += 1
             return 1
-        run = [event]
+        run: list[Event] = [event]
         if len(bodies) == 1 and is_item(bodies[0]):
             for nxt in events[start + 1 : start + self.batch_size]:
                 if isinstance(nxt, Usage | ModelChanged | GateWithdrawn | SubagentStarted | GateOpened):
