@@ -103,6 +103,15 @@ def _harness(probe: RunningProbe, model_catalog: Any, **parts: Any) -> Harness:
     return harness
 
 
+def _tui_keys(target: str | None, server: Any) -> Any:
+    """agy's pane, to close its prompt after an RPC answer and to type "allow always" (None: unknown)."""
+    if not target:
+        return None
+    from agy_harness.adapters.tmux.keys import TmuxKeys
+
+    return TmuxKeys(target, server)
+
+
 def _queue_sink() -> EventSink:
     from .session import QueueSink  # session.py builds on this module
 
@@ -178,6 +187,7 @@ class AgyContainer(containers.DeclarativeContainer):
         none=providers.List(),
     )
     interaction_delivery = providers.Singleton(RpcInteractionDelivery, client)
+    tui_keys = providers.Singleton(_tui_keys, config.tmux_target, tmux_server)
     interrupter = providers.Singleton(RpcInterrupter, client)
     directory = providers.Singleton(RpcCascadeDirectory, client)
 
@@ -196,6 +206,7 @@ class AgyContainer(containers.DeclarativeContainer):
         directory=directory,
         cursor_store=cursor_store,
         options=options,
+        tui=tui_keys,
     )
 
     # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------

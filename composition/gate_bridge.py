@@ -24,6 +24,7 @@ from agy_harness.core.elicitation import (
     interaction_payload,
     rejection_is_transient,
 )
+from agy_harness.core.tui_keys import dismiss_keys, persist_keys, persist_offered
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import (
     EventSink,
@@ -31,6 +32,7 @@ from agy_harness.ports.protocols import (
     InteractionDelivery,
     InteractionRejected,
     StepSnapshot,
+    TuiKeys,
 )
 
 from .conversation import HarnessOptions
@@ -48,8 +50,12 @@ class GateBridge:
         emitter: Emitter,
         delivery: InteractionDelivery | None = None,
         options: HarnessOptions | None = None,
+        tui: TuiKeys | None = None,
     ) -> None:
         self.snapshot = snapshot
+        #: agy's own terminal, when its pane is known: its prompt is closed after an RPC answer,
+        #: and "allow always" goes there (see core.tui_keys)
+        self.tui = tui
         self.sink = sink
         self.emitter = emitter
         self.delivery = delivery
@@ -174,6 +180,55 @@ class GateBridge:
                 gate.id, f"gate {gate.gate_id}: answer refused, nothing sent: {exc}", "error"
             )
             return False
+        if answer.persist is not None:
+            return await self._persist(gate, answer)
+        delivered = await self._deliver(gate, answer, deadline)
+        if delivered and self.tui is not None:
+            await self._type(gate, dismiss_keys(gate, answer), "close agy's prompt")
+        return delivered
+
+    async def _persist(self, gate: GateOpened, answer: GateAnswer) -> bool:
+        """ "Allow always": typed into agy's own menu, which records the rule and answers the step (the
+        RPC carries only allow). Refused, nothing sent, where that is not possible."""
+        keys = persist_keys(gate, answer)
+        why = ""
+        if keys is None or gate.kind != "permission":
+            why = "allow always applies only to allowing a permission"
+        elif not persist_offered(gate):
+            why = "agy offers no allow-always for this gate"
+        elif self.tui is None:
+            why = "allow always needs agy's pane (attach --tmux): only agy's own menu records the rule"
+        if why or keys is None:
+            await self.emitter.notice(
+                gate.id, f"gate {gate.gate_id}: answer refused, nothing sent: {why}", "error"
+            )
+            return False
+        if await self._target(gate) is None:
+            return False
+        ok = await self._type(gate, keys, "allow always")
+        if ok:
+            self._delivered_gates.add(gate.gate_id)
+        return ok
+
+    async def _type(self, gate: GateOpened, keys: list[str], what: str) -> bool:
+        if not keys or self.tui is None:
+            return False
+        try:
+            await self.tui.send_keys(keys)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # best effort for a dismissal; the answer itself is reported
+            log.warning("gate %s: could not type %s into agy's pane to %s: %s", gate.gate_id, keys, what, exc)
+            if what == "allow always":
+                await self.emitter.notice(
+                    gate.id,
+                    f"gate {gate.gate_id}: could not type into agy's pane ({exc}); not delivered",
+                    "error",
+                )
+            return False
+        return True
+
+    async def _deliver(self, gate: GateOpened, answer: GateAnswer, deadline: float | None) -> bool:
         loop = asyncio.get_running_loop()
         limit = self.options.answer_deadline if deadline is None else deadline
         end = loop.time() + limit

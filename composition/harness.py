@@ -38,6 +38,7 @@ from agy_harness.ports.protocols import (
     Interrupter,
     StepSnapshot,
     StepSource,
+    TuiKeys,
     TurnSender,
 )
 
@@ -67,6 +68,7 @@ class Harness:
         directory: CascadeDirectory | None = None,
         cursor_store: CursorStore | None = None,
         options: HarnessOptions | None = None,
+        tui: TuiKeys | None = None,
     ) -> None:
         if not sources:
             raise ValueError("a harness needs at least one step source")
@@ -88,7 +90,12 @@ class Harness:
             self.conversation, sources, self.emitter, options=self.options, stats=self.stats
         )
         self.gates = GateBridge(
-            snapshot=snapshot, sink=sink, emitter=self.emitter, delivery=delivery, options=self.options
+            snapshot=snapshot,
+            sink=sink,
+            emitter=self.emitter,
+            delivery=delivery,
+            options=self.options,
+            tui=tui,
         )
         self.watcher = DirectoryWatcher(
             self.conversation,

@@ -136,6 +136,17 @@ class GateAnswer(BaseModel):
     selections: tuple[tuple[str, ...], ...] = ()
     write_ins: tuple[str, ...] = ()
     allow: bool | None = None
+    #: "allow always" for a permission agy offers it on (``persist_suggestion_type`` SUGGESTED):
+    #: ``session`` (this conversation) or ``always`` (agy's settings.json). Only agy's own menu
+    #: records the rule, so this needs agy's pane; without it the answer is refused, nothing sent.
+    persist: Literal["session", "always"] | None = None
+
+
+@runtime_checkable
+class TuiKeys(Protocol):
+    """Types keys into agy's own terminal (its tmux pane): option digits, ``Enter``, ``Escape``."""
+
+    async def send_keys(self, keys: Sequence[str]) -> None: ...
 
 
 @runtime_checkable

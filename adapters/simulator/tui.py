@@ -45,7 +45,7 @@ from typing import Any
 from agy_harness.core.steps import Step, parse_step, waiting_interaction
 
 from .simulator import Simulator
-from .tui_render import answer_interaction, render_screen, write_port_file
+from .tui_render import answer_interaction, gate_lines, render_screen, write_port_file
 
 __all__ = ["Tui", "answer_interaction", "main", "render_screen", "write_port_file"]
 
@@ -71,6 +71,10 @@ class Tui:
         self._last_drawn: list[str] = []
         self._done = asyncio.Event()
         self._loop = asyncio.get_running_loop()
+        # agy's prompt stays open after an answer that did not come from this terminal (over RPC):
+        # the gate step it was shown for, its lines, and the steps answered here
+        self._prompt: tuple[str, list[str]] | None = None
+        self._answered_here: set[str] = set()
 
     # -- state -----------------------------------------------------------------------------
 
@@ -91,8 +95,21 @@ class Tui:
             return True
         return sim_running(self.sim)
 
+    def stale_prompt(self) -> list[str]:
+        """The prompt left open after its gate was answered elsewhere (older agy: it waits for keys)."""
+        gate = self.waiting_gate()
+        if gate is not None:
+            self._prompt = (str(gate.key), gate_lines(gate))
+            return []
+        if self._prompt is not None and self._prompt[0] in self._answered_here:
+            self._prompt = None
+        return self._prompt[1] if self._prompt is not None else []
+
+    def dismiss_prompt(self) -> None:
+        self._prompt = None
+
     def state(self) -> str:
-        if self.waiting_gate() is not None:
+        if self.waiting_gate() is not None or self.stale_prompt():
             return "waiting for approval"
         return "working" if self.working() else "idle"
 
@@ -100,7 +117,14 @@ class Tui:
 
     def screen(self, cols: int, rows: int) -> list[str]:
         return render_screen(
-            self.steps(), self.composer, self.state(), self.profile, cols, rows, notice=self.notice
+            self.steps(),
+            self.composer,
+            self.state(),
+            self.profile,
+            cols,
+            rows,
+            notice=self.notice,
+            prompt=self.stale_prompt(),
         )
 
     def draw(self, *, force: bool = True) -> None:
@@ -120,12 +144,26 @@ class Tui:
             self._loop.call_soon(lambda: self.draw(force=False))
 
     def on_step(self, cascade_id: str, step: dict[str, Any]) -> None:
+        parsed = parse_step(step)
+        if (
+            parsed is not None
+            and waiting_interaction(parsed) is not None
+            and cascade_id == self.sim.cascade_id
+        ):
+            self._prompt = (
+                str(parsed.key),
+                gate_lines(parsed),
+            )  # shown: it stays until answered here or dismissed
         # The simulator may call back from another thread: hop onto the loop.
         self._loop.call_soon_threadsafe(self.request_redraw)
 
     # -- input -----------------------------------------------------------------------------
 
     def feed(self, data: str) -> None:
+        if data == "\x1b":  # a lone Escape key (tmux send-keys Escape): dismiss / skip
+            self.escape()
+            self.request_redraw()
+            return
         for ch in data:
             self._feed_char(ch)
         self.request_redraw()
@@ -169,8 +207,32 @@ class Tui:
         elif ch == "\t" or ch >= " ":
             self.composer += ch
 
+    def escape(self) -> None:
+        """Escape: closes a prompt left open; skips a waiting question (agy's skip: no responses)."""
+        gate = self.waiting_gate()
+        if gate is None:
+            self.dismiss_prompt()
+            return
+        interaction = answer_interaction(gate, "")
+        if interaction is None and waiting_interaction(gate) and waiting_interaction(gate)[0] == "question":  # type: ignore[index]
+            interaction = {
+                "trajectoryId": gate.key.trajectory_id,
+                "stepIndex": gate.key.step_index,
+                "askQuestion": {"responses": []},
+            }
+        if interaction is not None:
+            self._answered_here.add(str(gate.key))
+            self._busy_action = self._loop.create_task(self._answer(interaction))
+
     def submit(self) -> None:
         text = self.composer.strip()
+        if self.waiting_gate() is None and self.stale_prompt():
+            # the prompt is still open: what is typed goes to it, not to a new turn
+            self.composer = ""
+            if not (text.isdigit() or text.lower() in ("y", "n", "yes", "no")):
+                self.notice = "typed into the open prompt above; it was not sent as a turn"
+            self.dismiss_prompt()
+            return
         gate = self.waiting_gate()
         if gate is not None:
             interaction = answer_interaction(gate, text)
@@ -179,6 +241,7 @@ class Tui:
                 return
             self.composer = ""
             self.notice = ""
+            self._answered_here.add(str(gate.key))
             self._busy_action = self._loop.create_task(self._answer(interaction))
             return
         if not text or self.working():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,12 @@ def _tool_line(step: Step) -> str:
     return f"• {tool_name(step)}: {detail}  [{status}]" if detail else f"• {tool_name(step)}  [{status}]"
 
 
+def _persist_pattern(request: dict[str, Any]) -> str:
+    if as_str(request.get("persistSuggestionType")) != "PERSIST_SUGGESTION_TYPE_SUGGESTED":
+        return ""
+    return as_str(request.get("suggestedPersistPattern"))
+
+
 def gate_lines(step: Step) -> list[str]:
     gate = waiting_interaction(step)
     if gate is None:
@@ -58,7 +65,22 @@ def gate_lines(step: Step) -> list[str]:
         target = as_str(as_dict(request.get("resource")).get("target")) or as_str(
             as_dict(step.raw.get("runCommand")).get("commandLine")
         )
-        return [f"? Allow `{target}`?", "  1. Allow", "  2. Deny", "  (type 1/y or 2/n, then Enter)"]
+        pattern = _persist_pattern(request)
+        if pattern:  # agy's menu when it offers "allow always" (the reference, live-verified on 1.2.7)
+            return [
+                f"? Allow `{target}`?",
+                "  1. Yes, run command",
+                f"  2. Yes, and always allow in this conversation for commands that start with '{pattern}'",
+                f"  3. Yes, and always allow commands that start with '{pattern}' (Persist to settings.json)",
+                "  4. No, cancel",
+                "  (type 1-4, or y/n, then Enter)",
+            ]
+        return [
+            f"? Allow `{target}`?",
+            "  1. Yes, run command",
+            "  2. No, cancel",
+            "  (type 1/y or 2/n, then Enter)",
+        ]
     out: list[str] = []
     for q in as_list(request.get("questions")):
         q = as_dict(q)
@@ -100,9 +122,12 @@ def answer_interaction(step: Step, text: str) -> dict[str, Any] | None:
     base: dict[str, Any] = {"trajectoryId": step.key.trajectory_id, "stepIndex": step.key.step_index}
     word = text.strip().lower()
     if kind == "permission":
-        if word in ("1", "y", "yes", "allow"):
+        offered = bool(_persist_pattern(request))
+        allow = ("1", "y", "yes", "allow", "2", "3") if offered else ("1", "y", "yes", "allow")
+        deny = ("4", "n", "no", "deny") if offered else ("2", "n", "no", "deny")
+        if word in allow:  # 2/3 also record the rule in agy's settings; the step is simply allowed
             return {**base, "permission": {"allow": True}}
-        if word in ("2", "n", "no", "deny"):
+        if word in deny:
             return {**base, "permission": {"allow": False}}
         return None
     questions = [as_dict(q) for q in as_list(request.get("questions"))]
@@ -126,10 +151,19 @@ def answer_interaction(step: Step, text: str) -> dict[str, Any] | None:
 
 
 def render_screen(
-    steps: list[Any], composer: str, state: str, profile: str, cols: int, rows: int, *, notice: str = ""
+    steps: list[Any],
+    composer: str,
+    state: str,
+    profile: str,
+    cols: int,
+    rows: int,
+    *,
+    notice: str = "",
+    prompt: Sequence[str] = (),
 ) -> list[str]:
     """The whole screen, one string per logical line: conversation tail, rule, composer, footer."""
     conversation = render_steps(steps)
+    conversation += prompt  # a prompt left open after its gate was answered elsewhere
     if notice:
         conversation.append(f"! {notice}")
     bottom = [RULE * max(3, cols), *_indent("> ", composer), f"agy {profile} · {state}"]
