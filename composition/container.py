@@ -72,13 +72,18 @@ from .version_gate import Capabilities, choose_adapters, detect_capabilities
 
 
 class RunningProbe:
-    """Tells the stream source whether the bound turn is running (the harness exists only later)."""
+    """Tells the stream source whether agy should be producing frames (the harness exists only later):
+    a turn runs and no gate waits. While a gate waits on the human (for hours, maybe) or the cascade
+    is idle, a silent stream is agy being quiet, not a dead stream (the stream's idle watchdog)."""
 
     def __init__(self) -> None:
         self.harness: Harness | None = None
 
     def __call__(self) -> bool:
-        return self.harness is not None and self.harness.reconciler.state.status == "running"
+        if self.harness is None:
+            return False
+        state = self.harness.reconciler.state
+        return state.status == "running" and not state.gates
 
 
 def _transcript_tail(caps: Capabilities) -> StepSource:

@@ -16,6 +16,7 @@ import logging
 import random
 from collections.abc import Sequence
 
+from agy_harness.adapters.rpc.errors import StreamIdle
 from agy_harness.ports.events import Notice
 from agy_harness.ports.protocols import SourceUnavailable, StepSource
 
@@ -42,6 +43,7 @@ class ReadDriver:
         self.emitter = emitter
         self.options = options or HarnessOptions()
         self.stats = stats or HarnessStats()
+        self._idles = 0  # consecutive stream-idle restarts (logged as a warning once)
         self.task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -115,7 +117,8 @@ class ReadDriver:
                 raise
             except Exception as exc:
                 self.stats.source_errors += 1
-                log.warning(
+                self._idles = self._idles + 1 if isinstance(exc, StreamIdle) else 0
+                (log.warning if self._idles <= 1 else log.info)(  # a stalled stream: said once
                     "step source %r failed (%s: %s); %s",
                     source.name,
                     type(exc).__name__,
