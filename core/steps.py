@@ -74,9 +74,17 @@ def as_int(value: object, default: int = 0) -> int:
 
 
 def camel(short_type: str) -> str:
-    """``RUN_COMMAND`` -> ``runCommand``: the key of a step's typed body."""
-    head, *rest = short_type.lower().split("_")
-    return head + "".join(part.capitalize() for part in rest)
+    """``RUN_COMMAND`` -> ``runCommand``: the key of a step's typed body (memoised: on the hot path)."""
+    key = _CAMEL.get(short_type)
+    if key is None:
+        head, *rest = short_type.lower().split("_")
+        key = head + "".join(part.capitalize() for part in rest)
+        if len(_CAMEL) < 1024:  # agy has a few dozen step types; never grow without bound on junk
+            _CAMEL[short_type] = key
+    return key
+
+
+_CAMEL: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
