@@ -99,12 +99,15 @@ def _tmux_sender(target: str, server: Any, step_reader: StepSnapshot) -> TurnSen
     return TmuxTurnSender(target, server=server, step_reader=step_reader)
 
 
-def _harness(probe: RunningProbe, model_catalog: Any, **parts: Any) -> Harness:
+def _harness(probe: RunningProbe, model_catalog: Any, client: RpcClient, **parts: Any) -> Harness:
     bind_catalog = getattr(parts["sink"], "bind_model_catalog", None)
     if callable(bind_catalog):  # a sink showing agy's model display names (the omnigent sink)
         bind_catalog(model_catalog)
     harness = Harness(**parts)
     probe.harness = harness
+    if any(isinstance(s, RpcStreamSource) for s in parts["sources"]):
+        # this agy streams: sub-agents are streamed too (each stream has its own connection)
+        harness.watcher.child_source = lambda: RpcStreamSource(client)
     return harness
 
 
@@ -201,6 +204,7 @@ class AgyContainer(containers.DeclarativeContainer):
         _harness,
         running,
         model_catalog,
+        client,
         cascade_id=cascade_id,
         sources=step_sources,
         snapshot=snapshot,

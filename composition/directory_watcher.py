@@ -25,7 +25,7 @@ from typing import Any
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.core.rotation import is_child, rotation_target
 from agy_harness.ports.events import Event, SubagentStarted, ToolResult
-from agy_harness.ports.protocols import CascadeDirectory, StepBatch, StepSnapshot
+from agy_harness.ports.protocols import CascadeDirectory, CascadeSummary, StepBatch, StepSnapshot, StepSource
 
 from .conversation import Conversation, HarnessOptions
 from .emitter import Emitter
@@ -56,6 +56,8 @@ class DirectoryWatcher:
         self._known: set[str] | None = None  # cascades listed at bind time (see rotation_target)
         self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
         self._wake = asyncio.Event()  # something was delivered: back to the short interval
+        #: makes a live source for a sub-agent's cascade (the RPC stream); None: sub-agents are polled
+        self.child_source: Callable[[], StepSource] | None = None
         self.checks = 0
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -96,9 +98,15 @@ class DirectoryWatcher:
 
     # -- the loop --------------------------------------------------------------------------
 
-    def _quiet(self) -> bool:
-        """Nothing here can change unless agy starts something: no open turn, no sub-agent mirrored."""
-        return self.conversation.reconciler.state.status != "running" and not self._children
+    def _quiet(self, summaries: Sequence[CascadeSummary]) -> bool:
+        """Nothing here can change unless agy starts something: no open turn, no sub-agent of ours running."""
+        if self.conversation.reconciler.state.status == "running":
+            return False
+        cascade_id = self.conversation.cascade_id
+        return not any(
+            is_child(s) and cascade_id in (s.parent_id, s.root_id) and not s.status.endswith("IDLE")
+            for s in summaries
+        )
 
     async def _tick(self, interval: float) -> bool:
         """Sleep until the next multiple of ``interval`` on the loop clock; False when woken early."""
@@ -159,7 +167,7 @@ class DirectoryWatcher:
             target = rotation_target(cascade_id, summaries, self._known)
             if target is not None:
                 await self.rotate(target)
-            quiet = target is None and self._quiet() and self._idle_reports == 0
+            quiet = target is None and self._quiet(summaries) and self._idle_reports == 0
             interval = min(interval + base, base * self.options.directory_idle_factor) if quiet else base
 
     async def _mirror(self, child: str) -> None:
@@ -180,8 +188,18 @@ class DirectoryWatcher:
             ]
         )
         reconciler = Reconciler(child)
-        # polled, not streamed: more than a few streams on one HTTP/2 client wedge httpx/httpcore
-        # (benchmarks/probe_shared_client.py), and the session's own stream must never stall
+        if self.child_source is not None:
+            # streamed: each stream has its own connection now (adapters/rpc/client.py), so a child's
+            # stream can neither stall the session's nor hold up a call; an idle one costs nothing
+            source = self.child_source()
+            try:
+                async for batch in source.batches(child):
+                    await self.emitter.apply(batch, reconciler)
+                return  # agy ended the child's stream with a clean trailer: it is done
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("sub-agent %s: stream failed (%s); polling it", child, exc)
         while True:
             try:
                 raws = await self.snapshot.read_steps(child)
