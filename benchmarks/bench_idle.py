@@ -255,11 +255,8 @@ async def amain(sessions: int, seconds: float, modes: list[str], own_view: bool)
         show(mode, results[mode])
     r = ratio(results["poll"]["cpu_pct"], results["stream"]["cpu_pct"])
     print(f"ratio poll/stream CPU: {r:.1f}x")
-    if "shared" in results and results["shared"]["calls_per_s"] < 1:
-        print(
-            "shared: with 4+ streams open on ONE RpcClient (httpx/httpcore HTTP/2) later streams get no "
-            "frame and no unary call completes; see probe_shared_client.py"
-        )
+    if "shared" in results and results["shared"]["calls_stuck"]:
+        print("shared: unary calls stuck next to the open streams; see probe_transports.py")
     write_summary("idle", {**results, "ratio_poll_stream": r})
     return 0
 

@@ -1,0 +1,119 @@
+"""Runs INSIDE the reference's Python 3.12 venv (omnigent 0.19.1): the reference's own code on our inputs.
+
+    <ref-python> ref_worker.py mapper STEPS.json        -> {"steps_per_s", "n"}
+    <ref-python> ref_worker.py attach STEPS.json        -> {"seconds", "cpu_seconds", "events", "n"}
+    <ref-python> ref_worker.py stream PORT CASCADE      -> runs until stdin closes, then
+                                                           {"events": [[t, step_index, type, len], ...]}
+                                                           (step_index -1: an event that is not a text delta)
+
+* ``mapper``: ``omnigent.harnesses.antigravity_native.steps.map_step_to_events`` over every step (best of 5).
+* ``attach``: the reader's stream path (``reader._process_stream_step``: dedup, deltas, committed
+  items, status edges, usage, model change, gates) over one snapshot of the steps, as on connect.
+* ``stream``: the reader's ``_stream_loop`` on the simulator (``rpc.stream_agent_state_updates``,
+  httpx HTTP/1.1 over TLS, as it speaks to real agy).
+
+Every event the reader would POST to omnigent is handed to a recorder instead (``_post_event``),
+stamped with ``time.perf_counter()`` (CLOCK_MONOTONIC: comparable with the parent process's
+stamps). The model catalog is answered locally and the gate bridge is a no-op, so neither adds
+network time. Not part of the package: benchmarks only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+from omnigent.harnesses.antigravity_native import reader
+from omnigent.harnesses.antigravity_native.steps import map_step_to_events
+
+RECORDED: list[list[Any]] = []
+
+
+async def _record(client: Any, session_id: str, event: Any) -> None:
+    t = time.perf_counter()
+    data = event.data if isinstance(event.data, dict) else {}
+    message_id = str(data.get("message_id") or "")
+    if event.event_type.endswith("output_text_delta") and message_id.endswith(":planner"):
+        RECORDED.append([t, int(message_id.split(":")[-2]), "text_delta", len(str(data.get("delta") or ""))])
+    else:
+        RECORDED.append([t, -1, event.event_type, 0])
+
+
+async def _catalog(state: Any) -> dict[str, object]:
+    return {}
+
+
+async def _no_interaction(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+reader._post_event = _record  # type: ignore[assignment]
+reader._ensure_catalog = _catalog  # type: ignore[assignment]
+
+
+def _state(port: int = 0) -> Any:
+    return reader._ReaderState(seen=set(), interacted=set(), port=port)
+
+
+def mapper(path: str) -> dict[str, Any]:
+    with open(path) as fh:
+        steps = json.load(fh)
+    best = 0.0
+    for _ in range(5):
+        t = time.perf_counter()
+        for s in steps:
+            map_step_to_events(s, conversation_id="bench")
+        best = max(best, len(steps) / (time.perf_counter() - t))
+    return {"steps_per_s": best, "n": len(steps)}
+
+
+async def attach(path: str) -> dict[str, Any]:
+    with open(path) as fh:
+        steps = json.load(fh)
+    state = _state()
+    w, c = time.perf_counter(), time.process_time()
+    for s in steps:
+        await reader._process_stream_step(
+            s, client=None, session_id="s", cascade_id="bench", state=state,
+            on_pending_interaction=_no_interaction,
+        )  # fmt: skip
+    return {"seconds": time.perf_counter() - w, "cpu_seconds": time.process_time() - c,
+            "events": len(RECORDED), "n": len(steps)}  # fmt: skip
+
+
+async def stream(port: int, cascade: str) -> dict[str, Any]:
+    state = _state(port)
+    stopping = False
+    task = asyncio.create_task(
+        reader._stream_loop(
+            port=port, cascade_id=cascade, client=None, session_id="s",
+            on_pending_interaction=_no_interaction, state=state, stop=lambda: stopping,
+        )
+    )  # fmt: skip
+    print(json.dumps({"ready": True}), flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes it
+    stopping = True
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return {"events": RECORDED}
+
+
+def main() -> int:
+    cmd, *args = sys.argv[1:]
+    if cmd == "mapper":
+        out = mapper(args[0])
+    elif cmd == "attach":
+        out = asyncio.run(attach(args[0]))
+    elif cmd == "stream":
+        out = asyncio.run(stream(int(args[0]), args[1]))
+    else:
+        raise SystemExit(f"unknown command {cmd!r}")
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
