@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 from fastapi import FastAPI, Response
 from omnigent.errors import OmnigentError
 from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
-from omnigent.server.schemas import ElicitationRequestParams
+from omnigent.runtime.harnesses._scaffold import TurnContext
+from omnigent.server.schemas import CreateResponseRequest, ElicitationRequestParams
 
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened
@@ -35,6 +37,13 @@ class AgyExecutorAdapter(ExecutorAdapter):
         if executor._gate_asker is None:
             executor._gate_asker = self._ask_gate
         return executor
+
+    async def run_turn(self, request: CreateResponseRequest, ctx: TurnContext) -> None:
+        executor = self._ensure_executor()
+        server = os.environ.get("RUNNER_SERVER_URL", "").strip()
+        if server and ctx.session_id and executor.mirror_target is None:
+            executor.mirror_target = (server, ctx.session_id)
+        await super().run_turn(request, ctx)
 
     async def _ask_gate(self, gate: GateOpened) -> GateAnswer | None:
         """Put ``gate`` to the human through the current turn; fail closed.

@@ -34,6 +34,7 @@ from agy_harness.ports.events import (
 )
 from agy_harness.ports.protocols import GateAnswer, ModelInfo
 
+from .mirror import OutsideMirror
 from .settings import AgySettings
 from .translate import TurnTranslator, UsageTotals, turn_usage
 
@@ -55,6 +56,9 @@ class PluginSink:
 
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        #: between omnigent's turns events go to ``on_outside`` as they arrive; during one, onto the queue
+        self.to_queue = True
+        self.on_outside: Callable[[Event], None] | None = None
         self._asker: GateAsker | None = None
         self._ready = asyncio.Event()
 
@@ -67,7 +71,10 @@ class PluginSink:
 
     async def deliver(self, events: Sequence[Event]) -> int:
         for event in events:
-            self.queue.put_nowait(event)
+            if self.to_queue or self.on_outside is None:
+                self.queue.put_nowait(event)
+            else:
+                self.on_outside(event)
         return len(events)
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
@@ -109,6 +116,8 @@ class AgyConversation:
         self.interrupted = asyncio.Event()
         self.in_turn = False
         self.outside_events = 0
+        self.mirror: OutsideMirror | None = None
+        self._foreign = False  # the latest agy turn was typed outside omnigent (in agy's terminal)
         self._stack = AsyncExitStack()
         self._container: AgyContainer | None = None
         self._default_model: PlanModelResolver | None = None
@@ -146,6 +155,13 @@ class AgyConversation:
             await self._stack.aclose()
             raise
         await self._settle()
+        self.sink.on_outside = self._between_turns
+        self._drain()
+        self.sink.to_queue = False
+
+    def _between_turns(self, event: Event) -> None:
+        self._track(event)
+        self.outside(event)
 
     async def _settle(self, quiet: float = 0.3, limit: float = 5.0) -> None:
         """Let the first read replay the conversation so far (history, not this turn's)."""
@@ -159,8 +175,16 @@ class AgyConversation:
             self._track(event)
 
     async def close(self) -> None:
+        if self.mirror is not None:
+            await self.mirror.close()
+            self.mirror = None
         await self._stack.aclose()
         self.session = None
+
+    def enable_mirror(self, server_url: str, session_id: str) -> None:
+        """Post activity outside omnigent's turns into omnigent session ``session_id`` (see mirror.py)."""
+        if self.mirror is None and self._container is not None:
+            self.mirror = OutsideMirror(server_url, session_id, self._container.model_catalog())
 
     # -- models ------------------------------------------------------------------------------------
 
@@ -207,10 +231,21 @@ class AgyConversation:
     def outside(self, event: Event) -> None:
         """Activity outside omnigent's turns (a turn typed in agy's terminal, its /clear, sub-agents).
 
-        omnigent 0.19.1's executor interface can only speak inside a turn it started, so these are
-        logged, not shown in the omnigent session (README: "Activity outside omnigent's turns").
+        omnigent 0.19.1's executor interface can only speak inside a turn it started: a turn typed in
+        agy and agy's /clear are posted to the omnigent session by the mirror when the harness process
+        can reach omnigent's server, and logged (README: "Activity outside omnigent's turns"). What
+        is left over from omnigent's own turns (the tail of a stopped reply) is not re-posted.
         """
         self.outside_events += 1
+        bound = self.session.cascade_id if self.session is not None else event.cascade_id
+        if isinstance(event, UserMessage) and event.cascade_id == bound:
+            self._foreign = True
+        if (
+            self.mirror is not None
+            and event.cascade_id == bound
+            and (self._foreign or isinstance(event, Rotation))
+        ):
+            self.mirror.post(event)
         if isinstance(event, UserMessage):
             log.info("agy turn outside omnigent (typed in agy): %.200s", event.text)
         elif isinstance(event, Rotation):
@@ -245,7 +280,7 @@ class AgyConversation:
 
     async def turn(self, text: str, asker: GateAsker) -> AsyncIterator[ExecutorEvent]:
         assert self.session is not None
-        self._drain()
+        self.sink.to_queue = True
         self.interrupted.clear()
         before = self.usage.copy()
         self._expected, seen = 1, 0
@@ -276,6 +311,7 @@ class AgyConversation:
                 if seen == 0:
                     if isinstance(event, UserMessage) and event.cascade_id == translator.cascade_id:
                         seen = 1
+                        self._foreign = False
                     else:
                         self.outside(event)
                     continue
@@ -312,6 +348,8 @@ class AgyConversation:
         finally:
             self.in_turn = False
             self.sink.set_asker(None)
+            self.sink.to_queue = False
+            self._drain()  # what came after the turn's end (the tail of a stopped reply)
 
     async def steer(self, text: str) -> bool:
         """A message typed into omnigent while a turn runs: agy queues it as the next turn."""

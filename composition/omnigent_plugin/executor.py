@@ -62,6 +62,8 @@ class AgyExecutor(Executor):
         self._elicitation_handler: Any = None
         # installed by AgyExecutorAdapter: puts a gate to the current omnigent turn
         self._gate_asker: GateAsker | None = None
+        # set by AgyExecutorAdapter from the turn: omnigent's server and session (for the mirror)
+        self.mirror_target: tuple[str, str] | None = None
 
     def supports_streaming(self) -> bool:
         return True
@@ -101,6 +103,8 @@ class AgyExecutor(Executor):
                 message=f"agy-harness: cannot bind agy ({type(exc).__name__}: {exc})", undelivered=True
             )
             return
+        if self.mirror_target is not None:
+            conv.enable_mirror(*self.mirror_target)
         wanted = (config.model if config is not None else None) or conv.settings.model
         if wanted:
             try:

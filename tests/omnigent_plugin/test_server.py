@@ -113,3 +113,65 @@ async def test_omnigent_run_with_the_readme_agent_reaches_agy(
     assert usage["input_tokens"] == int(spent["inputTokens"]) + cache
     assert usage["cache_read_input_tokens"] == cache
     assert usage["output_tokens"] == int(spent["outputTokens"])
+
+
+async def session_items(http: httpx.AsyncClient, sid: str) -> list[tuple[str, str]]:
+    session = (await http.get(f"/v1/sessions/{sid}")).json()
+    out = []
+    for item in session["items"]:
+        if item["type"] == "message":
+            out.append((item["data"]["role"], item["data"]["content"][0]["text"]))
+    return out
+
+
+async def test_a_turn_typed_in_agy_is_mirrored_into_the_session(
+    plugin_python: Path, server: tuple[str, Path], tmp_path: Path
+) -> None:
+    url, home = server
+    async with (
+        Simulator(profile="1.0.10", pace=0.05) as sim,
+        httpx.AsyncClient(base_url=url, timeout=30) as http,
+    ):
+        agent = agent_dir(tmp_path, sim)
+        proc = await asyncio.create_subprocess_exec(  # the REPL stays open (its stdin stays open)
+            str(plugin_python),
+            "-m",
+            "omnigent",
+            "run",
+            str(agent),
+            "--server",
+            url,
+            "-p",
+            "Say hello in one short sentence.",
+            cwd=str(home),
+            env=server_env(home),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            async with asyncio.timeout(180):
+                sid = ""
+                while not sid:
+                    rows = (await http.get("/v1/sessions")).json()["data"]
+                    sid = rows[0]["id"] if rows else ""
+                    await asyncio.sleep(0.2)
+                while (await session_items(http, sid))[-1:] != [("assistant", GREETING)]:
+                    await asyncio.sleep(0.2)
+                # typed in agy's own terminal, outside any omnigent turn
+                await sim.submit_user_turn("hello from the terminal")
+                await sim.wait_idle(timeout=30)
+                while len(await session_items(http, sid)) < 4:
+                    await asyncio.sleep(0.2)
+            items = await session_items(http, sid)
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.communicate(), 60)
+    assert items == [
+        ("user", "Say hello in one short sentence."),
+        ("assistant", GREETING),
+        ("user", "hello from the terminal"),
+        ("assistant", GREETING),
+    ]
