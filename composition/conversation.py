@@ -30,6 +30,7 @@ class HarnessOptions:
     #: when it runs out. A proven shape error or a step that left WAITING ends it at once.
     answer_deadline: float = 600.0
     subagent_poll: float = 0.25  # a sub-agent's cascade is polled at this interval
+    subagent_link_wait: float = 5.0  # how long a new sub-agent waits for the result naming it
 
 
 @dataclass

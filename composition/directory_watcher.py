@@ -56,6 +56,7 @@ class DirectoryWatcher:
         self._known: set[str] | None = None  # cascades listed at bind time (see rotation_target)
         self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
         self._wake = asyncio.Event()  # something was delivered: back to the short interval
+        self._delivered = asyncio.Event()  # the same, for a sub-agent mirror waiting for its link
         #: makes a live source for a sub-agent's cascade (the RPC stream); None: sub-agents are polled
         self.child_source: Callable[[], StepSource] | None = None
         self.checks = 0
@@ -95,6 +96,7 @@ class DirectoryWatcher:
                 self._subagent_results.append((event.call_id, event.output))
         if events and events[0].cascade_id == self.conversation.cascade_id:
             self._wake.set()
+            self._delivered.set()
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -170,12 +172,32 @@ class DirectoryWatcher:
             quiet = target is None and self._quiet(summaries) and self._idle_reports == 0
             interval = min(interval + base, base * self.options.directory_idle_factor) if quiet else base
 
+    async def _link(self, child: str) -> str:
+        """The parent's tool call that started ``child``: the one whose result names it.
+
+        agy lists the child before that result reaches us, so while our turn runs this waits for
+        it (each delivery re-checks), up to ``subagent_link_wait``; then, or when no turn runs, the
+        latest sub-agent call is the best guess ("" when there is none).
+        """
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self.options.subagent_link_wait
+        while True:
+            named = next((c for c, output in reversed(self._subagent_results) if child in output), None)
+            if named is not None:
+                return named
+            remaining = end - loop.time()
+            if self.conversation.reconciler.state.status != "running" or remaining <= 0:
+                return self._subagent_results[-1][0] if self._subagent_results else ""
+            self._delivered.clear()
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._delivered.wait()
+            except TimeoutError:
+                pass
+
     async def _mirror(self, child: str) -> None:
         """A sub-agent's cascade, mirrored as its own event stream, linked to the parent's tool call."""
-        call_id = next(
-            (c for c, output in reversed(self._subagent_results) if child in output),
-            self._subagent_results[-1][0] if self._subagent_results else "",
-        )
+        call_id = await self._link(child)
         cascade_id = self.conversation.cascade_id
         await self.emitter.emit(
             [

@@ -114,6 +114,37 @@ async def test_a_sub_agent_is_mirrored_once_linked_to_the_call_that_started_it()
     assert rotations.targets == []  # a sub-agent is no rotation
 
 
+async def test_a_sub_agent_listed_before_the_result_naming_it_waits_for_that_result() -> None:
+    conversation = Conversation(CASCADE)
+    conversation.reconciler.feed(fixture("user_input"))  # our turn runs: the result is on its way
+    watcher, directory, emitter, _ = make(
+        [summary(CASCADE), summary("child-1", parent_id=CASCADE)], [], conversation
+    )
+    watcher.observe(  # an earlier sub-agent of this turn: the wrong guess
+        [ToolResult(id="r0", cascade_id=CASCADE, call_id="c0", name="invoke_subagent", output="child-0")]
+    )
+    watcher.start()
+    await listings(directory, 3)
+    assert emitter.emitted == []  # not linked yet, and nothing of the child emitted before its link
+    watcher.observe(
+        [ToolResult(id="r1", cascade_id=CASCADE, call_id="c1", name="invoke_subagent", output="child-1 ok")]
+    )
+    await emitter.wait_for(lambda: emitter.emitted)
+    stop(watcher)
+    assert [e.parent_call_id for e in emitter.emitted] == ["c1"]  # type: ignore[union-attr]
+
+
+async def test_with_no_turn_running_a_sub_agent_is_linked_at_once_to_the_best_guess() -> None:
+    watcher, _, emitter, _ = make([summary(CASCADE), summary("child-1", parent_id=CASCADE)], [])
+    watcher.observe(
+        [ToolResult(id="r0", cascade_id=CASCADE, call_id="c0", name="invoke_subagent", output="started")]
+    )
+    watcher.start()
+    await emitter.wait_for(lambda: emitter.emitted)
+    stop(watcher)
+    assert [e.parent_call_id for e in emitter.emitted] == ["c0"]  # type: ignore[union-attr]
+
+
 async def test_a_conversation_minted_after_binding_is_a_rotation_one_that_existed_is_not() -> None:
     t = "2026-01-01T00:00:0{}Z"
     bound = summary(CASCADE, last_user_input_time=t.format(1))
