@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .acp import add_acp_command
 
     add_acp_command(sub)
+    from .doctor import add_doctor_command
+
+    add_doctor_command(sub)
     return parser
 
 

@@ -30,6 +30,9 @@ class Faults:
     malformed_frame_once: bool = False
     non_dict_step_once: bool = False
     stall_stream: bool = False
+    #: drift, for ``agy-harness doctor``'s test: a field agy might add in a later version appears in
+    #: every step (``metadata.futureField``), every model entry (``futureFlag``) and every frame
+    drift: bool = False
     delay: float = 0.0
     delay_methods: set[str] | None = None
     failures: dict[str, MethodFailure] = field(default_factory=dict)
@@ -69,6 +72,21 @@ class Faults:
     def reset(self) -> None:
         self.cut_stream_once = self.malformed_frame_once = self.non_dict_step_once = False
         self.stall_stream = False
+        self.drift = False
         self.delay = 0.0
         self.delay_methods = None
         self.failures.clear()
+
+
+def with_drift(value: dict[str, object], kind: str) -> dict[str, object]:
+    """``value`` (a copy) with the drift fields of ``kind`` ("step", "model", "frame")."""
+    out = dict(value)
+    if kind == "step":
+        metadata = dict(out.get("metadata") or {})  # type: ignore[call-overload]
+        metadata["futureField"] = "from a newer agy"
+        out["metadata"] = metadata
+    elif kind == "model":
+        out["futureFlag"] = True
+    else:
+        out["futureFrameField"] = 1
+    return out

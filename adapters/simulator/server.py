@@ -22,6 +22,7 @@ from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 
 from . import envelope
+from .faults import with_drift
 from .profiles import ALL_METHODS, SERVICE
 from .state import Cascade, RpcFailure, ServerHost, Watcher
 from .tls import server_context
@@ -227,6 +228,11 @@ class App:
             if first or indices or watcher.status_dirty:
                 watcher.status_dirty = False
                 frame = sim._update_frame(cascade, indices)
+                if faults.drift:
+                    update = with_drift(frame["update"], "frame")
+                    steps_update = update["mainTrajectoryUpdate"]["stepsUpdate"]  # type: ignore[index]
+                    steps_update["steps"] = [with_drift(x, "step") for x in steps_update["steps"]]
+                    frame = {"update": update}
                 if faults.take("non_dict_step"):
                     frame["update"]["mainTrajectoryUpdate"]["stepsUpdate"]["steps"].append("not a step")
                 delay = faults.delay_for("StreamAgentStateUpdates")

@@ -9,6 +9,7 @@ import copy
 from typing import Any, Protocol
 
 from .catalog import catalog_answer
+from .faults import Faults, with_drift
 from .state import Cascade, RpcFailure, not_found
 
 
@@ -16,6 +17,7 @@ class UnaryHost(Protocol):
     """What the unary methods use of the simulator."""
 
     model: str
+    faults: Faults
     _cascades: dict[str, Cascade]
 
     async def handle_interaction(self, cascade_id: str, interaction: dict[str, Any]) -> None: ...
@@ -40,7 +42,8 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
         c = sim._cascades.get(str(request.get("cascadeId") or ""))
         if c is None:
             raise not_found()
-        return {"steps": copy.deepcopy(c.steps)}
+        steps = copy.deepcopy(c.steps)
+        return {"steps": [with_drift(x, "step") for x in steps] if sim.faults.drift else steps}
     if method == "HandleCascadeUserInteraction":
         interaction = request.get("interaction")
         await sim.handle_interaction(
@@ -76,7 +79,11 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
     if method == "StartCascade":
         return {"cascadeId": await sim.start_cascade()}
     if method == "GetAvailableModels":
-        return catalog_answer(sim.model)
+        answer = catalog_answer(sim.model)
+        if sim.faults.drift:
+            models = answer["response"]["models"]
+            answer["response"]["models"] = {k: with_drift(v, "model") for k, v in models.items()}
+        return answer
     if method == "GetAllCascadeTrajectories":
         return {"trajectorySummaries": sim.trajectory_summaries()}
     if method == "SendAgentMessage":

@@ -1,0 +1,236 @@
+"""``agy-harness doctor [--port N | --cascade ID] [--json]``: a read-only probe of a live agy.
+
+It reports agy's version, which RPC methods this project uses are present or missing, and every
+field, step type and enum value it saw that the project does not know (a drift report a user can
+paste into an issue). It only reads: unary methods that could change something are probed with an
+empty request that names no conversation (agy refuses it; a 404 means the method is missing), the
+stream is opened for its first frame and closed, and ``StartCascade`` is not probed at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.codec import unwrap_update
+from agy_harness.adapters.rpc.discovery import Resolver
+from agy_harness.core.steps import as_dict, as_list, as_str, steps_from_update
+
+from . import doctor_schema as K
+from .errors import EXIT_FAILURE, EXIT_OK
+from .version_gate import agy_version, method_exists
+
+READ_METHODS = ("Heartbeat", "GetAllCascadeTrajectories", "GetAvailableModels")
+EMPTY_PROBED = (
+    "GetConversationMetadata",
+    "GetCascadeTrajectorySteps",
+    "SendUserCascadeMessage",
+    "HandleCascadeUserInteraction",
+    "CancelCascadeSteps",
+    "SendAgentMessage",
+)
+NOT_PROBED = {"StartCascade": "it would create a conversation"}
+
+
+@dataclass
+class Drift:
+    """Unknown things seen, each once, with where and an example value."""
+
+    seen: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def add(self, where: str, what: str, example: Any) -> None:
+        text = json.dumps(example, ensure_ascii=False)[:80] if not isinstance(example, str) else example[:80]
+        self.seen.setdefault((where, what), text)
+
+    def unknown_paths(self, where: str, value: dict[str, Any], known: frozenset[str]) -> None:
+        paths = K.keypaths(value)
+        for path in sorted(paths - known):
+            parent = path.rsplit(".", 1)[0] if "." in path else ""
+            if parent and parent in paths and parent not in known:
+                continue  # the topmost unknown path stands for its subtree
+            self.add(where, f"field {path}", _at(value, path))
+
+    def step(self, raw: Any) -> None:
+        if not isinstance(raw, dict):
+            return
+        step_type = as_str(raw.get("type")).removeprefix("CORTEX_STEP_TYPE_")
+        status = as_str(raw.get("status")).removeprefix("CORTEX_STEP_STATUS_")
+        if step_type not in K.known_step_types():
+            self.add("step", f"type CORTEX_STEP_TYPE_{step_type}", sorted(raw)[:8])
+            return  # its fields are all new: the type says it
+        where = f"step {step_type}"
+        if status and status not in K.KNOWN_STATUSES:
+            self.add(where, f"status CORTEX_STEP_STATUS_{status}", status)
+        requested = as_dict(raw.get("requestedInteraction"))
+        for key in requested:
+            if key not in K.KNOWN_INTERACTIONS:
+                self.add(where, f"requestedInteraction kind {key}", requested[key])
+        persist = as_str(as_dict(requested.get("permission")).get("persistSuggestionType"))
+        if persist and persist not in K.KNOWN_PERSIST:
+            self.add(where, f"persistSuggestionType {persist}", persist)
+        self.unknown_paths(where, raw, K.known_step_paths())
+
+    def catalog(self, answer: dict[str, Any]) -> None:
+        catalog = as_dict(answer.get("response")) or answer
+        for key in catalog:
+            if key not in K.CATALOG_FIELDS:
+                self.add("GetAvailableModels", f"field response.{key}", catalog[key])
+        for entry in as_dict(catalog.get("models")).values():
+            for key, value in as_dict(entry).items():
+                if key not in K.MODEL_FIELDS:
+                    self.add("GetAvailableModels", f"model field {key}", value)
+
+    def summaries(self, answer: dict[str, Any]) -> None:
+        for summary in as_dict(answer.get("trajectorySummaries")).values():
+            summary = as_dict(summary)
+            self.unknown_paths("GetAllCascadeTrajectories", summary, K.SUMMARY_FIELDS)
+            kind = as_str(summary.get("trajectoryType"))
+            if kind and kind not in K.KNOWN_TRAJECTORY_TYPES:
+                self.add("GetAllCascadeTrajectories", f"trajectoryType {kind}", kind)
+            status = as_str(summary.get("status"))
+            if status and status not in K.KNOWN_RUN_STATUSES:
+                self.add("GetAllCascadeTrajectories", f"status {status}", status)
+
+    def update(self, update: dict[str, Any]) -> None:
+        shell = {k: v for k, v in update.items()}
+        main = as_dict(shell.get("mainTrajectoryUpdate"))
+        if "stepsUpdate" in main:
+            shell["mainTrajectoryUpdate"] = {
+                **main,
+                "stepsUpdate": {k: None for k in as_dict(main["stepsUpdate"])},
+            }
+        self.unknown_paths("StreamAgentStateUpdates", shell, K.UPDATE_FIELDS)
+        for raw in steps_from_update(update):
+            self.step(raw)
+
+    def lines(self) -> list[str]:
+        return [f"{where}: {what} (e.g. {example})" for (where, what), example in sorted(self.seen.items())]
+
+
+def _at(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        if isinstance(value, list):
+            value = value[0] if value else None
+        name = part.replace("[]", "")
+        value = value.get(name) if isinstance(value, dict) else None
+        if part.endswith("[]") and isinstance(value, list):
+            value = value[0] if value else None
+    return value
+
+
+async def _first_frame(client: RpcClient, cascade_id: str) -> dict[str, Any] | None:
+    frames = client.stream("StreamAgentStateUpdates", {"conversationId": cascade_id})
+    with contextlib.suppress(Exception):
+        async with contextlib.aclosing(frames), asyncio.timeout(3.0):
+            async for frame in frames:
+                return unwrap_update(frame.payload)
+    return None
+
+
+def _newest_root(summaries: dict[str, Any]) -> str | None:
+    roots = [
+        (as_str(as_dict(s).get("lastModifiedTime")), cid)
+        for cid, s in summaries.items()
+        if not as_dict(as_dict(s).get("trajectoryMetadata")).get("parentConversationId")
+    ]
+    return max(roots)[1] if roots else None
+
+
+async def diagnose(client: RpcClient, cascade_id: str | None, version_text: str | None) -> dict[str, Any]:
+    """The report (JSON-ready): endpoint, version, methods, cascade, drift."""
+    methods: dict[str, str] = {}
+    answers: dict[str, dict[str, Any]] = {}
+    for method in READ_METHODS:
+        try:
+            answers[method] = await client.call(method, {}, timeout=5.0)
+            methods[method] = "present"
+        except Exception as exc:
+            methods[method] = "missing" if getattr(exc, "status", None) == 404 else f"error: {exc}"
+    for method in EMPTY_PROBED:
+        methods[method] = "present" if await method_exists(client, method) else "missing"
+    for method, why in NOT_PROBED.items():
+        methods[method] = f"not probed ({why})"
+    drift = Drift()
+    if "GetAvailableModels" in answers:
+        drift.catalog(answers["GetAvailableModels"])
+    summaries = as_dict(answers.get("GetAllCascadeTrajectories", {}).get("trajectorySummaries"))
+    if summaries:
+        drift.summaries(answers["GetAllCascadeTrajectories"])
+    cascade = cascade_id or _newest_root(summaries)
+    step_count = 0
+    if cascade:
+        with contextlib.suppress(Exception):
+            steps = as_list(
+                (await client.call("GetCascadeTrajectorySteps", {"cascadeId": cascade})).get("steps")
+            )
+            step_count = len(steps)
+            for raw in steps:
+                drift.step(raw)
+        update = await _first_frame(client, cascade)
+        methods["StreamAgentStateUpdates"] = "present" if update is not None else "missing or silent"
+        if update is not None:
+            drift.update(update)
+    else:
+        methods["StreamAgentStateUpdates"] = "not probed (no conversation to open it on)"
+    return {
+        "endpoint": client.base_url,
+        "version": version_text.strip() if version_text else None,
+        "methods": methods,
+        "cascade": cascade,
+        "steps": step_count,
+        "drift": [{"where": w, "what": x, "example": e} for (w, x), e in sorted(drift.seen.items())],
+    }
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [f"agy-harness doctor: {report['endpoint']}"]
+    lines.append(f"agy version: {report['version'] or 'unknown (agy --version did not answer)'}")
+    lines.append("methods:")
+    lines += [f"  {state:<10} {name}" for name, state in report["methods"].items()]
+    if report["cascade"]:
+        lines.append(f"conversation: {report['cascade']} ({report['steps']} steps read)")
+    drift = report["drift"]
+    lines.append(f"drift: {len(drift)} thing(s) this project does not know" + (":" if drift else ""))
+    lines += [f"  {d['where']}: {d['what']} (e.g. {d['example']})" for d in drift]
+    return "\n".join(lines)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    resolver = Resolver(args.cascade, port=args.port)
+    binding = await resolver.resolve()
+    version = await agy_version() if args.agy_version is None else args.agy_version
+    async with RpcClient(binding.base_url, csrf_token=binding.csrf_token) as client:
+        report = await diagnose(client, args.cascade, version)
+    if binding.pid is not None:
+        report["pid"] = binding.pid
+    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else render(report))
+    return EXIT_OK
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_run(args))
+    except Exception as exc:
+        print(f"agy-harness doctor: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def add_doctor_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="probe a live agy read-only: version, methods, and the fields this project does not know",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--port", type=int, default=None, help="agy's RPC port (still verified)")
+    where.add_argument("--cascade", default=None, help="find the agy that serves this conversation")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("--agy-version", default=None, help=argparse.SUPPRESS)  # tests: skip `agy --version`
+    p.set_defaults(handler=run_doctor)
