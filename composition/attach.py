@@ -8,6 +8,7 @@ Ctrl-D at the prompt detaches (exit 0); Ctrl-C detaches at any time (exit 130, f
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from .errors import NO_TMUX_TURNS, explain
 
@@ -23,49 +24,58 @@ async def run_attach(
     from agy_harness.adapters.sinks.terminal import TerminalSink
     from agy_harness.adapters.sinks.terminal_screen import logs_through
 
+    kb = keyboard if isinstance(keyboard, Keyboard) else Keyboard()
+    terminal = TerminalSink(keyboard=kb)
+    with logs_through(terminal.screen):
+        try:
+            return await _attached(terminal, port=port, cascade_id=cascade_id, tmux_target=tmux_target)
+        finally:
+            terminal.close()
+
+
+async def _attached(
+    terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None
+) -> int:
     from .container import make_container
     from .demo import model_names
     from .session import session_from
     from .version_gate import agy_version
 
-    kb = keyboard if isinstance(keyboard, Keyboard) else Keyboard()
-    terminal = TerminalSink(keyboard=kb)
-    with logs_through(terminal.screen):
-        container = make_container(
-            port=port,
-            cascade_id=cascade_id,
-            sink=terminal,
-            tmux_target=tmux_target,
-            version_text=await agy_version(),
-        )
-        async with session_from(container) as session:
-            terminal.model_names.update(await model_names(session.client))
-            terminal.info(f"attached · {session.capabilities.describe()}")
-            can_send = session.capabilities.rpc_turns or tmux_target is not None
-            if not can_send:
+    container = make_container(
+        port=port,
+        cascade_id=cascade_id,
+        sink=terminal,
+        tmux_target=tmux_target,
+        version_text=await agy_version(),
+    )
+    async with session_from(container) as session:
+        terminal.model_names.update(await model_names(session.client))
+        terminal.info(f"attached · {session.capabilities.describe()}")
+        can_send = session.capabilities.rpc_turns or tmux_target is not None
+        if not can_send:
+            terminal.info(NO_TMUX_TURNS)
+        terminal.info(HELP)
+        while True:
+            line = await terminal.read_turn()
+            if line is None:
+                terminal.info("detached")
+                return 0
+            text = line.strip()
+            if not text:
+                continue
+            if text == "/help":
+                terminal.info(HELP)
+            elif text == "/interrupt":
+                report = await session.interrupt()
+                if not report.cancelled:  # a cancel is reported once, by the harness's notice
+                    terminal.info(report.detail or "nothing to interrupt")
+            elif text.startswith("/") and " " not in text:
+                terminal.info(f"unknown command {text}; {HELP}")
+            elif not can_send:
                 terminal.info(NO_TMUX_TURNS)
-            terminal.info(HELP)
-            while True:
-                line = await terminal.read_turn()
-                if line is None:
-                    terminal.info("detached")
-                    return 0
-                text = line.strip()
-                if not text:
-                    continue
-                if text == "/help":
-                    terminal.info(HELP)
-                elif text == "/interrupt":
-                    report = await session.interrupt()
-                    if not report.cancelled:  # a cancel is reported once, by the harness's notice
-                        terminal.info(report.detail or "nothing to interrupt")
-                elif text.startswith("/") and " " not in text:
-                    terminal.info(f"unknown command {text}; {HELP}")
-                elif not can_send:
-                    terminal.info(NO_TMUX_TURNS)
-                else:
-                    try:
-                        await session.send(line)
-                    except Exception as exc:  # the turn failed; the session goes on
-                        log.debug("send failed", exc_info=True)
-                        terminal.info(f"the turn was not sent: {explain(exc)}")
+            else:
+                try:
+                    await session.send(line)
+                except Exception as exc:  # the turn failed; the session goes on
+                    log.debug("send failed", exc_info=True)
+                    terminal.info(f"the turn was not sent: {explain(exc)}")

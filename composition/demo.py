@@ -128,10 +128,13 @@ async def run_demo(
     terminal = TerminalSink(console=console, auto_answer=auto_policy if auto else None, keyboard=keyboard)
     tap = TapSink(terminal)
     with logs_through(terminal.screen):
-        if get_profile(profile).serves("SendUserCascadeMessage"):
-            await _demo_on_simulator(terminal, tap, profile=profile, pace=pace, timeout=timeout)
-        else:
-            await _demo_in_tmux(terminal, tap, profile=profile, pace=pace, timeout=timeout)
+        try:
+            if get_profile(profile).serves("SendUserCascadeMessage"):
+                await _demo_on_simulator(terminal, tap, profile=profile, pace=pace, timeout=timeout)
+            else:
+                await _demo_in_tmux(terminal, tap, profile=profile, pace=pace, timeout=timeout)
+        finally:
+            terminal.close()
     return 0
 
 

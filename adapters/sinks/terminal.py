@@ -195,6 +195,16 @@ class TerminalSink:
                 else:
                     self.screen.show()
 
+    def close(self) -> None:
+        """Leave the terminal clean: the status line and any prompt cleared, an open line ended."""
+        self._running_since = None
+        if self._ticker is not None:
+            self._ticker.cancel()
+        self._prompt = None
+        self.turn_prompt = False
+        self.screen.hide()
+        self._close_line()
+
     # -- events ---------------------------------------------------------------------------------
 
     async def deliver(self, events: Sequence[Event]) -> int:

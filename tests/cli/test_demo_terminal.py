@@ -117,6 +117,9 @@ def test_a_status_line_shows_while_agy_works(terminal: Terminal) -> None:
     pane.wait(status_shown, 60)
     pane.key("C-c")
     assert pane.wait_exit(30) == 130
+    rows = pane.visible()
+    assert "agy-harness: interrupted" in rows  # the status line was cleared, not left under it
+    assert not any(SPINNER_LINE.search(row) for row in rows)
 
 
 def test_the_old_profile_demo_types_turns_through_tmux(terminal: Terminal) -> None:
