@@ -198,6 +198,7 @@ async def test_a_full_redelivery_adds_no_row(run: Run, omni: Omnigent) -> None:
     before = await omni.items(run.session_id)
     async with OmnigentSink(omni.base_url, run.session_id, cascade_id=run.events[0].cascade_id) as again:
         assert await again.deliver(run.events) == len(run.events)
+        print(f"re-delivery: {len(run.events)} events in {again.stats.requests} requests")
     after = await omni.items(run.session_id)
     assert [i["id"] for i in after] == [i["id"] for i in before]
 

@@ -55,7 +55,7 @@ from agy_harness.ports.protocols import Clock, ModelCatalog
 from .hook import HOOK_NAME, GateAsks
 from .models import ModelNames
 from .transport import OmnigentStats, Poster, RetryPolicy, SystemClock, log
-from .wire import FAILED_TEXT, ITEM, Wire, is_item, source_id, to_wire
+from .wire import FAILED_TEXT, ITEM, Wire, source_id, to_wire
 
 
 class OmnigentSink(GateAsks):
@@ -234,34 +234,44 @@ class OmnigentSink(GateAsks):
         if not bodies:  # a moot delta, a usage report omnigent already has
             self.stats.not_posted += 1
             return 1
-        run: list[Event] = [event]
-        if len(bodies) == 1 and is_item(bodies[0]):
-            for nxt in events[start + 1 : start + self.batch_size]:
-                if isinstance(nxt, Usage | ModelChanged | GateWithdrawn | SubagentStarted | GateOpened):
-                    break
-                if nxt.cascade_id != event.cascade_id:
-                    break
-                more = to_wire(nxt, model_names=self.models.name)
-                if more is None or not is_item(more):
-                    break
-                bodies.append(more)
-                run.append(nxt)
         url = self._events_url(session)
-        if len(bodies) > 1 and all(is_item(b) for b in bodies):
-            outcome, _ = await self._poster.post(url, bodies, f"{len(bodies)} items from {event.id}")
-            if outcome == "rejected":  # find the one bad body: re-send singly (idempotent)
-                return await self._singly(url, run, bodies)
-        else:
-            outcome = "ok"
+        if len(bodies) > 1:  # a child's terminal status: its bodies in order, one request each
             for body in bodies:
                 outcome, _ = await self._poster.post(url, body, f"event {event.id} ({body['type']})")
-                if outcome != "ok":
-                    break
+                if outcome in ("held", "timeout"):
+                    return 0
+            self._count([event], outcome)
+            await self._after(event)
+            return 1
+        run: list[tuple[Event, Wire | None]] = [(event, bodies[0])]
+        for j in range(start + 1, min(len(events), start + self.batch_size)):
+            nxt = events[j]
+            if (
+                isinstance(nxt, GateWithdrawn | SubagentStarted | GateOpened)
+                or nxt.cascade_id != event.cascade_id
+            ):
+                break
+            more = await self._bodies(nxt, session, events[j + 1 :])
+            if len(more) > 1:
+                break
+            run.append((nxt, more[0] if more else None))
+        batch = [body for _, body in run if body is not None]
+        if len(batch) == 1:
+            outcome, _ = await self._poster.post(url, batch[0], f"event {event.id} ({batch[0]['type']})")
+        else:
+            outcome, _ = await self._poster.post(url, batch, f"{len(batch)} events from {event.id}")
+            if outcome == "rejected":  # find the bad body: re-send one by one (omnigent dedups repeats)
+                return await self._singly(url, run)
         if outcome in ("held", "timeout"):
             return 0
-        self._count(run, outcome)
-        for done in run:
+        for done, posted in run:
+            if posted is None:
+                self.stats.not_posted += 1
+            else:
+                self._count([done], outcome)
             await self._after(done)
+        if outcome == "ok":
+            self.stats.requests += 1
         return len(run)
 
     def _moot(self, delta: TextDelta, later: Sequence[Event]) -> bool:
@@ -276,24 +286,25 @@ class OmnigentSink(GateAsks):
 
     async def _usage_grows(self, usage: Usage, session: str) -> bool:
         """omnigent adds each report's growth to the model's bucket: a total below what it already has
-        (a re-delivery) would be counted twice when the totals grow again. Only growing totals go out."""
+        (a re-delivery) would be counted twice when the totals grow again. Only growing totals go out.
+        What omnigent holds is read once per session (not cached when the read fails)."""
         floor = self._usage_floor.get(session)
         if floor is None:
             floor = await self._stored_usage(session)
+            if floor is None:
+                return True
+            self._usage_floor[session] = floor  # raised by _after once omnigent accepted a report
         totals = (
             usage.cumulative_input_tokens + usage.cumulative_cache_read_input_tokens,
             usage.cumulative_output_tokens,
         )
-        if totals[0] <= floor[0] and totals[1] <= floor[1]:
-            self._usage_floor[session] = floor
-            return False
-        self._usage_floor[session] = (max(totals[0], floor[0]), max(totals[1], floor[1]))
-        return True
+        return not (totals[0] <= floor[0] and totals[1] <= floor[1])
 
     async def _subtree_usage(self, session: str) -> tuple[int, int]:
         """omnigent's usage of ``session`` and its sub-agents (input with cache reads, output)."""
         response = await self._client.get(self._url(session, "")[:-1], headers=self._headers)
-        buckets = response.json().get("usage_by_model") if response.status_code == 200 else None
+        response.raise_for_status()
+        buckets = response.json().get("usage_by_model")
         total_in = total_out = 0
         for bucket in buckets.values() if isinstance(buckets, dict) else ():
             if isinstance(bucket, dict):
@@ -303,29 +314,33 @@ class OmnigentSink(GateAsks):
                 total_out += int(bucket.get("output_tokens") or 0)
         return total_in, total_out
 
-    async def _stored_usage(self, session: str) -> tuple[int, int]:
-        """The totals omnigent holds for ``session`` itself (its view sums the sub-agents in); 0s if unknown."""
+    async def _stored_usage(self, session: str) -> tuple[int, int] | None:
+        """The totals omnigent holds for ``session`` itself (its view sums the sub-agents in); None if unknown."""
         try:
             total_in, total_out = await self._subtree_usage(session)
             response = await self._client.get(
                 self._url(session, "child_sessions"), params={"limit": 1000}, headers=self._headers
             )
-            children = response.json().get("data", []) if response.status_code == 200 else []
+            response.raise_for_status()
+            children = response.json().get("data", [])
             for child in children:
                 child_in, child_out = await self._subtree_usage(str(child["id"]))
                 total_in, total_out = total_in - child_in, total_out - child_out
         except (httpx.HTTPError, ValueError, AttributeError, KeyError, TypeError) as exc:
-            log.info("could not read omnigent's usage of %s (%s); posting every report", session, exc)
-            return 0, 0
+            log.info("could not read omnigent's usage of %s (%s); posting this report", session, exc)
+            return None
         return max(0, total_in), max(0, total_out)
 
-    async def _singly(self, url: str, run: list[Event], bodies: list[Wire]) -> int:
+    async def _singly(self, url: str, run: list[tuple[Event, Wire | None]]) -> int:
         done = 0
-        for event, body in zip(run, bodies, strict=True):
-            outcome, _ = await self._poster.post(url, body, f"event {event.id} ({body['type']})")
-            if outcome in ("held", "timeout"):
-                return done
-            self._count([event], outcome)
+        for event, body in run:
+            if body is not None:
+                outcome, _ = await self._poster.post(url, body, f"event {event.id} ({body['type']})")
+                if outcome in ("held", "timeout"):
+                    return done
+                self._count([event], outcome)
+                if outcome == "ok":
+                    self.stats.requests += 1
             await self._after(event)
             done += 1
         return done
@@ -333,12 +348,21 @@ class OmnigentSink(GateAsks):
     def _count(self, run: list[Event], outcome: str) -> None:
         if outcome == "ok":
             self.stats.posted += len(run)
-            self.stats.requests += 1
         else:
             self.stats.dropped += len(run)
             self.stats.rejected_bodies.extend(e.id for e in run)
 
     async def _after(self, event: Event) -> None:
+        if isinstance(event, Usage):
+            session = (
+                self.session_id if event.cascade_id == self._main else self._sessions.get(event.cascade_id)
+            )
+            floor = self._usage_floor.get(session or "", (0, 0))
+            totals = (
+                event.cumulative_input_tokens + event.cumulative_cache_read_input_tokens,
+                event.cumulative_output_tokens,
+            )
+            self._usage_floor[session or ""] = (max(totals[0], floor[0]), max(totals[1], floor[1]))
         if isinstance(event, TextDelta):
             self._streaming.add(event.message_id)
         if isinstance(event, AssistantMessage):
