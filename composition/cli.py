@@ -113,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_acp_command(sub)
     from .doctor import add_doctor_command
+    from .record import add_record_command
 
     add_doctor_command(sub)
+    add_record_command(sub)
     return parser
 
 

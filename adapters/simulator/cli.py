@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--log-file", default=None, help="write agy's port lines here, as agy does (discovery reads them)"
     )
+    p.add_argument("--recording", default=None, help="serve this agy-harness record file as the conversation")
     p.add_argument("--version", action="store_true", help="print the profile's version as agy does, and exit")
     return p
 
@@ -44,6 +45,10 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
             gate_timeout=args.gate_timeout,
             log_file=getattr(args, "log_file", None),
         ) as sim:
+            if getattr(args, "recording", None):
+                from .recording import load_recording
+
+                load_recording(sim, args.recording)
             print(f"agy simulator {sim.version}", file=stream)  # type: ignore[arg-type]
             print(f"port {sim.port}", file=stream)  # type: ignore[arg-type]
             print(f"plain_port {sim.plain_port}", file=stream)  # type: ignore[arg-type]
