@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agy_harness.core.reconciler import Reconciler
-from agy_harness.core.rotation import is_child, rotation_target
+from agy_harness.core.rotation import is_child, rotation_candidates, rotation_target
 from agy_harness.ports.events import Event, SubagentStarted, ToolResult
 from agy_harness.ports.protocols import CascadeDirectory, CascadeSummary, StepBatch, StepSnapshot, StepSource
 
@@ -54,6 +54,9 @@ class DirectoryWatcher:
         self._idle_reports = 0
         self._children: dict[str, asyncio.Task[None]] = {}
         self._known: set[str] | None = None  # cascades listed at bind time (see rotation_target)
+        #: cascades other sessions of this library are bound to (composition.claims); never a /clear
+        self.claimed: Callable[[], set[str]] | None = None
+        self._ambiguous: tuple[str, ...] = ()
         self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
         self._wake = asyncio.Event()  # something was delivered: back to the short interval
         self._delivered = asyncio.Event()  # the same, for a sub-agent mirror waiting for its link
@@ -166,7 +169,7 @@ class DirectoryWatcher:
                     )
             if self._known is None:  # the listing at start failed: take the first one that works
                 self._known = {s.cascade_id for s in summaries} - {cascade_id}
-            target = rotation_target(cascade_id, summaries, self._known)
+            target = await self._rotation(cascade_id, summaries)
             if target is not None:
                 await self.rotate(target)
             quiet = target is None and self._quiet(summaries) and self._idle_reports == 0
@@ -194,6 +197,24 @@ class DirectoryWatcher:
                     await self._delivered.wait()
             except TimeoutError:
                 pass
+
+    async def _rotation(self, cascade_id: str, summaries: Sequence[CascadeSummary]) -> str | None:
+        """Our terminal's ``/clear``, on positive evidence only (see the README's rotation rule):
+        following is enabled, exactly one new root conversation with fresh user input appeared since
+        binding, and no other session of this library is bound to it."""
+        if not self.options.follow_clear:
+            return None
+        claimed = self.claimed() if self.claimed is not None else set()
+        candidates = rotation_candidates(cascade_id, summaries, self._known or (), claimed)
+        if candidates and len(candidates) > 1 and tuple(candidates) != self._ambiguous:
+            self._ambiguous = tuple(candidates)
+            await self.emitter.notice(
+                f"{cascade_id}/rotation/ambiguous/{len(candidates)}",
+                f"{len(candidates)} new conversations appeared on this agy ({', '.join(candidates)}); "
+                "not following any of them as a /clear",
+                "warning",
+            )
+        return rotation_target(cascade_id, summaries, self._known or (), claimed)
 
     async def _mirror(self, child: str) -> None:
         """A sub-agent's cascade, mirrored as its own event stream, linked to the parent's tool call."""

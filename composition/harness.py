@@ -42,6 +42,7 @@ from agy_harness.ports.protocols import (
     TurnSender,
 )
 
+from .claims import ClaimRegistry
 from .conversation import Conversation, HarnessOptions, HarnessStats
 from .directory_watcher import DirectoryWatcher
 from .emitter import Emitter
@@ -69,6 +70,7 @@ class Harness:
         cursor_store: CursorStore | None = None,
         options: HarnessOptions | None = None,
         tui: TuiKeys | None = None,
+        claims: ClaimRegistry | None = None,
     ) -> None:
         if not sources:
             raise ValueError("a harness needs at least one step source")
@@ -114,6 +116,8 @@ class Harness:
             stats=self.stats,
         )
         self.emitter.observers += [self.watcher.observe, self.gates.observe]
+        self.claims = ClaimRegistry() if claims is None else claims
+        self.watcher.claimed = self.claims.others
 
     # -- the adapters, as the roles hold them ----------------------------------------------
 
@@ -160,6 +164,7 @@ class Harness:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.claims.claim(self.cascade_id)  # other sessions never take it for their /clear
         await self.watcher.bind()
         self.reader.start()
         self.gates.start()
@@ -176,6 +181,7 @@ class Harness:
                 await task
         if self.emitter.inflight:  # let committed events finish reaching the sink
             await asyncio.wait(self.emitter.inflight, timeout=2.0)
+        self.claims.release_all()
 
     async def __aenter__(self) -> Harness:
         await self.start()
@@ -213,5 +219,7 @@ class Harness:
         self.gates.withdraw_all()
         await self.emitter.emit([event])
         self.watcher.left(old)
+        self.claims.claim(new_cascade)
+        self.claims.release(old)
         self.conversation.rebind(new_cascade)
         await self.reader.restart()

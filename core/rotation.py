@@ -28,30 +28,51 @@ def is_conversation(summary: CascadeSummary) -> bool:
     return not summary.trajectory_type or summary.trajectory_type == CASCADE_TRAJECTORY
 
 
-def rotation_target(
-    bound: str, summaries: Iterable[CascadeSummary], known: Collection[str] = ()
-) -> str | None:
-    """The NEW root cascade with user activity newer than the bound one's, or ``None``.
+def rotation_candidates(
+    bound: str,
+    summaries: Iterable[CascadeSummary],
+    known: Collection[str] = (),
+    claimed: Collection[str] = (),
+) -> list[str] | None:
+    """The cascades that could be our terminal's ``/clear``; ``None`` when the bound one is not listed.
 
-    ``known`` are the cascades that already existed when the harness bound (other conversations of
-    the same language server): activity there is somebody else's, never our ``/clear``. Sub-agents
-    are not rotations, nor is a non-CASCADE trajectory, nor a minted cascade nobody has typed into yet.
+    A candidate is a root user conversation (not a sub-agent, not another trajectory type) that did
+    not exist when the harness bound (``known``), that no other session of this library is bound to
+    (``claimed``), and that has user input newer than the bound conversation's last one.
     """
     listed = list(summaries)
     current = next((s for s in listed if s.cascade_id == bound), None)
     if current is None:  # cannot judge "newer" without the bound cascade: never guess
         return None
     since = parse_time(current.last_user_input_time)
-    best: tuple[datetime, str] | None = None
+    found: list[tuple[datetime, str]] = []
     for s in listed:
-        if s.cascade_id == bound or s.cascade_id in known or is_child(s) or not s.last_user_input_time:
+        if s.cascade_id == bound or s.cascade_id in known or s.cascade_id in claimed:
             continue
-        if not is_conversation(s):
+        if is_child(s) or not s.last_user_input_time or not is_conversation(s):
             continue
         when = parse_time(s.last_user_input_time)
-        if when > since and (best is None or when > best[0]):
-            best = (when, s.cascade_id)
-    return best[1] if best else None
+        if when > since:
+            found.append((when, s.cascade_id))
+    return [cascade_id for _, cascade_id in sorted(found)]
+
+
+def rotation_target(
+    bound: str,
+    summaries: Iterable[CascadeSummary],
+    known: Collection[str] = (),
+    claimed: Collection[str] = (),
+) -> str | None:
+    """The conversation our terminal's ``/clear`` moved to, on positive evidence only, else ``None``.
+
+    Exactly one candidate (:func:`rotation_candidates`): an agy terminal's ``/clear`` leaves one new
+    conversation behind it; two fresh unclaimed conversations mean somebody else is at work on the
+    same language server, and the harness does not guess which (if any) is ours.
+    """
+    candidates = rotation_candidates(bound, summaries, known, claimed)
+    if not candidates or len(candidates) != 1:
+        return None
+    return candidates[0]
 
 
 def rotated_state(old: MapperState) -> MapperState:

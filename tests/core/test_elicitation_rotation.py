@@ -136,9 +136,10 @@ def test_rotation_rules() -> None:
     assert is_child(child) and rotation_target("A", [bound, child]) is None
     rooted = s("R", "2026-08-02T05:00:00Z", root_id="A")
     assert rotation_target("A", [bound, rooted]) is None
-    assert (
-        rotation_target("A", [bound, s("B", "2026-08-02T05:00:00Z"), s("D", "2026-08-02T06:00:00Z")]) == "D"
-    )
+    two_new = [bound, s("B", "2026-08-02T05:00:00Z"), s("D", "2026-08-02T06:00:00Z")]
+    assert rotation_target("A", two_new) is None  # two fresh conversations: somebody else's, never a guess
+    assert rotation_target("A", two_new, claimed={"B"}) == "D"  # B is another session's
+    assert rotation_target("A", two_new, known={"B"}, claimed={"D"}) is None
     assert rotation_target("A", [s("B", "2026-08-02T05:00:00Z")]) is None  # bound not listed: never guess
     assert parse_time("2026-08-02T04:49:09.337765093Z") < parse_time("2026-08-02T04:49:09.337766Z")
     assert parse_time("garbage").year == 1970
