@@ -38,7 +38,7 @@ from agy_harness.adapters.rpc.actions import PlanModelResolver, preferred_model
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
-from agy_harness.ports.events import Event, GateOpened, ModelChanged, StatusChanged, UserMessage
+from agy_harness.ports.events import Event, GateOpened, ModelChanged, Rotation, StatusChanged, UserMessage
 from agy_harness.ports.protocols import Cursor, GateAnswer, ModelInfo, StepSnapshot
 
 from ..container import AgyContainer, bind_endpoint, make_container
@@ -80,7 +80,7 @@ async def start_cascade(client: RpcClient) -> str:
 class Turn:
     text: str
     usage_at_start: UsageTotals
-    done: asyncio.Future[StatusChanged] = field(
+    done: asyncio.Future[tuple[str, str]] = field(  # (agy's status, reason) when the turn is over
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     started: bool = False
@@ -113,6 +113,7 @@ class AcpSession:
         self.mapper = UpdateMapper()
         self.asker = GateAsker(conn, session_id, self.mapper, cancel_outgoing=cancel_outgoing, forms=forms)
         self.session: Session | None = None
+        self.cascades = {session_id}  # this conversation's cascades (agy's /clear adds one)
         self.turn: Turn | None = None
         self.models: list[ModelInfo] = []
         self.chosen_model: str | None = None
@@ -166,7 +167,12 @@ class AcpSession:
     # -- events ------------------------------------------------------------------------------
 
     async def on_event(self, event: Event) -> None:
-        if self.session is not None and event.cascade_id not in (self.id, self.session.cascade_id):
+        if isinstance(event, Rotation):  # agy's /clear: the conversation goes on in a new cascade
+            self.cascades.add(event.new_cascade_id)
+            if self.turn is not None and not self.turn.done.done():
+                self.turn.done.set_result(("idle", "the conversation was cleared"))
+            return
+        if event.cascade_id not in self.cascades:
             return  # a sub-agent's own stream: its card is the parent's tool call
         turn = self.turn
         if isinstance(event, StatusChanged):
@@ -174,13 +180,13 @@ class AcpSession:
                 if event.status == "running":
                     turn.started = True
                 elif turn.started and not turn.done.done():
-                    turn.done.set_result(event)
+                    turn.done.set_result((event.status, event.reason))
             return
-        echo = isinstance(event, UserMessage) and event.text.strip() == (turn.text.strip() if turn else None)
-        if echo and turn is not None and not turn.echoed:
-            turn.echoed = True  # the client shows its own prompt already
-            turn.started = True
-            return
+        if isinstance(event, UserMessage) and turn is not None and not turn.echoed:
+            if event.text.strip() == turn.text.strip():
+                turn.echoed = turn.started = True  # the client shows its own prompt already
+                return
+            turn.started = False  # someone else's turn (agy's terminal) runs first; ours is queued
         if isinstance(event, ModelChanged):  # agy moved models (e.g. in its TUI): show it as the option
             shown = self.current_model()
             self.mapper.model = event.model
@@ -209,7 +215,7 @@ class AcpSession:
             except Exception as exc:
                 raise RequestError.internal_error({"details": f"agy did not take the turn: {exc}"}) from exc
             try:
-                status = await turn.done
+                status, reason = await turn.done
             except asyncio.CancelledError:
                 if turn.cancelled:
                     return self._response("cancelled", turn)
@@ -218,9 +224,9 @@ class AcpSession:
             self.turn = None
         if turn.cancelled:
             return self._response("cancelled", turn)
-        if status.status == "failed":
+        if status == "failed":
             raise RequestError.internal_error(
-                {"details": f"agy's turn failed: {status.reason or 'no reason given'}"}
+                {"details": f"agy's turn failed: {reason or 'no reason given'}"}
             )
         return self._response("end_turn", turn)
 

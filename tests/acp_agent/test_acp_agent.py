@@ -284,3 +284,31 @@ async def test_loading_a_conversation_parked_on_a_gate_asks_it_live() -> None:
             assert _calls(client, sid)[asked.tool_call_id][-1].status == "completed"
             await agy.wait_idle(timeout=30)
             assert not agy.is_running(sid)
+
+
+async def test_activity_in_agys_own_terminal_reaches_the_editor_across_a_clear() -> None:
+    """Turns typed in agy's terminal (here: the simulator's) show in the loaded session, also after
+    ``/clear`` moved the conversation to a new cascade."""
+    async with Simulator(pace=0.05) as agy:
+        await agy.submit_user_turn("Say hello in one short sentence.")
+        await agy.wait_idle(timeout=30)
+        client = RecordingClient()
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = agy.cascade_id
+            await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+            assert client.text(sid) == GREETING
+            await agy.submit_user_turn("/clear")
+            await agy.submit_user_turn("autorun `ls`")
+            new = agy.cascade_id
+            assert new != sid
+            done = lambda: [u for u in client.of(sid, "tool_call_update") if u.status == "completed"]  # noqa: E731
+            await client.wait_for(lambda: bool(done()))
+            assert "README.md" in done()[0].content[0].content.text
+            assert [u.content.text for u in client.of(sid, "user_message_chunk")][-1] == "autorun `ls`"
+            await agy.wait_idle(timeout=30)
+            # the editor's next prompt goes to the new conversation
+            assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+            assert client.text(sid).endswith(GREETING)
+            assert [s["userInput"]["items"][0]["text"] for s in agy.steps(new) if "userInput" in s][-1] == (
+                "Say hello in one short sentence."
+            )
