@@ -24,6 +24,7 @@ from typing import Any
 
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.core.rotation import is_child, rotation_candidates, rotation_target
+from agy_harness.core.steps import parse_step, tool_name, tool_output
 from agy_harness.ports.events import Event, SubagentStarted, ToolResult
 from agy_harness.ports.protocols import CascadeDirectory, CascadeSummary, StepBatch, StepSnapshot, StepSource
 
@@ -53,6 +54,9 @@ class DirectoryWatcher:
         self._loop: asyncio.Task[None] | None = None
         self._idle_reports = 0
         self._children: dict[str, asyncio.Task[None]] = {}
+        self._child_state: dict[str, Reconciler] = {}  # a mirror's reconciler, kept across restarts
+        self._child_idle: dict[str, int] = {}  # consecutive listings that show the child idle
+        self._links: dict[str, str] = {}  # child -> the parent's call that started it
         self._known: set[str] | None = None  # cascades listed at bind time (see rotation_target)
         #: cascades other sessions of this library are bound to (composition.claims); never a /clear
         self.claimed: Callable[[], set[str]] | None = None
@@ -159,14 +163,16 @@ class DirectoryWatcher:
                 self._idle_reports = 0
             cascade_id = self.conversation.cascade_id
             for s in summaries:
-                if (
-                    is_child(s)
-                    and cascade_id in (s.parent_id, s.root_id)
-                    and s.cascade_id not in self._children
-                ):
+                if not (is_child(s) and cascade_id in (s.parent_id, s.root_id)):
+                    continue
+                task = self._children.get(s.cascade_id)
+                if task is None or (task.done() and not s.status.endswith("IDLE")):  # new, or working again
+                    self._child_idle[s.cascade_id] = 0
                     self._children[s.cascade_id] = asyncio.create_task(
                         self._mirror(s.cascade_id), name=f"agy-harness-subagent-{s.cascade_id}"
                     )
+                elif not task.done():
+                    await self._child_backstop(s, task)
             if self._known is None:  # the listing at start failed: take the first one that works
                 self._known = {s.cascade_id for s in summaries} - {cascade_id}
             target = await self._rotation(cascade_id, summaries)
@@ -216,21 +222,66 @@ class DirectoryWatcher:
             )
         return rotation_target(cascade_id, summaries, self._known or (), claimed)
 
+    async def _spawning_step(self, child: str) -> str | None:
+        """The parent's sub-agent step that started ``child``, read from agy: the one whose result
+        names it, else (while it still runs) the newest unfinished one no other child is linked to."""
+        try:
+            raws = await self.snapshot.read_steps(self.conversation.cascade_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            return None
+        calls = [st for st in map(parse_step, raws) if st is not None and "subagent" in tool_name(st)]
+        for st in reversed(calls):
+            if st.settled and child in tool_output(st):
+                return str(st.key)
+        taken = set(self._links.values())
+        running = [st for st in calls if not st.settled and str(st.key) not in taken]
+        return str(running[-1].key) if running else None
+
+    async def _child_backstop(self, summary: CascadeSummary, task: asyncio.Task[None]) -> None:
+        """A sub-agent agy lists idle for ``idle_reports_to_close`` listings after it worked: read it
+        once more, close its open turn (the per-child idle backstop) and end its mirror."""
+        child = summary.cascade_id
+        reconciler = self._child_state.get(child)
+        if reconciler is None or not summary.status.endswith("IDLE") or summary.step_count == 0:
+            self._child_idle[child] = 0
+            return
+        self._child_idle[child] = self._child_idle.get(child, 0) + 1
+        if self._child_idle[child] < self.options.idle_reports_to_close:
+            return
+        try:
+            raws = await self.snapshot.read_steps(child)
+            await self.emitter.apply(
+                StepBatch(cascade_id=child, steps=tuple(raws), snapshot=True, source="subagent"), reconciler
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("sub-agent %s: final read failed (%s); keeping its mirror", child, exc)
+            return
+        events = reconciler.observe_idle("agy reports the sub-agent idle")
+        if events:
+            await self.emitter.emit(events)
+        task.cancel()  # the mirror ends with the child; it restarts if agy lists it working again
+        log.info("sub-agent %s finished; its mirror ends", child)
+
     async def _mirror(self, child: str) -> None:
         """A sub-agent's cascade, mirrored as its own event stream, linked to the parent's tool call."""
-        call_id = await self._link(child)
         cascade_id = self.conversation.cascade_id
-        await self.emitter.emit(
-            [
-                SubagentStarted(
-                    id=f"{cascade_id}/subagent/{child}",
-                    cascade_id=cascade_id,
-                    child_cascade_id=child,
-                    parent_call_id=call_id,
-                )
-            ]
-        )
-        reconciler = Reconciler(child)
+        if child not in self._links:
+            call_id = self._links[child] = await self._spawning_step(child) or await self._link(child)
+            await self.emitter.emit(
+                [
+                    SubagentStarted(
+                        id=f"{cascade_id}/subagent/{child}",
+                        cascade_id=cascade_id,
+                        child_cascade_id=child,
+                        parent_call_id=call_id,
+                    )
+                ]
+            )
+        reconciler = self._child_state.setdefault(child, Reconciler(child))
         if self.child_source is not None:
             # streamed: each stream has its own connection now (adapters/rpc/client.py), so a child's
             # stream can neither stall the session's nor hold up a call; an idle one costs nothing
