@@ -465,12 +465,17 @@ class TerminalSink:
         self.screen.show()
         try:
             line = await self.keyboard.read()
+            at_prompt = self.screen.drawn and self._bottom_is_turn_prompt()
         finally:
             self.turn_prompt = False
         self.screen.entered()
-        if line is not None and self.screen.live:  # the turn is shown once, as agy records it (❯ ...)
+        if line is not None and at_prompt:  # typed at ❯: shown once, as agy records the turn (❯ ...)
             self.screen.erase_rows(-(-(len(line) + 2) // max(1, self.console.width)))
         return line
+
+    def _bottom_is_turn_prompt(self) -> bool:
+        bottom = self._bottom()
+        return bottom is not None and bottom.plain == "❯ "
 
     async def _read_input_fn(self) -> str | None:
         # A read still pending from a withdrawn prompt is reused (a thread cannot be interrupted).
