@@ -45,7 +45,7 @@ from agy_harness.core.answers import AnswerError, check_answer, parse_answer
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
-from .mapping import UpdateMapper, gate_input, gate_title, text_content, tool_kind
+from .mapping import UpdateMapper, command_content, gate_input, gate_title, shown, text_content, tool_kind
 
 log = logging.getLogger("agy_harness.acp.gates")
 
@@ -174,13 +174,18 @@ class GateAsker:
 
     def _tool_call(self, gate: GateOpened, title: str | None = None) -> ToolCallUpdate:
         p = gate.permission
+        content = []
+        if p is not None and p.command_line:  # the exact command, as agy would run it
+            content += command_content(p.command_line)
+        if p is not None and p.description:
+            content += text_content(p.description)
         return ToolCallUpdate(
             tool_call_id=gate.step_key,
             title=title or gate_title(gate),
             kind=tool_kind(gate.tool_name) if gate.kind == "permission" else "other",
             status="pending",
             raw_input=gate_input(gate),
-            content=text_content(p.description) if p is not None and p.description else None,
+            content=content or None,
         )
 
     async def _note(self, gate: GateOpened, text: str) -> None:
@@ -202,7 +207,9 @@ class GateAsker:
                     gate, f"{q.question!r} wants a written answer, which this client cannot give; declined"
                 )
                 return GateAnswer(action="decline")
-            title = q.question + (" (pick one; this client cannot select several)" if q.multi_select else "")
+            title = shown(q.question) + (
+                " (pick one; this client cannot select several)" if q.multi_select else ""
+            )
             response = await self.conn.request_permission(
                 session_id=self.session_id,
                 tool_call=self._tool_call(gate, title),

@@ -236,6 +236,29 @@ class UpdateMapper:
         )
 
 
+def shown(text: str) -> str:
+    """agy-controlled text for a one-line title: control characters (escapes, newlines) made visible,
+    so what the human reads is what agy would run."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def code_span(text: str) -> str:
+    """``text`` as one Markdown code span that its own backticks cannot close early."""
+    text = shown(text)
+    longest = current = 0
+    for c in text:
+        current = current + 1 if c == "`" else 0
+        longest = max(longest, current)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def command_content(command: str) -> list[ContentToolCallContent]:
+    """The exact command, in a code block, for the permission request's body."""
+    return text_content(_fenced(command))
+
+
 def _fenced(output: str) -> str:
     fence = "```"
     while fence in output:
@@ -245,16 +268,16 @@ def _fenced(output: str) -> str:
 
 def gate_title(gate: GateOpened) -> str:
     if gate.kind == "other":
-        return f"agy waits for {gate.interaction or gate.tool_name or 'an answer'}"
+        return f"agy waits for {shown(gate.interaction or gate.tool_name or 'an answer')}"
     if gate.kind == "question":
-        return gate.questions[0].question if gate.questions else "agy asks a question"
+        return shown(gate.questions[0].question) if gate.questions else "agy asks a question"
     p = gate.permission
     if p is None:
         return f"Allow {gate.tool_name or 'this tool'}?"
     if p.command_line:
-        return f"Run `{p.command_line}`"
+        return f"Run {code_span(p.command_line)}"
     what = " ".join(x for x in (p.action, p.target) if x)
-    return what or p.description or f"Allow {gate.tool_name or 'this tool'}?"
+    return shown(what or p.description or f"Allow {gate.tool_name or 'this tool'}?")
 
 
 def gate_input(gate: GateOpened) -> dict[str, Any]:

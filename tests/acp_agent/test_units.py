@@ -11,9 +11,24 @@ from typing import Any
 import pytest
 from acp import RequestError
 
-from agy_harness.composition.acp.mapping import UpdateMapper, edit_diffs, tool_kind, tool_title
+from agy_harness.composition.acp.gates import GateAsker
+from agy_harness.composition.acp.mapping import (
+    UpdateMapper,
+    code_span,
+    edit_diffs,
+    gate_title,
+    tool_kind,
+    tool_title,
+)
 from agy_harness.composition.acp.sessions import AcpSession
-from agy_harness.ports.events import AssistantMessage, StatusChanged, ToolCall, ToolResult
+from agy_harness.ports.events import (
+    AssistantMessage,
+    GateOpened,
+    PermissionRequest,
+    StatusChanged,
+    ToolCall,
+    ToolResult,
+)
 
 
 def test_edit_tools_show_diffs_and_keep_them_with_the_result() -> None:
@@ -112,3 +127,31 @@ def test_stray_output_goes_to_stderr_not_to_the_protocol() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
     assert out.stdout == b'{"jsonrpc": "2.0"}\n'
     assert b"a stray print" in out.stderr and b"a child process" in out.stderr
+
+
+def test_what_the_human_approves_is_what_runs() -> None:
+    """A command whose backticks, newline or escape codes would make its title read as something else
+    is shown verbatim: code span long enough, control characters visible, the exact text in the body."""
+    command = "ls `x` && echo ok\n\x1b[2Jrm -rf ~"
+    gate = GateOpened(
+        id="g",
+        cascade_id="c",
+        step_key="t/4",
+        gate_id="c/t/4",
+        kind="permission",
+        trajectory_id="t",
+        step_index=4,
+        tool_name="run_command",
+        permission=PermissionRequest(command_line=command),
+    )
+    title = gate_title(gate)
+    assert title == "Run ``ls `x` && echo ok\\n\\x1b[2Jrm -rf ~``"
+    assert "\n" not in title and "\x1b" not in title
+    assert code_span("`a`") == "`` `a` ``"
+
+    async def no_cancel(session_id: str, tool_call_id: str) -> bool:
+        return False
+
+    asker = GateAsker(_Conn(), "c", UpdateMapper(), cancel_outgoing=no_cancel, forms=False)
+    body = asker._tool_call(gate).content[0].content.text
+    assert command in body and body.startswith("```")
