@@ -44,6 +44,7 @@ class HarnessStats:
     batches: dict[str, int] = field(default_factory=dict)
     events: int = 0
     current_source: str = ""
+    quarantined: list[str] = field(default_factory=list)  # ids of events a sink refused for content
 
 
 class Conversation:

@@ -28,6 +28,10 @@ from agy_harness.ports.protocols import (
 
 from .conversation import Conversation, HarnessOptions, HarnessStats
 
+#: What a sink raises when it cannot take an event for its content (not because it is down):
+#: encoding, value and type errors (pydantic's serialization and validation errors are ValueErrors).
+CONTENT_ERRORS = (ValueError, TypeError, UnicodeError, RecursionError)
+
 log = logging.getLogger("agy_harness.harness")
 
 _CURSOR_TYPES = COMMITTED_TYPES | {"text_delta", "reasoning_delta"}
@@ -104,6 +108,8 @@ class Emitter:
                     accepted = await self.sink.deliver(pending)
                 except asyncio.CancelledError:
                     raise
+                except CONTENT_ERRORS as exc:  # maybe one event the sink cannot take: find it
+                    accepted = await self._isolate(pending, exc)
                 except Exception as exc:
                     log.warning(
                         "event sink failed (%s: %s); retrying in %.1fs", type(exc).__name__, exc, pause
@@ -123,6 +129,39 @@ class Emitter:
                 await self._advance_cursor(reconciler)
         for observe in self.observers:
             observe(events)
+
+    async def _isolate(self, pending: list[Event], exc: Exception) -> int:
+        """The sink refused a delivery for its content (an encoding or value error): deliver the first
+        event alone. If the sink refuses it again for its content, it is quarantined -- replaced in
+        ``pending`` by a notice naming it, so one event never wedges the sink (the rest, and the
+        cursor, move on). Returns how many events the sink accepted (0 when it is simply down)."""
+        first = pending[0]
+        try:
+            return min(1, await self.sink.deliver([first]))
+        except asyncio.CancelledError:
+            raise
+        except CONTENT_ERRORS as again:
+            self.stats.quarantined.append(first.id)
+            log.error(
+                "event sink refuses %s for its content (%s: %s); quarantined",
+                first.id,
+                type(again).__name__,
+                again,
+            )
+            pending[0] = Notice(
+                id=f"{first.id}/quarantined",
+                cascade_id=first.cascade_id,
+                step_key=first.step_key,
+                level="error",
+                text=f"event {first.id} ({first.type}) was refused by the event sink for its content "
+                f"({type(again).__name__}) and left out",
+            )
+            if first.id.endswith("/quarantined"):  # not even its notice: drop it
+                pending.pop(0)
+            return 0
+        except Exception as down:
+            log.warning("event sink failed (%s: %s after %s); retrying", type(down).__name__, down, exc)
+            return 0
 
     async def _advance_cursor(self, reconciler: Reconciler) -> None:
         st = reconciler.state
