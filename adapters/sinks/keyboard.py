@@ -95,3 +95,55 @@ class Keyboard:
                 break
         else:
             self._typed.append(line)
+
+
+class InputFnReader:
+    """Lines from ``input_fn`` (``input`` by default), each read in a daemon worker thread; None at
+    end of input. For a sink used without a :class:`Keyboard` (tests, the Python API)."""
+
+    def __init__(self, input_fn: Callable[[str], str]) -> None:
+        self.input_fn = input_fn
+        self._reading: asyncio.Future[str] | None = None
+
+    async def read(self) -> str | None:
+        # A read still pending from a withdrawn prompt is reused (a thread cannot be interrupted).
+        if self._reading is None or self._reading.done():
+            self._reading = self._start()
+        reading = self._reading
+        try:
+            line = await asyncio.shield(reading)
+        except (EOFError, KeyboardInterrupt):
+            self._reading = None
+            return None
+        self._reading = None
+        return line
+
+    def _start(self) -> asyncio.Future[str]:
+        # a daemon thread, not the loop's executor: a prompt left unanswered must not block exit
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str] = loop.create_future()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if unused
+
+        def settle(line: str | None, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(line or "")
+
+        def run() -> None:
+            try:
+                line = self.input_fn("")
+            except BaseException as exc:
+                error: BaseException | None = (
+                    exc if isinstance(exc, Exception | KeyboardInterrupt) else EOFError()
+                )
+                with contextlib.suppress(RuntimeError):  # the loop is gone
+                    loop.call_soon_threadsafe(settle, None, error)
+                return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, line, None)
+
+        threading.Thread(target=run, name="terminal-sink-input", daemon=True).start()
+        return future

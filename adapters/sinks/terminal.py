@@ -25,8 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
@@ -36,25 +34,23 @@ from rich.text import Text
 
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.adapters.sinks.escape import visible, visible_event
-from agy_harness.adapters.sinks.keyboard import Keyboard
+from agy_harness.adapters.sinks.keyboard import InputFnReader, Keyboard
 from agy_harness.adapters.sinks.markdown_stream import MarkdownStream
 from agy_harness.adapters.sinks.terminal_answers import (
-    REFUSE,
+    ask_at_keyboard,
     describe_answer,
     parse_choice,
     parse_permission,
 )
 from agy_harness.adapters.sinks.terminal_cards import (
-    COMMAND_KEYS,
-    CWD_KEYS,
-    SUMMARY_KEYS,
+    crlf,
     gate_card,
+    humane,
     result_card,
     tool_card,
     truncate_output,
 )
 from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen
-from agy_harness.core.answers import AnswerError, parse_answer, resolve_question
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -75,9 +71,6 @@ from agy_harness.ports.events import (
 from agy_harness.ports.protocols import GateAnswer
 
 __all__ = [
-    "COMMAND_KEYS",
-    "CWD_KEYS",
-    "SUMMARY_KEYS",
     "TerminalSink",
     "describe_answer",
     "humane",
@@ -89,32 +82,6 @@ __all__ = [
 log = logging.getLogger("agy_harness.adapters.sinks.terminal")
 
 Kind = Literal["text", "reasoning"]
-_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-_GATE_ID = re.compile(rf"\bgate {_UUID}(?:/[^\s:;,]+)*")
-_IDS = re.compile(rf"\s*\(?{_UUID}(?:/[^\s:;,)]+)*\)?")
-
-
-def humane(text: str) -> str:
-    """A harness notice without internal ids ("gate 3494…/…/6 is gone" -> "the gate is gone")."""
-    text = _GATE_ID.sub("the gate", text)
-    return _IDS.sub("", text)
-
-
-_TEXT_FIELDS = {
-    "text_delta": "delta",
-    "reasoning_delta": "delta",
-    "assistant_message": "text",
-    "tool_result": "output",
-}
-
-
-def _crlf(event: Event) -> Event:
-    """CRLF line ends (a command's output, agy quoting it) are line ends, not a visible ``\\r``."""
-    field = _TEXT_FIELDS.get(event.type)
-    value = getattr(event, field, "") if field else ""
-    if field and "\r\n" in value:
-        return event.model_copy(update={field: value.replace("\r\n", "\n")})
-    return event
 
 
 class TerminalSink:
@@ -149,7 +116,7 @@ class TerminalSink:
         self._last_index: dict[tuple[str, str], int] = {}
         self._prompt_lock = asyncio.Lock()
         self._asks = PendingAsks()
-        self._reading: asyncio.Future[str] | None = None
+        self._input = InputFnReader(input_fn)  # without a keyboard: input_fn in a worker thread
         self._prompt: str | None = None  # a gate's prompt, while it waits for a line
         self.turn_prompt = False  # attach: show ❯ when agy is idle
         # the status line
@@ -221,7 +188,7 @@ class TerminalSink:
         self._print(Text(f"· {visible(text)}", style="dim cyan"))
 
     def render(self, event: Event) -> None:
-        event = _crlf(event)
+        event = crlf(event)
         event = visible_event(event)  # agy-controlled text never reaches the terminal as a control
         if isinstance(event, TextDelta):
             self._set_doing("writing")
@@ -404,42 +371,7 @@ class TerminalSink:
             return answer
 
     async def _ask_keyboard(self, gate: GateOpened) -> GateAnswer:
-        if gate.kind == "permission":
-            while True:
-                line = await self._read("allow? [y/n] ")
-                if line is None:
-                    return GateAnswer(action="cancel", allow=False)
-                if line.strip() in REFUSE:
-                    return GateAnswer(action="decline", allow=False)
-                try:
-                    return parse_answer(gate, line)
-                except AnswerError:
-                    self._print(Text("please answer y (allow) or n (deny)", style="yellow"))
-        selections: list[tuple[str, ...]] = []
-        for i, question in enumerate(gate.questions):
-            if not question.options:
-                hint = "your answer"
-            elif question.multi_select:
-                hint = f"1-{len(question.options)}, comma-separated for several, or type an answer"
-            else:
-                hint = f"1-{len(question.options)}, or type an answer"
-            label = f"{i + 1}" if len(gate.questions) > 1 else ""
-            while True:
-                line = await self._read(f"answer{' ' + label if label else ''} ({hint}): ")
-                if line is None:
-                    return GateAnswer(action="cancel")
-                if line.strip() in REFUSE:
-                    return GateAnswer(action=REFUSE[line.strip()])  # type: ignore[arg-type]
-                choice = parse_choice(question, line)
-                try:
-                    if choice is not None:
-                        resolve_question(question, choice)
-                        selections.append(choice)
-                        break
-                    self._print(Text("not a valid choice; try again", style="yellow"))
-                except AnswerError as exc:
-                    self._print(Text(f"{visible(str(exc))}; try again", style="yellow"))
-        return parse_answer(gate, GateAnswer(selections=tuple(selections)))
+        return await ask_at_keyboard(gate, self._read, lambda text: self._print(Text(text, style="yellow")))
 
     async def _read(self, prompt: str) -> str | None:
         """One line typed after ``prompt`` is shown; None at end of input (Ctrl-D)."""
@@ -451,7 +383,7 @@ class TerminalSink:
             if self.keyboard is not None:
                 line = await self.keyboard.read(fresh=True)
             else:
-                line = await self._read_input_fn()
+                line = await self._input.read()
         finally:
             self._prompt = None
         self.screen.entered()
@@ -476,46 +408,3 @@ class TerminalSink:
     def _bottom_is_turn_prompt(self) -> bool:
         bottom = self._bottom()
         return bottom is not None and bottom.plain == "❯ "
-
-    async def _read_input_fn(self) -> str | None:
-        # A read still pending from a withdrawn prompt is reused (a thread cannot be interrupted).
-        if self._reading is None or self._reading.done():
-            self._reading = self._start_read()
-        reading = self._reading
-        try:
-            line = await asyncio.shield(reading)
-        except (EOFError, KeyboardInterrupt):
-            self._reading = None
-            return None
-        self._reading = None
-        return line
-
-    def _start_read(self) -> asyncio.Future[str]:
-        # a daemon thread, not the loop's executor: a prompt left unanswered must not block exit
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[str] = loop.create_future()
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved even if unused
-
-        def settle(line: str | None, error: BaseException | None) -> None:
-            if future.done():
-                return
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(line or "")
-
-        def run() -> None:
-            try:
-                line = self.input_fn("")
-            except BaseException as exc:
-                error: BaseException | None = (
-                    exc if isinstance(exc, Exception | KeyboardInterrupt) else EOFError()
-                )
-                with contextlib.suppress(RuntimeError):  # the loop is gone
-                    loop.call_soon_threadsafe(settle, None, error)
-                return
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(settle, line, None)
-
-        threading.Thread(target=run, name="terminal-sink-input", daemon=True).start()
-        return future

@@ -6,7 +6,10 @@ The words that allow or deny come from the core's one fail-closed parser
 
 from __future__ import annotations
 
-from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS
+from collections.abc import Awaitable, Callable
+
+from agy_harness.adapters.sinks.escape import visible
+from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -66,3 +69,45 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
             texts.append(answer.write_ins[i])
         parts.append(", ".join(texts) if texts else "(no answer)")
     return "; ".join(parts)
+
+
+async def ask_at_keyboard(
+    gate: GateOpened, read: Callable[[str], Awaitable[str | None]], say: Callable[[str], None]
+) -> GateAnswer:
+    """Put ``gate`` to the human: ``read(prompt)`` a line (None: end of input), ``say`` a hint."""
+    if gate.kind == "permission":
+        while True:
+            line = await read("allow? [y/n] ")
+            if line is None:
+                return GateAnswer(action="cancel", allow=False)
+            if line.strip() in REFUSE:
+                return GateAnswer(action="decline", allow=False)
+            try:
+                return parse_answer(gate, line)
+            except AnswerError:
+                say("please answer y (allow) or n (deny)")
+    selections: list[tuple[str, ...]] = []
+    for i, question in enumerate(gate.questions):
+        if not question.options:
+            hint = "your answer"
+        elif question.multi_select:
+            hint = f"1-{len(question.options)}, comma-separated for several, or type an answer"
+        else:
+            hint = f"1-{len(question.options)}, or type an answer"
+        label = f"{i + 1}" if len(gate.questions) > 1 else ""
+        while True:
+            line = await read(f"answer{' ' + label if label else ''} ({hint}): ")
+            if line is None:
+                return GateAnswer(action="cancel")
+            if line.strip() in REFUSE:
+                return GateAnswer(action=REFUSE[line.strip()])  # type: ignore[arg-type]
+            choice = parse_choice(question, line)
+            try:
+                if choice is not None:
+                    resolve_question(question, choice)
+                    selections.append(choice)
+                    break
+                say("not a valid choice; try again")
+            except AnswerError as exc:
+                say(f"{visible(str(exc))}; try again")
+    return parse_answer(gate, GateAnswer(selections=tuple(selections)))

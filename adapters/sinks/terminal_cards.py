@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
-from agy_harness.ports.events import GateOpened, ToolCall, ToolResult
+from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
 #: Argument names that hold a tool's command line / working directory (agy's and common spellings).
 COMMAND_KEYS = ("CommandLine", "command_line", "commandLine", "command", "cmd")
@@ -246,3 +247,31 @@ def gate_card(gate: GateOpened) -> Panel:
                 body.append(Text(f"   {n}) {option.text}"))
         title = Text("? question")
     return Panel(Group(*body), title=title, title_align="left", border_style="yellow", expand=False)
+
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_GATE_ID = re.compile(rf"\bgate {_UUID}(?:/[^\s:;,]+)*")
+_IDS = re.compile(rf"\s*\(?{_UUID}(?:/[^\s:;,)]+)*\)?")
+
+
+def humane(text: str) -> str:
+    """A harness notice without internal ids ("gate 3494…/…/6 is gone" -> "the gate is gone")."""
+    text = _GATE_ID.sub("the gate", text)
+    return _IDS.sub("", text)
+
+
+_TEXT_FIELDS = {
+    "text_delta": "delta",
+    "reasoning_delta": "delta",
+    "assistant_message": "text",
+    "tool_result": "output",
+}
+
+
+def crlf(event: Event) -> Event:
+    """CRLF line ends (a command's output, agy quoting it) are line ends, not a visible ``\\r``."""
+    field = _TEXT_FIELDS.get(event.type)
+    value = getattr(event, field, "") if field else ""
+    if field and "\r\n" in value:
+        return event.model_copy(update={field: value.replace("\r\n", "\n")})
+    return event
