@@ -339,7 +339,7 @@ def error_text(step: Step) -> str:
     ``plannerResponse.error`` / ``errorMessage`` (where the reference harness reads it)."""
     for error in (step.raw.get("error"), step.body.get("error"), step.body.get("errorMessage")):
         if isinstance(error, str) and error.strip():
-            return error.strip()
+            return clean_text(error.strip())
         error = as_dict(error)
         for key in ("userErrorMessage", "shortError", "message", "modelErrorMessage"):
             if as_str(error.get(key)).strip():
@@ -362,7 +362,12 @@ def permission_denied(step: Step) -> bool:
 
 
 def tool_output(step: Step) -> str:
-    """What the tool produced, as text. An ERROR step without output says it did not complete."""
+    """What the tool produced, as text (always encodable). An ERROR step without output says it did
+    not complete."""
+    return clean_text(_tool_output(step))
+
+
+def _tool_output(step: Step) -> str:
     full = as_dict(as_dict(step.raw.get("runCommand")).get("combinedOutput")).get("full")
     if isinstance(full, str):
         return full
