@@ -155,8 +155,9 @@ class AgyConversation:
             await self._stack.aclose()
             raise
         await self._settle()
+        while not self.sink.queue.empty():  # still history: tracked (usage), never mirrored
+            self._track(self.sink.queue.get_nowait())
         self.sink.on_outside = self._between_turns
-        self._drain()
         self.sink.to_queue = False
 
     def _between_turns(self, event: Event) -> None:
