@@ -31,6 +31,7 @@ BENCHMARKS: list[tuple[str, list[str], int]] = [
     ("bench_volume.py", [], 180),
     ("probe_transports.py", ["--streams", "1", "300", "--calls", "100"], 300),
     ("bench_reference.py", [], 300),
+    ("bench_active.py", [], 300),
 ]
 
 
@@ -173,8 +174,9 @@ def targets(data: dict[str, Any]) -> list[tuple[str, str]]:
                     f"{ref['mapper_ours']:,.0f} vs {ref['mapper_ref']:,.0f} steps/s = {ref['mapper_ratio']:.2f}x: "
                     f"{_v(ref['mapper_ratio'] >= 2)}"))  # fmt: skip
         out.append(("attach to 10k steps <= the reference's time",
-                    f"{ref['attach_ours_s']:.2f} s vs {ref['attach_ref_s']:.2f} s = {ref['attach_ratio']:.2f}x: "
-                    f"{_v(ref['attach_ratio'] <= 1)}"))  # fmt: skip
+                    f"wall {ref['attach_ours_s']:.2f} s vs {ref['attach_ref_s']:.2f} s = {ref['attach_ratio']:.2f}x: "
+                    f"{_v(ref['attach_ratio'] <= 1)}; CPU {ref['attach_ours_cpu_s']:.2f} s vs "
+                    f"{ref['attach_ref_cpu_s']:.2f} s = {ref['attach_cpu_ratio']:.2f}x: {_v(ref['attach_cpu_ratio'] <= 1)}"))  # fmt: skip
     cur = data.get("cursor")
     if cur:
         out.append(("attach 10k steps with the file store within 1.5x of without",
@@ -188,7 +190,11 @@ def targets(data: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{idle['cpu_pct']:.2f} % = {idle['cpu_pct'] / 2:.2f}x the limit: {_v(idle['cpu_pct'] < 2)}",
             )
         )
-    out.append(("300 active sessions without saturating the loop", "not measured by these scripts"))
+    act = data.get("active")
+    if act:
+        out.append((f"{act['sessions']} active sessions without saturating the loop",
+                    f"{act['cpu_pct']:.0f} % of one core = {act['cpu_pct'] / 100:.2f}x saturation, loop lag p99 "
+                    f"{act['lag_p99_ms']:.1f} ms: {_v(act['cpu_pct'] < 100)}"))  # fmt: skip
     return out
 
 

@@ -1,0 +1,102 @@
+"""300 active sessions on one event loop: is the loop saturated?
+
+    python benchmarks/bench_active.py [--sessions 300] [--pace 0.2]
+
+The simulator runs in its own process. ``--sessions`` conversations (StartCascade) are opened with
+``open_session`` on one asyncio loop (each its own RpcClient, as with one agy a session); then every
+session starts a long reply at once (~50 streamed text chunks each, one every ``0.1 * pace`` s) and
+they all stream together. Measured while they run: this process's CPU (100 % = one core: a
+saturated loop), the loop's lag (a 10 ms ticker: how late it wakes; p50/p99/max), and how long
+until every reply was committed. Target: the loop not saturated: CPU < 100 % of a core and the
+p99 lag well under the chunk interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import resource
+import sys
+import time
+from typing import Any
+
+from bench_idle import OwnDirectory
+from common import TimedSink, machine, percentile, quiet_logs, simulator_process, write_summary
+
+from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.composition.session import open_session
+
+PROMPT = "Write a long story about a lighthouse keeper."
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def ticker(lags: list[float], stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    while not stop.is_set():
+        t = loop.time()
+        await asyncio.sleep(0.01)
+        lags.append((loop.time() - t - 0.01) * 1e3)
+
+
+async def amain(sessions: int, pace: float) -> int:
+    print(f"{sessions} active sessions on one loop, a long reply each at once ({machine()})")
+    with simulator_process("--pace", str(pace)) as agy:
+        base_url = f"https://127.0.0.1:{agy['port']}"
+        async with RpcClient(base_url) as client:
+            cascades = [(await client.call("StartCascade", {}))["cascadeId"] for _ in range(sessions)]
+        sinks = [TimedSink() for _ in cascades]
+        async with contextlib.AsyncExitStack() as stack:
+            t0 = time.perf_counter()
+            opened = []
+            for cascade, sink in zip(cascades, sinks, strict=True):
+                s = await stack.enter_async_context(
+                    open_session(base_url=base_url, cascade_id=cascade, sink=sink)
+                )
+                s.harness.directory = OwnDirectory(RpcCascadeDirectory(s.client), [s.harness])
+                opened.append(s)
+            setup = time.perf_counter() - t0
+            lags: list[float] = []
+            stop = asyncio.Event()
+            tick = asyncio.create_task(ticker(lags, stop))
+            c0, w0 = cpu(), time.perf_counter()
+            await asyncio.gather(*(s.send(PROMPT) for s in opened))
+            async with asyncio.timeout(120):
+                while (
+                    sum(any(e.type == "assistant_message" for _, e in sink.events) for sink in sinks)
+                    < sessions
+                ):
+                    await asyncio.sleep(0.05)
+            wall = time.perf_counter() - w0
+            used = cpu() - c0
+            stop.set()
+            await tick
+            deltas = sum(e.type == "text_delta" for sink in sinks for _, e in sink.events)
+    pct = 100 * used / wall
+    f: dict[str, Any] = {
+        "sessions": sessions, "setup_s": setup, "wall_s": wall, "cpu_pct": pct, "deltas": deltas,
+        "lag_p50_ms": percentile(lags, 50), "lag_p99_ms": percentile(lags, 99), "lag_max_ms": max(lags),
+    }  # fmt: skip
+    print(f"setup {setup:.1f} s; all {sessions} replies committed in {wall:.1f} s ({deltas} text deltas)")
+    print(f"CPU {pct:.0f} % of one core (target < 100 %: {'met' if pct < 100 else 'MISSED'}); loop lag p50 "
+          f"{f['lag_p50_ms']:.1f} ms, p99 {f['lag_p99_ms']:.1f} ms, max {f['lag_max_ms']:.1f} ms")  # fmt: skip
+    write_summary("active", f)
+    return 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sessions", type=int, default=300)
+    p.add_argument("--pace", type=float, default=0.2)
+    quiet_logs()
+    args = p.parse_args()
+    return asyncio.run(amain(args.sessions, args.pace))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
