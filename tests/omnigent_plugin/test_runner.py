@@ -220,3 +220,23 @@ async def test_subagent_is_announced(plugin_python: Path, agy: Simulator, tmp_pa
         assert done["child_key"] == started[0]["child_key"] and done["ok"] is True
         child_reply = steps_of_cascade(agy, done["child_key"], "PLANNER_RESPONSE")[-1]
         assert done["summary"] == child_reply["plannerResponse"]["response"]
+
+
+async def test_an_agy_error_fails_the_turn_and_the_session_goes_on(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("Say hello in one short sentence.")
+        assert (await turn.finished())["type"] == "response.completed"
+        agy.faults.fail("SendUserCascadeMessage", status=500, message="agy is overloaded")
+        turn = await runner.message("Say hello again.")
+        terminal = await turn.finished()
+        assert terminal["type"] == "response.failed"
+        error = terminal["response"]["error"]
+        assert "agy did not take the turn" in error["message"] and "agy is overloaded" in error["message"]
+        assert error.get("undelivered") is True  # omnigent keeps the user's message to send again
+        assert len(steps_of(agy, "USER_INPUT")) == 1
+        turn = await runner.message("Say hello in one short sentence.")
+        assert (await turn.finished())["type"] == "response.completed"
+        assert turn.text == GREETING
+        assert len(steps_of(agy, "USER_INPUT")) == 2
