@@ -31,7 +31,7 @@ log = logging.getLogger("agy_harness.omnigent_plugin")
 class AgyExecutorAdapter(ExecutorAdapter):
     """omnigent's adapter, plus: gates as elicitations of the current turn; Stop reaches agy first."""
 
-    def _ensure_executor(self) -> AgyExecutor:  # type: ignore[override]
+    def _ensure_executor(self) -> AgyExecutor:
         executor = super()._ensure_executor()
         assert isinstance(executor, AgyExecutor)
         if executor._gate_asker is None:
