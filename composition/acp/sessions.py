@@ -247,8 +247,11 @@ class AcpSession:
         if turn is not None:
             turn.cancelled = True
         if self.session is not None:
-            report = await self.session.interrupt()
-            log.info("session %s: %s", self.id, report.detail)
+            try:
+                report = await self.session.interrupt()
+                log.info("session %s: %s", self.id, report.detail)
+            except Exception as exc:  # agy unreachable: the prompt still ends, cancelled, after the grace
+                log.warning("session %s: agy's interrupt failed (%s)", self.id, exc)
         if turn is not None and not turn.done.done():
             loop = asyncio.get_running_loop()
             handle = loop.call_later(CANCEL_GRACE, lambda: turn.done.done() or turn.done.cancel())
