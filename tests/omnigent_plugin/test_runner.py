@@ -4,6 +4,7 @@ what reaches agy."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,27 @@ async def test_an_agy_error_fails_the_turn_and_the_session_goes_on(
         assert (await turn.finished())["type"] == "response.completed"
         assert turn.text == GREETING
         assert len(steps_of(agy, "USER_INPUT")) == 2
+
+
+async def test_a_gate_raised_outside_omnigent_waits_for_the_next_turn(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("Say hello in one short sentence.")
+        assert (await turn.finished())["type"] == "response.completed"
+        # typed in agy's terminal between omnigent's turns: its gate is not answered for anyone
+        await agy.submit_user_turn("run: git status")
+        async with asyncio.timeout(30):
+            while not [s for s in steps_of(agy, "RUN_COMMAND") if s["status"].endswith("WAITING")]:
+                await asyncio.sleep(0.05)
+        # the next omnigent turn puts it to the human (had anything answered it meanwhile, no card
+        # would come); once answered, agy runs it, then our turn
+        turn = await runner.message("Say hello in one short sentence.")
+        ask = await turn.wait_for("response.elicitation_request")
+        assert ask["params"]["command"] == "git status"
+        assert await runner.approve(ask["elicitation_id"], "accept") == 204
+        assert (await turn.finished(timeout=60))["type"] == "response.completed"
+        assert turn.text == GREETING
+    [command] = steps_of(agy, "RUN_COMMAND")
+    assert command["status"].endswith("DONE")
+    assert command["completedInteractions"][0]["response"]["permission"] == {"allow": True}
