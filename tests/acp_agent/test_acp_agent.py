@@ -121,6 +121,9 @@ async def test_cancel_mid_reply() -> None:
         sid = await _new(conn)
         turn = asyncio.create_task(prompt(conn, sid, "Write a long story about a lighthouse keeper."))
         await client.wait_for(lambda: bool(client.of(sid, "agent_message_chunk")))
+        with pytest.raises(RequestError) as err:  # one prompt at a time per session
+            await prompt(conn, sid, "Say hello in one short sentence.")
+        assert err.value.code == -32600
         await conn.cancel(session_id=sid)
         response = await turn
         assert response.stop_reason == "cancelled"
