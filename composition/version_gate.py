@@ -104,6 +104,16 @@ async def stream_exists(client: RpcClient, cascade_id: str) -> bool:
     return True
 
 
+def _default_transcript_root(cascade_id: str) -> Path | None:
+    """The data root under which agy wrote this conversation's transcript (either file), if any."""
+    from agy_harness.adapters.transcript.locate import DEFAULT_ROOTS, find_transcript
+
+    for root in DEFAULT_ROOTS:
+        if find_transcript([root], cascade_id) is not None:
+            return root
+    return None
+
+
 async def detect_capabilities(
     client: RpcClient,
     cascade_id: str,
@@ -115,6 +125,8 @@ async def detect_capabilities(
     stream = await stream_exists(client, cascade_id)
     rpc_turns = await method_exists(client, "SendUserCascadeMessage")
     root = transcript_root if transcript_root is not None and transcript_root.exists() else None
+    if transcript_root is None:  # agy's own data roots: ~/.gemini/antigravity-cli, ~/.gemini/antigravity
+        root = _default_transcript_root(cascade_id)
     caps = Capabilities(
         parse_version(version_text or ""), stream=stream, rpc_turns=rpc_turns, transcript_root=root
     )

@@ -33,3 +33,18 @@ async def test_probing_tells_the_profiles_apart() -> None:
             assert not await method_exists(client, "NoSuchMethod")
             # the probe sent no turn: the empty request names no cascade
             assert not [s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_USER_INPUT"]
+
+
+async def test_the_transcript_is_found_under_either_of_agys_data_roots(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Without a transcript_root, agy's own data roots are looked in (~/.gemini/antigravity-cli, then
+    ~/.gemini/antigravity), for either transcript file of this conversation."""
+    from agy_harness.adapters.transcript import locate
+
+    first, second = tmp_path / "antigravity-cli", tmp_path / "antigravity"
+    monkeypatch.setattr(locate, "DEFAULT_ROOTS", (first, second))
+    async with Simulator() as sim, RpcClient(sim.base_url) as client:
+        assert (await detect_capabilities(client, sim.cascade_id)).transcript_root is None
+        logs = locate.logs_dir(second, sim.cascade_id)
+        logs.mkdir(parents=True)
+        (logs / "transcript.jsonl").write_text("")
+        assert (await detect_capabilities(client, sim.cascade_id)).transcript_root == second
