@@ -96,6 +96,17 @@ class DirectoryWatcher:
         self._children.clear()
         self._known = (self._known or set()) | {old}
 
+    async def relayed(self, cascade_id: str, raw: Any) -> None:
+        """A step of another conversation on ours: a mirrored sub-agent's goes to its own events at
+        once (its mirror's reads are then the fallback); anything else is not ours and is dropped."""
+        reconciler = self._child_state.get(cascade_id)
+        if reconciler is None:
+            log.debug(
+                "a step of conversation %s arrived on ours; not ours, not mirrored: dropped", cascade_id
+            )
+            return
+        await self.emitter.apply(StepBatch(cascade_id=cascade_id, steps=(raw,), source="relayed"), reconciler)
+
     def observe(self, events: Sequence[Event]) -> None:
         """Emitter observer: remember sub-agent tool results (they name the child cascade)."""
         for event in events:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
 
 from agy_harness.core.elicitation import with_poll_details
 from agy_harness.core.reconciler import Reconciler
@@ -59,6 +59,9 @@ class Emitter:
         self.options = options or HarnessOptions()
         self.stats = stats or HarnessStats()
         self.observers = list(observers)
+        #: where a step of another conversation found in ours goes (the directory watcher: a
+        #: sub-agent's mirror); None: fed to ours as before
+        self.relayed: Callable[[str, Any], Awaitable[None]] | None = None
         self.inflight: set[asyncio.Future[None]] = set()
         self._lock = asyncio.Lock()
         # a journal store takes only what changed (O(1) per delivery); see _advance_cursor
@@ -68,6 +71,23 @@ class Emitter:
         self._sync_due: set[str] = set()  # cascades whose journal records await their fsync
 
     async def apply(self, batch: StepBatch, reconciler: Reconciler | None = None) -> None:
+        if reconciler is None and self.relayed is not None:
+            # a step of another conversation on ours (agy >= 1.1.1 relays sub-agents' updates on the
+            # root's stream): it is that conversation's, never ours
+            ours, steps = self.conversation.cascade_id, []
+            for raw in batch.steps:
+                other = _other_cascade(raw, ours)
+                if other:
+                    await self.relayed(other, raw)
+                else:
+                    steps.append(raw)
+            if len(steps) != len(batch.steps):
+                batch = StepBatch(
+                    cascade_id=batch.cascade_id,
+                    steps=tuple(steps),
+                    snapshot=batch.snapshot,
+                    source=batch.source,
+                )
         reconciler = reconciler or self.conversation.reconciler
         self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
         # The whole batch is fed first (no await in between, so nothing can cut it), then delivered as
@@ -212,3 +232,13 @@ class Emitter:
                 )
             ]
         )
+
+
+def _other_cascade(raw: Any, ours: str) -> str:
+    """The conversation a raw step names, when it is not ``ours`` ("" otherwise)."""
+    if not isinstance(raw, dict):
+        return ""
+    metadata = raw.get("metadata")
+    info = metadata.get("sourceTrajectoryStepInfo") if isinstance(metadata, dict) else None
+    cascade = info.get("cascadeId") if isinstance(info, dict) else None
+    return cascade if isinstance(cascade, str) and cascade and cascade != ours else ""

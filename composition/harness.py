@@ -116,6 +116,7 @@ class Harness:
             stats=self.stats,
         )
         self.emitter.observers += [self.watcher.observe, self.gates.observe]
+        self.emitter.relayed = self.watcher.relayed
         self.claims = ClaimRegistry() if claims is None else claims
         self.watcher.claimed = self.claims.others
 

@@ -116,3 +116,22 @@ async def test_a_notice_names_the_bound_conversation() -> None:
         ("k/notice", CASCADE, "warning"),
         ("k2/notice", "new", "info"),
     ]
+
+
+async def test_a_step_of_another_conversation_on_ours_is_routed_not_fed_to_ours() -> None:
+    """agy >= 1.1.1 relays sub-agents' updates on the root's stream: a step naming another
+    conversation goes to the relay hook (a sub-agent's mirror), never into our conversation."""
+    sink = RecordingSink()
+    emitter = make(sink)
+    routed: list[tuple[str, Any]] = []
+
+    async def relayed(cascade: str, raw: Any) -> None:
+        routed.append((cascade, raw))
+
+    emitter.relayed = relayed
+    theirs = fixture("planner_response_text")
+    theirs["metadata"]["sourceTrajectoryStepInfo"]["cascadeId"] = "child-cascade"
+    await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"), theirs), source="stream"))
+    assert [c for c, _ in routed] == ["child-cascade"]
+    assert [e.type for e in sink.events if e.type == "assistant_message"] == []  # not ours
+    assert any(e.type == "user_message" and e.cascade_id == CASCADE for e in sink.events)

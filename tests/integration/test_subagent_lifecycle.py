@@ -84,3 +84,25 @@ async def test_a_quiet_child_agy_lists_idle_gets_its_own_backstop() -> None:
     await asyncio.sleep(0)
     assert task.cancelled()
     assert [(e.type, e.cascade_id, e.status) for e in emitter.emitted] == [("status", "child", "idle")]  # type: ignore[attr-defined]
+
+
+async def test_a_relayed_sub_agent_step_goes_to_its_mirror_and_nowhere_else() -> None:
+    from agy_harness.composition.conversation import Conversation
+    from agy_harness.composition.directory_watcher import DirectoryWatcher
+    from tests.core.fixtures import fixture
+
+    emitter = _Emitter()
+    watcher = DirectoryWatcher(
+        Conversation("parent", None),
+        snapshot=_Snapshot(),
+        emitter=emitter,
+        rotate=lambda _c: asyncio.sleep(0),  # type: ignore[arg-type]
+    )
+    step = fixture("user_input")
+    step["metadata"]["sourceTrajectoryStepInfo"]["cascadeId"] = "child"
+    await watcher.relayed("child", step)  # not mirrored (yet): not ours, dropped
+    assert emitter.emitted == []
+    watcher._child_state["child"] = Reconciler("child")
+    await watcher.relayed("child", step)
+    assert {e.cascade_id for e in emitter.emitted} == {"child"}
+    assert [e.type for e in emitter.emitted if e.type == "user_message"] == ["user_message"]
