@@ -22,6 +22,7 @@ from pathlib import Path
 log = logging.getLogger("agy_harness.claims")
 
 RETENTION = 24 * 3600.0
+PRUNE_EVERY = 60.0  # seconds between retention sweeps
 
 
 def default_root() -> Path:
@@ -39,6 +40,10 @@ class ClaimRegistry:
         self.root = root if root is not None else default_root()
         self.token = uuid.uuid4().hex
         self._mine: set[str] = set()
+        # cost (issue #14): a claim file is written once and never changes, so each is read once;
+        # the retention sweep (a stat per file) runs at most every PRUNE_EVERY seconds
+        self._read: dict[str, tuple[str, str]] = {}  # file name -> (cascade_id, token)
+        self._pruned = 0.0
 
     def _path(self, cascade_id: str) -> Path:
         digest = hashlib.sha256(cascade_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -64,19 +69,27 @@ class ClaimRegistry:
         """Cascades another session of this library is or was bound to (within RETENTION)."""
         out: set[str] = set()
         try:
-            paths = list(self.root.glob("*.json"))
+            names = [e.name for e in os.scandir(self.root) if e.name.endswith(".json")]
         except OSError:
             return out
         now = time.time()
-        for path in paths:
+        prune = now - self._pruned >= PRUNE_EVERY
+        if prune:
+            self._pruned = now
+        for name in names:
+            path = self.root / name
             try:
-                if now - path.stat().st_mtime > RETENTION:
+                if prune and now - path.stat().st_mtime > RETENTION:
                     path.unlink()
+                    self._read.pop(name, None)
                     continue
-                record = json.loads(path.read_text(encoding="utf-8"))
-                cascade_id, token = str(record["cascade_id"]), str(record["token"])
+                known = self._read.get(name)
+                if known is None:
+                    record = json.loads(path.read_text(encoding="utf-8"))
+                    known = self._read[name] = (str(record["cascade_id"]), str(record["token"]))
             except (OSError, ValueError, KeyError, TypeError):
                 continue
+            cascade_id, token = known
             if token != self.token:
                 out.add(cascade_id)
         return out

@@ -221,7 +221,10 @@ class DirectoryWatcher:
         binding, and no other session of this library is bound to it."""
         if not self.options.follow_clear:
             return None
-        claimed = self.claimed() if self.claimed is not None else set()
+        if not rotation_candidates(cascade_id, summaries, self._known or ()):
+            return None  # nothing new to judge (the common case): no need to read anybody's claims
+        # the claims are files of every session on this machine: read them off the loop
+        claimed = await asyncio.to_thread(self.claimed) if self.claimed is not None else set()
         candidates = rotation_candidates(cascade_id, summaries, self._known or (), claimed)
         if candidates and len(candidates) > 1 and tuple(candidates) != self._ambiguous:
             self._ambiguous = tuple(candidates)

@@ -259,3 +259,22 @@ async def test_deliveries_of_our_cascade_wake_it() -> None:
     ours = ToolResult(id="x/2/r", cascade_id=CASCADE, call_id="c", name="n", output="")
     watcher.observe([ours])
     assert watcher._wake.is_set()
+
+
+async def test_claims_are_read_only_when_a_conversation_could_be_our_clear() -> None:
+    """Reading the claims means reading a file per session on the machine (1,500 here took 130 ms on
+    the loop, every check); with nothing new listed there is nothing they could exclude."""
+    reads: list[int] = []
+
+    def claimed() -> set[str]:
+        reads.append(1)
+        return set()
+
+    watcher, directory, _, _ = make([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")])
+    watcher.claimed = claimed
+    watcher.start()
+    try:
+        await listings(directory, 5)
+    finally:
+        stop(watcher)
+    assert reads == []
