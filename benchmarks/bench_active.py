@@ -7,8 +7,8 @@ The simulator runs in its own process. ``--sessions`` conversations (StartCascad
 session starts a long reply at once (~50 streamed text chunks each, one every ``0.1 * pace`` s) and
 they all stream together. Measured while they run: this process's CPU (100 % = one core: a
 saturated loop), the loop's lag (a 10 ms ticker: how late it wakes; p50/p99/max), and how long
-until every reply was committed. Target: the loop not saturated: CPU < 100 % of a core and the
-p99 lag well under the chunk interval.
+until every reply was committed. Target: the loop not saturated: CPU < 100 % of a core and a p99
+lag of at most 100 ms.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ async def amain(sessions: int, pace: float) -> int:
         "lag_p50_ms": percentile(lags, 50), "lag_p99_ms": percentile(lags, 99), "lag_max_ms": max(lags),
     }  # fmt: skip
     print(f"setup {setup:.1f} s; all {sessions} replies committed in {wall:.1f} s ({deltas} text deltas)")
-    print(f"CPU {pct:.0f} % of one core (target < 100 %: {'met' if pct < 100 else 'MISSED'}); loop lag p50 "
+    ok = pct < 100 and f["lag_p99_ms"] <= 100
+    print(f"CPU {pct:.0f} % of one core, target < 100 % with loop lag p99 <= 100 ms: {'met' if ok else 'MISSED'}; loop lag p50 "
           f"{f['lag_p50_ms']:.1f} ms, p99 {f['lag_p99_ms']:.1f} ms, max {f['lag_max_ms']:.1f} ms")  # fmt: skip
     write_summary("active", f)
     return 0
