@@ -80,15 +80,21 @@ class PluginSink:
     async def ask(self, gate: GateOpened) -> GateAnswer:
         # A gate agy raised outside an omnigent turn (a turn typed in agy's terminal) waits here for
         # the next omnigent turn; meanwhile agy's own prompt can answer it (the harness withdraws it).
+        if gate.kind not in ("permission", "question") or not gate.answerable:
+            # no payload is known that answers it over RPC (a file-write review, a plan approval...):
+            # only agy's own prompt can; the harness withdraws this ask when agy moves on
+            log.warning("gate %s (%s) can only be answered in agy's terminal", gate.gate_id, gate.interaction)
+            await asyncio.Event().wait()
         while True:
             await self._ready.wait()
             asker = self._asker
             if asker is None:
+                await asyncio.sleep(0.05)
                 continue
             answer = await asker(gate)
             if answer is not None:
                 return answer
-            await asyncio.sleep(0)  # the turn ended under the question: wait for the next one
+            await asyncio.sleep(0.05)  # the turn ended under the question: wait for the next one
 
     async def withdraw(self, gate_id: str) -> None:
         return None  # the harness cancels the pending ask itself

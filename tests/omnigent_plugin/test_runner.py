@@ -265,3 +265,17 @@ async def test_a_gate_raised_outside_omnigent_waits_for_the_next_turn(
     [command] = steps_of(agy, "RUN_COMMAND")
     assert command["status"].endswith("DONE")
     assert command["completedInteractions"][0]["response"]["permission"] == {"allow": True}
+
+
+async def test_a_gate_only_agys_terminal_can_answer_is_not_put_to_omnigent(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("write the file notes.txt")
+        async with asyncio.timeout(30):
+            while not [s for s in steps_of(agy, "WRITE_TO_FILE") if s["status"].endswith("WAITING")]:
+                await asyncio.sleep(0.05)
+        await agy.resolve_in_terminal()  # the human answers in agy's own terminal
+        assert (await turn.finished())["type"] == "response.completed"
+    assert turn.of_type("response.elicitation_request") == []  # no card omnigent could not answer
+    assert [s["status"] for s in steps_of(agy, "WRITE_TO_FILE")] == ["CORTEX_STEP_STATUS_DONE"]
