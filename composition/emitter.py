@@ -90,22 +90,16 @@ class Emitter:
                 )
         reconciler = reconciler or self.conversation.reconciler
         self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
-        # The whole batch is fed first (no await in between, so nothing can cut it), then delivered as
-        # one: one task, one shield, one sink call and one cursor record per batch, not per step (an
-        # attach replays thousands of steps in one batch).
-        events: list[Event] = []
-        for raw in batch.steps:
-            events.extend(reconciler.feed(raw))
-        if not events:
-            await self._sync()  # (a no-op unless an earlier, cancelled batch left records unsynced)
-            return
         self._in_batch = True  # one journal fsync per batch, at its end
         try:
-            # fed steps are committed: their events must reach the sink even if the reader is cancelled
-            task = asyncio.ensure_future(self.emit(events))
-            self.inflight.add(task)
-            task.add_done_callback(self.inflight.discard)
-            await asyncio.shield(task)
+            for raw in batch.steps:
+                events = reconciler.feed(raw)
+                if events:
+                    # fed steps are committed: their events must reach the sink even if the reader is cancelled
+                    task = asyncio.ensure_future(self.emit(events))
+                    self.inflight.add(task)
+                    task.add_done_callback(self.inflight.discard)
+                    await asyncio.shield(task)
         finally:
             self._in_batch = False
         await self._sync()
