@@ -11,8 +11,8 @@ that long), with a sink that accepts everything. Three stores:
   fsync per batch, compaction);
 * the whole-cursor save it replaced (the same store behind the plain ``CursorStore`` port: a full
   snapshot with two fsyncs after every delivery), on ``--old-steps`` steps only, since it is O(N²),
-  fed a batch per step (as a live stream delivers them; the emitter saves once per batch), beside
-  the journal and no store fed the same way.
+  fed a batch per step (as a live stream delivers them), beside the journal and no store fed the
+  same way (there each committed step's record is fsynced before the next batch: the durability rule).
 
 Then a 1 MB reply streamed as 200 cumulative frames (one batch each), with and without the journal.
 Target: attach with the file store within 1.5x of without.
