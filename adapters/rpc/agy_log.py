@@ -110,11 +110,12 @@ def logged_endpoints(
     for pid, cmdline in procs:
         port = logged_port(pid, cmdline, started=_started(pid))
         if port is not None and port not in seen:
-            seen[port] = (pid, port, _csrf(cmdline) or csrf_token)
+            seen[port] = (pid, port, csrf_token_from_cmdline(cmdline) or csrf_token)
     return list(seen.values())
 
 
-def _csrf(cmdline: Sequence[str]) -> str | None:
+def csrf_token_from_cmdline(cmdline: Sequence[str]) -> str | None:
+    """agy's ``--csrf_token`` from its command line (either ``--csrf_token X`` or ``--csrf_token=X``)."""
     for i, arg in enumerate(cmdline):
         if arg == "--csrf_token" and i + 1 < len(cmdline):
             return cmdline[i + 1]

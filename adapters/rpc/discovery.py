@@ -20,7 +20,7 @@ from typing import Protocol
 
 import psutil
 
-from .agy_log import logged_endpoints
+from .agy_log import csrf_token_from_cmdline, logged_endpoints
 from .client import PROBE_TIMEOUT, RpcClient, is_loopback_host
 from .errors import AmbiguousAgy, NoAgyFound, RpcError
 
@@ -74,15 +74,6 @@ def looks_like_agy(name: str, cmdline: Sequence[str]) -> bool:
     if any("agy" in w or "language_server" in w for w in words):
         return True
     return any("language_server" in arg for arg in cmdline[:2])
-
-
-def csrf_token_from_cmdline(cmdline: Sequence[str]) -> str | None:
-    for i, arg in enumerate(cmdline):
-        if arg == "--csrf_token" and i + 1 < len(cmdline):
-            return cmdline[i + 1]
-        if arg.startswith("--csrf_token="):
-            return arg.split("=", 1)[1]
-    return None
 
 
 def read_csrf_token(pid: int) -> str | None:
