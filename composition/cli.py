@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from . import last_resort
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, explain
 
 log = logging.getLogger("agy_harness.cli")
@@ -152,6 +153,7 @@ class Stopped(KeyboardInterrupt):
 
 
 def _stop(signum: int, _frame: object) -> None:
+    last_resort.arm(signum)  # if the clean stop below never completes, the process still ends
     raise Stopped(signum)
 
 

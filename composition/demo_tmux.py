@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import last_resort
 from .errors import UserFacingError
 
 INSTALL_TMUX = (
@@ -52,6 +53,7 @@ async def tui_in_tmux(profile: str, pace: float, *, start_timeout: float = 30.0)
 
     socket_name = f"agy-harness-demo-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     server = libtmux.Server(socket_name=socket_name)
+    unregister = last_resort.register(server.kill)  # a hard stop still kills agy's TUI with its server
     with tempfile.TemporaryDirectory(prefix="agy-harness-demo-") as tmp:
         port_file = Path(tmp) / "port"
         command = shlex.join(
@@ -84,6 +86,7 @@ async def tui_in_tmux(profile: str, pace: float, *, start_timeout: float = 30.0)
             port_s, cascade_id = port_file.read_text().split()
             yield TuiInTmux(server, socket_name, pane.pane_id, pid, int(port_s), cascade_id)
         finally:
+            unregister()
             with contextlib.suppress(Exception):
                 server.kill()
             socket = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / socket_name

@@ -1,0 +1,56 @@
+"""A stop signal always ends the CLI, even when the clean stop it starts never completes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+# A process that swallows the clean stop (cli.Stopped is a KeyboardInterrupt) forever.
+STUCK = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    from agy_harness.composition import cli, last_resort
+    last_resort.GRACE = float(sys.argv[2])
+    marker = pathlib.Path(sys.argv[1])
+    last_resort.register(lambda: marker.write_text("cleaned"))
+    cli._stop_on_signals()
+    print("ready", flush=True)
+    while True:
+        try:
+            time.sleep(10)
+        except KeyboardInterrupt:
+            pass
+    """
+)
+
+
+def _stuck(tmp_path: Path, grace: float) -> tuple[subprocess.Popen[str], Path]:
+    marker = tmp_path / "cleanup"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STUCK, str(marker), str(grace)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc, marker
+
+
+def test_sigterm_ends_a_process_whose_clean_stop_hangs(tmp_path: Path) -> None:
+    proc, marker = _stuck(tmp_path, grace=0.5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert marker.read_text() == "cleaned"  # the registered clean-up ran before the hard exit
+
+
+def test_a_second_signal_ends_it_at_once(tmp_path: Path) -> None:
+    proc, marker = _stuck(tmp_path, grace=3600)  # the watchdog alone would wait an hour
+    proc.send_signal(signal.SIGHUP)
+    with_one = None
+    try:
+        with_one = proc.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGHUP)
+    assert with_one is None  # one signal did not end it: the clean stop is stuck
+    assert proc.wait(timeout=60) == 128 + signal.SIGHUP
+    assert marker.read_text() == "cleaned"
