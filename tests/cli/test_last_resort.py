@@ -17,9 +17,12 @@ STUCK = textwrap.dedent(
     marker = pathlib.Path(sys.argv[1])
     last_resort.register(lambda: marker.write_text("cleaned"))
     cli._stop_on_signals()
-    print("ready", flush=True)
+    ready = False
     while True:
-        try:
+        try:  # the signal can land anywhere after "ready" is written, even inside print itself
+            if not ready:
+                ready = True
+                print("ready", flush=True)
             time.sleep(10)
         except KeyboardInterrupt:
             pass
