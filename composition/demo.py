@@ -90,8 +90,13 @@ class TapSink:
             left = self.last_activity + timeout - loop.time()
             if left <= 0:
                 raise TimeoutError(f"agy did nothing for {timeout:.0f} s")
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns normally when it is
+            # cancelled in the same loop pass as its awaitable completes, swallowing the cancel. A
+            # SIGTERM cancels every task at once, and the gate's cancelled ask sets _changed: the
+            # demo then went on waiting for agy (60 s) instead of stopping.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), left)
+                async with asyncio.timeout(left):
+                    await self._changed.wait()
 
 
 def _turn_over(e: Event) -> bool:

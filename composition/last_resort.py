@@ -3,9 +3,11 @@
 The CLI turns SIGTERM/SIGHUP into a Ctrl-C-like stop that cleans up (``cli.Stopped``). Raising from a
 signal handler is not guaranteed to reach ``asyncio.run`` (it can land in code that swallows it, or
 clean-up can wait on something that never ends). In one loaded CI run of 8 the demo kept running for
-60 s after SIGTERM; the cause was not found. So the first signal also arms this watchdog: if the
-process is still alive ``GRACE`` seconds later (or a second signal comes), the registered
-clean-ups run (killing a demo's own tmux server) and the process exits with ``128 + signal``.
+60 s after SIGTERM: Python 3.11's ``asyncio.wait_for`` swallowed the shutdown's cancel (it is now
+banned in the package by pyproject's ruff settings). A library may still swallow one, so the first
+signal also arms this watchdog: if the process is still alive ``GRACE`` seconds later (or a second
+signal comes), the registered clean-ups run (killing a demo's own tmux server) and the process exits
+with ``128 + signal``.
 """
 
 from __future__ import annotations

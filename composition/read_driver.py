@@ -152,7 +152,8 @@ class ReadDriver:
                     if remaining <= 0:
                         return count
                     try:
-                        batch = await asyncio.wait_for(anext(batches), remaining)
+                        async with asyncio.timeout(remaining):  # (wait_for can swallow a cancel on 3.11)
+                            batch = await anext(batches)
                     except TimeoutError:
                         return count
                 if cascade != self.conversation.cascade_id:

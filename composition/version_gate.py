@@ -39,7 +39,8 @@ async def agy_version(binary: str = "agy", timeout: float = 5.0) -> str | None:
         proc = await asyncio.create_subprocess_exec(
             path, "--version", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
         )
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        async with asyncio.timeout(timeout):  # (wait_for can swallow a cancel on 3.11)
+            out, _ = await proc.communicate()
     except (OSError, TimeoutError) as exc:
         log.warning("agy --version failed: %s", exc)
         return None

@@ -362,7 +362,8 @@ class Simulator:
             await asyncio.sleep(0)
         else:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(c.cancel.wait(), seconds)
+                async with asyncio.timeout(seconds):
+                    await c.cancel.wait()
         if c.cancel.is_set():
             raise TurnCanceled
 
@@ -374,7 +375,8 @@ class Simulator:
         try:
             if self.gate_timeout is None:
                 return await asyncio.shield(future)
-            return await asyncio.wait_for(asyncio.shield(future), self.gate_timeout)
+            async with asyncio.timeout(self.gate_timeout):
+                return await asyncio.shield(future)
         except TimeoutError:
             return None
         finally:

@@ -39,7 +39,8 @@ class Waker:
         await self._retarget()
         timeout = self.safety_interval if self.watching else self.poll_interval
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+            async with asyncio.timeout(timeout):  # (wait_for can swallow a cancel on 3.11)
+                await self._event.wait()
         self._event.clear()
 
     def _target(self) -> Path | None:

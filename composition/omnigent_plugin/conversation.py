@@ -176,7 +176,8 @@ class AgyConversation:
         end = loop.time() + limit
         while loop.time() < end:
             try:
-                event = await asyncio.wait_for(self.sink.queue.get(), quiet)
+                async with asyncio.timeout(quiet):  # (wait_for can swallow a cancel on 3.11)
+                    event = await self.sink.queue.get()
             except TimeoutError:
                 return
             self._track(event)
