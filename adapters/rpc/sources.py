@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from agy_harness.adapters.reap import reap
 from agy_harness.core.steps import steps_from_update
 from agy_harness.ports.protocols import Clock, RawStep, SourceUnavailable, StepBatch
 
@@ -95,8 +95,7 @@ class RpcStreamSource:
         finally:
             if pending is not None:
                 pending.cancel()
-                with contextlib.suppress(BaseException):
-                    await pending
+                await reap(pending)
             await frames.aclose()
 
     def _batch(self, cascade_id: str, frame: Frame, *, snapshot: bool) -> StepBatch | None:

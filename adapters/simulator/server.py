@@ -21,6 +21,8 @@ from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 
+from agy_harness.adapters.reap import reap
+
 from . import envelope
 from .faults import with_drift
 from .profiles import ALL_METHODS, SERVICE
@@ -189,8 +191,7 @@ class App:
         finally:
             sim._unwatch(cascade, watcher)
             gone.cancel()
-            with contextlib.suppress(BaseException):
-                await gone
+            await reap(gone)
 
     async def _pump(self, cascade: Cascade, watcher: Watcher, gone: asyncio.Future[Any], send: Send) -> None:
         sim = self.sim
@@ -331,9 +332,7 @@ class Listener:
         for task, writer in list(self._connections.items()):
             writer.transport.abort()
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await reap(*tasks)
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()

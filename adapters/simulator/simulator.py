@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agy_harness.adapters.reap import reap
+
 from . import interactions, unary
 from . import steps as st
 from .catalog import DEFAULT_MODEL, MODELS
@@ -130,9 +132,7 @@ class Simulator:
         workers = [c.worker for c in self._cascades.values() if c.worker is not None]
         for task in workers:
             task.cancel()
-        for task in workers:
-            with contextlib.suppress(BaseException):
-                await task
+        await reap(*workers)
 
     async def restart(self) -> None:
         """agy restarted: the same conversations on a NEW port; open streams die without a trailer."""

@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from agy_harness.adapters.reap import reap
 from agy_harness.core.steps import Step, parse_step, waiting_interaction
 
 from .simulator import Simulator
@@ -317,8 +318,7 @@ class Tui:
             for task in (self._turn, self._busy_action):
                 if task is not None and not task.done():
                     task.cancel()
-                    with contextlib.suppress(BaseException):
-                        await task
+                    await reap(task)
 
 
 # ---------------------------------------------------------------------------------------------

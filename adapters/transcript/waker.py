@@ -7,6 +7,8 @@ import contextlib
 import logging
 from pathlib import Path
 
+from agy_harness.adapters.reap import reap
+
 log = logging.getLogger("agy_harness.adapters.transcript.tail")
 
 
@@ -103,8 +105,7 @@ class Waker:
         self._ready = False
         if task is not None:
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await reap(task)
 
     async def aclose(self) -> None:
         await self._stop_watch()
