@@ -11,10 +11,13 @@ from typing import Any
 
 
 async def reap(*tasks: asyncio.Future[Any]) -> None:
-    """Wait until ``tasks`` have ended; their errors are consumed, a cancel of the caller propagates."""
-    if not tasks:
+    """Wait until ``tasks`` have ended; their errors are consumed, a cancel of the caller propagates.
+    The calling task itself, if among them, is not waited for (it cannot end while it waits)."""
+    me = asyncio.current_task()
+    others = [task for task in tasks if task is not me]
+    if not others:
         return
-    await asyncio.wait(tasks)
-    for task in tasks:
+    await asyncio.wait(others)
+    for task in others:
         if not task.cancelled():
             task.exception()  # retrieved: no "exception was never retrieved" later

@@ -22,11 +22,11 @@ moves them all, :meth:`Harness.rotate`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
 
+from agy_harness.adapters.reap import reap
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, Rotation
 from agy_harness.ports.protocols import (
@@ -177,9 +177,7 @@ class Harness:
         ]
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await reap(*tasks)
         if self.emitter.inflight:  # let committed events finish reaching the sink
             await asyncio.wait(self.emitter.inflight, timeout=2.0)
         self.claims.release_all()

@@ -16,6 +16,7 @@ import logging
 import random
 from collections.abc import Sequence
 
+from agy_harness.adapters.reap import reap
 from agy_harness.adapters.rpc.errors import StreamIdle
 from agy_harness.ports.events import Notice
 from agy_harness.ports.protocols import SourceUnavailable, StepSource
@@ -53,8 +54,7 @@ class ReadDriver:
         """Stop reading (the old cascade) and start again on the bound one."""
         if self.task is not None:
             self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
+            await reap(self.task)
         self.start()
 
     async def _supervise(self) -> None:

@@ -21,7 +21,6 @@ omnigent sink).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agy_harness.adapters.reap import reap
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
@@ -176,8 +176,7 @@ async def session_from(container: AgyContainer) -> AsyncIterator[Session]:
     finally:
         if watcher is not None:
             watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            await reap(watcher)
         if not container.client.overridden:
             await client.aclose()
 

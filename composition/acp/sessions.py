@@ -15,7 +15,6 @@ store and its own model resolver (the client's model choice) overriding the root
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
@@ -255,8 +254,7 @@ class AcpSession:
         if turn is not None and not turn.done.done():
             loop = asyncio.get_running_loop()
             handle = loop.call_later(CANCEL_GRACE, lambda: turn.done.done() or turn.done.cancel())
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(turn.done)
+            await asyncio.wait({turn.done})  # its end (a cancel too); our own cancel propagates
             handle.cancel()
 
     # -- models ------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 
+from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.omnigent import OmnigentSink
 from agy_harness.ports.events import AssistantMessage, Event, Rotation, ToolCall, ToolResult, UserMessage
 from agy_harness.ports.protocols import ModelCatalog
@@ -80,6 +81,5 @@ class OutsideMirror:
     async def close(self) -> None:
         await self.drain(2.0)
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._task
+        await reap(self._task)
         await self.sink.aclose()

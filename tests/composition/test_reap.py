@@ -32,3 +32,13 @@ async def test_a_cancel_of_the_waiter_propagates() -> None:
     with pytest.raises(asyncio.CancelledError):
         await outer
     await asyncio.wait({inner})
+
+
+async def test_the_caller_itself_is_not_waited_for() -> None:
+    async def withdraws_itself() -> str:
+        me = asyncio.current_task()
+        assert me is not None
+        await reap(me)  # e.g. an ask that withdraws its own gate
+        return "ended"
+
+    assert await asyncio.wait_for(withdraws_itself(), 5) == "ended"

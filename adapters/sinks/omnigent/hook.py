@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from typing import Any
 
 import httpx
 
+from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened
@@ -165,9 +165,7 @@ class GateAsks:
     async def withdraw(self, gate_id: str) -> None:
         """Cancel an in-flight :meth:`ask` for ``gate_id`` and tell omnigent the gate is resolved."""
         tasks = self._asks.cancel(gate_id)
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await reap(*tasks)
         if gate_id in self._resolved:
             return
         body: Wire = {
