@@ -359,17 +359,36 @@ async def test_an_empty_200_is_no_answer_yet(omnigent: OmnigentApp) -> None:
     assert {p["elicitation_id"] for p in omnigent.hook_posts} == {elicitation_id(PERMISSION_GATE.gate_id)}
 
 
-async def test_a_refused_answer_is_shown_and_asked_again(omnigent: OmnigentApp) -> None:
+async def _refuse(omnigent: OmnigentApp, bad: str) -> str:
+    """A sink (a fresh process) gets a permission answer it must refuse, then a decline: the
+    refusal item's source_id."""
     eid = elicitation_id(PERMISSION_GATE.gate_id)
+    omnigent.received.clear()
     async with make_sink(omnigent) as sink:
         ask = asyncio.create_task(sink.ask(PERMISSION_GATE))
-        await omnigent.push_answer({"action": "accept", "content": {"allow": "maybe"}}, eid)
-        await omnigent.wait_for(lambda: len(omnigent.hook_posts) == 2)
+        await omnigent.push_answer({"action": "accept", "content": {"allow": bad}}, eid)
+        await omnigent.wait_for(lambda: len(omnigent.hook_posts) >= 2)
         await omnigent.push_answer({"action": "decline"}, eid)
         answer = await asyncio.wait_for(ask, 5)
     assert answer.allow is False and sink.stats.refused_answers == 1
-    refusal = [b for b in omnigent.received if b["type"] == "external_conversation_item"]
-    assert refusal and "refused" in refusal[0]["data"]["item_data"]["message"]
+    [refusal] = [b for b in omnigent.received if b["type"] == "external_conversation_item"]
+    assert "refused" in refusal["data"]["item_data"]["message"]
+    return str(refusal["data"]["source_id"])
+
+
+async def test_a_refused_answer_is_shown_and_asked_again(omnigent: OmnigentApp) -> None:
+    assert await _refuse(omnigent, "maybe")
+
+
+async def test_a_refusal_item_id_names_what_was_refused(omnigent: OmnigentApp) -> None:
+    """Its source_id is the same for the same refused answer after a restart (a new sink), and
+    differs for a different one: never a counter that starts again."""
+    first = await _refuse(omnigent, "maybe")
+    omnigent.hook_posts.clear()
+    again = await _refuse(omnigent, "maybe")
+    omnigent.hook_posts.clear()
+    other = await _refuse(omnigent, "perhaps")
+    assert again == first and other != first
 
 
 async def test_hook_permanent_rejection_raises(omnigent: OmnigentApp) -> None:

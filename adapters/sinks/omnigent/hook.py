@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 from typing import Any
 
@@ -16,7 +17,7 @@ from agy_harness.ports.protocols import Clock, GateAnswer
 
 from .gates import OmnigentProtocolError, answer_from_result, elicitation_id, gate_params
 from .transport import OmnigentStats, Poster, RetryPolicy, log
-from .wire import Wire
+from .wire import Wire, source_id
 
 HOOK_NAME = "antigravity-elicitation-request"
 REPOLL_STATUSES = frozenset({202, 204})
@@ -153,7 +154,8 @@ class GateAsks:
                 "data": {
                     "item_type": "error",
                     "item_data": {"source": "harness", "code": "agy_answer_refused", "message": text},
-                    "source_id": f"{gate.id}/refused/{self.stats.refused_answers}",
+                    # named by what was refused: the same on a re-ask after a restart (no counter)
+                    "source_id": source_id(f"{gate.id}/refused/{_digest(response.content)}"),
                 },
             }
             async with self._lock:
@@ -179,3 +181,7 @@ class GateAsks:
             self._resolved.add(gate_id)
         else:
             log.warning("gate %s: could not tell omnigent it was withdrawn (%s)", gate_id, outcome)
+
+
+def _digest(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()[:16]
