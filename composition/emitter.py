@@ -92,17 +92,39 @@ class Emitter:
         self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
         self._in_batch = True  # one journal fsync per batch, at its end
         try:
-            for raw in batch.steps:
+            steps = batch.steps
+            for i, raw in enumerate(steps):
                 events = reconciler.feed(raw)
                 if events:
-                    # fed steps are committed: their events must reach the sink even if the reader is cancelled
-                    task = asyncio.ensure_future(self.emit(events))
+                    # fed steps are committed: their events must reach the sink even if the reader is
+                    # cancelled. One shielded task delivers them and goes on with the rest of the batch
+                    # (an attach is thousands of steps: not a task and a shield each).
+                    stop = asyncio.Event()
+                    task = asyncio.ensure_future(self._deliver_rest(events, steps[i + 1 :], reconciler, stop))
                     self.inflight.add(task)
                     task.add_done_callback(self.inflight.discard)
-                    await asyncio.shield(task)
+                    try:
+                        await asyncio.shield(task)
+                    except asyncio.CancelledError:
+                        stop.set()  # the step being delivered still is; the rest is read again later
+                        raise
+                    break
         finally:
             self._in_batch = False
         await self._sync()
+
+    async def _deliver_rest(
+        self, events: list[Event], rest: Sequence[Any], reconciler: Reconciler, stop: asyncio.Event
+    ) -> None:
+        """Deliver a fed step's events; then feed and deliver the rest of its batch step by step (one
+        delivery per step, as sinks expect), until ``stop``: no step is fed after its reader is gone."""
+        await self.emit(events)
+        for raw in rest:
+            if stop.is_set():
+                return
+            events = reconciler.feed(raw)
+            if events:
+                await self.emit(events)
 
     async def _with_details(self, events: Sequence[Event]) -> list[Event]:
         """Question gates seen on the stream lack the multi-select flags: read them from a poll."""

@@ -106,6 +106,20 @@ async def test_committed_events_reach_the_sink_even_when_the_applier_is_cancelle
     assert [e.type for e in sink.events] == ["status", "model_change", "user_message"]
 
 
+async def test_a_cancelled_batch_delivers_the_fed_step_and_feeds_no_more() -> None:
+    sink = RecordingSink()
+    sink.fail_next = 3  # the sink is down while the reader is cancelled
+    emitter = make(sink)
+    steps = (fixture("user_input"), fixture("planner_response_text"))
+    task = asyncio.ensure_future(emitter.apply(StepBatch(cascade_id=CASCADE, steps=steps)))
+    await sink.wait_for(lambda: sink.fail_next < 3)
+    task.cancel()
+    await asyncio.wait(emitter.inflight, timeout=2.0)
+    assert [e.type for e in sink.events] == ["status", "model_change", "user_message"]
+    # the second step was never fed: a later read of it yields its events then
+    assert emitter.conversation.reconciler.feed(steps[1])
+
+
 async def test_a_notice_names_the_bound_conversation() -> None:
     sink = RecordingSink()
     emitter = make(sink)
