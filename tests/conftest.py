@@ -10,6 +10,8 @@ from agy_harness.adapters.simulator import Simulator
 
 from .real_omnigent import OmnigentServer, require_omnigent_venv
 
+pytest_plugins = ["tests.ci_skips"]  # in CI a skipped test fails the run
+
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Simulator]:
@@ -23,7 +25,7 @@ def omnigent_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The REAL omnigent 0.19.1 server on 127.0.0.1 (sqlite in a temp dir), its base URL; stopped after.
 
     One server for the whole run; each test creates its own sessions (`tests.real_omnigent.create_session`).
-    Skipped when the omnigent venv cannot be built, except in CI (CI=true), where that FAILS.
+    Skipped when the omnigent venv cannot be built (in CI a skip fails the run: tests/ci_skips.py).
     """
     venv = require_omnigent_venv()
     with OmnigentServer(tmp_path_factory.mktemp("omnigent-server"), venv=venv) as server:

@@ -172,14 +172,12 @@ def _omnigent_venv() -> Path:
 
 
 def require_omnigent_venv() -> Path:
-    """The venv; a test without it is skipped locally and FAILS in CI (CI=true)."""
+    """The venv; a test without it is skipped (in CI a skip fails the run: tests/ci_skips.py)."""
     import pytest
 
     try:
         return omnigent_venv()
     except OmnigentUnavailable as exc:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"the real omnigent {OMNIGENT_VERSION} is required in CI: {exc}")
         pytest.skip(f"the real omnigent {OMNIGENT_VERSION} is unavailable: {exc}")
 
 

@@ -20,9 +20,7 @@ from pathlib import Path
 
 import pytest
 
-if shutil.which("tmux") is None:
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):  # CI installs it: missing is a failure
-        pytest.fail("tmux is required in CI to drive the CLI in a terminal", pytrace=False)
+if shutil.which("tmux") is None:  # (in CI a skip fails the run: tests/ci_skips.py)
     pytest.skip("the tmux binary is not on PATH (.ci/run installs it)", allow_module_level=True)
 
 import libtmux

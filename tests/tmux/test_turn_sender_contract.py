@@ -3,7 +3,6 @@ send produces exactly one USER_INPUT with the sent text, and the model's reply f
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import AsyncIterator
 
 import pytest
@@ -14,8 +13,6 @@ from agy_harness.ports.protocols import TurnSender
 from .conftest import HttpSteps, TuiPane, is_idle
 from .test_tui import turn_done
 
-HAVE_RPC = importlib.util.find_spec("agy_harness.adapters.rpc.actions") is not None
-
 
 @pytest.fixture(params=["tmux", "rpc"])
 async def turn_sender(
@@ -24,8 +21,6 @@ async def turn_sender(
     if request.param == "tmux":
         yield TmuxTurnSender(tui.pane_id, server=tui.server, step_reader=rpc)
         return
-    if not HAVE_RPC:
-        pytest.skip("agy_harness.adapters.rpc.actions (RpcTurnSender) does not exist yet")
     from agy_harness.adapters.rpc.actions import PlanModelResolver, RpcModelCatalog, RpcTurnSender
     from agy_harness.adapters.rpc.client import RpcClient
     from agy_harness.adapters.rpc.sources import RpcPollSource

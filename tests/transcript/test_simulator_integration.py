@@ -11,14 +11,11 @@ import pytest
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.sources import RpcPollSource
+from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.transcript import TranscriptWriter
 from agy_harness.adapters.transcript import TranscriptTailSource, is_completed, step_identity
 
 from .helpers import Collector
-
-simulator = pytest.importorskip("agy_harness.adapters.simulator", reason="the simulator is not written yet")
-if not hasattr(simulator, "Simulator"):
-    pytest.skip("the simulator is not written yet", allow_module_level=True)
 
 TURNS = [
     "Say hello in one short sentence.",
@@ -32,7 +29,7 @@ def identities(steps: list[dict[str, Any]]) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("split_writes", [False, True])
 async def test_the_tail_yields_the_polled_done_steps(tmp_path: Path, split_writes: bool) -> None:
-    async with simulator.Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim:
+    async with Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim:
         writer = TranscriptWriter(tmp_path, split_writes=split_writes, split_pause=0.005)
         writer.attach(sim)
         cascade_id = sim.cascade_id
