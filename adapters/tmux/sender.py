@@ -38,13 +38,11 @@ from agy_harness.ports.protocols import StepSnapshot
 
 from .errors import (
     ComposerNotReady,
-    PaneNotFound,
-    TmuxCommandFailed,
     TmuxError,
     TurnNotStarted,
     TurnUnconfirmed,
 )
-from .plumbing import _check, find_pane_pid, load_buffer
+from .plumbing import _check, load_buffer
 from .screen import (
     ComposerReader,
     ScreenPredicate,
@@ -52,32 +50,10 @@ from .screen import (
     _echo_count,
     _holds,
     _norm,
-    agy_composer,
-    agy_ready,
     default_composer,
     default_ready,
-    sim_composer,
-    sim_ready,
 )
 from .text import turn_text
-
-__all__ = [
-    "ComposerNotReady",
-    "PaneNotFound",
-    "TmuxCommandFailed",
-    "TmuxError",
-    "TmuxTurnSender",
-    "TurnNotStarted",
-    "TurnUnconfirmed",
-    "agy_composer",
-    "agy_ready",
-    "default_composer",
-    "default_ready",
-    "find_pane_pid",
-    "sim_composer",
-    "sim_ready",
-    "turn_text",
-]
 
 log = logging.getLogger(__name__)
 
