@@ -3,14 +3,11 @@ plugin under omnigent's community namespace, nothing else."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tomllib
 import zipfile
 from pathlib import Path
 
-import pytest
+from tests.omnigent_plugin.venv import build_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = {"core", "ports", "adapters", "composition"}
@@ -36,26 +33,8 @@ def test_every_sub_package_is_listed() -> None:
     assert found == listed
 
 
-@pytest.mark.skipif(os.environ.get("AGY_SKIP_WHEEL") == "1", reason="AGY_SKIP_WHEEL=1")
 def test_built_wheel_has_agy_harness_and_no_top_level_layers(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    [wheel] = tmp_path.glob("agy_harness-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"agy_harness", "omnigent"}
