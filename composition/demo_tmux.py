@@ -55,36 +55,11 @@ async def tui_in_tmux(profile: str, pace: float, *, start_timeout: float = 30.0)
     server = libtmux.Server(socket_name=socket_name)
     unregister = last_resort.register(server.kill)  # a hard stop still kills agy's TUI with its server
     with tempfile.TemporaryDirectory(prefix="agy-harness-demo-") as tmp:
-        port_file = Path(tmp) / "port"
-        command = shlex.join(
-            [
-                sys.executable,
-                "-m",
-                "agy_harness.adapters.simulator.tui",
-                "--profile",
-                profile,
-                "--port-file",
-                str(port_file),
-                "--pace",
-                str(pace),
-            ]
-        )
         try:
-            session = server.new_session(
-                session_name="agy", window_command=f"exec {command}", x=120, y=40, attach=False
+            pane_id, pid, port, cascade_id = await start_tui(
+                server, Path(tmp) / "port", profile=profile, pace=pace, start_timeout=start_timeout
             )
-            pane = session.active_window.active_pane
-            assert pane is not None and pane.pane_id is not None
-            pid = int(server.cmd("display-message", "-p", "-t", pane.pane_id, "#{pane_pid}").stdout[0])
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + start_timeout
-            while not (port_file.exists() and len(port_file.read_text().split()) == 2):
-                if loop.time() > deadline:
-                    screen = "\n".join(server.cmd("capture-pane", "-p", "-t", pane.pane_id).stdout)
-                    raise RuntimeError(f"the simulated agy TUI did not start in tmux:\n{screen}")
-                await asyncio.sleep(0.05)
-            port_s, cascade_id = port_file.read_text().split()
-            yield TuiInTmux(server, socket_name, pane.pane_id, pid, int(port_s), cascade_id)
+            yield TuiInTmux(server, socket_name, pane_id, pid, port, cascade_id)
         finally:
             unregister()
             with contextlib.suppress(Exception):
@@ -92,3 +67,33 @@ async def tui_in_tmux(profile: str, pace: float, *, start_timeout: float = 30.0)
             socket = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / socket_name
             with contextlib.suppress(OSError):
                 socket.unlink()
+
+
+async def start_tui(
+    server: Any,
+    port_file: Path,
+    *,
+    profile: str,
+    pace: float | None = None,
+    session_name: str = "agy",
+    start_timeout: float = 30.0,
+) -> tuple[str, int, int, str]:
+    """Start the simulated agy TUI in a new session of ``server`` (a libtmux.Server); once it listens:
+    ``(pane_id, pane pid, port, cascade_id)``. RuntimeError with the pane's screen if it never does."""
+    argv = [sys.executable, "-m", "agy_harness.adapters.simulator.tui", "--profile", profile]
+    argv += ["--port-file", str(port_file)] + (["--pace", str(pace)] if pace is not None else [])
+    session = server.new_session(
+        session_name=session_name, window_command=f"exec {shlex.join(argv)}", x=120, y=40, attach=False
+    )
+    pane = session.active_window.active_pane
+    assert pane is not None and pane.pane_id is not None
+    pid = int(server.cmd("display-message", "-p", "-t", pane.pane_id, "#{pane_pid}").stdout[0])
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + start_timeout
+    while not (port_file.exists() and len(port_file.read_text().split()) == 2):
+        if loop.time() > deadline:
+            screen = "\n".join(server.cmd("capture-pane", "-p", "-t", pane.pane_id).stdout)
+            raise RuntimeError(f"the simulated agy TUI did not start in tmux:\n{screen}")
+        await asyncio.sleep(0.05)
+    port_s, cascade_id = port_file.read_text().split()
+    return pane.pane_id, pid, int(port_s), cascade_id

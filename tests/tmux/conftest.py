@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shlex
 import shutil
 import signal
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -26,6 +24,8 @@ if shutil.which("tmux") is None:
     pytest.skip("the tmux binary is not on PATH", allow_module_level=True)
 
 import libtmux  # noqa: E402  (after the skip: libtmux needs the binary)
+
+from agy_harness.composition.demo_tmux import start_tui as launch_tui  # noqa: E402
 
 
 @dataclass
@@ -174,32 +174,15 @@ async def start_tui(
     server: libtmux.Server, tmp_path: Path, *, profile: str = "1.0.10", pace: float | None = None
 ) -> TuiPane:
     port_file = tmp_path / f"port-{uuid.uuid4().hex[:6]}"
-    command = shlex.join(
-        [
-            sys.executable,
-            "-m",
-            "agy_harness.adapters.simulator.tui",
-            "--profile",
-            profile,
-            "--port-file",
-            str(port_file),
-        ]
-        + (["--pace", str(pace)] if pace is not None else [])
+    pane_id, pid, port, cascade_id = await launch_tui(
+        server,
+        port_file,
+        profile=profile,
+        pace=pace,
+        session_name=f"tui-{uuid.uuid4().hex[:6]}",
+        start_timeout=15,
     )
-    session = server.new_session(
-        session_name=f"tui-{uuid.uuid4().hex[:6]}", window_command=f"exec {command}", x=120, y=40
-    )
-    pane = session.active_window.active_pane
-    assert pane is not None and pane.pane_id is not None
-    pid = int(server.cmd("display-message", "-p", "-t", pane.pane_id, "#{pane_pid}").stdout[0])
-    deadline = time.monotonic() + 15
-    while not (port_file.exists() and port_file.read_text().strip()):
-        if time.monotonic() > deadline:
-            screen = server.cmd("capture-pane", "-p", "-t", pane.pane_id).stdout
-            raise AssertionError("the TUI never wrote its port file:\n" + "\n".join(screen))
-        await asyncio.sleep(0.05)
-    port_s, cascade_id = port_file.read_text().split()
-    tui = TuiPane(server, pane.pane_id, pid, int(port_s), cascade_id, port_file)
+    tui = TuiPane(server, pane_id, pid, port, cascade_id, port_file)
     await tui.wait_screen(is_idle)
     return tui
 
