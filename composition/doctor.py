@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +22,7 @@ from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.core.steps import as_dict, as_list, as_str, steps_from_update
 
 from . import doctor_schema as K
-from .errors import EXIT_FAILURE, EXIT_OK
+from .errors import EXIT_OK
 from .version_gate import agy_version, method_exists
 
 READ_METHODS = ("Heartbeat", "GetAllCascadeTrajectories", "GetAvailableModels")
@@ -214,11 +213,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_run(args))
-    except Exception as exc:
-        print(f"agy-harness doctor: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    return asyncio.run(_run(args))  # a failure is one explained line from cli.main (exit 1)
 
 
 def add_doctor_command(sub: Any) -> None:

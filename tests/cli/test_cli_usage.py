@@ -100,9 +100,10 @@ def test_verbose_before_sim_reaches_the_simulator() -> None:
     assert agy_harness("sim", "--help").stdout.startswith("usage: agy-harness sim")
 
 
-def test_attach_without_an_agy_says_what_to_do_in_one_line_exit_1() -> None:
+@pytest.mark.parametrize("command", ["attach", "doctor", "record --out /dev/null"])
+def test_without_an_agy_each_command_says_what_to_do_in_one_line_exit_1(command: str) -> None:
     nobody = str(uuid.uuid4())  # no agy (nor simulator) on this machine knows this conversation
-    run = agy_harness("attach", "--cascade", nobody)
+    run = agy_harness(*command.split(), "--cascade", nobody)
     assert run.returncode == 1
     no_traceback(run)
     [line] = run.stderr.strip().splitlines()
