@@ -90,8 +90,8 @@ class GateBridge:
                 self.withdraw(event.gate_id)
 
     def open(self, gate: GateOpened) -> None:
-        if gate.gate_id in self._queued or gate.gate_id in self._delivered_gates:
-            return
+        if not gate.answerable or gate.gate_id in self._queued or gate.gate_id in self._delivered_gates:
+            return  # (a gate only agy's terminal can answer is never put to a human here)
         self._queued[gate.gate_id] = gate
         self._gates.put_nowait(gate)
 

@@ -171,7 +171,14 @@ def resolve_question(question: Question, choices: Sequence[str], write_in: str =
 
 
 def check_answer(gate: GateOpened, answer: GateAnswer) -> None:
-    """Raise :class:`AnswerError` unless ``answer`` is an unambiguous answer to ``gate``."""
+    """Raise :class:`AnswerError` unless ``answer`` is an unambiguous answer to ``gate``. A gate no
+    known payload answers (kind ``other``, or not ``answerable``) takes no answer at all, not even a
+    decline: only agy's own terminal can answer it."""
+    if not gate.answerable or gate.kind == "other":
+        raise AnswerError(
+            f"agy waits for this {gate.interaction or gate.kind} in its own terminal; "
+            "it cannot be answered from here"
+        )
     if answer.action != "accept":
         return
     if gate.kind == "permission":

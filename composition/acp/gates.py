@@ -148,10 +148,6 @@ class GateAsker:
         card = self.mapper.gate_card(gate)
         if card is not None:
             await self.conn.session_update(self.session_id, card)
-        if gate.kind not in ("permission", "question") or not gate.answerable:
-            # no known payload answers it over RPC: show it, and wait until agy moves on (withdraws it)
-            await self._note(gate, "agy waits for this in its own terminal; it cannot be answered from here")
-            await asyncio.Event().wait()
         try:
             if gate.kind == "permission":
                 answer = await self._permission(gate)

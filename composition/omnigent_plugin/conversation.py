@@ -80,11 +80,6 @@ class PluginSink:
     async def ask(self, gate: GateOpened) -> GateAnswer:
         # A gate agy raised outside an omnigent turn (a turn typed in agy's terminal) waits here for
         # the next omnigent turn; meanwhile agy's own prompt can answer it (the harness withdraws it).
-        if gate.kind not in ("permission", "question") or not gate.answerable:
-            # no payload is known that answers it over RPC (a file-write review, a plan approval...):
-            # only agy's own prompt can; the harness withdraws this ask when agy moves on
-            log.warning("gate %s (%s) can only be answered in agy's terminal", gate.gate_id, gate.interaction)
-            await asyncio.Event().wait()
         while True:
             await self._ready.wait()
             asker = self._asker

@@ -159,3 +159,28 @@ async def test_a_rejection_agy_calls_gone_is_reported_once() -> None:
     delivery.deliver = deliver  # type: ignore[method-assign]
     assert not await gates.answer(gate, GateAnswer(allow=True))
     assert [n[2] for n in emitter.notices] == ["warning"] and delivery.delivered == []
+
+
+class _Unreadable(MemorySnapshot):
+    async def read_steps(self, cascade_id: str) -> list[Any]:
+        raise ConnectionError("agy does not answer")
+
+
+async def test_a_gate_only_agys_terminal_answers_is_never_asked_nor_answered() -> None:
+    """Kind ``other`` (e.g. a file-write review): even when agy cannot be re-read (the bridge would
+    otherwise ask anyway), nobody is asked, and a direct answer is refused with nothing sent."""
+    gate, _ = gate_of()
+    other = gate.model_copy(
+        update={"kind": "other", "answerable": False, "permission": None, "interaction": "fileReview"}
+    )
+    delivery = RecordingDelivery()
+    sink, emitter = RecordingSink(), RecordingEmitter()
+    gates = GateBridge(snapshot=_Unreadable(), sink=sink, emitter=emitter, delivery=delivery, options=FAST)  # type: ignore[arg-type]
+    gates.start()
+    gates.observe([other])
+    for answer in (GateAnswer(allow=True), GateAnswer(allow=False), GateAnswer(action="decline")):
+        assert await gates.answer(other, answer) is False
+    for task in gates.tasks():
+        task.cancel()
+    assert sink.asked == [] and delivery.delivered == []
+    assert len(emitter.notices) == 3 and all("own terminal" in text for _, text, _ in emitter.notices)

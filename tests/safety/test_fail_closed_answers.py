@@ -11,7 +11,7 @@ import pytest
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.session import Session, open_session
-from agy_harness.core.answers import AnswerError, parse_answer
+from agy_harness.core.answers import AnswerError, check_answer, parse_answer
 from agy_harness.core.elicitation import interaction_payload
 from agy_harness.ports.events import Event, GateOpened, PermissionRequest, Question, QuestionOption
 from agy_harness.ports.protocols import GateAnswer
@@ -166,3 +166,10 @@ async def test_an_empty_question_answer_is_refused_and_nothing_is_sent(sim: Simu
     [step] = [x for x in sim.steps() if x["type"] == "CORTEX_STEP_TYPE_ASK_QUESTION"]
     [response] = step["completedInteractions"][0]["response"]["askQuestion"]["responses"]
     assert response["selectedOptionIds"] == ["1"]
+
+
+@pytest.mark.parametrize("answer", [GateAnswer(allow=True), GateAnswer(action="decline"), GateAnswer()])
+def test_a_gate_no_payload_answers_takes_no_answer(answer: GateAnswer) -> None:
+    other = PERMISSION.model_copy(update={"kind": "other", "answerable": False, "permission": None})
+    with pytest.raises(AnswerError, match="own terminal"):
+        check_answer(other, answer)
