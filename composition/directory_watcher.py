@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,8 @@ from agy_harness.ports.protocols import CascadeDirectory, CascadeSummary, StepBa
 
 from .conversation import Conversation, HarnessOptions
 from .emitter import Emitter
+
+SUBAGENT_RESULTS_KEPT = 32  # recent sub-agent results searched for a new child's id
 
 log = logging.getLogger("agy_harness.harness")
 
@@ -61,7 +64,8 @@ class DirectoryWatcher:
         #: cascades other sessions of this library are bound to (composition.claims); never a /clear
         self.claimed: Callable[[], set[str]] | None = None
         self._ambiguous: tuple[str, ...] = ()
-        self._subagent_results: list[tuple[str, str]] = []  # (call_id, output) of sub-agent tool calls
+        # (call_id, output) of the latest sub-agent tool calls: a child is listed soon after its call
+        self._subagent_results: deque[tuple[str, str]] = deque(maxlen=SUBAGENT_RESULTS_KEPT)
         self._wake = asyncio.Event()  # something was delivered: back to the short interval
         self._delivered = asyncio.Event()  # the same, for a sub-agent mirror waiting for its link
         #: makes a live source for a sub-agent's cascade (the RPC stream); None: sub-agents are polled
@@ -94,6 +98,7 @@ class DirectoryWatcher:
         for task in self._children.values():
             task.cancel()
         self._children.clear()
+        self._subagent_results.clear()
         self._known = (self._known or set()) | {old}
 
     async def relayed(self, cascade_id: str, raw: Any) -> None:

@@ -220,8 +220,8 @@ class Emitter:
             self._journaled = reconciler
             added = list(st.committed)
         else:
-            added = list(reconciler.committed_log)
-        reconciler.committed_log.clear()
+            added = reconciler.committed_log or []
+        reconciler.committed_log = []  # from now on the reconciler keeps what the journal lacks
         # one append(2) of what changed, on the loop (no fsync); the fsync is _sync's, off the loop
         state = st.model_dump(mode="json", exclude={"committed", "live"})
         state["live"] = {k: dict(v) for k, v in st.live.items()}  # plain str/int fields, not copied

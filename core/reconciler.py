@@ -74,7 +74,9 @@ class Reconciler:
         self.cascade_id = cascade_id
         self.state = state if state is not None else MapperState()
         self.skipped = 0  # steps skipped as unreadable
-        self.committed_log: list[str] = []  # step keys committed since a cursor journal last took them
+        #: step keys committed since a cursor journal last took them; None (nothing kept) until a
+        #: journal starts taking them (without one it would only grow)
+        self.committed_log: list[str] | None = None
 
     # -- public ----------------------------------------------------------------------------
 
@@ -86,8 +88,10 @@ class Reconciler:
             return []
         step = self._resolve(step)
         sk = str(step.key)
+        if sk in self.state.committed:  # the common case on cumulative stream frames: checked first
+            return []
         check, aliases = self._aliases(step, sk)
-        if sk in self.state.committed or not check.isdisjoint(self.state.committed):
+        if not check.isdisjoint(self.state.committed):
             return []
         try:
             events = self._map(step, sk)
@@ -98,7 +102,8 @@ class Reconciler:
         if step.settled:
             for key in (sk, *sorted(aliases)):
                 self.state.committed.add(key)
-                self.committed_log.append(key)
+                if self.committed_log is not None:
+                    self.committed_log.append(key)
             self.state.live.pop(sk, None)
         return events
 

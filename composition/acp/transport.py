@@ -182,6 +182,8 @@ class StdioTransport:
                 continue
             problem = check_envelope(message)
             if problem is None:
+                if "method" not in message:  # the client's reply to one of our requests: settled
+                    self._settled(message.get("id"))
                 return message  # type: ignore[no-any-return]
             log.warning("malformed JSON-RPC message: %s", problem["error"]["data"]["details"])
             if isinstance(message, dict) and "method" in message and "id" not in message:
@@ -226,5 +228,7 @@ class StdioTransport:
             await self.send({"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"requestId": request_id}})
         return True
 
-    def forget_outgoing(self, session_id: str, tool_call_id: str) -> None:
-        self._outgoing.pop((session_id, tool_call_id), None)
+    def _settled(self, request_id: Any) -> None:
+        for key, pending in list(self._outgoing.items()):
+            if pending == request_id:
+                del self._outgoing[key]

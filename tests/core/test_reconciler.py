@@ -259,3 +259,15 @@ def test_withdrawal_reasons_and_a_denied_command() -> None:
     assert out[-1].is_error  # type: ignore[union-attr]
     answered = r.feed(fixture("run_command_done"))  # step 6 already settled: nothing
     assert answered == []
+
+
+def test_without_a_cursor_journal_the_reconciler_keeps_no_commit_log() -> None:
+    """The log of newly committed keys exists for a journal to take; without one it would only grow."""
+    r = Reconciler(CASCADE)
+    r.feed_all([fixture("user_input"), fixture("planner_response_text"), fixture("run_command_done")])
+    assert r.state.committed and r.committed_log is None
+    r.committed_log = []  # a journal took everything so far: from now on only what is new
+    done = fixture("run_command_done")
+    done["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = 99
+    r.feed(done)
+    assert r.committed_log[0] == f"{TRAJ}/99" and all(k.endswith("/99") for k in r.committed_log)
