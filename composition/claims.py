@@ -39,7 +39,6 @@ class ClaimRegistry:
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else default_root()
         self.token = uuid.uuid4().hex
-        self._mine: set[str] = set()
         # cost (issue #14): a claim file is written once and never changes, so each is read once;
         # the retention sweep (a stat per file) runs at most every PRUNE_EVERY seconds
         self._read: dict[str, tuple[str, str]] = {}  # file name -> (cascade_id, token)
@@ -54,16 +53,8 @@ class ClaimRegistry:
             self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
             record = {"cascade_id": cascade_id, "pid": os.getpid(), "token": self.token}
             self._path(cascade_id).write_text(json.dumps(record), encoding="utf-8")
-            self._mine.add(cascade_id)
         except OSError as exc:
             log.warning("cannot record that this session is bound to %s: %s", cascade_id, exc)
-
-    def release(self, cascade_id: str) -> None:
-        """This session no longer works on ``cascade_id``; the claim stays (see module doc)."""
-        self._mine.discard(cascade_id)
-
-    def release_all(self) -> None:
-        self._mine.clear()
 
     def others(self) -> set[str]:
         """Cascades another session of this library is or was bound to (within RETENTION)."""

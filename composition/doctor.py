@@ -108,9 +108,6 @@ class Drift:
         for raw in steps_from_update(update):
             self.step(raw)
 
-    def lines(self) -> list[str]:
-        return [f"{where}: {what} (e.g. {example})" for (where, what), example in sorted(self.seen.items())]
-
 
 def _at(value: Any, path: str) -> Any:
     for part in path.split("."):

@@ -39,7 +39,7 @@ def explain(exc: BaseException) -> str:
         return f"agy's language server does not answer: {exc.message or exc}. {NO_AGY_HINT}"
     if isinstance(exc, RpcError):
         return f"agy refused a call: {exc}"
-    if isinstance(exc, NoTurnSender) or "no turn sender can reach this agy" in str(exc):
+    if isinstance(exc, NoTurnSender):
         return NO_TMUX_TURNS
     if isinstance(exc, TimeoutError):
         return f"timed out{': ' + str(exc) if str(exc) else ''}"

@@ -147,14 +147,6 @@ class Harness:
         self.gates.delivery = value
 
     @property
-    def interrupter(self) -> Interrupter | None:
-        return self.turns.interrupter
-
-    @interrupter.setter
-    def interrupter(self, value: Interrupter | None) -> None:
-        self.turns.interrupter = value
-
-    @property
     def directory(self) -> CascadeDirectory | None:
         return self.watcher.directory
 
@@ -180,7 +172,6 @@ class Harness:
         await reap(*tasks)
         if self.emitter.inflight:  # let committed events finish reaching the sink
             await asyncio.wait(self.emitter.inflight, timeout=2.0)
-        self.claims.release_all()
 
     async def __aenter__(self) -> Harness:
         await self.start()
@@ -219,6 +210,5 @@ class Harness:
         await self.emitter.emit([event])
         self.watcher.left(old)
         self.claims.claim(new_cascade)
-        self.claims.release(old)
         self.conversation.rebind(new_cascade)
         await self.reader.restart()

@@ -139,11 +139,6 @@ def replay(paths: Sequence[str]) -> list[Event]:
     return AgyContainer().reconciler(cascade_of(raws)).feed_all(raws)
 
 
-def write_events(events: Iterable[Event], out: TextIO) -> None:
-    for event in events:
-        out.write(event_line(event))
-
-
 def run(paths: Sequence[str], out: TextIO, err: TextIO) -> int:
     """The ``replay`` command: 0 and every event on ``out``; or 2, one line on ``err``, nothing on ``out``.
 

@@ -15,6 +15,7 @@ from agy_harness.ports.protocols import GateAnswer, Interrupter, SourceUnavailab
 
 from .conversation import Conversation, HarnessStats
 from .emitter import Emitter
+from .errors import NoTurnSender
 from .gate_bridge import GateBridge
 
 log = logging.getLogger("agy_harness.harness")
@@ -65,7 +66,7 @@ class TurnControl:
                     exc,
                     self.turn_senders[0].name if self.turn_senders else "nothing",
                 )
-        raise RuntimeError("no turn sender can reach this agy")
+        raise NoTurnSender("no turn sender can reach this agy")
 
     async def interrupt(self) -> InterruptReport:
         """Cancel the running steps; a parked gate is denied too (agy's cancel does not free it)."""

@@ -94,9 +94,10 @@ def clean_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def clean(value: Any, max_depth: int = MAX_VALUE_DEPTH) -> Any:
-    """``value`` safe to encode anywhere (see module doc). Returns ``value`` itself when already clean."""
-    return _clean(value, max_depth)
+def clean(value: Any) -> Any:
+    """``value`` safe to encode anywhere (see module doc): a copy of its containers; strings and
+    scalars are returned as they are when already clean."""
+    return _clean(value, MAX_VALUE_DEPTH)
 
 
 def _clean(value: Any, left: int) -> Any:

@@ -253,9 +253,6 @@ class Simulator:
                 tick = self._tick
                 await tick.wait()
 
-    def run_status(self, cascade_id: str | None = None) -> str:
-        return RUNNING if self._cascade(cascade_id).busy else IDLE
-
     def trajectory_summaries(self) -> dict[str, dict[str, Any]]:
         """What GetAllCascadeTrajectories lists (see :mod:`.summaries`)."""
         out = {c.id: summary_of(c) for c in self._cascades.values()}

@@ -40,12 +40,3 @@ def server_context(alpn: list[str]) -> ssl.SSLContext:
     ctx.set_alpn_protocols(alpn)
     leaf.configure_cert(ctx)  # via a temp file unlinked right after loading
     return ctx
-
-
-def client_context() -> ssl.SSLContext:
-    """An SSL context that trusts the simulator's CA (an alternative to ``verify=False``)."""
-    ca, _leaf = _ca_and_leaf()
-    ctx = ssl.create_default_context()
-    ca.configure_trust(ctx)  # from memory
-    ctx.set_alpn_protocols(["h2", "http/1.1"])
-    return ctx

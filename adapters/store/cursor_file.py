@@ -64,11 +64,6 @@ def cursor_file_name(cascade_id: str) -> str:
     return f"{safe}.json"
 
 
-def encode_cursor(cursor: Cursor) -> bytes:
-    """A cursor as JSON bytes that never fail on content (see ``journal.dumps``)."""
-    return journal.dumps(cursor.model_dump(mode="json"))
-
-
 class _Corrupt(Exception):
     pass
 

@@ -41,7 +41,6 @@ from omnigent.inner.executor import (
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
-    ModelChanged,
     ReasoningDelta,
     StatusChanged,
     SubagentStarted,
@@ -197,7 +196,3 @@ class TurnTranslator:
                 SubAgentCompleted(child_key=child, ok=event.status == "idle", summary=self.children[child])
             ]
         return []
-
-
-def is_model_event(event: Event) -> bool:
-    return isinstance(event, ModelChanged | Usage)

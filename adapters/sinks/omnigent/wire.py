@@ -217,8 +217,3 @@ def usage_data(event: Usage, model_names: ModelNames = same_name) -> dict[str, A
     if event.model:
         data["model"] = model_names(event.model) or event.model
     return data
-
-
-def is_item(body: Wire) -> bool:
-    """Items are idempotent (``source_id``), so they may be batched and re-sent freely."""
-    return body.get("type") == ITEM
