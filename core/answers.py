@@ -53,7 +53,8 @@ class AnswerError(ValueError):
     """The answer cannot be read unambiguously for this gate; nothing was sent to agy."""
 
 
-def _fold(text: str) -> str:
+def fold(text: str) -> str:
+    """``text`` compared loosely: whitespace runs as one space, case folded."""
     return " ".join(text.split()).casefold()
 
 
@@ -69,7 +70,7 @@ def _permission(value: object) -> GateAnswer:
     if isinstance(value, bool):
         return GateAnswer(allow=True) if value else GateAnswer(action="decline", allow=False)
     if isinstance(value, str):
-        word = _fold(value)
+        word = fold(value)
         if word in ALLOW_WORDS:
             return GateAnswer(allow=True)
         if word in DENY_WORDS:
@@ -87,7 +88,8 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _texts(value: object, where: str) -> tuple[str, ...]:
+def texts(value: object, where: str) -> tuple[str, ...]:
+    """One text or a list of texts, as a tuple; AnswerError (naming ``where``) for anything else."""
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
@@ -105,7 +107,7 @@ def _question(gate: GateOpened, value: object) -> GateAnswer:
             raise AnswerError(f"True does not say which option; accepted: {QUESTION_FORMS}")
         answer = GateAnswer(action="decline")
     elif isinstance(value, str):
-        word = _fold(value)
+        word = fold(value)
         answer = (
             GateAnswer(action="decline" if word == "decline" else "cancel")
             if word in REFUSE_WORDS
@@ -115,9 +117,9 @@ def _question(gate: GateOpened, value: object) -> GateAnswer:
         items: Sequence[object] = value
         per_question = bool(items) and all(isinstance(i, list | tuple) for i in items)
         if per_question or len(gate.questions) > 1:
-            answer = GateAnswer(selections=tuple(_texts(i, f"answer {n + 1}") for n, i in enumerate(items)))
+            answer = GateAnswer(selections=tuple(texts(i, f"answer {n + 1}") for n, i in enumerate(items)))
         else:
-            answer = GateAnswer(selections=(_texts(items, "answer"),))
+            answer = GateAnswer(selections=(texts(items, "answer"),))
     else:
         raise AnswerError(f"cannot read {_show(value)} as an answer; accepted: {QUESTION_FORMS}")
     check_answer(gate, answer)
@@ -138,9 +140,9 @@ def match_option(question: Question, choice: str) -> str | None:
     for option in question.options:
         if choice == option.id:
             return option.id
-    folded = _fold(choice)
+    folded = fold(choice)
     for option in question.options:
-        if folded and _fold(option.text) == folded:
+        if folded and fold(option.text) == folded:
             return option.id
     return None
 

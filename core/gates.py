@@ -23,6 +23,7 @@ from agy_harness.ports.events import (
     QuestionOption,
 )
 
+from . import safejson
 from . import steps as S
 from .steps import Step
 
@@ -90,8 +91,8 @@ def gate_events(
         "trajectory_id": step.key.trajectory_id,
         "step_index": step.key.step_index,
         "tool_name": S.tool_name(step),
-        "interaction": key,
-        "request": request,
+        "interaction": safejson.clean_text(key),
+        "request": safejson.clean(request),  # agy's raw value: every event must encode
     }
     if kind == "question":
         return [GateOpened(**common, kind="question", questions=_questions(step, request))]

@@ -7,9 +7,11 @@ import copy
 import json
 from typing import Any
 
+from agy_harness.core.steps import as_int
+
 from . import steps as st
 from . import tool_steps as ts
-from .state import Cascade, RpcFailure, as_int
+from .state import Cascade, RpcFailure
 
 
 def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]:

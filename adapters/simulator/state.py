@@ -12,7 +12,6 @@ Import graph: ``state`` <- ``engine``/``server``/``unary`` <- ``simulator`` (no 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -89,17 +88,6 @@ class Cascade:
     @property
     def parked(self) -> bool:
         return bool(self.gates)
-
-
-def as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            return int(value)
-    return 0
 
 
 def not_found() -> RpcFailure:

@@ -23,6 +23,8 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from agy_harness.adapters.sinks.escape import visible_value
+from agy_harness.core import safejson
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
 #: Argument names that hold a tool's command line / working directory (agy's and common spellings).
@@ -183,10 +185,11 @@ def _json(output: str) -> dict[str, Any] | None:
     if not output.lstrip().startswith("{"):
         return None
     try:
-        value = json.loads(output)
+        value = safejson.loads(output)
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    # decoding turns agy's "\u001b" escapes back into control characters: neutralised again here
+    return visible_value(value) if isinstance(value, dict) else None
 
 
 def result_body(event: ToolResult, max_lines: int) -> list[RenderableType]:

@@ -14,6 +14,7 @@ order steps arrive in.
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import struct
@@ -87,7 +88,9 @@ def mutate(step: dict[str, Any], choice: int, value: Any, drop: bool) -> dict[st
     if drop and isinstance(parent, dict):
         del parent[path[-1]]
     else:
-        parent[path[-1]] = value
+        # a copy: VALUES' containers are shared by every example, and one put inside itself by a
+        # later mutation made a cycle (RecursionError in paths_of, in about one run in a few)
+        parent[path[-1]] = copy.deepcopy(value)
     return step
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 from typing import Any
 
@@ -14,6 +15,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal import TerminalSink
 from agy_harness.composition.session import open_session
+from agy_harness.ports.events import ToolResult
 from tests.integration.helpers import FAST
 from tests.sinks.samples import SAMPLES
 
@@ -98,3 +100,23 @@ async def test_the_approval_card_shows_the_exact_command_agy_will_run() -> None:
     text = out.getvalue()
     assert "$ rm -rf ~/work\\x1b[2K\\r$ ls -la" in text  # the whole command, its controls visible
     assert "\x1b" not in text and "\r" not in text
+
+
+async def test_json_escapes_in_a_tool_output_stay_neutralised_in_its_card() -> None:
+    """A tool card decodes JSON output (a directory listing, a file read, answered questions): agy's
+    ``\\u001b`` escapes become control characters again there and must be shown, not sent."""
+    console, out = recording_console()
+    sink = TerminalSink(console)
+    listing = {"results": [{"name": "notes" + HOSTILE, "isDir": True}, {"name": "a.py"}]}
+    event = ToolResult(
+        id="t/4/result",
+        cascade_id="c",
+        step_key="t/4",
+        call_id="t/4",
+        name="list_dir",
+        output=json.dumps(listing),
+    )
+    assert await sink.deliver([event]) == 1
+    text = out.getvalue()
+    assert not [c for c in RAW if c in text], [c for c in RAW if c in text]
+    assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in text

@@ -29,7 +29,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from agy_harness.core.answers import AnswerError, parse_answer
+from agy_harness.core.answers import AnswerError, fold, parse_answer, texts
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
@@ -111,33 +111,21 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
     }
 
 
-def _fold(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def _texts(value: Any, where: str) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise AnswerError(f"{where}: expected an option label, id or text (or a list of them), got {value!r}")
-
-
 def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
     keys: dict[str, int] = {}
     for i, q in enumerate(gate.questions):
         keys[str(i)] = i
-        keys.setdefault(_fold(q.question), i)
-    picked: dict[int, list[str]] = {}
+        keys.setdefault(fold(q.question), i)
+    picked: dict[int, tuple[str, ...]] = {}
     for key, value in content.items():
-        index = keys.get(key, keys.get(_fold(key)))
+        index = keys.get(key, keys.get(fold(key)))
         if index is None:
             raise AnswerError(f"the answer names no question of this gate: {key!r}")
         if index in picked:
             raise AnswerError(f"question {index + 1} is answered twice")
-        picked[index] = _texts(value, f"question {index + 1}")
-    selections = [picked.get(i, []) for i in range(len(gate.questions))]
-    return parse_answer(gate, GateAnswer(selections=tuple(tuple(s) for s in selections)))
+        picked[index] = texts(value, f"question {index + 1}")
+    selections = tuple(picked.get(i, ()) for i in range(len(gate.questions)))
+    return parse_answer(gate, GateAnswer(selections=selections))
 
 
 def _permission_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
@@ -146,7 +134,7 @@ def _permission_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAns
     if len(content) != 1:
         raise AnswerError(f"a permission answer has one allow/deny value, got {sorted(content)}")
     ((key, value),) = content.items()
-    if _fold(key) not in PERMISSION_KEYS:
+    if fold(key) not in PERMISSION_KEYS:
         raise AnswerError(f"a permission answer is keyed {PERMISSION_KEYS}, got {key!r}")
     return parse_answer(gate, value)
 

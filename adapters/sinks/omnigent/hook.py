@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import random
 from typing import Any
 
@@ -16,8 +15,8 @@ from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import Clock, GateAnswer
 
 from .gates import OmnigentProtocolError, answer_from_result, elicitation_id, gate_params
-from .transport import OmnigentStats, Poster, RetryPolicy, log
-from .wire import Wire, source_id
+from .transport import TRANSIENT_STATUSES, OmnigentStats, Poster, RetryPolicy, log
+from .wire import Wire, digest, source_id
 
 HOOK_NAME = "antigravity-elicitation-request"
 REPOLL_STATUSES = frozenset({202, 204})
@@ -124,7 +123,7 @@ class GateAsks:
                     reason = "no answer yet"
                 elif status in REPOLL_STATUSES:
                     reason = f"HTTP {status}: no answer yet"
-                elif status in {408, 425, 429} or status >= 500:
+                elif status in TRANSIENT_STATUSES or status >= 500:
                     reason = f"HTTP {status}"
                 else:
                     raise OmnigentRejected(
@@ -155,7 +154,7 @@ class GateAsks:
                     "item_type": "error",
                     "item_data": {"source": "harness", "code": "agy_answer_refused", "message": text},
                     # named by what was refused: the same on a re-ask after a restart (no counter)
-                    "source_id": source_id(f"{gate.id}/refused/{_digest(response.content)}"),
+                    "source_id": source_id(f"{gate.id}/refused/{digest(response.text, 16)}"),
                 },
             }
             async with self._lock:
@@ -181,7 +180,3 @@ class GateAsks:
             self._resolved.add(gate_id)
         else:
             log.warning("gate %s: could not tell omnigent it was withdrawn (%s)", gate_id, outcome)
-
-
-def _digest(body: bytes) -> str:
-    return hashlib.sha256(body).hexdigest()[:16]

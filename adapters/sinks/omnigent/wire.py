@@ -74,20 +74,20 @@ MAX_SOURCE_ID = 256
 FAILED_TEXT = "agy reported a failure"
 
 
-def _digest(text: str, n: int = 32) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+def digest(text: str, n: int = 32) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:n]
 
 
 def source_id(event_id: str) -> str:
     """The item's dedup key: the event id, or a digest of it when it is longer than omnigent allows."""
     if 0 < len(event_id) <= MAX_SOURCE_ID and event_id.strip() == event_id:
         return event_id
-    return f"agyh:{_digest(event_id, 64)}"
+    return f"agyh:{digest(event_id, 64)}"
 
 
 def response_id(event: Event) -> str:
     """One response per agy step (the event's step key), deterministic."""
-    return f"resp_agy_{_digest(event.step_key or event.id, 24)}"
+    return f"resp_agy_{digest(event.step_key or event.id, 24)}"
 
 
 def _item(event: Event, item_type: str, item_data: dict[str, Any], **extra: Any) -> Wire:
