@@ -178,18 +178,20 @@ class OmnigentSink(GateAsks):
     async def deliver(self, events: Sequence[Event]) -> int:
         """Post ``events`` in order; return how many (a prefix) omnigent accepted or were skipped."""
         async with self._lock:
+            # where each message is committed in this delivery (its last AssistantMessage), read once
+            committed_at = {e.message_id: i for i, e in enumerate(events) if isinstance(e, AssistantMessage)}
             accepted = 0
             while accepted < len(events):
-                done = await self._deliver_next(events, accepted)
+                done = await self._deliver_next(events, accepted, committed_at)
                 if done == 0:
                     break
                 accepted += done
             return accepted
 
-    async def _bodies(self, event: Event, session: str, later: Sequence[Event]) -> list[Wire]:
+    async def _bodies(self, event: Event, session: str, at: int, committed_at: dict[str, int]) -> list[Wire]:
         if isinstance(event, Usage | ModelChanged):
             await self.models.learn(event.model)
-        if isinstance(event, TextDelta) and self._moot(event, later):
+        if isinstance(event, TextDelta) and self._moot(event, committed_at.get(event.message_id, -1) > at):
             return []
         if isinstance(event, Usage) and not await self._usage_grows(event, session):
             return []
@@ -205,7 +207,7 @@ class OmnigentSink(GateAsks):
         body = to_wire(event, model_names=self.models.name)
         return [] if body is None else [body]
 
-    async def _deliver_next(self, events: Sequence[Event], start: int) -> int:
+    async def _deliver_next(self, events: Sequence[Event], start: int, committed_at: dict[str, int]) -> int:
         """Deliver events[start] (and following items for the same session, batched); 0 = stop here."""
         event = events[start]
         if isinstance(event, GateWithdrawn):
@@ -230,7 +232,7 @@ class OmnigentSink(GateAsks):
         session = await self._session_for(event.cascade_id)
         if session is None:
             return 0
-        bodies = await self._bodies(event, session, events[start + 1 :])
+        bodies = await self._bodies(event, session, start, committed_at)
         if not bodies:  # a moot delta, a usage report omnigent already has
             self.stats.not_posted += 1
             return 1
@@ -251,7 +253,7 @@ class OmnigentSink(GateAsks):
                 or nxt.cascade_id != event.cascade_id
             ):
                 break
-            more = await self._bodies(nxt, session, events[j + 1 :])
+            more = await self._bodies(nxt, session, j, committed_at)
             if len(more) > 1:
                 break
             run.append((nxt, more[0] if more else None))
@@ -274,7 +276,7 @@ class OmnigentSink(GateAsks):
             self.stats.requests += 1
         return len(run)
 
-    def _moot(self, delta: TextDelta, later: Sequence[Event]) -> bool:
+    def _moot(self, delta: TextDelta, committed_later: bool) -> bool:
         """A delta of a message already stored is not posted, nor a backlog's (a message none of whose
         deltas went out yet and which is committed later in this same delivery): omnigent would keep it
         as a preview that a deduplicated item never retires. A live message's deltas all go out."""
@@ -282,7 +284,7 @@ class OmnigentSink(GateAsks):
             return True
         if delta.message_id in self._streaming:
             return False
-        return any(isinstance(e, AssistantMessage) and e.message_id == delta.message_id for e in later)
+        return committed_later
 
     async def _usage_grows(self, usage: Usage, session: str) -> bool:
         """omnigent adds each report's growth to the model's bucket: a total below what it already has
