@@ -112,7 +112,7 @@ class TerminalSink:
         self._open: tuple[Kind, str] | None = None  # the stream on the current line
         self._broken: set[tuple[Kind, str]] = set()  # streams something else interrupted
         self._md: dict[tuple[Kind, str], MarkdownStream] = {}
-        self._streamed: dict[str, str] = {}  # message_id -> text shown so far
+        self._streamed: dict[str, list[str]] = {}  # message_id -> the text shown so far, in chunks
         self._last_index: dict[tuple[str, str], int] = {}
         self._prompt_lock = asyncio.Lock()
         self._asks = PendingAsks()
@@ -266,7 +266,7 @@ class TerminalSink:
         if not delta:
             return  # e.g. the empty closing delta: nothing to show (and no empty "◆ " line)
         if kind == "text":
-            self._streamed[message_id] = self._streamed.get(message_id, "") + delta
+            self._streamed.setdefault(message_id, []).append(delta)  # (joined once, at the end)
         self._write(kind, message_id, delta)
 
     def _write(self, kind: Kind, message_id: str, text: str, *, final: bool = False) -> None:
@@ -305,7 +305,8 @@ class TerminalSink:
 
     def _assistant(self, event: AssistantMessage) -> None:
         self._end_stream("reasoning", event.message_id)
-        shown = self._streamed.pop(event.message_id, None)
+        chunks = self._streamed.pop(event.message_id, None)
+        shown = "".join(chunks) if chunks is not None else None
         if shown is not None and event.text.startswith(shown):
             self._write("text", event.message_id, event.text[len(shown) :], final=True)
         else:
