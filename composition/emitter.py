@@ -141,8 +141,8 @@ class Emitter:
 
     async def emit(self, events: Sequence[Event]) -> None:
         """Deliver in order until the sink accepted all; then advance the cursor."""
-        events = await self._with_details(events)
-        async with self._lock:
+        async with self._lock:  # the details read too: a concurrent emit must not overtake a gate
+            events = await self._with_details(events)
             pending = list(events)
             pause = self.options.sink_retry
             while pending:
