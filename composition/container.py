@@ -60,6 +60,7 @@ from agy_harness.adapters.rpc.discovery import Resolver, verify_endpoint
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.protocols import (
+    CascadeSummary,
     CursorStore,
     EventSink,
     StepSnapshot,
@@ -265,12 +266,20 @@ def make_container(
     return container
 
 
-async def latest_cascade(directory: RpcCascadeDirectory) -> str:
+def newest_root(summaries: Sequence[CascadeSummary]) -> str | None:
     """The most recently used root conversation (sub-agents are not conversations of their own)."""
-    roots = [s for s in await directory.list_cascades() if not s.parent_id]
+    roots = [s for s in summaries if not s.parent_id]
     if not roots:
-        raise RuntimeError("agy has no conversation yet; pass cascade_id")
+        return None
     return max(roots, key=lambda s: (s.last_modified_time, s.last_user_input_time)).cascade_id
+
+
+async def latest_cascade(directory: RpcCascadeDirectory) -> str:
+    """:func:`newest_root` of agy's listing; RuntimeError when agy has none yet."""
+    newest = newest_root(await directory.list_cascades())
+    if newest is None:
+        raise RuntimeError("agy has no conversation yet; name one (cascade_id, --cascade)")
+    return newest
 
 
 async def bind_endpoint(container: AgyContainer) -> bool:

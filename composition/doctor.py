@@ -16,12 +16,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agy_harness.adapters.rpc.actions import parse_summaries
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.codec import unwrap_update
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.core.steps import as_dict, as_list, as_str, steps_from_update
 
 from . import doctor_schema as K
+from .container import newest_root
 from .errors import EXIT_OK
 from .version_gate import agy_version, method_exists
 
@@ -129,15 +131,6 @@ async def _first_frame(client: RpcClient, cascade_id: str) -> dict[str, Any] | N
     return None
 
 
-def _newest_root(summaries: dict[str, Any]) -> str | None:
-    roots = [
-        (as_str(as_dict(s).get("lastModifiedTime")), cid)
-        for cid, s in summaries.items()
-        if not as_dict(as_dict(s).get("trajectoryMetadata")).get("parentConversationId")
-    ]
-    return max(roots)[1] if roots else None
-
-
 async def diagnose(client: RpcClient, cascade_id: str | None, version_text: str | None) -> dict[str, Any]:
     """The report (JSON-ready): endpoint, version, methods, cascade, drift."""
     methods: dict[str, str] = {}
@@ -158,7 +151,7 @@ async def diagnose(client: RpcClient, cascade_id: str | None, version_text: str 
     summaries = as_dict(answers.get("GetAllCascadeTrajectories", {}).get("trajectorySummaries"))
     if summaries:
         drift.summaries(answers["GetAllCascadeTrajectories"])
-    cascade = cascade_id or _newest_root(summaries)
+    cascade = cascade_id or newest_root(parse_summaries(answers.get("GetAllCascadeTrajectories", {})))
     step_count = 0
     if cascade:
         with contextlib.suppress(Exception):

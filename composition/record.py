@@ -19,10 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
-from agy_harness.core.steps import as_dict, as_list, as_str
+from agy_harness.core.steps import as_list
 
+from .container import latest_cascade
 from .errors import EXIT_OK
 
 #: Keys whose string values are what someone wrote (redacted with --redact).
@@ -85,18 +87,6 @@ async def record(
     return frames
 
 
-async def _newest_root(client: RpcClient) -> str:
-    summaries = as_dict((await client.call("GetAllCascadeTrajectories", {})).get("trajectorySummaries"))
-    roots = [
-        (as_str(as_dict(s).get("lastModifiedTime")), cid)
-        for cid, s in summaries.items()
-        if not as_dict(as_dict(s).get("trajectoryMetadata")).get("parentConversationId")
-    ]
-    if not roots:
-        raise RuntimeError("agy lists no conversation to record; pass --cascade")
-    return max(roots)[1]
-
-
 async def _run(args: argparse.Namespace) -> int:
     binding = await Resolver(args.cascade, port=args.port).resolve()
     stop = asyncio.Event()
@@ -104,7 +94,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.seconds is not None:
         loop.call_later(args.seconds, stop.set)
     async with RpcClient(binding.base_url, csrf_token=binding.csrf_token) as client:
-        cascade = args.cascade or await _newest_root(client)
+        cascade = args.cascade or await latest_cascade(RpcCascadeDirectory(client))
         with open(Path(args.out), "w", encoding="utf-8") as out:
             print(f"agy-harness record: conversation {cascade} -> {args.out} (Ctrl-C stops)", file=sys.stderr)
             try:
