@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.ports.events import Event, GateOpened
-from agy_harness.ports.protocols import Cursor, GateAnswer, InteractionRejected, StepBatch
+from agy_harness.ports.protocols import GateAnswer, InteractionRejected, StepBatch
 
 
 class ScriptedSource:
@@ -60,6 +61,7 @@ class RecordingSink:
         self.asked: list[GateOpened] = []
         self.cancelled: list[str] = []
         self.changed = asyncio.Event()
+        self._asks = PendingAsks()
 
     async def deliver(self, events: Sequence[Event]) -> int:
         if self.fail_next:
@@ -74,13 +76,13 @@ class RecordingSink:
         self.asked.append(gate)
         self.changed.set()
         try:
-            return await self.answers.get()
+            return await self._asks.run(gate.gate_id, self.answers.get(), f"ask {gate.gate_id}")
         except asyncio.CancelledError:
-            self.cancelled.append(gate.gate_id)
+            self.cancelled.append(gate.gate_id)  # an ask that ended withdrawn
             raise
 
     async def withdraw(self, gate_id: str) -> None:
-        self.cancelled.append(gate_id)
+        self._asks.cancel(gate_id)  # as every sink: withdraw alone ends the ask (the sink contract)
 
     async def wait_for(self, predicate: Any, timeout: float = 5.0) -> None:
         async with asyncio.timeout(timeout):
@@ -97,19 +99,6 @@ class RecordingDelivery:
         if self.reject:
             raise self.reject.pop(0)
         self.delivered.append(interaction)
-
-
-class MemoryCursors:
-    def __init__(self) -> None:
-        self.saved: dict[str, Cursor] = {}
-        self.saves = 0
-
-    def load(self, cascade_id: str) -> Cursor | None:
-        return self.saved.get(cascade_id)
-
-    def save(self, cursor: Cursor) -> None:
-        self.saves += 1
-        self.saved[cursor.cascade_id] = cursor.model_copy(deep=True)
 
 
 class RecordingEmitter:

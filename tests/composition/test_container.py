@@ -13,12 +13,13 @@ from dependency_injector import providers
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.composition.container import AgyContainer, bind, make_container
 from agy_harness.composition.session import QueueSink, session_from
 from agy_harness.composition.version_gate import AdapterChoice, Capabilities
 from tests.integration.helpers import FAST, run_turn
 
-from .fakes import MemoryCursors, RecordingSink
+from .fakes import RecordingSink
 
 
 def offline(caps: Capabilities, **kw: object) -> AgyContainer:
@@ -112,7 +113,7 @@ async def test_binding_finds_the_conversation_and_probes_the_capabilities() -> N
 
 
 async def test_a_client_you_give_is_yours_and_so_are_the_cursor_store_and_sink() -> None:
-    cursors = MemoryCursors()
+    cursors = MemoryCursorStore()
     async with Simulator(profile="1.0.10", pace=0) as sim, RpcClient(sim.base_url) as shared:
         container = make_container(
             base_url=sim.base_url, cascade_id=sim.cascade_id, cursor_store=cursors, options=FAST

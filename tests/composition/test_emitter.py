@@ -6,13 +6,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.composition.conversation import Conversation, HarnessOptions, HarnessStats
 from agy_harness.composition.emitter import Emitter
 from agy_harness.ports.events import Event, Notice
 from agy_harness.ports.protocols import StepBatch
 from tests.core.fixtures import CASCADE, fixture
 
-from .fakes import MemoryCursors, MemorySnapshot, RecordingSink
+from .fakes import MemorySnapshot, RecordingSink
 
 FAST = HarnessOptions(sink_retry=0.001, max_backoff=0.01)
 
@@ -22,7 +23,7 @@ def notice(i: int, cascade: str = CASCADE) -> Notice:
 
 
 def make(
-    sink: RecordingSink, cursors: MemoryCursors | None = None, steps: list[Any] | None = None
+    sink: RecordingSink, cursors: MemoryCursorStore | None = None, steps: list[Any] | None = None
 ) -> Emitter:
     return Emitter(
         Conversation(CASCADE, cursors),
@@ -44,20 +45,20 @@ async def test_events_reach_the_sink_in_order_through_outages_and_partial_accept
 
 
 async def test_the_cursor_follows_the_bound_conversation_only() -> None:
-    sink, cursors = RecordingSink(), MemoryCursors()
+    sink, cursors = RecordingSink(), MemoryCursorStore()
     emitter = make(sink, cursors)
     await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),), source="stream"))
-    assert cursors.saves == 1 and cursors.saved[CASCADE].state["status"] == "running"
+    assert cursors.saves == 1 and cursors.load(CASCADE).state["status"] == "running"  # type: ignore[union-attr]
     await emitter.emit([notice(1)])  # a notice is not committed content
     child = Conversation("child").reconciler
     await emitter.apply(StepBatch(cascade_id="child", steps=(fixture("user_input"),)), child)
-    assert cursors.saves == 1 and "child" not in cursors.saved  # a sub-agent's events are not cursored
+    assert cursors.saves == 1 and cursors.load("child") is None  # a sub-agent's events are not cursored
     assert [e.cascade_id for e in sink.events][-1] == "child"
     assert emitter.stats.batches == {"stream": 1, "?": 1}
 
 
 async def test_the_cursor_is_saved_only_after_the_sink_took_everything() -> None:
-    sink, cursors = RecordingSink(), MemoryCursors()
+    sink, cursors = RecordingSink(), MemoryCursorStore()
     sink.fail_next = 1
     saved_when: list[int] = []
     original = cursors.save

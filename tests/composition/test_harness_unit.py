@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.composition.harness import Harness, HarnessOptions
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected, SourceUnavailable
 from tests.core.fixtures import CASCADE, fixture
 
-from .fakes import MemoryCursors, MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
+from .fakes import MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
 
 FAST = HarnessOptions(fallback_backoff=0.01, max_backoff=0.05, sink_retry=0.001, directory_interval=0)
 TURN = ["user_input", "planner_response_tool_call_run_command", "run_command_done", "planner_response_text"]
@@ -84,7 +85,7 @@ async def test_sink_outage_costs_nothing_and_the_cursor_follows_acks() -> None:
     sink = RecordingSink()
     sink.fail_next = 3
     sink.accept_at_most = 1  # and it takes one event at a time
-    cursors = MemoryCursors()
+    cursors = MemoryCursorStore()
     async with Harness(
         cascade_id=CASCADE,
         sources=[ScriptedSource("stream", [[steps(*TURN)]])],
@@ -96,14 +97,15 @@ async def test_sink_outage_costs_nothing_and_the_cursor_follows_acks() -> None:
         await sink.wait_for(lambda: any(e.type == "assistant_message" for e in sink.events))
         await sink.wait_for(lambda: sink.events[-1].type == "status")
     assert committed(sink.events) == await clean_run()
-    saved = cursors.saved[CASCADE]
+    saved = cursors.load(CASCADE)
+    assert saved is not None
     whole = Reconciler(CASCADE)
     whole.feed_all(steps(*TURN))  # the cursor ends holding all of it: every step key (and its aliases)
     assert saved.committed == sorted(whole.state.committed) and saved.state["status"] == "idle"
 
 
 async def test_a_restart_with_a_cursor_emits_nothing_already_delivered() -> None:
-    cursors = MemoryCursors()
+    cursors = MemoryCursorStore()
     first = RecordingSink()
     async with Harness(
         cascade_id=CASCADE,

@@ -183,6 +183,13 @@ async def sink_case(name: str) -> AsyncIterator[SinkCase]:
             await replies.put("y")
 
         yield SinkCase(terminal, answer_terminal, lambda: list(seen))
+    elif name == "recording":
+        recording = RecordingSink()
+
+        async def answer_recording() -> None:
+            await recording.answers.put(GateAnswer(allow=True))
+
+        yield SinkCase(recording, answer_recording, lambda: [e.id for e in recording.events])
     else:
         out = io.StringIO()
         answers: asyncio.Queue[GateAnswer] = asyncio.Queue()
@@ -202,7 +209,7 @@ async def sink_case(name: str) -> AsyncIterator[SinkCase]:
         )
 
 
-SINKS = ["queue", "omnigent", "terminal", "jsonl"]
+SINKS = ["queue", "omnigent", "terminal", "jsonl", "recording"]  # the last: tests' fake, held to it too
 
 
 @pytest.mark.parametrize("name", SINKS)
