@@ -1,8 +1,9 @@
 """The composition root: one declarative container that builds everything a session runs on.
 
-Every entry point (``open_session``, ``agy-harness demo``/``attach``/``replay``, the benchmarks, and
-the coming omnigent plugin, ACP agent, ``doctor``/``record``) builds from :class:`AgyContainer`. The
-graph, top to bottom::
+Every entry point that runs a session (``open_session``, ``agy-harness demo``/``attach``, the
+omnigent plugin, the ACP agent, the benchmarks) builds from :class:`AgyContainer`, and ``replay``
+takes its reconciler from it. ``doctor`` and ``record`` only read agy (a ``Resolver`` and an
+``RpcClient``); they build no session. The graph, top to bottom::
 
     config ─ discovery (Resolver) ─┐  bind(): the async part, done once per session
                                    ├─ client (RpcClient) ─ cascade_id ─ capabilities (probed)
@@ -27,7 +28,7 @@ Anything can be replaced before ``session_from`` by overriding its provider, e.g
 ``container.cursor_store.override(providers.Object(store))``,
 ``container.client.override(providers.Object(shared_client))`` (a client you give is not closed for
 you), or ``container.capabilities.override(providers.Object(Capabilities(...)))`` to force what the
-version gate picks. To ask agy something without running a harness (``doctor``)::
+version gate picks. To ask agy what it can do without running a harness::
 
     container = make_container(port=port)
     await bind(container)

@@ -54,10 +54,9 @@ def _item_offsets(text: str) -> list[int]:
         return []
 
 
-def _check_steps(
-    steps: list[Any], path: str, position: str, where: str, offsets: Sequence[int] = (), text: str = ""
-) -> list[Any]:
-    """``steps`` when every one is a JSON object with a ``type``; else the first one that is not, named."""
+def _check_steps(steps: list[Any], path: str, position: str, where: str, text: str = "") -> list[Any]:
+    """``steps`` when every one is a JSON object with a ``type``; else the first one that is not, named
+    (at its own position when ``text`` is the file's list of steps)."""
     for n, step in enumerate(steps):
         if isinstance(step, dict) and isinstance(step.get("type"), str):
             continue
@@ -66,6 +65,7 @@ def _check_steps(
             if isinstance(step, dict)
             else f"{type(step).__name__} {json.dumps(step)[:40]}"
         )
+        offsets = _item_offsets(text) if text else []  # (the file is decoded again only for this)
         at = _position(text, offsets[n]) if n < len(offsets) else position
         raise ReplayInputError(path, at, f"{where}[{n}] is not an agy step: {what}")
     return steps
@@ -73,7 +73,7 @@ def _check_steps(
 
 def _steps_of(value: Any, path: str, position: str, text: str = "") -> list[Any]:
     if isinstance(value, list):
-        return _check_steps(list(value), path, position, "item", _item_offsets(text), text)
+        return _check_steps(list(value), path, position, "item", text)
     if not isinstance(value, dict):
         raise ReplayInputError(path, position, f"expected a JSON object or list, got {type(value).__name__}")
     if isinstance(value.get("steps"), list):
