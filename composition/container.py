@@ -184,7 +184,8 @@ class AgyContainer(containers.DeclarativeContainer):
         poll_transcript=providers.List(poll, transcript),
     )
     model_catalog = providers.Singleton(RpcModelCatalog, client)
-    model_resolver = providers.Singleton(PlanModelResolver, snapshot, model_catalog)
+    model_choice = providers.Object(None)  # a () -> model id the user chose (ACP, the plugin), or None
+    model_resolver = providers.Singleton(PlanModelResolver, snapshot, model_catalog, model_choice)
     rpc_turns = providers.Singleton(RpcTurnSender, client, model_resolver)
     tmux_turns = providers.Singleton(
         _tmux_sender, config.tmux_target, server=tmux_server, step_reader=snapshot

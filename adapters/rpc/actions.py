@@ -46,15 +46,21 @@ class RpcInteractionDelivery:
 
 
 class PlanModelResolver:
-    """The model for a new turn: the latest USER_INPUT's planModel, else the catalog's default one
-    (:func:`preferred_model`)."""
+    """The model for a new turn: the one the user chose (``choice()``, e.g. an editor's model picker),
+    else the latest USER_INPUT's planModel, else the catalog's default one (:func:`preferred_model`)."""
 
-    def __init__(self, snapshot: StepSnapshot, catalog: ModelCatalog) -> None:
+    def __init__(
+        self, snapshot: StepSnapshot, catalog: ModelCatalog, choice: Callable[[], str | None] | None = None
+    ) -> None:
         self._snapshot = snapshot
         self._catalog = catalog
+        self._choice = choice
         self._fallback: str | None = None
 
     async def __call__(self, cascade_id: str) -> str | None:
+        chosen = self._choice() if self._choice is not None else None
+        if chosen:
+            return chosen
         try:
             steps = await self._snapshot.read_steps(cascade_id)
         except Exception as exc:  # a missing read must not block a turn: fall back to the catalog

@@ -33,7 +33,7 @@ from acp.schema import (
 )
 from dependency_injector import providers
 
-from agy_harness.adapters.rpc.actions import PlanModelResolver, preferred_model
+from agy_harness.adapters.rpc.actions import preferred_model
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
@@ -118,7 +118,6 @@ class AcpSession:
         self.chosen_model: str | None = None
         self._stack = AsyncExitStack()
         self._container: AgyContainer | None = None
-        self._fallback_model: PlanModelResolver | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -136,7 +135,7 @@ class AcpSession:
             tmux_target=target.tmux_target,
         )
         # the RPC turn sender asks this session for the model: the client's choice, else agy's own
-        container.model_resolver.override(providers.Object(self._model_for_turn))
+        container.model_choice.override(providers.Object(lambda: self.chosen_model))
         self._container = container
         self.session = await self._stack.enter_async_context(session_from(container))
         try:
@@ -258,17 +257,6 @@ class AcpSession:
             handle.cancel()
 
     # -- models ------------------------------------------------------------------------------
-
-    async def _model_for_turn(self, cascade_id: str) -> str | None:
-        if self.chosen_model:
-            return self.chosen_model
-        if self._fallback_model is None:
-            if self._container is None:
-                return None
-            self._fallback_model = PlanModelResolver(
-                self._container.snapshot(), self._container.model_catalog()
-            )
-        return await self._fallback_model(cascade_id)
 
     def current_model(self) -> str:
         if self.chosen_model:

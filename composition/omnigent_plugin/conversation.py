@@ -19,7 +19,6 @@ from typing import Any
 from dependency_injector import providers
 from omnigent.inner.executor import ExecutorError, ExecutorEvent, TurnCancelled, TurnComplete
 
-from agy_harness.adapters.rpc.actions import PlanModelResolver
 from agy_harness.composition.container import AgyContainer, make_container
 from agy_harness.composition.session import Session, session_from
 from agy_harness.ports.events import (
@@ -121,7 +120,6 @@ class AgyConversation:
         self._foreign = False  # the latest agy turn was typed outside omnigent (in agy's terminal)
         self._stack = AsyncExitStack()
         self._container: AgyContainer | None = None
-        self._default_model: PlanModelResolver | None = None
         self._models: list[ModelInfo] | None = None
         self._pinned: str | None = None
         self._expected = 0
@@ -149,7 +147,7 @@ class AgyConversation:
                     tmux_target=s.tmux_pane,
                 )
             container = make_container(sink=self.sink, **kwargs)
-            container.model_resolver.override(providers.Object(self._model_for_turn))
+            container.model_choice.override(providers.Object(lambda: self._pinned))
             self._container = container
             self.session = await self._stack.enter_async_context(session_from(container))
         except BaseException:
@@ -202,17 +200,6 @@ class AgyConversation:
         info = resolve_model(wanted, await self.models())
         self._pinned = info.model
         return info
-
-    async def _model_for_turn(self, cascade_id: str) -> str | None:
-        """The model resolver of the RPC turn sender: the pinned model, else what agy would use."""
-        if self._pinned:
-            return self._pinned
-        assert self._container is not None
-        if self._default_model is None:
-            self._default_model = PlanModelResolver(
-                self._container.snapshot(), self._container.model_catalog()
-            )
-        return await self._default_model(cascade_id)
 
     async def model_label(self, model_id: str) -> str:
         if not model_id:

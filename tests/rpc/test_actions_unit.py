@@ -138,6 +138,11 @@ async def test_plan_model_from_latest_user_input() -> None:
     assert await PlanModelResolver(FakeSnapshot(steps), catalog)("c") == "MODEL_NEWER"
     assert await PlanModelResolver(FakeSnapshot(steps[:2]), catalog)("c") == "MODEL_PLACEHOLDER_M20"
     assert catalog.calls == 0
+    chosen: list[str | None] = [None]
+    resolver = PlanModelResolver(FakeSnapshot(steps), catalog, choice=lambda: chosen[0])
+    assert await resolver("c") == "MODEL_NEWER"  # nothing chosen: agy's plan
+    chosen[0] = "MODEL_PICKED"
+    assert await resolver("c") == "MODEL_PICKED"  # the user's choice (an editor's picker) wins
 
 
 async def test_plan_model_falls_back_to_recommended_and_caches() -> None:
