@@ -13,7 +13,6 @@ built; cards only lay it out.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Sequence
@@ -23,6 +22,7 @@ from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.text import Text
 
+from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import safejson
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
@@ -30,18 +30,8 @@ from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 #: Argument names that hold a tool's command line / working directory (agy's and common spellings).
 COMMAND_KEYS = ("CommandLine", "command_line", "commandLine", "command", "cmd")
 CWD_KEYS = ("Cwd", "cwd", "working_directory", "workdir")
-PATH_KEYS = ("AbsolutePath", "TargetFile", "DirectoryPath", "SearchPath", "FilePath", "path", "file_path")
 SUMMARY_KEYS = ("toolSummary", "toolAction")
 HIDDEN_KEYS = {*SUMMARY_KEYS, "WaitMsBeforeAsync", "SafeToAutoRun", "waitForPreviousTools"}
-MAX_DIFF_LINES = 24
-
-
-def first(arguments: dict[str, Any], keys: Sequence[str]) -> str:
-    for key in keys:
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
 
 
 def cut(text: str, limit: int) -> str:
@@ -85,49 +75,13 @@ def _panel(body: Sequence[RenderableType], title: Text, border: str, subtitle: s
 
 # ------------------------------------------------------------------------------------------ diffs
 
-
-def _diff_lines(old: str, new: str, path: str) -> list[Text]:
-    lines: list[Text] = []
-    for line in difflib.unified_diff(
-        old.splitlines(), new.splitlines(), fromfile=path, tofile=path, lineterm="", n=1
-    ):
-        if line.startswith(("---", "+++")):
-            continue
-        style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-        lines.append(Text(line, style=style))
-    return lines
-
-
-def _cap(lines: list[Text]) -> list[Text]:
-    if len(lines) <= MAX_DIFF_LINES:
-        return lines
-    return [
-        *lines[: MAX_DIFF_LINES - 1],
-        Text(f"… {len(lines) - MAX_DIFF_LINES + 1} more lines", style="dim"),
-    ]
+_DIFF_STYLES = {"add": "green", "del": "red", "ctx": "dim", "gap": "dim", "more": "dim"}
 
 
 def edit_diff(name: str, args: dict[str, Any]) -> list[Text] | None:
     """The change an editing tool proposes, as diff lines; None when ``args`` is not an edit."""
-    path = first(args, ("TargetFile", "AbsolutePath", "FilePath", "path"))
-    content = args.get("CodeContent")
-    if isinstance(content, str) and path:
-        return _cap([Text(f"+{line}", style="green") for line in content.splitlines()])
-    chunks = args.get("ReplacementChunks")
-    if not isinstance(chunks, list):
-        chunks = [args] if "TargetContent" in args else None
-    if not chunks or not path:
-        return None
-    lines: list[Text] = []
-    for chunk in chunks:
-        if not isinstance(chunk, dict):
-            continue
-        old, new = chunk.get("TargetContent"), chunk.get("ReplacementContent")
-        if isinstance(old, str) and isinstance(new, str):
-            if lines:
-                lines.append(Text("⋯", style="dim"))
-            lines.extend(_diff_lines(old, new, path))
-    return _cap(lines) if lines else None
+    rows = edit_rows(args)
+    return [Text(line, style=_DIFF_STYLES[kind]) for kind, line in rows] if rows else None
 
 
 # ------------------------------------------------------------------------------------------ cards
