@@ -33,6 +33,7 @@ examples:
   agy-harness sim                       a simulator by hand (another terminal: agy-harness attach)
   agy-harness attach                    follow the running agy here; type turns, /interrupt
   agy-harness replay steps.jsonl        recorded agy steps -> events as JSON lines
+  agy-harness board                     a web board of every agy session; answer gates in one click
 
 output:
   the conversation and events go to stdout; logs (-v, -vv) and errors go to stderr.
@@ -118,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_doctor_command(sub)
     add_record_command(sub)
+    from .board import add_board_command
+
+    add_board_command(sub)
     return parser
 
 

@@ -1,0 +1,234 @@
+"""The board's HTTP side (Starlette): the page, the board and session streams (server-sent events),
+and the three things a human does: answer a gate, send a turn, interrupt.
+
+    GET  /?token=T                         the page
+    GET  /api/board?token=T                the board now (JSON)
+    GET  /api/board/events?token=T         the board, again each time it changes (SSE)
+    GET  /api/s/{cascade}/events?token=T   one conversation: its history, then live events (SSE)
+    POST /api/s/{cascade}/answer           {"gate_id", "shown", "answer": "allow"|"deny"|"decline"
+                                            | {"questions": [{"choices": [ids], "write_in": text}]}}
+    POST /api/s/{cascade}/send             {"text"}
+    POST /api/s/{cascade}/interrupt        {}
+
+POSTs carry ``X-Board-Token`` (see :mod:`.guard`). An answer goes through ``Session.answer`` (the one
+fail-closed parser): one it cannot read unambiguously is refused with 400 and nothing is sent; one for
+a card that changed since it was shown, 409; one for a gate that no longer waits, 410.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from agy_harness.core.answers import AnswerError
+from agy_harness.ports.protocols import GateAnswer
+
+from ..session import AnswerLike
+from .guard import BodyTooLarge, Guard
+from .hub import Board
+from .live import GateGone, LiveSession, StaleCard
+
+log = logging.getLogger("agy_harness.board")
+
+KEEPALIVE = 15.0
+MAX_TURN = 32 * 1024
+
+
+def _asset(name: str) -> str:
+    return resources.files("agy_harness.composition.board").joinpath("static", name).read_text("utf-8")
+
+
+def answer_value(raw: Any) -> AnswerLike:
+    """The page's answer as a value for ``Session.answer``; AnswerError for any other shape."""
+    if raw in ("allow", "deny", "decline"):
+        return {"allow": True, "deny": False}.get(raw, "decline")  # type: ignore[return-value]
+    if isinstance(raw, dict) and isinstance(raw.get("questions"), list) and raw["questions"]:
+        selections: list[tuple[str, ...]] = []
+        write_ins: list[str] = []
+        for item in raw["questions"]:
+            choices = item.get("choices", []) if isinstance(item, dict) else None
+            write_in = item.get("write_in", "") if isinstance(item, dict) else None
+            if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+                raise AnswerError("each question's choices are a list of option ids")
+            if not isinstance(write_in, str):
+                raise AnswerError("a write-in is text")
+            selections.append(tuple(choices))
+            write_ins.append(write_in)
+        return GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins))
+    raise AnswerError("an answer is 'allow', 'deny', 'decline' or {'questions': [...]}")
+
+
+def _error(status: int, text: str) -> JSONResponse:
+    return JSONResponse({"error": text}, status_code=status)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        value = json.loads(await request.body())
+    except BodyTooLarge:
+        raise _Refused(413, "the body is too large") from None
+    except ValueError:
+        raise _Refused(400, "the body is not JSON") from None
+    if not isinstance(value, dict):
+        raise _Refused(400, "the body is a JSON object")
+    return value
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+def _sse(data: str) -> bytes:
+    return b"".join(b"data: " + line.encode() + b"\n" for line in data.split("\n")) + b"\n"
+
+
+def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
+    page = _asset("board.html")
+    script = _asset("board.js")
+    style = _asset("board.css")
+
+    async def index(request: Request) -> Response:
+        nonce = secrets.token_urlsafe(16)
+        html = (
+            page.replace("{{NONCE}}", nonce).replace("/*{{STYLE}}*/", style).replace("/*{{SCRIPT}}*/", script)
+        )
+        csp = (
+            f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+            "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'none'"
+        )
+        return HTMLResponse(html, headers={"content-security-policy": csp})
+
+    async def board_now(request: Request) -> Response:
+        return Response(board.snapshot_json, media_type="application/json")
+
+    async def board_events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[bytes]:
+            version = -1
+            while not board.stopping.is_set():
+                if board.version != version:
+                    version = board.version
+                    yield _sse(board.snapshot_json)
+                    continue
+                try:
+                    async with asyncio.timeout(KEEPALIVE):
+                        await board.changed(version)
+                except TimeoutError:
+                    yield b": keep-alive\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    def _live(request: Request) -> LiveSession:
+        live = board.session(request.path_params["cascade"])
+        if live is None:
+            raise _Refused(404, "no such conversation on this board")
+        return live
+
+    async def session_events(request: Request) -> Response:
+        try:
+            live = _live(request)
+        except _Refused as exc:
+            return _error(exc.status, exc.text)
+        cascade_id = request.path_params["cascade"]
+
+        async def stream() -> AsyncIterator[bytes]:
+            history, queue = live.subscribe()
+            try:
+                yield _sse(json.dumps({"type": "hello", "root": live.cascade_id, "error": live.error}))
+                for view in history:
+                    if view.get("cascade_id") in (cascade_id, live.cascade_id):
+                        yield _sse(json.dumps(view, ensure_ascii=False))
+                yield _sse(json.dumps({"type": "caught_up"}))
+                while not board.stopping.is_set():
+                    try:
+                        async with asyncio.timeout(KEEPALIVE):
+                            view = await queue.get()
+                    except TimeoutError:
+                        yield b": keep-alive\n\n"
+                        continue
+                    if view is None:
+                        yield _sse(json.dumps({"type": "ended", "error": live.error}))
+                        return
+                    if view.get("cascade_id") in (cascade_id, live.cascade_id):
+                        yield _sse(json.dumps(view, ensure_ascii=False))
+            finally:
+                live.subscribers.discard(queue)
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def answer(request: Request) -> Response:
+        try:
+            live = _live(request)
+            body = await _body(request)
+            gate_id, shown = body.get("gate_id"), body.get("shown")
+            if not isinstance(gate_id, str) or not isinstance(shown, str):
+                raise _Refused(400, "an answer names the gate_id and the card's shown digest")
+            value = answer_value(body.get("answer"))
+            await live.answer(gate_id, value, shown)
+        except _Refused as exc:
+            return _error(exc.status, exc.text)
+        except AnswerError as exc:
+            return _error(400, f"not sent: {exc}")
+        except StaleCard as exc:
+            return _error(409, str(exc))
+        except (GateGone, KeyError):
+            return _error(410, "this gate is no longer waiting (answered elsewhere, or agy moved on)")
+        except RuntimeError as exc:
+            return _error(502, str(exc))
+        return JSONResponse({"ok": True})
+
+    async def send(request: Request) -> Response:
+        try:
+            live = _live(request)
+            body = await _body(request)
+            text = body.get("text")
+            if not isinstance(text, str) or not text.strip() or len(text) > MAX_TURN:
+                raise _Refused(400, f"a turn is non-empty text of at most {MAX_TURN} characters")
+            if request.path_params["cascade"] != live.cascade_id:
+                raise _Refused(400, "a sub-agent takes no turns; send to its parent conversation")
+            await live.ready.wait()
+            via = await live.send(text)
+        except _Refused as exc:
+            return _error(exc.status, exc.text)
+        except Exception as exc:
+            log.warning("board: sending a turn failed: %s", exc)
+            return _error(502, f"agy did not take the turn: {exc}")
+        return JSONResponse({"ok": True, "via": via})
+
+    async def interrupt(request: Request) -> Response:
+        try:
+            live = _live(request)
+            await _body(request)
+            await live.ready.wait()
+            report = await live.interrupt()
+        except _Refused as exc:
+            return _error(exc.status, exc.text)
+        except Exception as exc:
+            return _error(502, f"agy did not take the interrupt: {exc}")
+        return JSONResponse({"ok": True, "cancelled": bool(getattr(report, "cancelled", True))})
+
+    app = Starlette(
+        routes=[
+            Route("/", index),
+            Route("/api/board", board_now),
+            Route("/api/board/events", board_events),
+            Route("/api/s/{cascade}/events", session_events),
+            Route("/api/s/{cascade}/answer", answer, methods=["POST"]),
+            Route("/api/s/{cascade}/send", send, methods=["POST"]),
+            Route("/api/s/{cascade}/interrupt", interrupt, methods=["POST"]),
+        ]
+    )
+    return Guard(app, token, hosts)

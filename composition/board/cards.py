@@ -1,0 +1,72 @@
+"""What the board shows of a gate and of an event: text only, every agy string made visible.
+
+:func:`gate_card` is the ONE place that decides what a gate card shows (issue #26's rendering rule
+for "what will run" replaces its body here), and its ``shown`` digest binds an answer to exactly that:
+the page sends the digest back with the answer, and the board refuses an answer whose digest is not
+the card's (agy re-asked something else under the same id, or the page is stale).
+
+Strings pass through :func:`~agy_harness.adapters.sinks.escape.visible` (control, bidi and other
+invisible format characters shown as escapes); the page puts them into the DOM as text
+(``textContent``), never as HTML: agy's text is hostile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
+from agy_harness.adapters.sinks.escape import visible, visible_value
+from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, truncate_output
+from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult, event_to_json
+
+MAX_OUTPUT_LINES = 40
+
+
+def gate_card(gate: GateOpened) -> dict[str, Any]:
+    """The card of ``gate``: what the human is asked, and the digest an answer must carry."""
+    shown: dict[str, Any] = {
+        "kind": gate.kind,
+        "tool": visible(gate.tool_name),
+        "answerable": gate.answerable and gate.kind != "other",
+    }
+    if gate.kind == "permission" and gate.permission is not None:
+        p = gate.permission
+        what = p.command_line or p.target or p.description or p.action
+        shown["command"] = visible(what)
+        shown["cwd"] = visible(p.cwd)
+        shown["description"] = visible(p.description) if p.description and p.description != what else ""
+    elif gate.kind == "question":
+        shown["questions"] = [
+            {
+                "question": visible(q.question),
+                "multi": q.multi_select,
+                "options": [{"id": visible(o.id), "text": visible(o.text)} for o in q.options],
+            }
+            for q in gate.questions
+        ]
+    else:
+        shown["what"] = visible(gate.interaction or gate.tool_name or "an action")
+    digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    return {**shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32]}
+
+
+def event_view(event: Event) -> dict[str, Any]:
+    """``event`` as the page gets it: its JSON form, every string made visible, plus the layout of a
+    tool card (command, cwd, path, diff rows) or a tool result (trimmed output)."""
+    data: dict[str, Any] = visible_value(event_to_json(event))
+    if isinstance(event, GateOpened):
+        data["card"] = gate_card(event)
+        data.pop("request", None)  # the card says it; agy's raw request can be large
+    elif isinstance(event, ToolCall):
+        args = event.arguments
+        data["view"] = {
+            "command": visible(first(args, COMMAND_KEYS)),
+            "cwd": visible(first(args, CWD_KEYS)),
+            "path": visible(first(args, PATH_KEYS)),
+            "diff": [[kind, visible(line)] for kind, line in edit_rows(args) or []],
+        }
+    elif isinstance(event, ToolResult):
+        data["output"] = visible(truncate_output(event.output.replace("\r\n", "\n"), MAX_OUTPUT_LINES))
+    return data

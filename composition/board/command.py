@@ -1,0 +1,199 @@
+"""The ``board`` command: start the board's web server on loopback and print the URL to open."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from ..errors import EXIT_USAGE
+
+DESCRIPTION = """\
+A local web board of every agy session on this machine: by state (needs you, working, failed,
+idle), each one live (reply, reasoning, tool cards, diffs), every question and command approval
+as a card you answer in one click, turns and interrupts. It listens on 127.0.0.1 only and prints
+a URL with a secret token; every request must carry it. Nothing leaves the machine unless you
+give --webhook."""
+
+EPILOG = """\
+examples:
+  agy-harness board                        every agy of yours on this machine
+  agy-harness board --sim                  try it on the embedded simulator
+  agy-harness board --webhook https://ntfy.sh/my-topic --notify gate,failed
+
+exit codes:
+  0 ok · 1 failure · 2 usage or bad input · 130 interrupted (Ctrl-C)"""
+
+#: the embedded simulator's show: three conversations, two of which wait for you
+SHOWCASE = (
+    "run: git status",
+    "ask: which part should we work on first?",
+    "Say hello in one short sentence.",
+)
+
+
+def add_board_command(sub: Any) -> None:
+    p = sub.add_parser(
+        "board",
+        help="a local web board of every agy session: states, live view, one-click answers",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    p.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
+    p.add_argument(
+        "--agy-port", type=int, action="append", default=[], metavar="N",
+        help="agy's language-server port (repeatable; default: find every agy of yours)",
+    )  # fmt: skip
+    p.add_argument("--sim", action="store_true", help="embed the agy simulator with three conversations")
+    p.add_argument("--sim-pace", type=float, default=1.0, help="simulator pacing (default: %(default)s)")
+    p.add_argument("--webhook", default=None, metavar="URL", help="POST a notification here (default: off)")
+    p.add_argument(
+        "--notify", default="gate,turn,failed", metavar="KINDS",
+        help="what the webhook is told: gate, turn, failed (default: %(default)s)",
+    )  # fmt: skip
+    p.set_defaults(handler=run_board)
+
+
+def run_board(args: argparse.Namespace) -> int:
+    try:
+        import starlette  # noqa: F401
+    except ImportError:
+        print(
+            "agy-harness board: the web stack is missing; pip install 'agy-harness[board]'", file=sys.stderr
+        )
+        return EXIT_USAGE
+    from .notify import Webhook
+
+    webhook = None
+    if args.webhook:
+        try:
+            webhook = Webhook(args.webhook, tuple(k for k in args.notify.split(",") if k))
+        except ValueError as exc:
+            print(f"agy-harness board: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return asyncio.run(_serve(args, webhook))
+
+
+@dataclass
+class Running:
+    url: str
+    token: str
+    port: int
+    board: Any
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _hosts(host: str, port: int) -> set[str]:
+    names = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
+    names.add(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    return names
+
+
+@contextlib.asynccontextmanager
+async def running_board(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    agy_ports: list[int] | None = None,
+    pids: list[int] | None = None,
+    webhook: Any = None,
+    tick: float = 0.5,
+    token: str | None = None,
+) -> AsyncIterator[Running]:
+    """The board served on ``host:port`` until the block ends (tests and benchmarks use it too)."""
+    from hypercorn.asyncio import serve
+    from hypercorn.config import Config
+
+    from .app import build_app
+    from .fleet import Fleet
+    from .hub import Board
+
+    token = token or secrets.token_urlsafe(24)
+    sock = _listen(host, port)
+    bound = sock.getsockname()[1]
+    board = Board(Fleet(ports=agy_ports or (), pids=pids), webhook=webhook, tick=tick)
+    await board.start()
+    config = Config()
+    config.bind = [f"fd://{sock.fileno()}"]
+    config.accesslog = None
+    config.errorlog = logging.getLogger("agy_harness.board.http")  # hypercorn's lines go to our log
+    config.graceful_timeout = 1.0
+    stop = asyncio.Event()
+    server = asyncio.create_task(
+        serve(build_app(board, token, _hosts(host, bound)), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+    )
+    shown = f"[{host}]" if ":" in host else host
+    try:
+        yield Running(f"http://{shown}:{bound}/?token={token}", token, bound, board)
+    finally:
+        await board.stop()
+        stop.set()
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(5):
+                await server
+        server.cancel()
+        with contextlib.suppress(OSError):  # hypercorn closed the fd it was given
+            sock.close()
+
+
+async def _serve(args: argparse.Namespace, webhook: Any, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    async with contextlib.AsyncExitStack() as stack:
+        agy_ports = list(args.agy_port)
+        if args.sim:
+            from agy_harness.adapters.simulator import Simulator
+
+            sim = await stack.enter_async_context(Simulator(pace=args.sim_pace))
+            await _showcase(sim)
+            agy_ports.append(sim.port)
+        board = await stack.enter_async_context(
+            running_board(host=args.host, port=args.port, agy_ports=agy_ports, webhook=webhook)
+        )
+        if not _loopback(args.host):
+            print(
+                f"agy-harness board: WARNING: listening on {args.host}, beyond this machine", file=sys.stderr
+            )
+        print(f"agy board: open {board.url}", file=out, flush=True)
+        print("(Ctrl-C stops it)", file=out, flush=True)
+        await stop.wait()
+    return 0
+
+
+async def _showcase(sim: Any) -> None:
+    ids = [sim.cascade_id, await sim.start_cascade(), await sim.start_cascade()]
+    for cascade_id, text in zip(ids, SHOWCASE, strict=True):
+        await sim.submit_user_turn(text, cascade_id=cascade_id)
+
+
+def _loopback(host: str) -> bool:
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host).is_loopback
+    return host == "localhost"
+
+
+__all__ = ["add_board_command", "run_board", "running_board"]

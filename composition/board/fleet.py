@@ -1,0 +1,263 @@
+"""Every agy language server of this user and every conversation on it, kept fresh cheaply.
+
+Servers are found by the rules ``attach`` uses (:mod:`agy_harness.adapters.rpc.discovery`): agy's own
+log line first (:mod:`~agy_harness.adapters.rpc.agy_log`), then the loopback ports its processes
+listen on; a port counts only when it answers ``Heartbeat`` over TLS (agy's plain-HTTP port does
+not). Processes are scanned again every ``scan_interval``.
+
+Conversations come from each server's ``GetAllCascadeTrajectories`` (the directory the harness's
+watcher reads), once a ``tick``. A conversation's steps are read (``GetCascadeTrajectorySteps``) and
+digested (:func:`digest`: model, tokens, title, an open gate, a failure) only when its summary changed
+and nobody follows it live, so 100 idle conversations cost one listing a tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, RpcModelCatalog
+from agy_harness.adapters.rpc.agy_log import logged_endpoints
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.discovery import (
+    Candidate,
+    ProcessScanner,
+    PsutilScanner,
+    Verdict,
+    candidates,
+    probe,
+)
+from agy_harness.adapters.rpc.sources import RpcPollSource
+from agy_harness.core.reconciler import Reconciler
+from agy_harness.ports.events import (
+    AssistantMessage,
+    GateOpened,
+    GateWithdrawn,
+    ModelChanged,
+    StatusChanged,
+    Usage,
+    UserMessage,
+)
+from agy_harness.ports.protocols import CascadeSummary
+
+log = logging.getLogger("agy_harness.board")
+
+TITLE_CHARS = 90
+
+
+@dataclass
+class Digest:
+    """What a conversation's steps say, for its row."""
+
+    title: str = ""
+    model: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    waiting: int = 0  # gates open now
+    failed: bool = False
+
+
+def digest(cascade_id: str, steps: Sequence[Any]) -> Digest:
+    """Read recorded steps as the harness would (the reconciler), keep what a row shows."""
+    d = Digest()
+    open_gates: set[str] = set()
+    for event in Reconciler(cascade_id).feed_all(steps):
+        if isinstance(event, UserMessage) and not d.title:
+            d.title = " ".join(event.text.split())[:TITLE_CHARS]
+        elif isinstance(event, Usage):
+            d.tokens_in, d.tokens_out = event.cumulative_input_tokens, event.cumulative_output_tokens
+            d.model = event.model or d.model
+        elif isinstance(event, ModelChanged):
+            d.model = event.model
+        elif isinstance(event, GateOpened):
+            open_gates.add(event.gate_id)
+        elif isinstance(event, GateWithdrawn):
+            open_gates.discard(event.gate_id)
+        elif isinstance(event, StatusChanged):
+            d.failed = event.status == "failed"
+        elif isinstance(event, AssistantMessage) and event.is_error:
+            d.failed = True
+    d.waiting = len(open_gates)
+    return d
+
+
+def epoch(stamp: str) -> float:
+    """agy's RFC 3339 time (``2026-12-03T06:00:00.123456789Z``) in seconds; 0 when unreadable."""
+    if not stamp:
+        return 0.0
+    text = stamp.strip().replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if dot:  # Python reads at most 6 fraction digits
+        digits = "".join(c for c in rest if c.isdigit())
+        text = f"{head}.{digits[:6] or '0'}{rest[len(digits) :]}"
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return 0.0
+
+
+@dataclass
+class Server:
+    port: int
+    pid: int | None
+    client: RpcClient
+    directory: RpcCascadeDirectory
+    snapshot: RpcPollSource
+    csrf_token: str | None = None
+    failures: int = 0
+    labels: dict[str, str] = field(default_factory=dict)  # model id -> agy's display name
+
+    def label(self, model: str) -> str:
+        return self.labels.get(model) or model
+
+    @property
+    def key(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass
+class Row:
+    """One conversation on the board."""
+
+    summary: CascadeSummary
+    server: Server
+    digest: Digest = field(default_factory=Digest)
+    seen: tuple[str, int, str] = ("", -1, "")  # the summary fields a digest was read at
+
+    @property
+    def cascade_id(self) -> str:
+        return self.summary.cascade_id
+
+    @property
+    def running(self) -> bool:
+        return "RUNNING" in self.summary.status.upper()
+
+    @property
+    def last_activity(self) -> float:
+        return epoch(self.summary.last_modified_time) or epoch(self.summary.last_user_input_time)
+
+
+class Fleet:
+    """The servers and rows; ``refresh()`` once a tick, ``changed`` called when anything moved."""
+
+    def __init__(
+        self,
+        *,
+        scanner: ProcessScanner | None = None,
+        pids: Sequence[int] | None = None,
+        ports: Sequence[int] = (),
+        scan_interval: float = 10.0,
+        followed: Callable[[str], bool] = lambda cascade_id: False,
+    ) -> None:
+        self._scanner = scanner or PsutilScanner()
+        self._pids = list(pids) if pids is not None else None
+        self._ports = list(ports)
+        self.scan_interval = scan_interval
+        self.followed = followed
+        self.servers: dict[int, Server] = {}
+        self.rows: dict[str, Row] = {}
+        self._scanned = -1e9
+        self._reads = asyncio.Semaphore(4)
+
+    # -- servers -----------------------------------------------------------------------------
+    def _candidates(self) -> list[Candidate]:
+        procs = self._scanner.processes(pids=self._pids)
+        if self._ports:
+            return [Candidate(port, None, None) for port in self._ports]
+        found = {c.port: c for c in candidates(self._scanner, procs)}
+        for pid, port, token in logged_endpoints((p.pid, p.cmdline) for p in procs):
+            found.setdefault(port, Candidate(port, pid, token))
+        return list(found.values())
+
+    async def scan(self) -> None:
+        """Find agy servers again (new ones are added; ones that stopped answering are dropped)."""
+        self._scanned = time.monotonic()
+        try:
+            found = await asyncio.to_thread(self._candidates)
+        except Exception as exc:  # a process vanishing mid-scan, /proc unreadable
+            log.warning("board: process scan failed: %s", exc)
+            return
+        fresh = [c for c in found if c.port not in self.servers]
+        verdicts = await asyncio.gather(*(probe(c, None) for c in fresh))
+        for c, verdict in zip(fresh, verdicts, strict=True):
+            if verdict is Verdict.OURS:
+                client = RpcClient(f"https://127.0.0.1:{c.port}", csrf_token=c.csrf_token, timeout=5.0)
+                server = self.servers[c.port] = Server(
+                    c.port, c.pid, client, RpcCascadeDirectory(client, share=False), RpcPollSource(client),
+                    c.csrf_token,
+                )  # fmt: skip
+                with contextlib.suppress(Exception):  # display names are a nicety
+                    server.labels = {
+                        m.model: m.label for m in await RpcModelCatalog(client).models() if m.label
+                    }
+                log.info("board: agy on port %d (pid %s)", c.port, c.pid)
+
+    async def _drop(self, server: Server) -> None:
+        self.servers.pop(server.port, None)
+        for cascade_id in [k for k, r in self.rows.items() if r.server is server]:
+            del self.rows[cascade_id]
+        with contextlib.suppress(Exception):
+            await server.client.aclose()
+        log.info("board: agy on port %d is gone", server.port)
+
+    # -- conversations -----------------------------------------------------------------------
+    async def refresh(self) -> bool:
+        """List every server's conversations (and scan for servers when due); True when a row changed."""
+        if time.monotonic() - self._scanned >= self.scan_interval:
+            await self.scan()
+        results = await asyncio.gather(*(self._list(s) for s in list(self.servers.values())))
+        return any(results)
+
+    async def _list(self, server: Server) -> bool:
+        try:
+            summaries = await server.directory.list_cascades()
+        except Exception as exc:
+            server.failures += 1
+            log.debug("board: listing port %d failed (%s)", server.port, exc)
+            if server.failures >= 3:
+                await self._drop(server)
+                return True
+            return False
+        server.failures = 0
+        changed = False
+        listed = set()
+        reads = []
+        for summary in summaries:
+            listed.add(summary.cascade_id)
+            row = self.rows.get(summary.cascade_id)
+            if row is None:
+                row = self.rows[summary.cascade_id] = Row(summary, server)
+                changed = True
+            elif row.summary != summary:
+                row.summary = summary
+                changed = True
+            key = (summary.status, summary.step_count, summary.last_modified_time)
+            if key != row.seen and not self.followed(summary.cascade_id):
+                reads.append(self._digest(row, key))
+        gone = [k for k, r in self.rows.items() if r.server is server and k not in listed]
+        for cascade_id in gone:
+            del self.rows[cascade_id]
+        await asyncio.gather(*reads)
+        return changed or bool(gone) or bool(reads)
+
+    async def _digest(self, row: Row, key: tuple[str, int, str]) -> None:
+        async with self._reads:
+            try:
+                steps = await row.server.snapshot.read_steps(row.cascade_id)
+            except Exception as exc:
+                log.debug("board: reading %s failed (%s)", row.cascade_id, exc)
+                return
+        row.digest = await asyncio.to_thread(digest, row.cascade_id, steps)
+        row.seen = key
+
+    async def aclose(self) -> None:
+        for server in list(self.servers.values()):
+            with contextlib.suppress(Exception):
+                await server.client.aclose()
+        self.servers.clear()

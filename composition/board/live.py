@@ -1,0 +1,209 @@
+"""One conversation followed live: a harness session (the public API) whose events the board keeps
+and fans out to the pages that watch it.
+
+The session is :func:`~agy_harness.composition.session.session_from` over the composition root with
+the default queue sink, so gates are answered by ``Session.answer`` and its fail-closed parser, and
+the harness's gate bridge (re-read, re-target, retry) does the delivery. A board session never follows
+``/clear`` (a new conversation is a new row) and claims nothing in the per-user claims directory
+(the terminal's own session must stay free to follow its ``/clear``).
+
+History: the session's first frame replays the conversation, so ``history`` starts at its first step.
+It is bounded; streamed deltas are folded into one entry per message (a reply's deltas are dropped
+once the reply is committed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agy_harness.adapters.reap import reap
+from agy_harness.ports.events import (
+    AssistantMessage,
+    Event,
+    GateOpened,
+    GateWithdrawn,
+    ModelChanged,
+    ReasoningDelta,
+    StatusChanged,
+    SubagentStarted,
+    TextDelta,
+    Usage,
+    UserMessage,
+)
+
+from ..claims import ClaimRegistry
+from ..container import make_container
+from ..harness import HarnessOptions, InterruptReport
+from ..session import AnswerLike, Session, session_from
+from .cards import event_view, gate_card
+
+log = logging.getLogger("agy_harness.board")
+
+HISTORY = 4000
+SUBSCRIBER_BACKLOG = 2000
+
+
+class StaleCard(Exception):
+    """The answer was given for a card that is no longer what the board shows for that gate."""
+
+
+class GateGone(Exception):
+    """No such gate waits (answered in agy's terminal, timed out, or never asked here)."""
+
+
+def _claims_root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="agy-board-claims-"))
+
+
+class LiveSession:
+    """Follows the root conversation ``cascade_id`` (and its sub-agents) on one agy."""
+
+    def __init__(
+        self,
+        port: int,
+        cascade_id: str,
+        *,
+        csrf_token: str | None = None,
+        on_event: Callable[[LiveSession, Event], None] = lambda s, e: None,
+    ) -> None:
+        self.port = port
+        self.cascade_id = cascade_id
+        self._csrf = csrf_token
+        self._on_event = on_event
+        self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self._folded: dict[tuple[str, str], dict[str, Any]] = {}
+        self.gates: dict[str, tuple[GateOpened, dict[str, Any]]] = {}
+        self.subscribers: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        self.status: dict[str, str] = {}  # cascade -> running / idle / failed
+        self.model = ""
+        self.tokens = (0, 0)
+        self.title = ""
+        self.children: set[str] = set()
+        self.last_event = time.time()
+        self.error = ""
+        self.session: Session | None = None
+        self.ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"agy-board-{self.cascade_id[:8]}")
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await reap(self._task)
+        for queue in list(self.subscribers):
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(None)
+
+    async def _run(self) -> None:
+        container = make_container(
+            port=self.port,
+            cascade_id=self.cascade_id,
+            csrf_token=self._csrf,
+            options=HarnessOptions(follow_clear=False),
+        )
+        container.harness.add_kwargs(claims=ClaimRegistry(_claims_root()))
+        try:
+            async with session_from(container) as session:
+                self.session = session
+                self.ready.set()
+                async for event in session.events():
+                    self._apply(event)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("board: following %s failed: %s", self.cascade_id, self.error)
+        finally:
+            self.session = None
+            self.ready.set()
+
+    # -- events ------------------------------------------------------------------------------
+    def _apply(self, event: Event) -> None:
+        self.last_event = time.time()
+        view = event_view(event)
+        if isinstance(event, GateOpened):
+            self.gates[event.gate_id] = (event, view["card"])
+        elif isinstance(event, GateWithdrawn):
+            self.gates.pop(event.gate_id, None)
+        elif isinstance(event, StatusChanged):
+            self.status[event.cascade_id] = event.status
+        elif isinstance(event, Usage) and event.cascade_id == self.cascade_id:
+            self.tokens = (event.cumulative_input_tokens, event.cumulative_output_tokens)
+            self.model = event.model or self.model
+        elif isinstance(event, ModelChanged) and event.cascade_id == self.cascade_id:
+            self.model = event.model
+        elif isinstance(event, UserMessage) and not self.title and event.cascade_id == self.cascade_id:
+            self.title = " ".join(event.text.split())[:90]
+        elif isinstance(event, SubagentStarted):
+            self.children.add(event.child_cascade_id)
+        self._remember(event, view)
+        for queue in list(self.subscribers):
+            try:
+                queue.put_nowait(view)
+            except asyncio.QueueFull:  # a page that stopped reading: it reconnects and replays
+                self.subscribers.discard(queue)
+        self._on_event(self, event)
+
+    def _remember(self, event: Event, view: dict[str, Any]) -> None:
+        if isinstance(event, TextDelta | ReasoningDelta):
+            key = (event.type, event.message_id)
+            folded = self._folded.get(key)
+            if folded is None:  # (one evicted from the bounded history just stops growing)
+                folded = self._folded[key] = dict(view)
+                self.history.append(folded)
+            else:
+                folded["delta"] += view["delta"]
+            return
+        if isinstance(event, AssistantMessage):
+            folded = self._folded.pop(("text_delta", event.message_id), None)
+            if folded is not None:
+                with contextlib.suppress(ValueError):
+                    self.history.remove(folded)
+        self.history.append(view)
+
+    def subscribe(self) -> tuple[list[dict[str, Any]], asyncio.Queue[dict[str, Any] | None]]:
+        """The history so far and a queue of what comes next (None: the session ended)."""
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue(SUBSCRIBER_BACKLOG)
+        self.subscribers.add(queue)
+        return [dict(v) for v in self.history], queue
+
+    # -- what a human does -------------------------------------------------------------------
+    def _session(self) -> Session:
+        if self.session is None:
+            raise RuntimeError(self.error or "this conversation is not connected (yet)")
+        return self.session
+
+    def cards(self) -> list[dict[str, Any]]:
+        return [card for _, card in self.gates.values()]
+
+    async def answer(self, gate_id: str, value: AnswerLike, shown: str) -> None:
+        """Answer ``gate_id`` with ``value`` (fail closed: ``Session.answer``), only if the card the
+        human answered (its ``shown`` digest) is the card the board shows for it now."""
+        entry = self.gates.get(gate_id)
+        if entry is None:
+            raise GateGone("this gate is no longer waiting (answered elsewhere, or agy moved on)")
+        gate, _ = entry
+        if gate_card(gate)["shown"] != shown:
+            raise StaleCard("the card changed since it was shown; look again and answer the new one")
+        await self._session().answer(gate_id, value)
+
+    async def send(self, text: str) -> str:
+        return await self._session().send(text)
+
+    async def interrupt(self) -> InterruptReport:
+        return await self._session().interrupt()

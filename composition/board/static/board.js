@@ -1,0 +1,383 @@
+"use strict";
+// agy board. Every string agy sends is put into the page as text (textContent), never as HTML.
+(() => {
+  const TOKEN = new URLSearchParams(location.search).get("token") || "";
+  const STATES = [["needs_you", "Needs you"], ["working", "Working"], ["failed", "Failed"], ["idle", "Idle"]];
+  const LABEL = Object.fromEntries(STATES);
+  const $ = (id) => document.getElementById(id);
+  let board = { rows: [], cards: [], servers: [], now: Date.now() / 1000 };
+  let skew = 0;            // server clock - our clock (s)
+  let selected = null;     // cascade id under the cursor in the list
+  let opened = null;       // cascade id whose session is open
+  let sessionSource = null;
+  const seenCards = new Set();
+  let firstSnapshot = true;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") node.className = v;
+      else if (k === "on") for (const [ev, fn] of Object.entries(v)) node.addEventListener(ev, fn);
+      else node.setAttribute(k, v === true ? "" : String(v));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+  const url = (path) => path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(TOKEN);
+  async function post(path, body) {
+    const res = await fetch(path, {
+      method: "POST", credentials: "omit", cache: "no-store",
+      headers: { "Content-Type": "application/json", "X-Board-Token": TOKEN },
+      body: JSON.stringify(body || {}),
+    });
+    let data = {};
+    try { data = await res.json(); } catch (e) { /* not JSON */ }
+    if (!res.ok) throw new Error(data.error || ("HTTP " + res.status));
+    return data;
+  }
+  function ago(t) {
+    if (!t) return "";
+    const s = Math.max(0, Date.now() / 1000 + skew - t);
+    if (s < 5) return "just now";
+    if (s < 45) return Math.round(s) + " s ago";
+    if (s < 3600) return Math.round(s / 60) + " min ago";
+    if (s < 86400) return Math.round(s / 3600) + " h ago";
+    return Math.round(s / 86400) + " d ago";
+  }
+  const k = (n) => (n >= 1e6 ? (n / 1e6).toFixed(1) + "M" : n >= 1e3 ? (n / 1e3).toFixed(1) + "k" : String(n || 0));
+  const short = (id) => (id || "").slice(0, 8);
+  const titleOf = (r) => r.title || (r.parent_id ? "sub-agent " + short(r.cascade_id) : "conversation " + short(r.cascade_id));
+
+  // ---------------------------------------------------------------- the board
+  function order() {
+    // parents in state order; each parent's children right under it
+    const byId = Object.fromEntries(board.rows.map((r) => [r.cascade_id, r]));
+    const kids = {};
+    for (const r of board.rows) if (r.parent_id && byId[r.parent_id]) (kids[r.parent_id] ||= []).push(r);
+    const out = [];
+    for (const [state, label] of STATES) {
+      const roots = board.rows.filter((r) => !(r.parent_id && byId[r.parent_id]) && r.state === state);
+      if (!roots.length) continue;
+      out.push({ group: state, label, n: roots.length });
+      for (const r of roots) {
+        out.push({ row: r, child: false });
+        for (const c of kids[r.cascade_id] || []) out.push({ row: c, child: true });
+      }
+    }
+    return out;
+  }
+
+  function renderCounts() {
+    const n = Object.fromEntries(STATES.map(([s]) => [s, 0]));
+    for (const r of board.rows) n[r.state] += 1;
+    $("counts").replaceChildren(...STATES.map(([s, label]) =>
+      el("span", { class: "chip st-" + s + (n[s] ? "" : " zero"), title: label }, label + " " + n[s])));
+    const waiting = board.cards.length;
+    document.title = waiting ? `(${waiting}) agy needs you` : "agy board";
+  }
+
+  function renderRows() {
+    const items = order();
+    const rows = $("rows");
+    if (!items.length) {
+      rows.replaceChildren(el("p", { class: "empty" },
+        board.servers.length ? "agy runs, but has no conversations yet." : "Looking for agy on this machine…"));
+      return;
+    }
+    if (!selected || !board.rows.some((r) => r.cascade_id === selected)) {
+      const first = items.find((i) => i.row);
+      selected = first ? first.row.cascade_id : null;
+    }
+    rows.replaceChildren(...items.map((item) => {
+      if (item.group) return el("h3", { class: "group-title" }, item.label, el("span", {}, String(item.n)));
+      const r = item.row;
+      return el("div", {
+        class: "row" + (item.child ? " child" : "") + (r.cascade_id === selected ? " sel" : ""),
+        role: "option", "aria-selected": r.cascade_id === selected ? "true" : "false",
+        "data-id": r.cascade_id, "data-state": r.state,
+        on: { click: () => { selected = r.cascade_id; openSession(r.cascade_id); } },
+      },
+        el("span", { class: "dot st-" + r.state, title: LABEL[r.state] }),
+        el("span", { class: "row-title" }, (item.child ? "↳ " : "") + titleOf(r)),
+        el("span", { class: "row-when", "data-t": r.last_activity }, ago(r.last_activity)),
+        el("span", { class: "row-meta" },
+          r.gates ? el("span", { class: "badge" }, r.gates === 1 ? "1 waiting" : r.gates + " waiting") : null,
+          el("span", {}, r.model || "model unknown"),
+          el("span", { title: "input / output tokens" }, "↑" + k(r.tokens_in) + " ↓" + k(r.tokens_out)),
+          board.servers.length > 1 ? el("span", { title: "agy's port" }, ":" + r.port) : null));
+    }));
+  }
+
+  function notifyNew() {
+    const fresh = board.cards.filter((c) => !seenCards.has(c.gate_id));
+    for (const c of board.cards) seenCards.add(c.gate_id);
+    if (firstSnapshot) { firstSnapshot = false; if (!board.cards.length) return; }
+    if (!fresh.length || !("Notification" in window) || Notification.permission !== "granted") return;
+    for (const c of fresh) {
+      const what = c.command ? "run: " + c.command : c.questions ? c.questions.map((q) => q.question).join(" / ") : c.what;
+      const n = new Notification("agy needs you", { body: (c.title || "agy") + " — " + what, tag: c.gate_id });
+      n.onclick = () => { window.focus(); openSession(c.cascade_id); };
+    }
+  }
+
+  function renderHome() {
+    $("cards").replaceChildren(...board.cards.map((c) => card(c, true)));
+    $("calm").hidden = board.cards.length > 0;
+  }
+
+  function applyBoard(data) {
+    board = data;
+    skew = data.now - Date.now() / 1000;
+    renderCounts();
+    renderRows();
+    notifyNew();
+    if (!opened) renderHome();
+    else {
+      const row = board.rows.find((r) => r.cascade_id === opened);
+      if (row) sessionHead(row);
+      renderPinned();
+    }
+  }
+
+  // ---------------------------------------------------------------- gate cards
+  const pending = new Map();  // gate_id -> card from the session stream
+
+  function card(c, withFrom) {
+    const msg = el("div", { class: "form-msg", role: "alert" });
+    const node = el("form", { class: "card", "data-gate": c.gate_id, "data-kind": c.kind, "aria-label": "agy asks" });
+    const send = async (answer) => {
+      for (const b of node.querySelectorAll("button, input")) b.disabled = true;
+      msg.textContent = "";
+      try {
+        await post(`/api/s/${encodeURIComponent(c.cascade_id)}/answer`, { gate_id: c.gate_id, shown: c.shown, answer });
+        node.classList.add("sent");
+        msg.textContent = "";
+        node.append(el("div", { class: "note" }, "sent — waiting for agy to move on"));
+      } catch (e) {
+        msg.textContent = e.message;
+        for (const b of node.querySelectorAll("button, input")) b.disabled = false;
+      }
+    };
+    const head = el("div", { class: "card-head" },
+      el("span", { class: "card-kind" }, c.kind === "permission" ? "Permission" : c.kind === "question" ? "Question" : "Waiting"),
+      c.tool ? el("span", {}, c.tool) : null,
+      withFrom ? el("span", { class: "card-from" }, c.title || "conversation " + short(c.cascade_id)) : null,
+      withFrom ? el("button", { type: "button", class: "card-open ghost", on: { click: () => openSession(c.cascade_id) } }, "Open") : null);
+    node.append(head);
+    if (!c.answerable) {
+      node.append(el("div", {}, "agy waits for " + (c.what || "an answer") + " in its own terminal."),
+        el("div", { class: "note" }, "This kind of request can only be answered there; the card goes away when agy moves on."));
+      return node;
+    }
+    if (c.kind === "permission") {
+      node.append(el("pre", { class: "cmd" }, "$ " + c.command));
+      if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
+      if (c.description) node.append(el("div", { class: "note" }, c.description));
+      node.append(el("div", { class: "actions" },
+        el("button", { type: "button", class: "allow", "data-act": "allow", on: { click: () => send("allow") } }, "Allow once"),
+        el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: () => send("deny") } }, "Deny"),
+        el("span", { class: "key" }, "a"), el("span", { class: "key" }, "d")), msg);
+      node.addEventListener("submit", (ev) => ev.preventDefault());
+      return node;
+    }
+    (c.questions || []).forEach((q, qi) => {
+      const name = c.gate_id + ":" + qi;
+      node.append(el("div", { class: "question" }, q.question));
+      if (q.multi) node.append(el("div", { class: "note" }, "choose one or more"));
+      node.append(el("div", { class: "options" }, q.options.map((o, i) =>
+        el("label", {},
+          el("input", { type: q.multi ? "checkbox" : "radio", name, value: o.id, "data-q": qi }),
+          el("span", {}, o.text),
+          i < 9 ? el("span", { class: "key" }, String(i + 1)) : null))));
+      node.append(el("input", { class: "write-in", type: "text", "data-q": qi, "aria-label": "your own answer",
+        placeholder: q.options.length ? "…or write your own answer" : "your answer" }));
+    });
+    node.append(el("div", { class: "actions" },
+      el("button", { type: "submit", class: "primary", "data-act": "answer" }, "Answer"),
+      el("button", { type: "button", "data-act": "decline", on: { click: () => send("decline") } }, "Decline")), msg);
+    node.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const questions = (c.questions || []).map((q, qi) => ({
+        choices: [...node.querySelectorAll(`input[data-q="${qi}"]:checked`)].map((i) => i.value),
+        write_in: (node.querySelector(`input.write-in[data-q="${qi}"]`) || {}).value || "",
+      }));
+      send({ questions });
+    });
+    return node;
+  }
+
+  // ---------------------------------------------------------------- a session
+  function sessionHead(row) {
+    $("s-state").className = "chip st-" + row.state;
+    $("s-state").textContent = LABEL[row.state];
+    $("s-title").textContent = titleOf(row);
+    $("s-meta").textContent = [row.model, "↑" + k(row.tokens_in) + " ↓" + k(row.tokens_out), ago(row.last_activity)]
+      .filter(Boolean).join(" · ");
+    $("composer").hidden = !!row.parent_id;
+  }
+
+  function renderPinned() {
+    const mine = board.cards.filter((c) => c.cascade_id === opened);
+    const known = new Set(mine.map((c) => c.gate_id));
+    for (const c of pending.values()) if (!known.has(c.gate_id)) mine.push(c);
+    const box = $("s-cards");
+    const have = new Map([...box.children].map((n) => [n.dataset.gate, n]));
+    for (const [id, n] of have) if (!mine.some((c) => c.gate_id === id)) n.remove();
+    for (const c of mine) if (!have.has(c.gate_id)) box.append(card(c, false));
+  }
+
+  const nodes = new Map();
+  function put(key, make) {
+    let n = nodes.get(key);
+    if (!n) { n = make(); nodes.set(key, n); $("stream").append(n); }
+    return n;
+  }
+  function line(text, level) { $("stream").append(el("div", { class: "line " + (level || "") }, text)); }
+
+  function onEvent(e) {
+    const stream = $("stream");
+    const atEnd = stream.scrollHeight - stream.scrollTop - stream.clientHeight < 60;
+    switch (e.type) {
+      case "hello": nodes.clear(); pending.clear(); stream.replaceChildren(); $("s-cards").replaceChildren();
+        if (e.error) line("not connected: " + e.error, "error"); break;
+      case "user_message": stream.append(el("div", { class: "msg user" }, e.text)); break;
+      case "text_delta": put("t:" + e.message_id, () => el("div", { class: "msg assistant streaming" })).append(e.delta); break;
+      case "reasoning_delta": {
+        const d = put("r:" + e.message_id, () => el("details", { class: "reasoning" }, el("summary", {}, "thinking"), el("div", {})));
+        d.lastChild.append(e.delta); break;
+      }
+      case "assistant_message": {
+        const n = put("t:" + e.message_id, () => el("div", { class: "msg assistant" }));
+        n.classList.remove("streaming"); if (e.is_error) n.classList.add("error");
+        n.textContent = e.text; break;
+      }
+      case "tool_call": {
+        const v = e.view || {};
+        const body = el("div", { class: "tool-body" });
+        if (v.command) body.append(el("pre", { class: "cmd" }, "$ " + v.command), v.cwd ? el("div", { class: "cwd" }, "in " + v.cwd) : "");
+        else if (v.path) body.append(el("div", { class: "cwd" }, v.path));
+        if (v.diff && v.diff.length) body.append(el("div", { class: "diff" }, v.diff.map(([kind, text]) => el("div", { class: kind }, text))));
+        if (!v.command && !v.path && !(v.diff && v.diff.length)) {
+          const args = Object.entries(e.arguments || {}).filter(([key]) => !["toolSummary", "toolAction"].includes(key)).slice(0, 6);
+          for (const [key, val] of args) body.append(el("div", { class: "cwd" }, key + ": " + (typeof val === "string" ? val : JSON.stringify(val)).slice(0, 300)));
+        }
+        put("c:" + e.call_id, () => el("div", { class: "tool" },
+          el("div", { class: "tool-head" }, el("span", { class: "tool-name" }, e.name), el("span", { class: "tool-status wait" }, "…")), body));
+        break;
+      }
+      case "tool_result": {
+        const n = put("c:" + e.call_id, () => el("div", { class: "tool" },
+          el("div", { class: "tool-head" }, el("span", { class: "tool-name" }, e.name), el("span", { class: "tool-status" })), el("div", { class: "tool-body" })));
+        const status = n.querySelector(".tool-status");
+        status.className = "tool-status " + (e.is_error ? "err" : "ok");
+        status.textContent = e.is_error ? "✗ failed" : "✓ done";
+        n.lastChild.append(e.output ? el("pre", { class: "tool-out" }, e.output) : el("div", { class: "note" }, "(no output)"));
+        break;
+      }
+      case "gate_opened": pending.set(e.gate_id, { ...e.card, title: "" }); renderPinned();
+        line("agy asks: " + (e.card.command ? "run " + e.card.command : e.card.questions ? e.card.questions.map((q) => q.question).join(" / ") : e.card.what), "warning"); break;
+      case "gate_withdrawn": pending.delete(e.gate_id); renderPinned(); line("· " + (e.reason || "answered")); break;
+      case "status": if (e.status === "failed") line("the turn failed" + (e.reason ? ": " + e.reason : ""), "error"); break;
+      case "subagent": stream.append(el("div", { class: "line" }, "sub-agent started · ",
+        el("a", { href: "#", on: { click: (ev) => { ev.preventDefault(); openSession(e.child_cascade_id); } } }, "open " + short(e.child_cascade_id)))); break;
+      case "notice": line(e.text, e.level); break;
+      case "ended": line("the session ended" + (e.error ? ": " + e.error : ""), "error"); break;
+      default: break;
+    }
+    if (atEnd || e.type === "caught_up") stream.scrollTop = stream.scrollHeight;
+  }
+
+  function openSession(id) {
+    if (sessionSource) sessionSource.close();
+    opened = id; selected = id;
+    $("home").hidden = true; $("session").hidden = false;
+    const row = board.rows.find((r) => r.cascade_id === id);
+    if (row) sessionHead(row);
+    renderRows();
+    pending.clear();
+    sessionSource = new EventSource(url(`/api/s/${encodeURIComponent(id)}/events`));
+    sessionSource.onmessage = (m) => onEvent(JSON.parse(m.data));
+    $("stream").focus();
+  }
+  function closeSession() {
+    if (sessionSource) sessionSource.close();
+    sessionSource = null; opened = null;
+    $("session").hidden = true; $("home").hidden = false;
+    renderHome(); $("rows").focus();
+  }
+
+  // ---------------------------------------------------------------- input
+  $("composer").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const text = $("turn").value;
+    if (!text.trim() || !opened) return;
+    $("send").disabled = true; $("composer-msg").textContent = "";
+    try { await post(`/api/s/${encodeURIComponent(opened)}/send`, { text }); $("turn").value = ""; }
+    catch (e) { $("composer-msg").textContent = e.message; }
+    finally { $("send").disabled = false; }
+  });
+  async function interrupt() {
+    if (!opened) return;
+    try { await post(`/api/s/${encodeURIComponent(opened)}/interrupt`, {}); line("interrupt sent"); }
+    catch (e) { $("composer-msg").textContent = e.message; }
+  }
+  $("stop").addEventListener("click", interrupt);
+  $("back").addEventListener("click", closeSession);
+  $("help-btn").addEventListener("click", () => { $("help").hidden = false; $("help-close").focus(); });
+  $("help-close").addEventListener("click", () => { $("help").hidden = true; });
+  $("notify").addEventListener("click", async () => {
+    if (!("Notification" in window)) { $("notify").textContent = "no notifications here"; return; }
+    const p = await Notification.requestPermission();
+    $("notify").textContent = p === "granted" ? "Notifications on" : "Notifications blocked";
+  });
+  if ("Notification" in window && Notification.permission === "granted") $("notify").textContent = "Notifications on";
+
+  function firstCard() {
+    const scope = opened ? $("s-cards") : $("cards");
+    return scope.querySelector(".card:not(.sent)");
+  }
+  document.addEventListener("keydown", (ev) => {
+    const typing = ev.target.matches("textarea, input[type=text]");
+    if (ev.key === "Escape") {
+      if (!$("help").hidden) { $("help").hidden = true; return; }
+      if (typing) { ev.target.blur(); return; }
+      if (opened) closeSession();
+      return;
+    }
+    if (ev.ctrlKey && ev.key === "Enter" && ev.target === $("turn")) { $("composer").requestSubmit(); return; }
+    if (ev.ctrlKey && ev.key === ".") { ev.preventDefault(); interrupt(); return; }
+    if (typing || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const items = order().filter((i) => i.row).map((i) => i.row.cascade_id);
+    const at = items.indexOf(selected);
+    if (ev.key === "j" || ev.key === "ArrowDown") { selected = items[Math.min(items.length - 1, at + 1)] || selected; renderRows(); ev.preventDefault(); }
+    else if (ev.key === "k" || ev.key === "ArrowUp") { selected = items[Math.max(0, at - 1)] || selected; renderRows(); ev.preventDefault(); }
+    else if (ev.key === "Enter" && ev.target.closest && !ev.target.closest("button, a, form") && selected) { openSession(selected); }
+    else if (ev.key === "/" && opened) { ev.preventDefault(); $("turn").focus(); }
+    else if (ev.key === "?") { $("help").hidden = false; $("help-close").focus(); }
+    else if (ev.key === "a" || ev.key === "d") {
+      const c = firstCard();
+      const b = c && c.querySelector(`button[data-act="${ev.key === "a" ? "allow" : "deny"}"]`);
+      if (b) { b.focus(); b.click(); }
+    } else if (/^[1-9]$/.test(ev.key)) {
+      const c = firstCard();
+      const input = c && c.querySelectorAll("input[data-q]:not(.write-in)")[Number(ev.key) - 1];
+      if (input) { input.checked = input.type === "checkbox" ? !input.checked : true; input.focus(); }
+    }
+  });
+  setInterval(() => {
+    for (const n of document.querySelectorAll(".row-when")) n.textContent = ago(Number(n.dataset.t));
+  }, 5000);
+
+  // ---------------------------------------------------------------- the board stream
+  function connect() {
+    const source = new EventSource(url("/api/board/events"));
+    source.onopen = () => { $("conn").textContent = "live"; $("conn").className = "conn"; };
+    source.onmessage = (m) => applyBoard(JSON.parse(m.data));
+    source.onerror = () => { $("conn").textContent = "reconnecting…"; $("conn").className = "conn off"; };
+  }
+  connect();
+})();

@@ -1,0 +1,143 @@
+"""What the board tests share: Debian's chromium driven by playwright, a local webhook receiver,
+and reading/answering the simulator's waiting gate as agy's own terminal would."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from agy_harness.adapters.simulator import Simulator
+
+CHROMIUM = os.environ.get("AGY_CHROMIUM", "/usr/bin/chromium")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+#: records every browser notification the page raises (the real API is granted, and wrapped)
+NOTIFICATION_SPY = """
+(() => {
+  const Real = window.Notification;
+  window.__notes = [];
+  class Spy extends Real {
+    constructor(title, options) { super(title, options); window.__notes.push({ title, body: (options || {}).body }); }
+  }
+  Object.defineProperty(Spy, "permission", { get: () => Real.permission });
+  Spy.requestPermission = (...a) => Real.requestPermission(...a);
+  window.Notification = Spy;
+})();
+"""
+
+
+def require_chromium() -> str:
+    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
+        pytest.skip(f"Debian's chromium is not installed ({CHROMIUM}); apt-get install chromium")
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        pytest.skip("the playwright package is missing (pip install -e '.[test]')")
+    return CHROMIUM
+
+
+@contextlib.asynccontextmanager
+async def browser_page(url: str, *, width: int = 1360, height: int = 860) -> AsyncIterator[Any]:
+    """A page of headless chromium at ``url``, notifications granted and recorded."""
+    from playwright.async_api import async_playwright
+
+    executable = require_chromium()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=executable, args=FLAGS)
+        try:
+            origin = url.split("/?")[0]
+            context = await browser.new_context(
+                viewport={"width": width, "height": height}, color_scheme="light"
+            )
+            await context.grant_permissions(["notifications"], origin=origin)
+            await context.add_init_script(NOTIFICATION_SPY)
+            page = await context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.errors = errors
+            await page.goto(url)
+            yield page
+        finally:
+            await browser.close()
+
+
+@dataclass
+class Receiver:
+    """A webhook receiver on 127.0.0.1: every POST's headers and body."""
+
+    port: int = 0
+    posts: list[dict[str, Any]] = field(default_factory=list)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/agy"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
+        body = await reader.readexactly(int(headers.get("content-length", "0")))
+        self.posts.append({"line": head[0], "headers": headers, "body": body.decode("utf-8")})
+        self.arrived.set()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    async def wait_for(self, kind: str, text: str = "", timeout: float = 10.0) -> dict[str, Any]:
+        """The first POST of ``kind`` whose body holds ``text``."""
+        async with asyncio.timeout(timeout):
+            while True:
+                for post in self.posts:
+                    if post["headers"].get("x-agy-event") == kind and text in post["body"]:
+                        return post
+                self.arrived.clear()
+                await self.arrived.wait()
+
+
+@contextlib.asynccontextmanager
+async def receiver() -> AsyncIterator[Receiver]:
+    r = Receiver()
+    server = await asyncio.start_server(r._handle, "127.0.0.1", 0)
+    r.port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield r
+
+
+def waiting_step(sim: Simulator, cascade_id: str) -> tuple[str, int, dict[str, Any]]:
+    """(trajectoryId, stepIndex, step) of the step agy waits on in ``cascade_id``."""
+    for index, step in enumerate(sim.steps(cascade_id)):
+        if step.get("status", "").endswith("WAITING"):
+            info = step["metadata"]["sourceTrajectoryStepInfo"]
+            return info["trajectoryId"], index, step
+    raise AssertionError(f"no waiting step in {cascade_id}")
+
+
+async def answer_in_terminal(sim: Simulator, cascade_id: str, allow: bool = True) -> None:
+    """agy's own terminal answers the waiting permission first."""
+    trajectory, index, _ = waiting_step(sim, cascade_id)
+    await sim.handle_interaction(
+        cascade_id, {"trajectoryId": trajectory, "stepIndex": index, "permission": {"allow": allow}}
+    )
+
+
+async def until(predicate: Any, timeout: float = 10.0, every: float = 0.05) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(every)

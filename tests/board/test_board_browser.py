@@ -1,0 +1,139 @@
+"""The board in a real browser (Debian's chromium, driven by playwright) against the simulator:
+list, open, answer a permission and a question, see cards retire (also when agy's terminal answers
+first), send a turn, interrupt, and get the webhook. Asserts what the person sees on the page.
+
+``AGY_BOARD_SCREENSHOT=docs/board.png`` also writes the README's screenshot.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.board.command import running_board
+from agy_harness.composition.board.notify import Webhook
+
+from .helpers import answer_in_terminal, browser_page, receiver, require_chromium, until
+
+pytestmark = pytest.mark.asyncio
+
+PERMISSION = "run: git status"
+QUESTION = "ask: which part should we work on first?"
+HELLO = "Say hello in one short sentence."
+
+
+@pytest.fixture(autouse=True)
+def _chromium() -> None:
+    require_chromium()
+
+
+async def _rows(page: object) -> dict[str, str]:
+    """{row title: state} as the page lists them."""
+    items = await page.eval_on_selector_all(  # type: ignore[attr-defined]
+        ".row", "rows => rows.map(r => [r.querySelector('.row-title').textContent, r.dataset.state])"
+    )
+    return dict(items)
+
+
+async def test_list_open_answer_retire_notify(tmp_path: Path) -> None:
+    async with Simulator(pace=0.02, gate_timeout=None) as sim, receiver() as hook:
+        a, b, c = sim.cascade_id, await sim.start_cascade(), await sim.start_cascade()
+        for cascade_id, text in ((a, PERMISSION), (b, QUESTION), (c, HELLO)):
+            await sim.submit_user_turn(text, cascade_id=cascade_id)
+        await sim.wait_idle(timeout=10)
+        webhook = Webhook(hook.url)
+        async with (
+            running_board(agy_ports=[sim.port], webhook=webhook, tick=0.2) as board,
+            browser_page(board.url) as page,
+        ):
+            # -- the list, by state, and the two cards agy waits on
+            await page.wait_for_selector("#cards .card[data-kind=question]")
+            await page.wait_for_selector("#cards .card[data-kind=permission]")
+            await page.wait_for_function("document.querySelectorAll('.row').length === 3")
+            rows = await _rows(page)
+            assert rows == {PERMISSION: "needs_you", QUESTION: "needs_you", HELLO: "idle"}
+            groups = await page.eval_on_selector_all(
+                ".group-title", "gs => gs.map(g => g.firstChild.textContent)"
+            )
+            assert groups == ["Needs you", "Idle"]
+            assert await page.title() == "(2) agy needs you"
+            permission = page.locator("#cards .card[data-kind=permission]")
+            assert await permission.locator("pre.cmd").inner_text() == "$ git status"
+            # the browser was told (notification granted), once per gate
+            notes = await page.evaluate("window.__notes")
+            assert sorted(n["title"] for n in notes) == ["agy needs you", "agy needs you"]
+            assert any("git status" in n["body"] for n in notes)
+
+            shot = os.environ.get("AGY_BOARD_SCREENSHOT")
+            await page.screenshot(path=shot or str(tmp_path / "board-home.png"))
+
+            # -- allow the command in one click: the card retires, agy ran it, the row goes idle
+            await permission.get_by_role("button", name="Allow once").click()
+            await page.wait_for_selector("#cards .card[data-kind=permission]", state="detached")
+            await until(lambda: not sim.is_running(a))
+            run = next(s for s in sim.steps(a) if s.get("type", "").endswith("RUN_COMMAND"))
+            assert run["status"].endswith("DONE")
+            await page.wait_for_function(
+                "[...document.querySelectorAll('.row')].every(r => r.dataset.state !== 'needs_you'"
+                " || r.textContent.includes('which part'))"
+            )
+
+            # -- open the question's session: live transcript, the card pinned, answer option 2
+            await page.locator(".row", has_text="which part").click()
+            await page.wait_for_selector("#stream .msg.user")
+            assert await page.locator("#stream .msg.user").first.inner_text() == QUESTION
+            pinned = page.locator("#s-cards .card[data-kind=question]")
+            await pinned.get_by_text("Start with the tests.").click()
+            await pinned.get_by_role("button", name="Answer").click()
+            await page.wait_for_selector("#s-cards .card", state="detached")
+            reply = page.locator("#stream .msg.assistant", has_text="tests")
+            await reply.first.wait_for()
+            await until(lambda: not sim.is_running(b))
+
+            # -- a turn from the page, then an interrupt of a long one
+            await page.locator("#turn").fill("run: ls -la")
+            await page.keyboard.press("Control+Enter")
+            await page.wait_for_selector("#s-cards .card[data-kind=permission]")
+            assert "ls -la" in await page.locator("#s-cards pre.cmd").inner_text()
+            # agy's own terminal answers first: the card retires without a click here
+            await answer_in_terminal(sim, b)
+            await page.wait_for_selector("#s-cards .card", state="detached")
+            await until(lambda: not sim.is_running(b))
+            await page.locator("#turn").fill("Write a long story about a lighthouse keeper.")
+            await page.get_by_role("button", name="Send").click()
+            await page.wait_for_selector("#stream .msg.assistant.streaming")
+            await page.get_by_role("button", name="Interrupt").click()
+            await until(lambda: not sim.is_running(b), timeout=10)
+            story = next(s for s in reversed(sim.steps(b)) if s.get("type", "").endswith("PLANNER_RESPONSE"))
+            assert len(str(story)) < 20000  # cut short, not the whole story
+
+            # -- the webhook heard a gate open and a turn end (events after the board started)
+            gate = await hook.wait_for("gate", "ls -la")
+            assert gate["headers"]["title"] == "agy needs you"
+            assert gate["body"] == f"{QUESTION}: run `ls -la`?"
+            turn = await hook.wait_for("turn")
+            assert turn["headers"]["x-agy-conversation"] in (a, b)
+            # the gates waiting when the board started were told too; no turn of the replayed history was
+            kinds = [(p["headers"]["x-agy-event"], p["headers"]["x-agy-conversation"]) for p in hook.posts]
+            assert ("gate", a) in kinds and ("gate", b) in kinds
+            assert ("turn", c) not in kinds
+            assert page.errors == []
+        await webhook.aclose()
+
+
+async def test_the_terminal_answers_first_on_the_home_board() -> None:
+    async with (
+        Simulator(pace=0.02, gate_timeout=None) as sim,
+        running_board(agy_ports=[sim.port], tick=0.2) as board,
+        browser_page(board.url) as page,
+    ):
+        await page.wait_for_selector(".row")
+        await sim.submit_user_turn("run: make test")  # typed in agy's terminal
+        await page.wait_for_selector("#cards .card[data-kind=permission]")
+        await answer_in_terminal(sim, sim.cascade_id)
+        await page.wait_for_selector("#cards .card", state="detached")
+        assert await page.locator("#calm").is_visible()
+        assert page.errors == []
