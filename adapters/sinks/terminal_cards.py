@@ -146,24 +146,23 @@ def _json(output: str) -> dict[str, Any] | None:
     return visible_value(value) if isinstance(value, dict) else None
 
 
-def result_body(event: ToolResult, max_lines: int) -> list[RenderableType]:
+def result_lines(event: ToolResult, max_lines: int) -> list[tuple[str, str]]:
+    """A tool result as ``(style, text)`` lines: a directory's entries, a read file's size, a question's
+    answer, else the output cut for a card. Plain data: the terminal and the board style it."""
     data = _json(event.output)
     if data is not None and isinstance(data.get("results"), list):  # list_dir
         names = []
         for entry in data["results"]:
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 names.append(entry["name"] + ("/" if entry.get("isDir") else ""))
-        return [
-            Text(truncate_output("\n".join(names), max_lines)),
-            Text(f"{len(names)} entries", style="dim"),
-        ]
+        return [("", truncate_output("\n".join(names), max_lines)), ("dim", f"{len(names)} entries")]
     if data is not None and "numLines" in data:  # view_file
         size = f"{int(data.get('numLines', 0)):,} lines"
         if str(data.get("numBytes", "")).isdigit():
             size += f" · {int(data['numBytes']):,} bytes"
-        return [Text(f"read {size}", style="dim")]
+        return [("dim", f"read {size}")]
     if data is not None and isinstance(data.get("questions"), list):  # ask_question
-        out: list[RenderableType] = []
+        out: list[tuple[str, str]] = []
         for q in data["questions"]:
             if not isinstance(q, dict):
                 continue
@@ -171,10 +170,14 @@ def result_body(event: ToolResult, max_lines: int) -> list[RenderableType]:
             chosen = [str(options.get(i, i)) for i in q.get("selectedOptionIds") or []]
             if q.get("freeformResponse"):
                 chosen.append(str(q["freeformResponse"]))
-            out.append(Text(f"→ {', '.join(chosen) if chosen else '(skipped)'}", style="bold"))
+            out.append(("bold", f"→ {', '.join(chosen) if chosen else '(skipped)'}"))
         return out
     output = truncate_output(event.output, max_lines)
-    return [Text(output) if output else Text("(no output)", style="dim")]
+    return [("", output) if output else ("dim", "(no output)")]
+
+
+def result_body(event: ToolResult, max_lines: int) -> list[RenderableType]:
+    return [Text(text, style=style) for style, text in result_lines(event, max_lines)]
 
 
 def result_card(event: ToolResult, max_lines: int) -> Panel:

@@ -50,8 +50,12 @@ def _asset(name: str) -> str:
 
 def answer_value(raw: Any) -> AnswerLike:
     """The page's answer as a value for ``Session.answer``; AnswerError for any other shape."""
-    if raw in ("allow", "deny", "decline"):
-        return {"allow": True, "deny": False}.get(raw, "decline")  # type: ignore[return-value]
+    if raw == "allow":
+        return True
+    if raw == "deny":
+        return False
+    if raw == "decline":
+        return "decline"
     if isinstance(raw, dict) and isinstance(raw.get("questions"), list) and raw["questions"]:
         selections: list[tuple[str, ...]] = []
         write_ins: list[str] = []
@@ -148,22 +152,22 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
             history, queue = live.subscribe()
             try:
                 yield _sse(json.dumps({"type": "hello", "root": live.cascade_id, "error": live.error}))
-                for view in history:
-                    if view.get("cascade_id") in (cascade_id, live.cascade_id):
+                for view in history:  # this conversation's own (a sub-agent's are under its row)
+                    if view.get("cascade_id") == cascade_id:
                         yield _sse(json.dumps(view, ensure_ascii=False))
                 yield _sse(json.dumps({"type": "caught_up"}))
                 while not board.stopping.is_set():
                     try:
                         async with asyncio.timeout(KEEPALIVE):
-                            view = await queue.get()
+                            news = await queue.get()
                     except TimeoutError:
                         yield b": keep-alive\n\n"
                         continue
-                    if view is None:
+                    if news is None:
                         yield _sse(json.dumps({"type": "ended", "error": live.error}))
                         return
-                    if view.get("cascade_id") in (cascade_id, live.cascade_id):
-                        yield _sse(json.dumps(view, ensure_ascii=False))
+                    if news.get("cascade_id") == cascade_id:
+                        yield _sse(json.dumps(news, ensure_ascii=False))
             finally:
                 live.subscribers.discard(queue)
 

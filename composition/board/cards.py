@@ -18,7 +18,7 @@ from typing import Any
 
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
-from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, truncate_output
+from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult, event_to_json
 
 MAX_OUTPUT_LINES = 40
@@ -68,5 +68,6 @@ def event_view(event: Event) -> dict[str, Any]:
             "diff": [[kind, visible(line)] for kind, line in edit_rows(args) or []],
         }
     elif isinstance(event, ToolResult):
-        data["output"] = visible(truncate_output(event.output.replace("\r\n", "\n"), MAX_OUTPUT_LINES))
+        result = event.model_copy(update={"output": event.output.replace("\r\n", "\n")})
+        data["output"] = "\n".join(visible(text) for _, text in result_lines(result, MAX_OUTPUT_LINES))
     return data

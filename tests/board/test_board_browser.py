@@ -67,8 +67,7 @@ async def test_list_open_answer_retire_notify(tmp_path: Path) -> None:
             assert sorted(n["title"] for n in notes) == ["agy needs you", "agy needs you"]
             assert any("git status" in n["body"] for n in notes)
 
-            shot = os.environ.get("AGY_BOARD_SCREENSHOT")
-            await page.screenshot(path=shot or str(tmp_path / "board-home.png"))
+            await page.screenshot(path=str(tmp_path / "board-home.png"))
 
             # -- allow the command in one click: the card retires, agy ran it, the row goes idle
             await permission.get_by_role("button", name="Allow once").click()
@@ -86,6 +85,7 @@ async def test_list_open_answer_retire_notify(tmp_path: Path) -> None:
             await page.wait_for_selector("#stream .msg.user")
             assert await page.locator("#stream .msg.user").first.inner_text() == QUESTION
             pinned = page.locator("#s-cards .card[data-kind=question]")
+            await pinned.wait_for()
             await pinned.get_by_text("Start with the tests.").click()
             await pinned.get_by_role("button", name="Answer").click()
             await page.wait_for_selector("#s-cards .card", state="detached")
@@ -98,6 +98,8 @@ async def test_list_open_answer_retire_notify(tmp_path: Path) -> None:
             await page.keyboard.press("Control+Enter")
             await page.wait_for_selector("#s-cards .card[data-kind=permission]")
             assert "ls -la" in await page.locator("#s-cards pre.cmd").inner_text()
+            shot = os.environ.get("AGY_BOARD_SCREENSHOT")  # the README's picture
+            await page.screenshot(path=shot or str(tmp_path / "board-session.png"))
             # agy's own terminal answers first: the card retires without a click here
             await answer_in_terminal(sim, b)
             await page.wait_for_selector("#s-cards .card", state="detached")
@@ -136,4 +138,29 @@ async def test_the_terminal_answers_first_on_the_home_board() -> None:
         await answer_in_terminal(sim, sim.cascade_id)
         await page.wait_for_selector("#cards .card", state="detached")
         assert await page.locator("#calm").is_visible()
+        assert page.errors == []
+
+
+HOSTILE = "run: `echo <img src=x onerror=window.__pwned=1> \u202etxt.exe \x1b]52;c;aGk=\x07`"
+
+
+async def test_agy_text_is_shown_as_text_never_as_html() -> None:
+    async with (
+        Simulator(pace=0, gate_timeout=None) as sim,
+        running_board(agy_ports=[sim.port], tick=0.2) as board,
+        browser_page(board.url) as page,
+    ):
+        await sim.submit_user_turn(HOSTILE)
+        card = page.locator("#cards .card[data-kind=permission]")
+        await card.wait_for()
+        shown = await card.locator("pre.cmd").inner_text()
+        # the markup is literal text, the bidi override and the escape sequence are made visible
+        assert "<img src=x onerror=window.__pwned=1>" in shown
+        assert "\\u202e" in shown and "\u202e" not in shown
+        assert "\\x1b]52" in shown and "\x1b" not in shown
+        await page.locator(".row").first.click()
+        await page.wait_for_selector("#stream .msg.user")
+        assert "<img" in await page.locator("#stream .msg.user").inner_text()
+        assert await page.locator("img").count() == 0
+        assert await page.evaluate("window.__pwned") is None
         assert page.errors == []

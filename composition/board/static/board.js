@@ -261,7 +261,7 @@
         if (v.command) body.append(el("pre", { class: "cmd" }, "$ " + v.command), v.cwd ? el("div", { class: "cwd" }, "in " + v.cwd) : "");
         else if (v.path) body.append(el("div", { class: "cwd" }, v.path));
         if (v.diff && v.diff.length) body.append(el("div", { class: "diff" }, v.diff.map(([kind, text]) => el("div", { class: kind }, text))));
-        if (!v.command && !v.path && !(v.diff && v.diff.length)) {
+        if (!v.command && !v.path && !(v.diff && v.diff.length) && e.name !== "ask_question") {
           const args = Object.entries(e.arguments || {}).filter(([key]) => !["toolSummary", "toolAction"].includes(key)).slice(0, 6);
           for (const [key, val] of args) body.append(el("div", { class: "cwd" }, key + ": " + (typeof val === "string" ? val : JSON.stringify(val)).slice(0, 300)));
         }

@@ -1,0 +1,142 @@
+"""The board's door and its answer endpoint, over real HTTP against the simulator: no token, a wrong
+token, a foreign Host or Origin, a token only in the query or a cookie, a form post, a huge body --
+all refused, and nothing reaches agy. A good answer goes through the fail-closed parser."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.board.command import running_board
+
+from .helpers import until, waiting_step
+
+pytestmark = pytest.mark.asyncio
+
+
+async def _ready(sim: Simulator, text: str) -> None:
+    await sim.submit_user_turn(text)
+    await sim.wait_idle(timeout=10)
+
+
+def _base(url: str) -> str:
+    return url.split("/?")[0]
+
+
+async def _card(client: httpx.AsyncClient, base: str, token: str) -> dict[str, Any]:
+    for _ in range(100):
+        board = (await client.get(f"{base}/api/board", params={"token": token})).json()
+        if board.get("cards"):
+            return dict(board["cards"][0])
+        await asyncio.sleep(0.05)
+    raise AssertionError("no card on the board")
+
+
+async def test_every_request_needs_the_token_and_posts_need_the_header() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await _ready(sim, "run: rm -rf build")
+        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
+            base, token = _base(board.url), board.token
+            card = await _card(client, base, token)
+            answer = f"{base}/api/s/{card['cascade_id']}/answer"
+            body = {"gate_id": card["gate_id"], "shown": card["shown"], "answer": "allow"}
+            good = {"X-Board-Token": token, "Content-Type": "application/json", "Origin": base}
+
+            assert (await client.get(f"{base}/")).status_code == 403
+            assert (await client.get(f"{base}/api/board", params={"token": "x" + token})).status_code == 403
+            page = await client.get(f"{base}/", params={"token": token})
+            assert page.status_code == 200
+            assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+            assert page.headers["x-frame-options"] == "DENY"
+            assert page.headers["referrer-policy"] == "no-referrer"
+            assert "set-cookie" not in page.headers
+            # DNS rebinding: the right token under another name is refused
+            rebound = await client.get(
+                f"{base}/api/board", params={"token": token}, headers={"Host": "evil.test"}
+            )
+            assert rebound.status_code == 403
+
+            refused = [
+                # the token in the query (a link) or a cookie alone does not answer
+                await client.post(answer, params={"token": token}, json=body),
+                await client.post(answer, json=body, headers={"Cookie": f"token={token}"}),
+                # another site's page, even with the token
+                await client.post(answer, json=body, headers={**good, "Origin": "http://evil.test"}),
+                await client.post(answer, json=body, headers={**good, "Sec-Fetch-Site": "cross-site"}),
+                # a form post (no preflight) is not JSON
+                await client.post(
+                    answer,
+                    content=b"answer=allow",
+                    headers={**good, "Content-Type": "application/x-www-form-urlencoded"},
+                ),
+                # a body past the limit
+                await client.post(answer, content=b"{" + b" " * 70000 + b"}", headers=good),
+            ]
+            assert [r.status_code for r in refused] == [403, 403, 403, 403, 415, 413]
+            _, _, step = waiting_step(sim, sim.cascade_id)  # agy still waits: nothing was delivered
+            assert step["status"].endswith("WAITING")
+
+            # fail closed: an answer the parser cannot read, or for another card, sends nothing
+            vague = await client.post(answer, json={**body, "answer": "maybe"}, headers=good)
+            assert vague.status_code == 400 and "not sent" in vague.json()["error"]
+            stale = await client.post(answer, json={**body, "shown": "0" * 32}, headers=good)
+            assert stale.status_code == 409
+            assert waiting_step(sim, sim.cascade_id)[2]["status"].endswith("WAITING")
+
+            denied = await client.post(answer, json={**body, "answer": "deny"}, headers=good)
+            assert denied.status_code == 200
+            await until(lambda: not sim.is_running())
+            run = next(s for s in sim.steps() if s.get("type", "").endswith("RUN_COMMAND"))
+            assert run["status"].endswith("ERROR")  # denied: agy did not run it
+            again = await client.post(answer, json=body, headers=good)
+            assert again.status_code == 410  # the card retired; a late allow reaches nothing
+
+
+async def test_a_question_answered_with_a_write_in_and_multi_select() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await _ready(sim, "ask multiple: which checks should run?")
+        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
+            base = _base(board.url)
+            card = await _card(client, base, board.token)
+            assert card["questions"][0]["multi"] is True
+            headers = {"X-Board-Token": board.token, "Content-Type": "application/json"}
+            url = f"{base}/api/s/{card['cascade_id']}/answer"
+            base_body = {"gate_id": card["gate_id"], "shown": card["shown"]}
+            bad = await client.post(
+                url, json={**base_body, "answer": {"questions": [{"choices": ["9"]}]}}, headers=headers
+            )
+            assert bad.status_code == 400  # no option 9: refused, nothing sent
+            picked = {"questions": [{"choices": ["1", "3"], "write_in": "and the linters"}]}
+            ok = await client.post(url, json={**base_body, "answer": picked}, headers=headers)
+            assert ok.status_code == 200, ok.text
+            await until(lambda: not sim.is_running())
+            ask = next(s for s in sim.steps() if s.get("type", "").endswith("ASK_QUESTION"))
+            assert "and the linters" in str(ask)
+
+
+async def test_the_board_listens_on_loopback_only_by_default() -> None:
+    async with running_board(agy_ports=[]) as board:
+        assert board.url.startswith("http://127.0.0.1:")
+        mine = [c for c in psutil.Process().net_connections("tcp") if c.laddr and c.laddr.port == board.port]
+        assert {c.laddr.ip for c in mine if c.status == psutil.CONN_LISTEN} == {"127.0.0.1"}
+
+
+async def test_sub_agents_are_rows_under_their_parent() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await _ready(sim, "start a subagent to review the code")
+        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
+            base = _base(board.url)
+            for _ in range(100):
+                rows = (await client.get(f"{base}/api/board", params={"token": board.token})).json()["rows"]
+                if len(rows) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            child = next(r for r in rows if r["parent_id"])
+            assert child["parent_id"] == sim.cascade_id
+            assert child["cascade_id"] in sim.children()
+            assert {r["state"] for r in rows} == {"idle"}

@@ -1,0 +1,73 @@
+"""The board's pure parts: what an answer from the page may be, what a card binds, the webhook's
+settings and text, agy's timestamps, and a conversation's digest from recorded steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from agy_harness.composition.board.app import answer_value
+from agy_harness.composition.board.cards import gate_card
+from agy_harness.composition.board.fleet import digest, epoch
+from agy_harness.composition.board.notify import Webhook
+from agy_harness.core.answers import AnswerError
+from agy_harness.ports.events import GateOpened, PermissionRequest
+from agy_harness.ports.protocols import GateAnswer
+
+
+def _gate(command: str, cwd: str = "/w") -> GateOpened:
+    return GateOpened(
+        id="t/3/gate", cascade_id="c", gate_id="c/t/3", kind="permission", trajectory_id="t", step_index=3,
+        tool_name="run_command", permission=PermissionRequest(command_line=command, cwd=cwd),
+    )  # fmt: skip
+
+
+def test_the_page_answers_in_four_shapes_only() -> None:
+    assert answer_value("allow") is True
+    assert answer_value("deny") is False
+    assert answer_value("decline") == "decline"
+    picked = answer_value({"questions": [{"choices": ["1", "3"], "write_in": "also lint"}]})
+    assert picked == GateAnswer(selections=(("1", "3"),), write_ins=("also lint",))
+    for bad in (True, "yes", "ALLOW", None, [], {}, {"questions": []}, {"questions": [{"choices": [1]}]},
+                {"questions": [{"choices": ["1"], "write_in": 5}]}):  # fmt: skip
+        with pytest.raises(AnswerError):
+            answer_value(bad)
+
+
+def test_a_card_binds_what_it_shows() -> None:
+    card = gate_card(_gate("ls"))
+    assert card["command"] == "ls" and card["cwd"] == "/w"
+    assert gate_card(_gate("ls"))["shown"] == card["shown"]
+    assert gate_card(_gate("ls", cwd="/elsewhere"))["shown"] != card["shown"]
+    assert gate_card(_gate("rm -rf ~"))["shown"] != card["shown"]
+    hostile = gate_card(_gate("ls\x1b[2K\rrm -rf ~ \u202e"))
+    assert hostile["command"] == "ls\\x1b[2K\\rrm -rf ~ \\u202e"
+
+
+def test_the_webhook_is_explicit() -> None:
+    with pytest.raises(ValueError, match="http"):
+        Webhook("file:///etc/passwd")
+    with pytest.raises(ValueError, match="unknown"):
+        Webhook("http://127.0.0.1:1/x", ("gate", "everything"))
+
+
+def test_agy_times_read_with_nanoseconds() -> None:
+    assert epoch("2026-12-03T06:00:00.123456789Z") == pytest.approx(1796277600.123456)
+    assert epoch("2026-12-03T06:00:00Z") == 1796277600.0
+    assert epoch("") == 0.0 and epoch("yesterday") == 0.0
+
+
+def test_a_digest_reads_the_waiting_gate_model_and_title() -> None:
+    from agy_harness.adapters.simulator import Simulator
+
+    async def steps() -> list[dict[str, object]]:
+        async with Simulator(pace=0, gate_timeout=None) as sim:
+            await sim.submit_user_turn("run: make   test")
+            await sim.wait_idle()
+            return sim.steps()
+
+    import asyncio
+
+    d = digest("c", asyncio.run(steps()))
+    assert d.title == "run: make test"
+    assert d.waiting == 1 and not d.failed
+    assert d.model and d.tokens_in > 0
