@@ -159,10 +159,11 @@ async def running_board(
 async def _serve(args: argparse.Namespace, webhook: Any, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     stop = asyncio.Event()
+    stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig), stop.set()))
     async with contextlib.AsyncExitStack() as stack:
         agy_ports = list(args.agy_port)
         if args.sim:
@@ -181,7 +182,7 @@ async def _serve(args: argparse.Namespace, webhook: Any, out: TextIO | None = No
         print(f"agy board: open {board.url}", file=out, flush=True)
         print("(Ctrl-C stops it)", file=out, flush=True)
         await stop.wait()
-    return 0
+    return 128 + stopped_by[0] if stopped_by else 0  # the CLI's codes: 130 for Ctrl-C, 143 for SIGTERM
 
 
 async def _showcase(sim: Any) -> None:

@@ -18,8 +18,6 @@ from agy_harness.composition.board.notify import Webhook
 
 from .helpers import answer_in_terminal, browser_page, receiver, require_chromium, until
 
-pytestmark = pytest.mark.asyncio
-
 PERMISSION = "run: git status"
 QUESTION = "ask: which part should we work on first?"
 HELLO = "Say hello in one short sentence."

@@ -9,14 +9,11 @@ from typing import Any
 
 import httpx
 import psutil
-import pytest
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.board.command import running_board
 
 from .helpers import until, waiting_step
-
-pytestmark = pytest.mark.asyncio
 
 
 async def _ready(sim: Simulator, text: str) -> None:
@@ -140,3 +137,52 @@ async def test_sub_agents_are_rows_under_their_parent() -> None:
             assert child["parent_id"] == sim.cascade_id
             assert child["cascade_id"] in sim.children()
             assert {r["state"] for r in rows} == {"idle"}
+
+
+async def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c() -> None:
+    import os
+    import signal
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agy_harness.composition.cli", "board", "--sim", "--sim-pace", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        async with asyncio.timeout(30):
+            line = (await proc.stdout.readline()).decode()
+        assert line.startswith("agy board: open http://127.0.0.1:")
+        url = line.split("open ", 1)[1].strip()
+        async with httpx.AsyncClient() as client:
+            for _ in range(100):
+                board = (await client.get(url.replace("/?", "/api/board?"))).json()
+                if len(board["cards"]) == 2:
+                    break
+                await asyncio.sleep(0.1)
+        assert sorted(c["kind"] for c in board["cards"]) == ["permission", "question"]
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(20):
+            code = await proc.wait()
+        assert code == 130
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def test_a_bad_webhook_is_a_usage_error() -> None:
+    import subprocess
+    import sys
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", "board", "--webhook", "ftp://x"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "agy-harness board: webhook URL must be http:// or https://, got 'ftp://x'"
+    shown = subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", "board", "--help"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert shown.returncode == 0 and "examples:" in shown.stdout and "--webhook URL" in shown.stdout
