@@ -186,3 +186,24 @@ def test_a_bad_webhook_is_a_usage_error() -> None:
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert shown.returncode == 0 and "examples:" in shown.stdout and "--webhook URL" in shown.stdout
+
+
+async def test_a_timed_out_gate_retires_and_its_late_answer_reaches_nothing() -> None:
+    async with Simulator(pace=0, gate_timeout=1.0, gate_reasks=1) as sim:
+        await sim.submit_user_turn("run: make deploy")
+        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
+            base = _base(board.url)
+            first = await _card(client, base, board.token)
+            for _ in range(100):  # agy gives up on the step and asks again under a new step index
+                cards = (await client.get(f"{base}/api/board", params={"token": board.token})).json()["cards"]
+                if cards and cards[0]["gate_id"] != first["gate_id"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert [c["gate_id"] for c in cards] != [first["gate_id"]] and len(cards) == 1
+            headers = {"X-Board-Token": board.token, "Content-Type": "application/json"}
+            late = {"gate_id": first["gate_id"], "shown": first["shown"], "answer": "allow"}
+            response = await client.post(
+                f"{base}/api/s/{first['cascade_id']}/answer", json=late, headers=headers
+            )
+            assert response.status_code == 410
+            assert waiting_step(sim, sim.cascade_id)[1] == int(cards[0]["gate_id"].rsplit("/", 1)[1])
