@@ -64,6 +64,7 @@ class DirectoryWatcher:
         #: cascades other sessions of this library are bound to (composition.claims); never a /clear
         self.claimed: Callable[[], set[str]] | None = None
         self._ambiguous: tuple[str, ...] = ()
+        self._claims_refused = False  # the notice that the claims location is unsafe was given
         # (call_id, output) of the latest sub-agent tool calls: a child is listed soon after its call
         self._subagent_results: deque[tuple[str, str]] = deque(maxlen=SUBAGENT_RESULTS_KEPT)
         self._wake = asyncio.Event()  # something was delivered: back to the short interval
@@ -229,7 +230,17 @@ class DirectoryWatcher:
         if not rotation_candidates(cascade_id, summaries, self._known or ()):
             return None  # nothing new to judge (the common case): no need to read anybody's claims
         # the claims are files of every session on this machine: read them off the loop
-        claimed = await asyncio.to_thread(self.claimed) if self.claimed is not None else set()
+        try:
+            claimed = await asyncio.to_thread(self.claimed) if self.claimed is not None else set()
+        except OSError as exc:  # an unsafe claims directory: the other sessions' claims are unknown
+            if not self._claims_refused:
+                self._claims_refused = True
+                await self.emitter.notice(
+                    f"{cascade_id}/rotation/claims-unsafe",
+                    f"not following a /clear: the other sessions' claims cannot be read safely ({exc})",
+                    "warning",
+                )
+            return None
         candidates = rotation_candidates(cascade_id, summaries, self._known or (), claimed)
         if candidates and len(candidates) > 1 and tuple(candidates) != self._ambiguous:
             self._ambiguous = tuple(candidates)

@@ -1,0 +1,112 @@
+"""Issue #20, case 1: the library's run-time state is private; another local user cannot plant,
+redirect or read it, and nothing the library did not create is ever deleted."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from agy_harness.adapters.private_state import UnsafeStateError, private_dir, state_root
+from agy_harness.composition.claims import RETENTION, ClaimRegistry
+
+from .other_user import other_user, shared_dir
+
+THREE_DAYS = 3 * 24 * 3600
+
+
+@pytest.fixture
+def victim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The victim's config directory with a 3-day-old settings.json; the state goes where the
+    library puts it by default (a fresh cache dir, no runtime dir, no override)."""
+    config = tmp_path / "config"
+    config.mkdir(mode=0o700)
+    settings = config / "settings.json"
+    settings.write_text('{"theme": "dark"}')
+    old = time.time() - THREE_DAYS
+    os.utime(settings, (old, old))
+    for var in ("AGY_HARNESS_CLAIMS_DIR", "AGY_HARNESS_STATE_DIR", "XDG_RUNTIME_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return config
+
+
+def test_a_claims_directory_planted_in_the_temp_dir_by_another_user_is_not_used(
+    victim: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reproduced: another uid made ``$TMPDIR/agy-harness-<uid>/claims`` a symlink to the victim's
+    config; sessions wrote their claims there and the 24 h prune deleted settings.json."""
+    intruder = other_user()
+    with shared_dir() as tmp:
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+        planted = tmp / f"agy-harness-{os.getuid()}"
+        intruder.run(["mkdir", "-m", "777", str(planted)])
+        intruder.run(["ln", "-s", str(victim), str(planted / "claims")])
+
+        first, second = ClaimRegistry(), ClaimRegistry()
+        first.claim("conversation-1")
+        second.claim("conversation-2")
+        assert second.others() == {"conversation-1"}  # claims still work, in a private place
+        assert first.others() == {"conversation-2"}
+
+        assert sorted(p.name for p in victim.iterdir()) == ["settings.json"]
+        assert (victim / "settings.json").read_text() == '{"theme": "dark"}'
+        root = first.root
+        assert not str(root).startswith(str(tmp)) and root.parent == state_root()
+        info = os.lstat(root)
+        assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700
+        assert info.st_uid == os.geteuid()
+
+
+@pytest.mark.parametrize("plant", ["symlink", "their directory"])
+def test_an_unsafe_claims_location_is_refused_and_explained(
+    victim: Path, monkeypatch: pytest.MonkeyPatch, plant: str
+) -> None:
+    """A location another user made (their directory, or a symlink of theirs) is never written,
+    read or pruned; the registry says why and ``others`` refuses (no /clear is then followed)."""
+    intruder = other_user()
+    with shared_dir() as tmp:
+        where = tmp / "claims"
+        if plant == "symlink":
+            intruder.run(["ln", "-s", str(victim), str(where)])
+        else:
+            intruder.run(["mkdir", "-m", "777", str(where)])
+            intruder.run(["touch", "-d", "3 days ago", str(where / f"{'a' * 32}.{'b' * 32}.json")])
+        monkeypatch.setenv("AGY_HARNESS_CLAIMS_DIR", str(where))
+        registry = ClaimRegistry()
+        registry.claim("conversation-1")
+        assert registry.problem is not None
+        assert ("symlink" if plant == "symlink" else "belongs to uid") in registry.problem
+        with pytest.raises(UnsafeStateError):
+            registry.others()
+        assert sorted(p.name for p in victim.iterdir()) == ["settings.json"]
+        if plant != "symlink":
+            assert [p.name for p in where.iterdir()] == [f"{'a' * 32}.{'b' * 32}.json"]  # not pruned
+
+
+def test_the_prune_deletes_only_claims_the_library_wrote(victim: Path) -> None:
+    registry = ClaimRegistry()
+    registry.claim("conversation-1")
+    root = registry.root
+    old = time.time() - RETENTION - 60
+    foreign = root / "notes.json"
+    foreign.write_text("{}")
+    linked = root / f"{'c' * 32}.{'d' * 32}.json"
+    linked.symlink_to(victim / "settings.json")
+    for path in (foreign, *root.glob("*.json")):
+        os.utime(path, (old, old), follow_symlinks=False)
+    os.utime(linked, (old, old), follow_symlinks=False)
+    assert ClaimRegistry().others() == set()  # its own claim expired and was pruned
+    assert sorted(p.name for p in root.iterdir()) == sorted(["notes.json", linked.name])
+    assert (victim / "settings.json").exists()
+
+
+def test_a_private_dir_with_a_writable_ancestor_is_refused() -> None:
+    with shared_dir() as tmp:
+        os.chmod(tmp, 0o777)  # writable by all and not sticky: anyone may swap what is below
+        with pytest.raises(UnsafeStateError, match="writable by other users"):
+            private_dir(tmp / "state")
