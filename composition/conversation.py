@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.core.rotation import rotated_state
-from agy_harness.ports.protocols import CursorStore
+from agy_harness.ports.protocols import CursorQuarantine, CursorStore
 
 log = logging.getLogger("agy_harness.harness")
 
@@ -53,17 +53,34 @@ class Conversation:
     def __init__(self, cascade_id: str, cursor_store: CursorStore | None = None) -> None:
         self.cursor_store = cursor_store
         self.cascade_id = cascade_id
+        #: what a damaged cursor means for the consumer, until the harness tells it in a notice
+        self.damage_notices: list[str] = []
         self.reconciler = self._reconciler_for(cascade_id, None)
 
     def _reconciler_for(self, cascade_id: str, carry: MapperState | None) -> Reconciler:
         state: MapperState | None = None
-        if self.cursor_store is not None:
-            cursor = self.cursor_store.load(cascade_id)
+        store = self.cursor_store
+        if store is not None:
+            cursor = store.load(cascade_id)
+            damaged = store.damaged(cascade_id) if isinstance(store, CursorQuarantine) else None
             if cursor is not None:
                 try:
                     state = MapperState.model_validate(cursor.state)
-                except ValueError:
-                    log.warning("cursor for %s is unreadable; starting from the beginning", cascade_id)
+                except ValueError as exc:
+                    why = f"its state does not fit ({type(exc).__name__})"
+                    log.warning(
+                        "cursor for %s is unreadable (%s); starting from the beginning", cascade_id, why
+                    )
+                    if isinstance(store, CursorQuarantine):
+                        damaged = f"{why}; moved aside to {store.quarantine(cascade_id, why)}"
+                    else:
+                        damaged = why
+            if damaged:
+                self.damage_notices.append(
+                    f"the saved cursor of conversation {cascade_id} could not be used ({damaged}). "
+                    "This session reads the conversation from agy's history again: events delivered "
+                    "before the restart are delivered again, under the same ids."
+                )
         if state is None and carry is not None:
             state = rotated_state(carry)
         return Reconciler(cascade_id, state)

@@ -22,6 +22,7 @@ moves them all, :meth:`Harness.rotate`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -158,6 +159,7 @@ class Harness:
 
     async def start(self) -> None:
         self.claims.claim(self.cascade_id)  # other sessions never take it for their /clear
+        await self._tell_damage()
         await self.watcher.bind()
         self.reader.start()
         self.gates.start()
@@ -211,4 +213,12 @@ class Harness:
         self.watcher.left(old)
         self.claims.claim(new_cascade)
         self.conversation.rebind(new_cascade)
+        await self._tell_damage()
         await self.reader.restart()
+
+    async def _tell_damage(self) -> None:
+        """A cursor that could not be used was set aside: say so, and what the session repeats."""
+        texts, self.conversation.damage_notices = self.conversation.damage_notices, []
+        for text in texts:
+            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+            await self.emitter.notice(f"{self.cascade_id}/cursor-damaged/{digest}", text, "warning")

@@ -199,3 +199,17 @@ class CursorJournal(CursorStore, Protocol):
     def record(self, cascade_id: str, committed: Sequence[str], state: dict[str, Any]) -> bool: ...
 
     def sync(self, cascade_id: str) -> None: ...
+
+
+@runtime_checkable
+class CursorQuarantine(Protocol):
+    """A CursorStore that sets damaged cursors aside (never deletes them) and says so.
+
+    ``damaged`` tells, once, why the last ``load`` of ``cascade_id`` found no usable cursor (it was
+    moved aside), or None. ``quarantine`` moves aside a cursor that loaded but cannot be used (its
+    state does not fit the mapper) and returns where it went.
+    """
+
+    def damaged(self, cascade_id: str) -> str | None: ...
+
+    def quarantine(self, cascade_id: str, reason: str) -> str: ...

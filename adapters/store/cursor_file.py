@@ -23,16 +23,20 @@ at most lose the tail of a reply still streaming, which a restart re-sends from 
 
 Loading replays the journal over the snapshot. A torn last line (a crash mid-write) is dropped and
 cut off; a line that cannot be read before the end stops the replay there, is logged, and the
-journal is cut at that point. A corrupt snapshot is logged, moved aside to ``<name>.json.corrupt``
-(its journals too) and answered with ``None``; the harness then starts from agy's history, and the
-core's dedup keeps it from repeating what the cursor would have remembered.
+journal is cut at that point. A corrupt snapshot (not JSON, a wrong shape, a number where a list
+belongs, a generation of ``1e999``) is logged, moved aside to ``<name>.json.corrupt`` (its journals
+too) and answered with ``None``; :meth:`FileCursorStore.damaged` then says so once, and the harness
+tells the consumer in a notice what the restart repeats (it starts from agy's history). All of it is
+read with ``core.safejson``; nothing in a cursor file can make ``load`` raise.
+
+The directory is the user's (created 0700 if missing; one another user owns or may write to is
+refused with ``UnsafeStateError``, see ``adapters/private_state.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import re
@@ -45,6 +49,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agy_harness.adapters.private_state import private_dir
+from agy_harness.core import safejson
 from agy_harness.ports.protocols import Cursor
 
 from . import journal
@@ -66,6 +72,17 @@ def cursor_file_name(cascade_id: str) -> str:
 
 class _Corrupt(Exception):
     pass
+
+
+#: what a damaged cursor file can raise while it is read (anything it holds, any type)
+_DAMAGE = (ValidationError, ValueError, TypeError, AttributeError, OverflowError, RecursionError, KeyError)
+
+
+def _generation(raw: Any) -> int:
+    value = raw.get("generation") or 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 62:
+        raise ValueError(f"generation {str(value)[:40]!r} is not a count")
+    return value
 
 
 @dataclass
@@ -90,7 +107,15 @@ class FileCursorStore:
         self.compact_min = compact_min
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
+        self._damaged: dict[str, str] = {}  # cascade -> what was set aside, until damaged() tells
+        self._checked = False  # the directory was made/verified private
         self.compactions = 0
+
+    def _directory(self) -> Path:
+        if not self._checked:
+            private_dir(self.directory, strict=False)
+            self._checked = True
+        return self.directory
 
     def path_for(self, cascade_id: str) -> Path:
         return self.directory / cursor_file_name(cascade_id)
@@ -102,6 +127,7 @@ class FileCursorStore:
 
     def load(self, cascade_id: str) -> Cursor | None:
         with self._lock:
+            self._directory()
             self._forget(cascade_id)
             opened = self._read(cascade_id)
             if opened is None:
@@ -165,6 +191,22 @@ class FileCursorStore:
             for cascade_id in list(self._open):
                 self._forget(cascade_id)
 
+    # -- CursorQuarantine ------------------------------------------------------------------
+
+    def damaged(self, cascade_id: str) -> str | None:
+        with self._lock:
+            return self._damaged.pop(cascade_id, None)
+
+    def quarantine(self, cascade_id: str, reason: str) -> str:
+        """Move the cursor of ``cascade_id`` (and its journals) aside; where it went."""
+        with self._lock:
+            self._forget(cascade_id)
+            aside = self._set_aside(self.path_for(cascade_id))
+            for stale in self._journals(cascade_id):
+                self._set_aside(stale)
+            log.error("cursor %s cannot be used (%s); moved it to %s", cascade_id, reason, aside)
+            return str(aside)
+
     # -- files -----------------------------------------------------------------------------
 
     def _compaction_due(self, opened: _Open) -> bool:
@@ -183,7 +225,7 @@ class FileCursorStore:
 
     def _append(self, cascade_id: str, opened: _Open, line: bytes) -> None:
         if opened.fd is None:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self._directory()
             path = self.journal_path(cascade_id, opened.generation)
             opened.new_file = not path.exists()
             opened.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -204,7 +246,7 @@ class FileCursorStore:
         }
         data = journal.dumps(body)
         path = self.path_for(cascade_id)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self._directory()
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -221,9 +263,9 @@ class FileCursorStore:
 
     def _snapshot_generation(self, cascade_id: str) -> int:
         try:
-            data = json.loads(self.path_for(cascade_id).read_bytes())
-            return int(data.get("generation") or 0) if isinstance(data, dict) else 0
-        except (OSError, ValueError, TypeError):
+            data = safejson.loads(self.path_for(cascade_id).read_bytes())
+            return _generation(data) if isinstance(data, dict) else 0
+        except (OSError, *_DAMAGE):
             return 0
 
     def _read(self, cascade_id: str) -> _Open | None:
@@ -244,51 +286,61 @@ class FileCursorStore:
             lines = journal_path.read_bytes()
         except FileNotFoundError:
             return opened if data is not None else None
-        self._replay(journal_path, lines, opened)
+        self._replay(cascade_id, journal_path, lines, opened)
         return opened
 
     def _parse_snapshot(self, cascade_id: str, path: Path, data: bytes) -> _Open:
         try:
-            raw = json.loads(data)  # (the stdlib reads the ASCII escapes of any str, lone surrogates too)
+            raw = safejson.loads(data)  # (reads the ASCII escapes of any str, lone surrogates too)
             cursor = Cursor.model_validate(raw)
-            generation = int(raw.get("generation") or 0)
-        except (ValidationError, ValueError, TypeError, AttributeError) as exc:
+            generation = _generation(raw)
+            embedded = cursor.state.get("committed") or []
+            if not isinstance(embedded, list) or not all(isinstance(k, str) for k in embedded):
+                raise TypeError("state.committed is not a list of step keys")
+            committed = dict.fromkeys([*cursor.committed, *embedded])
+        except _DAMAGE as exc:
             aside = self._set_aside(path)
             for stale in self._journals(cascade_id):
                 self._set_aside(stale)
             log.error(
-                "cursor %s is corrupt (%s); moved it to %s and starting without a cursor",
+                "cursor %s is corrupt (%s: %s); moved it to %s and starting without a cursor",
                 path,
                 exc.__class__.__name__,
+                str(exc)[:200],
                 aside,
             )
+            self._damaged[cascade_id] = f"{exc.__class__.__name__}; moved aside to {aside}"
             raise _Corrupt from exc
         if cursor.cascade_id != cascade_id:
             log.error(
                 "cursor %s belongs to cascade %r, not %r; ignoring it", path, cursor.cascade_id, cascade_id
             )
             raise _Corrupt
-        committed = dict.fromkeys([*cursor.committed, *(cursor.state.get("committed") or ())])
         state = {k: v for k, v in cursor.state.items() if k != "committed"}
         return _Open(
             generation, committed, state, snapshot_bytes=len(data), embed="committed" in cursor.state
         )
 
-    @staticmethod
-    def _replay(path: Path, data: bytes, opened: _Open) -> None:
+    def _replay(self, cascade_id: str, path: Path, data: bytes, opened: _Open) -> None:
         good = 0
         for line in data.splitlines(keepends=True):
             if not line.endswith(b"\n"):
                 log.info("cursor journal %s: dropping a torn last line (%d bytes)", path, len(line))
                 break
             try:
-                rec = json.loads(line)
+                rec = safejson.loads(line)
                 if not isinstance(rec, dict):
                     raise ValueError("not an object")
                 journal.apply(opened.committed, opened.state, rec)
-            except (ValueError, TypeError, AttributeError) as exc:
-                log.error("cursor journal %s: unreadable record at byte %d (%s); replay stops there",
-                          path, good, exc)  # fmt: skip
+            except _DAMAGE as exc:
+                aside = path.with_name(path.name + ".corrupt")
+                with contextlib.suppress(OSError), open(aside, "wb") as fh:
+                    fh.write(data[good:])  # the unread rest, kept for a human
+                log.error("cursor journal %s: unreadable record at byte %d (%s: %s); replay stops "
+                          "there, the rest moved to %s", path, good, type(exc).__name__, exc, aside)  # fmt: skip
+                self._damaged[cascade_id] = (
+                    f"its journal was cut at an unreadable record; moved aside to {aside}"
+                )
                 break
             good += len(line)
         if good != len(data):
