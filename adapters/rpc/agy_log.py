@@ -11,7 +11,8 @@ agy logs, in ``~/.gemini/antigravity-cli/cli.log`` or the ``--log-file`` path it
 The HTTPS port is the connect-RPC one (the HTTP one is h2c gRPC, not used here). A shared log holds
 many launches: a port counts for a process only when it follows the "Starting ... with pid N" line of
 that process's pid, or, in a log without pid lines, when the log was written after the process
-started. Whatever the log says is still verified by the ownership probe before it is bound.
+started. Only the user's own log files are read, and whatever they say is still verified (the
+port's socket is the user's, and the ownership probe) before it is bound.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from .listeners import my_uid
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,9 @@ def logged_port(pid: int, cmdline: Sequence[str], *, started: float | None = Non
         try:
             with open(path, "rb") as fh:
                 info = os.fstat(fh.fileno())
+                if info.st_uid != my_uid():  # another user's file names no port of ours
+                    log.info("agy log %s belongs to uid %d, not to you; not read", path, info.st_uid)
+                    continue
                 fh.seek(max(0, info.st_size - _TAIL_BYTES))
                 text = fh.read().decode("utf-8", "replace")
         except OSError:

@@ -8,26 +8,22 @@ to their own pid, where the simulator's listeners live.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ipaddress
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Protocol
 
 import psutil
 
 from .agy_log import csrf_token_from_cmdline, logged_endpoints
-from .client import PROBE_TIMEOUT, RpcClient, is_loopback_host
+from .client import PROBE_TIMEOUT, RpcClient, check_loopback, is_loopback_host
 from .errors import AmbiguousAgy, NoAgyFound, RpcError
+from .listeners import PeerCheck, check_listener, is_mine, listen_ip_ok, proc_listen_ports
+from .listeners import parse_proc_net_tcp as parse_proc_net_tcp  # (re-exported: moved to .listeners)
 
 log = logging.getLogger(__name__)
-
-_LISTEN = "0A"
-_WILDCARD = {ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,59 +80,6 @@ def read_csrf_token(pid: int) -> str | None:
         return None
 
 
-def _listen_ip_ok(ip: str) -> bool:
-    try:
-        addr = ipaddress.ip_address(ip)
-    except ValueError:
-        return False
-    return addr in _WILDCARD or is_loopback_host(ip)
-
-
-# ---------------------------------------------------------------------------- /proc/net fallback
-
-
-def parse_proc_net_tcp(text: str, *, v6: bool) -> dict[int, int]:
-    """``{socket inode: port}`` of the LISTEN sockets bound to a loopback or wildcard address."""
-    out: dict[int, int] = {}
-    for line in text.splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 10 or fields[3] != _LISTEN:
-            continue
-        addr_hex, _, port_hex = fields[1].partition(":")
-        try:
-            raw = bytes.fromhex(addr_hex)
-            if v6:  # four host-order (little-endian) 32-bit words
-                raw = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-                ip = str(ipaddress.IPv6Address(raw))
-            else:
-                ip = str(ipaddress.IPv4Address(raw[::-1]))
-            port, inode = int(port_hex, 16), int(fields[9])
-        except ValueError:
-            continue
-        if _listen_ip_ok(ip):
-            out[inode] = port
-    return out
-
-
-def socket_inodes(pid: int, proc: Path = Path("/proc")) -> set[int]:
-    inodes: set[int] = set()
-    with contextlib.suppress(OSError):
-        for fd in (proc / str(pid) / "fd").iterdir():
-            with contextlib.suppress(OSError):
-                target = os.readlink(fd)
-                if target.startswith("socket:["):
-                    inodes.add(int(target[8:-1]))
-    return inodes
-
-
-def proc_listen_ports(pid: int, proc: Path = Path("/proc")) -> set[int]:
-    listening: dict[int, int] = {}
-    for name, v6 in (("tcp", False), ("tcp6", True)):
-        with contextlib.suppress(OSError):
-            listening.update(parse_proc_net_tcp((proc / "net" / name).read_text(), v6=v6))
-    return {port for inode, port in listening.items() if inode in socket_inodes(pid, proc)}
-
-
 # ------------------------------------------------------------------------------------- scanning
 
 
@@ -155,7 +98,7 @@ class PsutilScanner:
         self, *, pids: Sequence[int] | None = None, root_pid: int | None = None
     ) -> list[AgyProcess]:
         if pids is not None:
-            return [p for p in (self._info(pid) for pid in pids) if p is not None]
+            return [p for p in (self._info(pid) for pid in pids) if p is not None and self._mine(p.pid)]
         if root_pid is not None:
             try:
                 root = psutil.Process(root_pid)
@@ -166,7 +109,15 @@ class PsutilScanner:
             procs = list(psutil.process_iter())
         me = os.getpid()
         found = [p for p in (self._info(proc.pid) for proc in procs) if p is not None and p.pid != me]
-        return [p for p in found if looks_like_agy(p.name, p.cmdline)]
+        return [p for p in found if looks_like_agy(p.name, p.cmdline) and self._mine(p.pid)]
+
+    @staticmethod
+    def _mine(pid: int) -> bool:
+        """Only the current user's processes are agy candidates (another user's "agy" is never asked)."""
+        if is_mine(pid):
+            return True
+        log.info("discovery: pid %d is another user's process; not considered", pid)
+        return False
 
     @staticmethod
     def _info(pid: int) -> AgyProcess | None:
@@ -185,7 +136,7 @@ class PsutilScanner:
         return {
             c.laddr.port
             for c in conns
-            if c.status == psutil.CONN_LISTEN and c.laddr and _listen_ip_ok(c.laddr.ip)
+            if c.status == psutil.CONN_LISTEN and c.laddr and listen_ip_ok(c.laddr.ip)
         }
 
 
@@ -215,6 +166,7 @@ class Verdict(StrEnum):
     OURS = "ours"  # answers for our cascade (or: a live agy, when we have no cascade id)
     FOREIGN = "foreign"  # a live agy that does not know our cascade
     DEAD = "dead"  # no TLS connect-RPC server there (plain HTTP, refused, timeout)
+    STRANGER = "stranger"  # another user's socket (or no evidence whose): nothing is sent to it
 
 
 ClientFactory = Callable[[str, str | None], RpcClient]
@@ -232,6 +184,10 @@ async def probe(
     client_factory: ClientFactory = default_client_factory,
     timeout: float = PROBE_TIMEOUT,
 ) -> Verdict:
+    check, why = check_listener(candidate.port, candidate.pid)
+    if check is not PeerCheck.MINE:  # not even a Heartbeat: it carries the user's token
+        (log.warning if check is PeerCheck.OTHER else log.debug)("not probing: %s", why)
+        return Verdict.STRANGER if check is PeerCheck.OTHER else Verdict.DEAD
     async with client_factory(f"https://{host}:{candidate.port}", candidate.csrf_token) as client:
         try:
             await client.call("Heartbeat", {}, timeout=timeout)
@@ -272,7 +228,14 @@ async def verify_endpoint(
     timeout: float = PROBE_TIMEOUT,
 ) -> None:
     """Check a given ``base_url`` as discovery checks a scanned port: a live agy (``Heartbeat``) that
-    owns ``cascade_id`` (when given). Raises NoAgyFound naming what failed."""
+    owns ``cascade_id`` (when given), served by a socket of the current user. Raises NoAgyFound
+    naming what failed."""
+    port = check_loopback(base_url).port
+    check, why = check_listener(port, None) if port is not None else (PeerCheck.MINE, "")
+    if check is PeerCheck.OTHER:
+        raise NoAgyFound(f"refusing {base_url}: {why}")
+    if check is PeerCheck.NONE:
+        raise NoAgyFound(f"no agy answers at {base_url} ({why})")
     async with client_factory(base_url, csrf_token) as client:
         try:
             await client.call("Heartbeat", {}, timeout=timeout)
@@ -386,13 +349,15 @@ class Resolver:
         )
         ours = [c for c, v in zip(found, verdicts, strict=True) if v is Verdict.OURS]
         foreign = [c.port for c, v in zip(found, verdicts, strict=True) if v is Verdict.FOREIGN]
+        strangers = [c.port for c, v in zip(found, verdicts, strict=True) if v is Verdict.STRANGER]
         what = f"cascade {self.cascade_id}" if self.cascade_id else "a live agy"
         if len(ours) > 1:
             ports = [c.port for c in ours]
             raise AmbiguousAgy(f"{len(ours)} ports answer for {what}: {ports}; pass --port", ports)
         if not ours:
             raise NoAgyFound(
-                f"no agy port answers for {what} (probed {[c.port for c in found]}, foreign agy on {foreign})"
+                f"no agy port answers for {what} (probed {[c.port for c in found]}, foreign agy on {foreign}"
+                + (f"; {strangers} served by another user, not by you: not asked)" if strangers else ")")
             )
         c = ours[0]
         log.info("bound agy port %d (pid %s) for %s", c.port, c.pid, what)

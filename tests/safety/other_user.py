@@ -11,6 +11,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -63,3 +64,17 @@ def shared_dir() -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _others_may_run(path: Path) -> bool:
+    real = path.resolve()
+    return all(os.stat(p).st_mode & 0o001 for p in (real, *real.parents))
+
+
+def python_for_others() -> str:
+    """A Python interpreter the other user can run (the test's own may live under /root, 0700)."""
+    for candidate in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+        path = Path(candidate)
+        if path.exists() and _others_may_run(path):
+            return str(path)
+    raise AssertionError("no Python interpreter another user may run (tried /usr/bin/python3)")

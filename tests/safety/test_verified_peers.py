@@ -1,0 +1,101 @@
+"""Issue #20, case 2: discovery binds only the user's own agy. Another user's process named agy, whose
+``--log-file`` names its port and which echoes any conversation id, used to be bound: it got the
+user's csrf token, turns and answers. Now it is never even sent a Heartbeat."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from agy_harness.adapters.rpc.discovery import Resolver
+from agy_harness.adapters.rpc.errors import NoAgyFound
+from agy_harness.composition.session import open_session
+
+from .other_user import other_user, python_for_others, shared_dir
+
+SECRET = "victim-csrf-secret"
+
+
+@pytest.fixture
+def hostile_agy() -> Iterator[tuple[int, Path]]:
+    """The hostile agy, run by another local user: its port and the file of what it received."""
+    intruder = other_user()
+    with shared_dir() as here:
+        ca = trustme.CA()
+        leaf = ca.issue_cert("127.0.0.1")
+        leaf.cert_chain_pems[0].write_to_path(str(here / "cert.pem"))
+        leaf.private_key_pem.write_to_path(str(here / "key.pem"))
+        script = here / "hostile_agy.py"
+        script.write_text((Path(__file__).parent / "hostile_agy.py").read_text())
+        for path in (script, here / "cert.pem", here / "key.pem"):
+            os.chmod(path, 0o644)
+        proc = intruder.popen(
+            ["agy", str(script), str(here), "--log-file", str(here / "agy.log")],
+            executable=python_for_others(), stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline())
+            yield port, here / "got.jsonl"
+        finally:
+            proc.kill()
+            proc.wait(10)
+
+
+def received(got: Path) -> list[dict[str, str]]:
+    return [json.loads(line) for line in got.read_text().splitlines()] if got.exists() else []
+
+
+@pytest.fixture
+def own_agy() -> Iterator[tuple[int, str]]:
+    """The user's own agy (the simulator, in a process of its own): its port and conversation."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agy_harness.adapters.simulator"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = cascade = None
+        deadline = time.monotonic() + 30
+        while (port is None or cascade is None) and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("port "):
+                port = int(line.split()[1])
+            elif line.startswith("cascade "):
+                cascade = line.split()[1]
+        assert port is not None and cascade is not None
+        yield port, cascade
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+async def test_another_users_agy_is_never_bound_nor_sent_the_token(
+    hostile_agy: tuple[int, Path], own_agy: tuple[int, str]
+) -> None:
+    hostile_port, got = hostile_agy
+    port, cascade = own_agy
+    async with open_session(cascade_id=cascade, csrf_token=SECRET) as session:
+        assert session.client.base_url.endswith(f":{port}")  # the user's own agy
+        assert session.client.base_url != f"https://127.0.0.1:{hostile_port}"
+    assert received(got) == []  # not a byte: no Heartbeat, no token, no turn
+
+
+async def test_a_port_of_another_user_is_refused_even_when_named(hostile_agy: tuple[int, Path]) -> None:
+    hostile_port, got = hostile_agy
+    with pytest.raises(NoAgyFound, match="not by you"):
+        async with open_session(port=hostile_port, cascade_id="any-conversation", csrf_token=SECRET):
+            raise AssertionError("bound another user's port")
+    with pytest.raises(NoAgyFound, match="not by you"):
+        async with open_session(base_url=f"https://127.0.0.1:{hostile_port}", csrf_token=SECRET):
+            raise AssertionError("bound another user's port")
+    with pytest.raises(NoAgyFound):
+        await Resolver("any-conversation", csrf_token=SECRET).resolve()  # the scan does not see it
+    assert received(got) == []
