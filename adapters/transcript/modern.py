@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agy_harness.core import safejson
 from agy_harness.core.stamps import placeholder_trajectory
 from agy_harness.core.steps import (
     STATUS_PREFIX,
@@ -131,7 +132,7 @@ def line_to_step(obj: object, *, cascade_id: str = "") -> dict[str, Any] | None:
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
+        return safejson.loads(text)
     except ValueError:
         return None
 

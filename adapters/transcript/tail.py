@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import json
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agy_harness.core import safejson
 from agy_harness.ports.protocols import StepBatch
 
 from . import modern
@@ -217,7 +217,7 @@ class TranscriptFollower:
             self._malformed(where, f"not UTF-8 ({exc.reason} at byte {exc.start})")
             return
         try:
-            obj = json.loads(text)
+            obj = safejson.loads(text)
         except ValueError as exc:
             why = "an unterminated last line" if partial else "not JSON"
             self._malformed(where, f"{why} ({exc})")

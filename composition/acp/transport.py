@@ -31,6 +31,8 @@ import sys
 import threading
 from typing import Any
 
+from agy_harness.core import safejson
+
 log = logging.getLogger("agy_harness.acp.transport")
 
 MAX_LINE = 50 * 1024 * 1024  # the SDK's own default for stdio (multimodal prompts)
@@ -175,7 +177,7 @@ class StdioTransport:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = safejson.loads(line)  # nested past the parser's limit: cut, not a crash
             except ValueError as exc:
                 log.warning("not JSON (%s): answered -32700", exc)
                 await self.send(_error(None, -32700, "Parse error", f"not JSON: {exc}"))

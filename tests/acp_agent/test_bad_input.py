@@ -28,6 +28,15 @@ LINES: list[tuple[str, Any]] = [
     ('{"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {"clientInfo": {}}}', (5, -32602)),
     ('{"jsonrpc": "2.0", "id": 11, "method": "initialize", "params": "hello"}', (11, -32602)),
     ('{"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nobody"}}', None),  # no answer
+    # nested past the JSON parser's recursion limit (issue #20, case 5: this used to end the agent)
+    ("[" * 100_000 + "]" * 100_000, (None, -32600)),
+    (
+        '{"jsonrpc": "2.0", "id": 12, "method": "session/new", "params": {"mcpServers": [], "cwd": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}}",
+        (12, -32602),
+    ),
     ('{"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"protocolVersion": 1}}', (6, "ok")),
     (
         '{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "nobody", "prompt": []}}',

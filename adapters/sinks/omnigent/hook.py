@@ -10,6 +10,7 @@ import httpx
 
 from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.asks import PendingAsks
+from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import Clock, GateAnswer
@@ -143,7 +144,7 @@ class GateAsks:
             self.stats.empty_answers += 1  # omnigent's timeout, a disconnect, resolved elsewhere
             return None
         try:
-            answer = answer_from_result(gate, response.json())
+            answer = answer_from_result(gate, safejson.loads(response.content))
         except (AnswerError, OmnigentProtocolError, ValueError) as exc:
             self.stats.refused_answers += 1
             log.error("gate %s: refused the answer (%s); asking again", gate.gate_id, exc)

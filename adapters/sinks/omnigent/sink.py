@@ -38,6 +38,7 @@ from urllib.parse import quote
 import httpx
 
 from agy_harness.adapters.sinks.asks import PendingAsks
+from agy_harness.core import safejson
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -306,7 +307,7 @@ class OmnigentSink(GateAsks):
         """omnigent's usage of ``session`` and its sub-agents (input with cache reads, output)."""
         response = await self._client.get(self._url(session, "")[:-1], headers=self._headers)
         response.raise_for_status()
-        buckets = response.json().get("usage_by_model")
+        buckets = safejson.loads(response.content).get("usage_by_model")
         total_in = total_out = 0
         for bucket in buckets.values() if isinstance(buckets, dict) else ():
             if isinstance(bucket, dict):
@@ -324,7 +325,7 @@ class OmnigentSink(GateAsks):
                 self._url(session, "child_sessions"), params={"limit": 1000}, headers=self._headers
             )
             response.raise_for_status()
-            children = response.json().get("data", [])
+            children = safejson.loads(response.content).get("data", [])
             for child in children:
                 child_in, child_out = await self._subtree_usage(str(child["id"]))
                 total_in, total_out = total_in - child_in, total_out - child_out

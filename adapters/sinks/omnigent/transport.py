@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import httpx
 
+from agy_harness.core import safejson
 from agy_harness.ports.protocols import Clock
 
 log = logging.getLogger("agy_harness.adapters.sinks.omnigent")
@@ -123,7 +124,7 @@ class Poster:
                 status = response.status_code
                 if 200 <= status < 300 or status == 409:
                     try:
-                        return "ok", response.json()
+                        return "ok", safejson.loads(response.content)
                     except ValueError:
                         return "ok", None
                 if status in TRANSIENT_STATUSES or status >= 500:
