@@ -179,6 +179,11 @@ class Cursor(BaseModel):
     state: dict[str, Any] = Field(default_factory=dict)
 
 
+class EventRefused(ValueError):
+    """What a sink raises when its consumer refuses an event for its content, for good (not because
+    it is down): the harness quarantines that event with a notice instead of retrying it."""
+
+
 @runtime_checkable
 class CursorStore(Protocol):
     def load(self, cascade_id: str) -> Cursor | None: ...

@@ -9,7 +9,9 @@ the bad body is skipped (items are idempotent, so re-sending the good ones store
 Sub-agents: a SubagentStarted registers the child cascade with
 ``external_antigravity_subagent_start`` (idempotent per cascade on omnigent's side) and the child's own
 events go to the child session it answers with. An event of a cascade the sink has not seen start
-(after a restart) registers it the same way. A child session has no omnigent runner, so its terminal
+(after a restart) registers it the same way. A registration omnigent refuses for good (a 4xx) raises
+:class:`~agy_harness.ports.protocols.EventRefused` for the SubagentStarted and each event of that
+child: the harness quarantines them with a notice (transient failures are retried). A child session has no omnigent runner, so its terminal
 status cannot be ``external_session_status`` idle/failed (omnigent answers 503 "runner unavailable"
 after having applied it): a child's idle is ``subagent.status {idle: true}``, its failure an error item
 followed by that idle.
@@ -51,7 +53,7 @@ from agy_harness.ports.events import (
     TextDelta,
     Usage,
 )
-from agy_harness.ports.protocols import Clock, ModelCatalog
+from agy_harness.ports.protocols import Clock, EventRefused, ModelCatalog
 
 from .hook import HOOK_NAME, GateAsks
 from .models import ModelNames
@@ -110,6 +112,7 @@ class OmnigentSink(GateAsks):
         self._lock = asyncio.Lock()
         self._main = cascade_id
         self._sessions: dict[str, str] = {}  # agy cascade -> omnigent session (the main one and children)
+        self._refused: dict[str, str] = {}  # child cascades omnigent refused to register, and why
         self._resolved: set[str] = set()
         self._waiting: set[str] = set()  # gate ids whose ask set the session "waiting"
         self._asks = PendingAsks()
@@ -156,6 +159,9 @@ class OmnigentSink(GateAsks):
         known = self._sessions.get(cascade_id)
         if known is not None:
             return known
+        refused = self._refused.get(cascade_id)
+        if refused is not None:
+            raise EventRefused(refused)
         # a cascade whose start this sink did not see (a restart): register it under the main session
         return await self._register_child(self.session_id, cascade_id, "", f"child cascade {cascade_id}")
 
@@ -165,6 +171,9 @@ class OmnigentSink(GateAsks):
             "data": {"cascade_id": child_cascade, "role": "", "agent_type": "", "tool_call_id": call_id},
         }
         outcome, answer = await self._poster.post(self._events_url(parent), body, what)
+        if outcome == "rejected":  # for good: its events are quarantined by the harness, not retried
+            self._refused[child_cascade] = f"omnigent refused to register {what}: {str(answer)[:200]}"
+            raise EventRefused(self._refused[child_cascade])
         child = answer.get("child_session_id") if isinstance(answer, dict) else None
         if outcome != "ok" or not isinstance(child, str) or not child:
             if outcome == "ok":
@@ -183,7 +192,12 @@ class OmnigentSink(GateAsks):
             committed_at = {e.message_id: i for i, e in enumerate(events) if isinstance(e, AssistantMessage)}
             accepted = 0
             while accepted < len(events):
-                done = await self._deliver_next(events, accepted, committed_at)
+                try:
+                    done = await self._deliver_next(events, accepted, committed_at)
+                except EventRefused:
+                    if accepted == 0:
+                        raise  # the first event: the caller quarantines it
+                    return accepted  # the accepted prefix first; the refusal comes on the next call
                 if done == 0:
                     break
                 accepted += done

@@ -1,0 +1,60 @@
+"""Issue #20, case 7: an event omnigent refuses for its content (a sub-agent it will not register) is
+quarantined with a notice; it used to be retried forever under the emitter's delivery lock, and no
+later event of the session reached omnigent. A transient failure is still retried: nothing is lost."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agy_harness.composition.conversation import Conversation, HarnessOptions, HarnessStats
+from agy_harness.composition.emitter import Emitter
+from agy_harness.ports.events import StatusChanged, SubagentStarted, UserMessage
+from tests.composition.fakes import MemorySnapshot
+
+from .omnigent_app import OmnigentApp
+from .samples import C
+from .test_omnigent import make_sink
+
+FAST = HarnessOptions(sink_retry=0.01, max_backoff=0.05)
+
+
+def user(n: int, cascade: str = C) -> UserMessage:
+    return UserMessage(id=f"{cascade}/u:{n}/user", cascade_id=cascade, text=f"turn {n}")
+
+
+def refuse_registration(body: dict[str, object]) -> int | None:
+    return 422 if body.get("type") == "external_antigravity_subagent_start" else None
+
+
+async def test_a_sub_agent_omnigent_will_not_register_is_quarantined_and_the_session_goes_on(
+    omnigent: OmnigentApp,
+) -> None:
+    omnigent.reject = refuse_registration
+    start = SubagentStarted(id=f"{C}/5/sub", cascade_id=C, child_cascade_id="kid", parent_call_id="t/5")
+    async with make_sink(omnigent) as sink:
+        stats = HarnessStats()
+        emitter = Emitter(Conversation(C), snapshot=MemorySnapshot(), sink=sink, options=FAST, stats=stats)
+        async with asyncio.timeout(10):
+            await emitter.emit([user(1)])
+            await emitter.emit([start])  # refused for good: quarantined
+            await emitter.emit(
+                [user(1, "kid"), StatusChanged(id="kid/9/idle", cascade_id="kid", status="idle")]
+            )
+            await emitter.emit([user(2)])  # the session's later events arrive
+    assert user(2).id in " ".join(omnigent.source_ids())
+    assert start.id in stats.quarantined
+    items = [b["data"]["item_data"] for b in omnigent.received if b["type"] == "external_conversation_item"]
+    notices = [i["message"] for i in items if "refused" in str(i.get("message", ""))]
+    assert any(start.id in text for text in notices)  # the user is told what was left out
+
+
+async def test_a_registration_that_fails_for_a_while_is_retried_not_dropped(omnigent: OmnigentApp) -> None:
+    start = SubagentStarted(id=f"{C}/5/sub", cascade_id=C, child_cascade_id="kid", parent_call_id="t/5")
+    async with make_sink(omnigent) as sink:
+        emitter = Emitter(Conversation(C), snapshot=MemorySnapshot(), sink=sink, options=FAST)
+        omnigent.fail_next = 60  # 503s for longer than one delivery's retry deadline
+        async with asyncio.timeout(20):
+            await emitter.emit([user(1), start, user(1, "kid")])
+        assert sink.child_session("kid") == "child-kid"
+    assert omnigent.child_received["child-kid"]  # delivered once omnigent recovered
+    assert not emitter.stats.quarantined
