@@ -15,6 +15,10 @@ N streams + 200 Heartbeats against one simulator in another process, 2 shared co
   call, vs 2.1-2.9 ms for httpx HTTP/2 with a client per stream and 1.9-2.4 ms for httpx HTTP/1.1.
 * It is also what the reference speaks to real agy (HTTP/1.1 over TLS).
 
+What agy sends is bounded (:mod:`.bounded`): every string over ``max_string`` bytes is cut to a
+marker as it arrives, an answer still over ``max_body`` is refused (RpcBadResponse, logged, the rest
+never read), a frame still over it is skipped as a bad frame and the stream goes on.
+
 Every unary call runs under ``asyncio.timeout(deadline)`` around the whole exchange (connect, send,
 headers, body), so it meets its deadline whatever else is open. A stream's opening (up to its
 response headers) has the client's timeout; after that it has no read deadline (the caller owns
@@ -38,6 +42,7 @@ from yarl import URL
 
 from agy_harness.core import safejson
 
+from .bounded import MAX_BODY, MAX_STRING, BodyTooLarge, read_body
 from .codec import BadFrame, EnvelopeDecoder, Frame, encode_envelope
 from .errors import (
     CodecError,
@@ -59,6 +64,7 @@ PROBE_TIMEOUT = 2.0
 DEFAULT_TIMEOUT = 30.0
 CSRF_HEADER = "x-codeium-csrf-token"
 KEEPALIVE = 15.0  # seconds an idle pooled connection is kept for the next unary call
+ERROR_BYTES = 64 * 1024  # of an error answer's body: its code and message
 
 # connect protocol: HTTP status -> code, for error bodies that carry no code
 _STATUS_CODES = {
@@ -166,6 +172,9 @@ class RpcClient:
         self._pool: _Pool | None = None
         self._retired: list[_Pool] = []
         self.http_version = ""  # of the last response, e.g. "HTTP/1.1"
+        #: limits on what agy sends (adapters/rpc/bounded.py): an answer or frame, one string in it
+        self.max_body = MAX_BODY
+        self.max_string = MAX_STRING
         self.pool_resets = 0
 
     @staticmethod
@@ -260,9 +269,19 @@ class RpcClient:
                         self.url(method), data=content, headers=self._headers("application/json")
                     ) as resp,
                 ):
-                    data = await resp.read()
                     status = resp.status
                     self.http_version = _http_version(resp)
+                    if 200 <= status < 300:
+                        data, cuts = await read_body(
+                            resp.content.iter_any(), max_body=self.max_body, max_string=self.max_string
+                        )
+                        if cuts:
+                            log.info("%s: %d string(s) over %d bytes cut", method, cuts, self.max_string)
+                    else:
+                        data = await resp.content.read(ERROR_BYTES)
+            except BodyTooLarge as exc:  # the connection is dropped unread, not reused
+                log.error("%s: %s; refused", method, exc)
+                raise RpcBadResponse(method, status, "resource_exhausted", str(exc)) from exc
             except (*_TRANSPORT_ERRORS, TimeoutError) as exc:
                 self.reset_pool()
                 raise _transport_error(method, exc) from exc
@@ -311,11 +330,11 @@ class RpcClient:
         if not 200 <= resp.status < 300:
             try:
                 async with asyncio.timeout(self._timeout):
-                    data = await resp.read()
+                    data = await resp.content.read(ERROR_BYTES)
             except (*_TRANSPORT_ERRORS, TimeoutError):
                 data = b""
             raise error_from_response(method, resp.status, data)
-        decoder = EnvelopeDecoder()
+        decoder = EnvelopeDecoder(max_frame=self.max_body, max_string=self.max_string)
         try:
             async for chunk in resp.content.iter_any():
                 for frame in decoder.feed(chunk):

@@ -1,11 +1,10 @@
 """Connect server-stream envelopes: ``[flags:1][big-endian uint32 length:4][JSON payload]``.
 
 Pure code, no I/O. Bad *data* never raises: a frame whose payload is not a JSON object (or is
-compressed, or carries unknown flag bits) comes back as a :class:`Frame` with ``bad`` set and the
-decoder carries on with the next envelope. Only a stream that cannot be resynchronised raises:
-:class:`~.errors.FrameTooLargeError` (from :meth:`EnvelopeDecoder.feed`, or from ``close`` when
-frames decoded before it were returned first) and :class:`~.errors.TruncatedStreamError` from
-:meth:`EnvelopeDecoder.close`.
+compressed, or carries unknown flag bits, or is over the limit even with its long strings cut)
+comes back as a :class:`Frame` with ``bad`` set and the decoder carries on with the next envelope.
+Memory stays bounded: a big frame is cut as it arrives (:mod:`.bounded`). Only a stream that ends
+inside an envelope raises: :class:`~.errors.TruncatedStreamError` from :meth:`EnvelopeDecoder.close`.
 """
 
 from __future__ import annotations
@@ -18,12 +17,13 @@ from typing import Any
 
 from agy_harness.core import safejson
 
-from .errors import FrameTooLargeError, TruncatedStreamError
+from .bounded import MAX_BODY, MAX_STRING, StringCutter
+from .errors import TruncatedStreamError
 
 FLAG_COMPRESSED = 0x01
 FLAG_END_STREAM = 0x02
 HEADER_SIZE = 5
-DEFAULT_MAX_FRAME = 64 * 1024 * 1024
+DEFAULT_MAX_FRAME = MAX_BODY
 _HEADER = struct.Struct(">BI")
 
 
@@ -32,6 +32,7 @@ class BadFrame(StrEnum):
     NOT_AN_OBJECT = "not_an_object"
     COMPRESSED = "compressed"
     UNKNOWN_FLAGS = "unknown_flags"
+    TOO_LARGE = "too_large"  # over the frame limit even with its long strings cut (adapters/rpc/bounded.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,34 +84,62 @@ def decode_payload(flags: int, data: bytes) -> Frame:
 
 
 class EnvelopeDecoder:
-    """Incremental decoder: feed it chunks as they arrive, get whole frames back."""
+    """Incremental decoder: feed it chunks as they arrive, get whole frames back.
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    A frame longer than ``max_string`` may hold a string to cut: its payload goes through a
+    :class:`~.bounded.StringCutter` as it arrives (never buffered whole). A frame still over
+    ``max_frame`` after the cut comes back as a ``TOO_LARGE`` bad frame and the stream goes on.
+    """
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, max_string: int = MAX_STRING) -> None:
         self._buf = bytearray()
         self._max = max_frame
-        self._poisoned: FrameTooLargeError | None = None
+        self._max_string = max_string
+        self._big: tuple[int, int, StringCutter] | None = None  # (flags, bytes still to come, cutter)
 
     @property
     def pending(self) -> int:
         """Bytes of an incomplete envelope held back."""
-        return len(self._buf)
+        return len(self._buf) + (len(self._big[2].out) if self._big else 0)
+
+    def _feed_big(self, view: memoryview, frames: list[Frame]) -> int:
+        """Feed the big frame in progress; the bytes of ``view`` it took."""
+        assert self._big is not None
+        flags, left, cutter = self._big
+        take = min(left, len(view))
+        cutter.feed(bytes(view[:take]))
+        left -= take
+        if left:
+            self._big = (flags, left, cutter)
+            return take
+        self._big = None
+        if cutter.over:
+            detail = f"a frame of {cutter.fed} bytes is over {self._max} even with its long strings cut"
+            frames.append(Frame(flags, b"", None, BadFrame.TOO_LARGE, detail))
+        else:
+            frame = decode_payload(flags, cutter.result())
+            frames.append(frame if not cutter.cuts else _with_detail(frame, f"{cutter.cuts} string(s) cut"))
+        return take
 
     def feed(self, chunk: bytes) -> list[Frame]:
-        if self._poisoned is not None:
-            raise self._poisoned
-        self._buf += chunk
         frames: list[Frame] = []
+        view = memoryview(chunk)
+        if self._big is not None:
+            view = view[self._feed_big(view, frames) :]
+        self._buf += view
         pos = 0
         buf = self._buf
         while len(buf) - pos >= HEADER_SIZE:
             flags, length = _HEADER.unpack_from(buf, pos)
-            if length > self._max:
-                # Cannot resynchronise. Hand out what was decoded; raise now or on the next call.
-                self._poisoned = FrameTooLargeError(length, self._max)
-                del buf[:pos]
-                if frames:
-                    return frames
-                raise self._poisoned
+            if length > self._max_string or length > self._max:  # cut as it comes, never whole in memory
+                self._big = (flags, length, StringCutter(self._max_string, self._max))
+                rest = memoryview(buf)[pos + HEADER_SIZE :]
+                used = self._feed_big(rest, frames)
+                rest.release()
+                pos += HEADER_SIZE + used
+                if self._big is not None:
+                    break
+                continue
             end = pos + HEADER_SIZE + length
             if end > len(buf):
                 break
@@ -121,10 +150,12 @@ class EnvelopeDecoder:
 
     def close(self) -> None:
         """End of input: raise TruncatedStreamError if a partial envelope is left over."""
-        if self._poisoned is not None:
-            raise self._poisoned
-        if self._buf:
-            raise TruncatedStreamError(len(self._buf))
+        if self._buf or self._big is not None:
+            raise TruncatedStreamError(self.pending)
+
+
+def _with_detail(frame: Frame, detail: str) -> Frame:
+    return Frame(frame.flags, frame.data, frame.payload, frame.bad, detail)
 
 
 #: Fields of an update object: a data frame that carries them without the ``update`` envelope is

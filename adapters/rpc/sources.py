@@ -12,7 +12,7 @@ from agy_harness.core.steps import steps_from_update
 from agy_harness.ports.protocols import Clock, RawStep, SourceUnavailable, StepBatch
 
 from .client import RpcClient
-from .codec import Frame, unwrap_update
+from .codec import BadFrame, Frame, unwrap_update
 from .errors import RpcError, StreamIdle
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,9 @@ class RpcStreamSource:
         if frame.bad is not None or update is None:
             self.bad_frames += 1
             why = frame.bad.value if frame.bad is not None else "no update object"
-            log.warning("stream %s: skipping a bad frame (%s) %s", cascade_id, why, frame.detail)
+            (log.error if frame.bad is BadFrame.TOO_LARGE else log.warning)(
+                "stream %s: skipping a bad frame (%s) %s", cascade_id, why, frame.detail
+            )
             return None
         status = update.get("status")
         if isinstance(status, str) and status:

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agy_harness.adapters.rpc.bounded import marker
 from agy_harness.adapters.rpc.codec import (
     FLAG_COMPRESSED,
     FLAG_END_STREAM,
@@ -20,7 +21,7 @@ from agy_harness.adapters.rpc.codec import (
     encode_envelope,
     unwrap_update,
 )
-from agy_harness.adapters.rpc.errors import CodecError, FrameTooLargeError, TruncatedStreamError
+from agy_harness.adapters.rpc.errors import CodecError, TruncatedStreamError
 
 
 def raw_envelope(flags: int, data: bytes) -> bytes:
@@ -133,15 +134,27 @@ def test_bad_payloads_are_reported_and_decoding_continues(data: bytes, reason: B
     assert frames[1].payload == {"after": 1}
 
 
-def test_frame_too_large_is_raised_after_the_good_frames() -> None:
+def test_a_frame_over_the_limit_is_reported_and_decoding_continues() -> None:
+    """It used to raise FrameTooLargeError: the stream was given up for good (issue #20, case 4)."""
     dec = EnvelopeDecoder(max_frame=10)
     good = encode_envelope({"a": 1})
-    frames = dec.feed(good + struct.pack(">BI", 0, 11))
-    assert [f.payload for f in frames] == [{"a": 1}]
-    with pytest.raises(FrameTooLargeError):
-        dec.feed(b"")
-    with pytest.raises(FrameTooLargeError):
-        dec.close()
+    big = encode_envelope({"a": [1] * 20})
+    frames = dec.feed(good + big[:9])
+    frames += dec.feed(big[9:] + good)
+    dec.close()
+    assert [f.payload for f in frames] == [{"a": 1}, None, {"a": 1}]
+    assert frames[1].bad is BadFrame.TOO_LARGE and "over 10" in frames[1].detail
+
+
+def test_a_long_string_is_cut_as_it_arrives_and_the_frame_kept() -> None:
+    dec = EnvelopeDecoder(max_frame=100, max_string=8)
+    wire = encode_envelope({"step": {"output": "x" * 1000, "ok": "short"}}) + encode_envelope({"b": 2})
+    frames = [f for i in range(0, len(wire), 7) for f in dec.feed(wire[i : i + 7])]
+    dec.close()
+    cut = "x" * 8 + marker(8).decode("unicode_escape")
+    assert frames[0].payload == {"step": {"output": cut, "ok": "short"}}
+    assert frames[1].payload == {"b": 2}
+    assert dec.pending == 0
 
 
 def test_unwrap_update() -> None:

@@ -1,0 +1,171 @@
+"""Bounded reading of what agy sends: every string value cut at :data:`MAX_STRING`, every body at a limit.
+
+agy's answers and stream frames are JSON; one step can carry tens of megabytes (a file read, a
+command's output), and a snapshot carries every step. Read whole, one 160 MB answer grew the
+harness by 455-606 MB, and one 33 MB step pushed stream frames past any sane cap. Here:
+
+* :class:`StringCutter` copies a JSON byte stream as it arrives, chunk by chunk, and cuts every
+  string value longer than :data:`MAX_STRING` bytes (as sent: escaped UTF-8) to its first
+  :data:`MAX_STRING` bytes plus a constant marker (:func:`marker`). The cut never splits an escape or a
+  UTF-8 character. The rule depends only on the string, so a step cut on the stream reads the same
+  as the same step cut in a poll (an id always names the same content), and a reply that grows
+  past the limit stays the same cut text (its deltas stop, they never rewrite).
+* What is still over the body limit after the cut is not kept: the copy stops growing at the
+  limit (``over`` is set) and the caller reports a clear error (a poll) or skips the frame (the
+  stream goes on). Memory is bounded by the limit whatever agy sends.
+
+Bodies shorter than :data:`MAX_STRING` cannot hold a string to cut and are read as they are.
+Pure code, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterable
+
+MAX_STRING = 4 << 20  # bytes of one JSON string value (escaped), as sent
+MAX_BODY = 64 << 20  # bytes of one answer or stream frame, after long strings are cut
+
+
+def marker(max_string: int) -> bytes:
+    """What ends a cut string (JSON string content): the same for every string cut at that limit."""
+    return b"\\u2026(truncated: a string over %d bytes)" % max_string
+
+
+MARKER = marker(MAX_STRING)
+
+# the content of a JSON string up to (not including) its closing quote or a backslash at the very end
+_CONTENT = re.compile(rb'(?:[^"\\]++|\\.)*+', re.S)
+
+
+_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+
+
+def _escapes(buf: bytearray, start: int, i: int) -> bool:
+    """``buf[i]`` (a backslash) starts an escape: an even number of backslashes precede it."""
+    j = i
+    while j > start and buf[j - 1] == 0x5C:
+        j -= 1
+    return (i - j) % 2 == 0
+
+
+def _safe_end(buf: bytearray, start: int, end: int) -> int:
+    """Where to cut ``buf[start:end]`` (string content) so no escape or UTF-8 character is split."""
+    i = buf.rfind(b"\\", max(start, end - 6), end)
+    if i >= 0 and _escapes(buf, start, i):
+        need = 6 if buf[i + 1 : i + 2] == b"u" else 2
+        if end - i < need:
+            end = i
+    if end - 6 >= start and _HIGH_SURROGATE.fullmatch(buf, end - 6, end) and _escapes(buf, start, end - 6):
+        end -= 6  # the first half of a surrogate pair: keep neither half
+    k = end - 1
+    while k >= start and end - k < 4 and buf[k] & 0xC0 == 0x80:
+        k -= 1
+    if k >= start and buf[k] >= 0xC0:
+        need = 2 if buf[k] < 0xE0 else 3 if buf[k] < 0xF0 else 4
+        if end - k < need:
+            end = k
+    return end
+
+
+class StringCutter:
+    """A JSON document fed in chunks, copied with its long strings cut (see the module doc)."""
+
+    def __init__(self, max_string: int = MAX_STRING, max_body: int = MAX_BODY) -> None:
+        self.max_string = max_string
+        self.max_body = max_body
+        self._marker = marker(max_string)
+        self.out = bytearray()
+        self.fed = 0  # bytes taken in
+        self.cuts = 0  # strings cut
+        self.over = False  # the copy went past max_body: it is incomplete, not to be used
+        self._in_string = False
+        self._escape = False  # a backslash ended the last chunk: the next byte is escaped
+        self._start = 0  # where the current string's content starts in ``out``
+        self._cut = False  # the current string was cut
+
+    def _emit(self, data: bytes | memoryview) -> None:
+        if self.over:
+            return
+        if len(self.out) + len(data) > self.max_body:
+            self.over = True
+            self.out = bytearray()  # what is over the limit is not kept
+            return
+        self.out += data
+
+    def _content(self, data: bytes | memoryview) -> None:
+        """Bytes inside the current string, as they arrive (an escape may be split between calls)."""
+        if self._cut:
+            return
+        self._emit(data)
+        if not self.over and len(self.out) - self._start > self.max_string:
+            del self.out[_safe_end(self.out, self._start, self._start + self.max_string) :]
+            self._cut = True
+            self.cuts += 1
+
+    def feed(self, chunk: bytes) -> None:
+        self.fed += len(chunk)
+        view = memoryview(chunk)
+        pos, end = 0, len(chunk)
+        while pos < end:
+            if not self._in_string:
+                quote = chunk.find(b'"', pos)
+                if quote < 0:
+                    self._emit(view[pos:])
+                    return
+                self._emit(view[pos : quote + 1])
+                self._in_string, self._start, self._cut = True, len(self.out), False
+                pos = quote + 1
+                continue
+            if self._escape:  # the escaped byte of a backslash that ended the last chunk
+                self._escape = False
+                self._content(view[pos : pos + 1])
+                pos += 1
+                continue
+            match = _CONTENT.match(chunk, pos)
+            stop = match.end() if match else pos
+            if stop > pos:
+                self._content(view[pos:stop])
+            if stop >= end:
+                return
+            if chunk[stop] == 0x5C:  # a backslash at the very end: its escaped byte comes next
+                self._content(view[stop : stop + 1])
+                self._escape = True
+                pos = stop + 1
+                continue
+            if self._cut:
+                self._emit(self._marker)
+            self._emit(b'"')
+            self._in_string = False
+            pos = stop + 1
+
+    def result(self) -> bytes:
+        return bytes(self.out)
+
+
+class BodyTooLarge(ValueError):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"an answer of {size}+ bytes is over {limit} bytes even with its long strings cut")
+        self.size, self.limit = size, limit
+
+
+async def read_body(
+    chunks: AsyncIterable[bytes], *, max_body: int = MAX_BODY, max_string: int = MAX_STRING
+) -> tuple[bytes, int]:
+    """A whole JSON body from ``chunks``, long strings cut; ``(body, strings cut)``. Raises
+    BodyTooLarge as soon as the cut body passes ``max_body`` (the rest is not read)."""
+    buf = bytearray()
+    cutter: StringCutter | None = None
+    async for chunk in chunks:
+        if cutter is None:
+            buf += chunk
+            if len(buf) <= max_string and len(buf) <= max_body:
+                continue
+            cutter = StringCutter(max_string, max_body)
+            chunk, buf = bytes(buf), bytearray()
+        cutter.feed(chunk)
+        if cutter.over:
+            raise BodyTooLarge(cutter.fed, max_body)
+    if cutter is None:
+        return bytes(buf), 0
+    return cutter.result(), cutter.cuts
