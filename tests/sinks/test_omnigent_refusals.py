@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from agy_harness.composition.conversation import Conversation, HarnessOptions, HarnessStats
 from agy_harness.composition.emitter import Emitter
 from agy_harness.ports.events import StatusChanged, SubagentStarted, UserMessage
 from tests.composition.fakes import MemorySnapshot
 
 from .omnigent_app import OmnigentApp
-from .samples import C
+from .samples import PERMISSION_GATE, C
 from .test_omnigent import make_sink
 
 FAST = HarnessOptions(sink_retry=0.01, max_backoff=0.05)
@@ -58,3 +60,19 @@ async def test_a_registration_that_fails_for_a_while_is_retried_not_dropped(omni
         assert sink.child_session("kid") == "child-kid"
     assert omnigent.child_received["child-kid"]  # delivered once omnigent recovered
     assert not emitter.stats.quarantined
+
+
+async def test_an_answer_over_the_limit_is_not_read_and_the_gate_is_asked_again(
+    omnigent: OmnigentApp, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every body read from omnigent is bounded (16 MiB): a 20 MB verdict is a logged read error,
+    never an answer; the gate stays asked (the fake, like omnigent, hands the same verdict again)."""
+    async with make_sink(omnigent) as sink:
+        ask = asyncio.create_task(sink.ask(PERMISSION_GATE))
+        await omnigent.wait_for(lambda: len(omnigent.hook_posts) == 1)
+        await omnigent.push_answer({"action": "accept", "padding": "x" * (20 << 20)})
+        await omnigent.wait_for(lambda: len(omnigent.hook_posts) >= 3, 10)
+        assert not ask.done()  # a verdict that was not read is not an allow
+        ask.cancel()
+        await asyncio.gather(ask, return_exceptions=True)
+    assert any("over 16777216 bytes" in r.getMessage() for r in caplog.records)

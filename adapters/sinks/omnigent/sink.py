@@ -57,7 +57,7 @@ from agy_harness.ports.protocols import Clock, EventRefused, ModelCatalog
 
 from .hook import HOOK_NAME, GateAsks
 from .models import ModelNames
-from .transport import OmnigentStats, Poster, RetryPolicy, SystemClock, log
+from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock, log
 from .wire import FAILED_TEXT, ITEM, Wire, source_id, to_wire
 
 
@@ -95,7 +95,7 @@ class OmnigentSink(GateAsks):
         self.batch_size = max(1, min(100, batch_size))
         self.models = ModelNames(model_catalog)
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient()
+        self._client = client if client is not None else httpx.AsyncClient(transport=BoundedTransport())
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._poll_timeout = httpx.Timeout(request_timeout, read=poll_timeout)
         self._clock: Clock = clock or SystemClock()

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -158,3 +159,48 @@ class Poster:
             log.info("%s: %s; retrying in %.2fs", what, reason, delay)
             await self.clock.sleep(delay)
             attempt += 1
+
+
+MAX_ANSWER = 16 << 20  # bytes of one omnigent answer (its answers are small JSON objects)
+
+
+class _Bounded(httpx.AsyncByteStream):
+    def __init__(self, inner: httpx.AsyncByteStream, request: httpx.Request, limit: int) -> None:
+        self._inner, self._request, self._limit = inner, request, limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                message = (
+                    f"omnigent's answer to {self._request.url.path} is over {self._limit} bytes; not read"
+                )
+                log.error("%s", message)
+                raise httpx.ReadError(message, request=self._request)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class BoundedTransport(httpx.AsyncBaseTransport):
+    """omnigent's answers read up to ``limit`` bytes: a larger one is a logged ``ReadError`` (a
+    failed request, retried like any other), never unbounded memory."""
+
+    def __init__(self, limit: int = MAX_ANSWER, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self._limit = limit
+        self._inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_Bounded(response.stream, request, self._limit),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
