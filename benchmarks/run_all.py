@@ -33,6 +33,7 @@ BENCHMARKS: list[tuple[str, list[str], int]] = [
     ("bench_reference.py", [], 300),
     ("bench_active.py", [], 300),
     ("bench_board.py", [], 300),
+    ("bench_bounded.py", [], 300),
 ]
 
 
@@ -212,6 +213,16 @@ def targets(data: dict[str, Any]) -> list[tuple[str, str]]:
                     f"{act['cpu_pct']:.0f} % of one core = {act['cpu_pct'] / 100:.2f}x saturation, loop lag p99 "
                     f"{act['lag_p99_ms']:.1f} ms (limit: < 100 % and p99 lag <= 100 ms): "
                     f"{_v(act['cpu_pct'] < 100 and act['lag_p99_ms'] <= 100)}"))  # fmt: skip
+    bounded = data.get("bounded")
+    if bounded:
+        cut, whole, step = bounded["answer_cut"], bounded["answer_whole"], bounded["step"]
+        out.append((f"a {bounded['answer_mb']} MB answer: RSS growth <= 128 MB (2x the 64 MiB body limit)",
+                    f"+{cut['rss_growth_mb']:.0f} MB (limits lifted, as before: +{whole['rss_growth_mb']:.0f} MB), "
+                    f"{cut['outcome']}: {_v(cut['rss_growth_mb'] <= 128)}"))  # fmt: skip
+        out.append((f"a {bounded['step_mb']} MB step: the stream kept, RSS growth <= 128 MB, loop stall <= 100 ms",
+                    f"source {step['source']}, {step['source_errors']} errors, +{step['rss_growth_mb']:.0f} MB, "
+                    f"stall {step['stall_ms']:.0f} ms, gate {step['gate_ms']:.0f} ms after its turn (without the "
+                    f"step {bounded['step_baseline']['gate_ms']:.0f} ms): {_v(step['source'] == 'stream' and step['source_errors'] == 0 and step['rss_growth_mb'] <= 128 and step['stall_ms'] <= 100)}"))  # fmt: skip
     return out
 
 
