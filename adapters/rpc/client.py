@@ -297,13 +297,16 @@ class RpcClient:
             raise RpcBadResponse(method, status, "bad_response", f"not an object: {type(parsed)}")
         return parsed
 
-    async def stream(self, method: str, body: dict[str, Any]) -> AsyncGenerator[Frame, None]:
+    async def stream(
+        self, method: str, body: dict[str, Any], progress: StreamProgress | None = None
+    ) -> AsyncGenerator[Frame, None]:
         """A server-stream. Yields data frames (bad ones included, with ``bad`` set) until the trailer.
 
         Opening it (up to the response headers) has the client's timeout; then no read deadline:
         the caller owns idleness. Leaving early closes the stream's own connection, so agy stops
         sending at once. Raises RpcError (trailer error or HTTP error), CompressedFrameRefused, or
-        StreamBroken (EOF/reset without a trailer, truncated frame).
+        StreamBroken (EOF/reset without a trailer, truncated frame). ``progress`` counts the bytes
+        received (a big frame is minutes of bytes on a slow link, and no frame until its end).
         """
         headers = self._headers("application/connect+json")
         headers["Accept-Encoding"] = "identity"
@@ -314,7 +317,7 @@ class RpcClient:
             except (*_TRANSPORT_ERRORS, TimeoutError) as exc:
                 self.reset_pool()
                 raise _transport_error(method, exc) from exc
-            frames = self._frames(method, resp)
+            frames = self._frames(method, resp, progress or StreamProgress())
             try:
                 async for frame in frames:
                     yield frame
@@ -325,7 +328,9 @@ class RpcClient:
                 resp.close()  # a real close of this stream's connection, whatever state it is in
                 await frames.aclose()
 
-    async def _frames(self, method: str, resp: aiohttp.ClientResponse) -> AsyncGenerator[Frame, None]:
+    async def _frames(
+        self, method: str, resp: aiohttp.ClientResponse, progress: StreamProgress
+    ) -> AsyncGenerator[Frame, None]:
         self.http_version = _http_version(resp)
         if not 200 <= resp.status < 300:
             try:
@@ -337,6 +342,7 @@ class RpcClient:
         decoder = EnvelopeDecoder(max_frame=self.max_body, max_string=self.max_string)
         try:
             async for chunk in resp.content.iter_any():
+                progress.received += len(chunk)
                 for frame in decoder.feed(chunk):
                     if frame.bad is BadFrame.COMPRESSED:
                         raise CompressedFrameRefused(method, resp.status, "internal", frame.detail)
@@ -362,6 +368,11 @@ class RpcClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+@dataclass
+class StreamProgress:
+    received: int = 0  # bytes of the stream so far
 
 
 @dataclass(eq=False)

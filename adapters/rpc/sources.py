@@ -11,7 +11,7 @@ from agy_harness.adapters.reap import reap
 from agy_harness.core.steps import steps_from_update
 from agy_harness.ports.protocols import Clock, RawStep, SourceUnavailable, StepBatch
 
-from .client import RpcClient
+from .client import RpcClient, StreamProgress
 from .codec import BadFrame, Frame, unwrap_update
 from .errors import RpcError, StreamIdle
 
@@ -38,9 +38,9 @@ class RpcStreamSource:
     """``StreamAgentStateUpdates {conversationId}``: one StepBatch per frame, the first a snapshot.
 
     Ends with StopAsyncIteration on a clean trailer, raises SourceUnavailable on 404/unimplemented,
-    RpcError/StreamBroken on transport trouble, and StreamIdle when no frame arrived for
+    RpcError/StreamBroken on transport trouble, and StreamIdle when no byte arrived for
     ``idle_timeout`` seconds while ``is_running()`` says the cascade runs (default: the last
-    update's ``status`` was RUNNING).
+    update's ``status`` was RUNNING); the bytes of a big frame still arriving are not idleness.
     """
 
     name = "stream"
@@ -64,8 +64,10 @@ class RpcStreamSource:
         return self._batches(cascade_id)
 
     async def _batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
-        frames = self._client.stream(STREAM_METHOD, {"conversationId": cascade_id})
+        progress = StreamProgress()
+        frames = self._client.stream(STREAM_METHOD, {"conversationId": cascade_id}, progress)
         pending: asyncio.Future[Frame] | None = None
+        seen = 0
         first = True
         try:
             while True:
@@ -73,6 +75,9 @@ class RpcStreamSource:
                     pending = asyncio.ensure_future(anext(frames))
                 done, _ = await asyncio.wait({pending}, timeout=self._idle)
                 if not done:
+                    if progress.received != seen:  # a big frame is arriving: not idle
+                        seen = progress.received
+                        continue
                     if self._is_running():
                         self._client.reset_pool()  # the connection may be half-open: dial afresh
                         raise StreamIdle(cascade_id, self._idle)
