@@ -122,6 +122,15 @@ def _tui_keys(target: str | None, server: Any) -> Any:
     return TmuxKeys(target, server)
 
 
+def _tui_screen(target: str | None, server: Any) -> Any:
+    """agy's pane, read to tell our terminal's /clear from another client's conversation (None: unknown)."""
+    if not target:
+        return None
+    from agy_harness.adapters.tmux.pane_screen import TmuxScreen
+
+    return TmuxScreen(target, server)
+
+
 def _queue_sink() -> EventSink:
     from .session import QueueSink  # session.py builds on this module
 
@@ -199,6 +208,7 @@ class AgyContainer(containers.DeclarativeContainer):
     )
     interaction_delivery = providers.Singleton(RpcInteractionDelivery, client)
     tui_keys = providers.Singleton(_tui_keys, config.tmux_target, tmux_server)
+    tui_screen = providers.Singleton(_tui_screen, config.tmux_target, tmux_server)
     interrupter = providers.Singleton(RpcInterrupter, client)
     directory = providers.Singleton(RpcCascadeDirectory, client)
 
@@ -219,6 +229,7 @@ class AgyContainer(containers.DeclarativeContainer):
         cursor_store=cursor_store,
         options=options,
         tui=tui_keys,
+        screen=tui_screen,
     )
 
     # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------

@@ -24,10 +24,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from agy_harness.core.reconciler import Reconciler
-from agy_harness.core.rotation import is_child, rotation_candidates, rotation_target
-from agy_harness.core.steps import parse_step, tool_name, tool_output
+from agy_harness.core.rotation import is_child, on_screen, rotation_candidates
+from agy_harness.core.steps import parse_step, tool_name, tool_output, user_text
 from agy_harness.ports.events import Event, SubagentStarted, ToolResult
-from agy_harness.ports.protocols import CascadeDirectory, CascadeSummary, StepBatch, StepSnapshot, StepSource
+from agy_harness.ports.protocols import (
+    CascadeDirectory,
+    CascadeSummary,
+    StepBatch,
+    StepSnapshot,
+    StepSource,
+    TuiScreen,
+)
 
 from .conversation import Conversation, HarnessOptions
 from .emitter import Emitter
@@ -65,6 +72,10 @@ class DirectoryWatcher:
         self.claimed: Callable[[], set[str]] | None = None
         self._ambiguous: tuple[str, ...] = ()
         self._claims_refused = False  # the notice that the claims location is unsafe was given
+        #: agy's own terminal (its tmux pane), when known: a /clear of ours shows the input typed
+        #: after it there; another client's new conversation does not (see _typed_here)
+        self.screen: TuiScreen | None = None
+        self._not_typed_here: set[str] = set()  # candidates already said to be another client's
         # (call_id, output) of the latest sub-agent tool calls: a child is listed soon after its call
         self._subagent_results: deque[tuple[str, str]] = deque(maxlen=SUBAGENT_RESULTS_KEPT)
         self._wake = asyncio.Event()  # something was delivered: back to the short interval
@@ -224,7 +235,8 @@ class DirectoryWatcher:
     async def _rotation(self, cascade_id: str, summaries: Sequence[CascadeSummary]) -> str | None:
         """Our terminal's ``/clear``, on positive evidence only (see the README's rotation rule):
         following is enabled, exactly one new root conversation with fresh user input appeared since
-        binding, and no other session of this library is bound to it."""
+        binding, no other session of this library is bound to it, and (when agy's terminal is
+        known) what was typed in it shows on that terminal's screen."""
         if not self.options.follow_clear:
             return None
         if not rotation_candidates(cascade_id, summaries, self._known or ()):
@@ -241,8 +253,10 @@ class DirectoryWatcher:
                     "warning",
                 )
             return None
-        candidates = rotation_candidates(cascade_id, summaries, self._known or (), claimed)
-        if candidates and len(candidates) > 1 and tuple(candidates) != self._ambiguous:
+        candidates = rotation_candidates(cascade_id, summaries, self._known or (), claimed) or []
+        if self.screen is not None and candidates:  # agy's terminal known: only what was typed there
+            candidates = await self._typed_here(candidates)
+        if len(candidates) > 1 and tuple(candidates) != self._ambiguous:
             self._ambiguous = tuple(candidates)
             await self.emitter.notice(
                 f"{cascade_id}/rotation/ambiguous/{len(candidates)}",
@@ -250,7 +264,40 @@ class DirectoryWatcher:
                 "not following any of them as a /clear",
                 "warning",
             )
-        return rotation_target(cascade_id, summaries, self._known or (), claimed)
+        return candidates[0] if len(candidates) == 1 else None
+
+    async def _typed_here(self, candidates: list[str]) -> list[str]:
+        """With agy's terminal known: the candidates whose latest user input shows on its screen
+        (typed in that terminal after its /clear). A conversation another client started on the
+        same agy shows nowhere there: not followed, with a notice (it is checked again later)."""
+        try:
+            rows = await self.screen.screen() if self.screen is not None else []
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.info("rotation: cannot read agy's screen (%s); not following a /clear yet", exc)
+            return []
+        typed: list[str] = []
+        for target in candidates:
+            try:
+                raws = await self.snapshot.read_steps(target)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("rotation: cannot read %s (%s); not following it yet", target, exc)
+                continue
+            steps = [st for st in map(parse_step, raws) if st is not None and st.type == "USER_INPUT"]
+            if any(on_screen(user_text(st), rows) for st in steps[-3:]):
+                typed.append(target)
+            elif target not in self._not_typed_here:
+                self._not_typed_here.add(target)
+                await self.emitter.notice(
+                    f"{self.conversation.cascade_id}/rotation/elsewhere/{target}",
+                    f"a new conversation ({target}) appeared on this agy, but what was typed in it is not "
+                    "on agy's screen: another client's, not this terminal's /clear; not following it",
+                    "warning",
+                )
+        return typed
 
     async def _spawning_step(self, child: str) -> str | None:
         """The parent's sub-agent step that started ``child``, read from agy: the one whose result

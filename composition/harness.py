@@ -40,6 +40,7 @@ from agy_harness.ports.protocols import (
     StepSnapshot,
     StepSource,
     TuiKeys,
+    TuiScreen,
     TurnSender,
 )
 
@@ -72,6 +73,7 @@ class Harness:
         options: HarnessOptions | None = None,
         tui: TuiKeys | None = None,
         claims: ClaimRegistry | None = None,
+        screen: TuiScreen | None = None,
     ) -> None:
         if not sources:
             raise ValueError("a harness needs at least one step source")
@@ -116,6 +118,7 @@ class Harness:
             interrupter=interrupter,
             stats=self.stats,
         )
+        self.watcher.screen = screen
         self.emitter.observers += [self.watcher.observe, self.gates.observe]
         self.emitter.relayed = self.watcher.relayed
         self.claims = ClaimRegistry() if claims is None else claims

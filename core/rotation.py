@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
 from agy_harness.ports.protocols import CascadeSummary
@@ -10,7 +10,7 @@ from agy_harness.ports.protocols import CascadeSummary
 from .reconciler import MapperState
 from .stamps import parse_time
 
-__all__ = ["is_child", "is_conversation", "parse_time", "rotated_state", "rotation_target"]
+__all__ = ["is_child", "is_conversation", "on_screen", "parse_time", "rotated_state", "rotation_target"]
 
 
 def is_child(summary: CascadeSummary) -> bool:
@@ -73,6 +73,14 @@ def rotation_target(
     if not candidates or len(candidates) != 1:
         return None
     return candidates[0]
+
+
+def on_screen(text: str, rows: Sequence[str]) -> bool:
+    """Whether user input ``text`` shows on agy's terminal screen (``rows``): its first line, or
+    the first 60 characters of it, whitespace collapsed (the screen wraps and indents)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    wanted = " ".join(first.split())[:60]
+    return bool(wanted) and wanted in " ".join(" ".join(rows).split())
 
 
 def rotated_state(old: MapperState) -> MapperState:

@@ -149,6 +149,12 @@ class TuiKeys(Protocol):
     async def send_keys(self, keys: Sequence[str]) -> None: ...
 
 
+class TuiScreen(Protocol):
+    """What agy's own terminal (its tmux pane) shows, one string per row."""
+
+    async def screen(self) -> list[str]: ...
+
+
 @runtime_checkable
 class EventSink(Protocol):
     async def deliver(self, events: Sequence[Event]) -> int:
