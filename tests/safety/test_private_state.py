@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 
 from agy_harness.adapters.private_state import UnsafeStateError, private_dir, state_root
+from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.claims import RETENTION, ClaimRegistry
+from agy_harness.ports.events import Notice, Rotation
+from tests.composition.fakes import RecordingSink
+from tests.integration.helpers import harness_on
 
 from .other_user import other_user, shared_dir
 
@@ -110,3 +114,25 @@ def test_a_private_dir_with_a_writable_ancestor_is_refused() -> None:
         os.chmod(tmp, 0o777)  # writable by all and not sticky: anyone may swap what is below
         with pytest.raises(UnsafeStateError, match="writable by other users"):
             private_dir(tmp / "state")
+
+
+async def test_with_an_unsafe_claims_location_no_clear_is_followed_and_the_user_is_told(
+    sim: Simulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claims it cannot trust say nothing about the other sessions: the rule that needs them fails
+    closed (the session stays) and a notice says why."""
+    intruder = other_user()
+    with shared_dir() as tmp:
+        intruder.run(["mkdir", "-m", "777", str(tmp / "claims")])
+        monkeypatch.setenv("AGY_HARNESS_CLAIMS_DIR", str(tmp / "claims"))
+        sink = RecordingSink()
+        async with harness_on(sim, sink) as session:
+            bound = session.cascade_id
+            await sim.submit_user_turn("/clear")
+            await sim.submit_user_turn("Say hello again.")  # typed in agy's TUI after /clear
+            await sink.wait_for(
+                lambda: any(isinstance(e, Notice) and "claims cannot be read" in e.text for e in sink.events)
+            )
+            assert session.cascade_id == bound
+        assert not [e for e in sink.events if isinstance(e, Rotation)]
+        assert [p.name for p in (tmp / "claims").iterdir()] == []
