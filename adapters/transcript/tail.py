@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 _PREFIX_BYTES = 256
 _READ_SIZE = 1 << 16
+MAX_LINE = 64 << 20  # bytes of one transcript line (agy cuts long fields itself: "<truncated N bytes>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +63,19 @@ class _Generation:
     lineno: int = 0
     prefix: bytes = b""
     seen: set[bytes] = field(default_factory=set)
+    skipping: bool = False  # inside a line over the limit: dropped up to its newline
 
 
 class TranscriptFollower:
     """Reads the complete lines appended to one transcript file since the last :meth:`poll`."""
 
-    def __init__(self, path: Path, *, cascade_id: str = "", read_size: int = _READ_SIZE) -> None:
+    def __init__(
+        self, path: Path, *, cascade_id: str = "", read_size: int = _READ_SIZE, max_line: int = MAX_LINE
+    ) -> None:
         self.path = path
         self.cascade_id = cascade_id
         self._read_size = read_size
+        self._max_line = max_line
         self._gen: _Generation | None = None
         self.generations = 0
         self.malformed = 0
@@ -152,6 +157,7 @@ class TranscriptFollower:
         gen.lineno = 0
         gen.prefix = b""
         gen.seen.clear()
+        gen.skipping = False
         self.generations += 1
 
     def _truncated(self, gen: _Generation) -> bool:
@@ -180,7 +186,14 @@ class TranscriptFollower:
             gen.offset += len(chunk)
             gen.buffer += chunk
             self._split(gen, steps)
-        if final and gen.buffer:
+            if len(gen.buffer) > self._max_line:  # a line that long is not kept: bounded memory
+                if not gen.skipping:
+                    self.malformed += 1
+                    log.error("transcript %s:%d: a line over %d bytes; skipped", self.path, gen.lineno + 1,
+                              self._max_line)  # fmt: skip
+                gen.skipping = True
+                gen.buffer.clear()
+        if final and gen.buffer and not gen.skipping:
             rest = bytes(gen.buffer)
             gen.buffer.clear()
             gen.lineno += 1
@@ -197,6 +210,9 @@ class TranscriptFollower:
             raw = bytes(buffer[start:end])
             start = end + 1
             gen.lineno += 1
+            if gen.skipping:  # the end of a line over the limit
+                gen.skipping = False
+                continue
             self._line(gen, raw, steps)
         if start:
             del buffer[:start]

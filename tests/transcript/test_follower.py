@@ -180,3 +180,14 @@ def test_the_core_commits_the_same_events_from_the_file_as_from_the_steps(path: 
     tailed = [e.model_dump() for e in Reconciler(CASCADE).feed_all(result.steps)]
     assert tailed == direct
     assert len(direct) >= 5
+
+
+def test_a_line_over_the_limit_is_skipped_with_bounded_memory(
+    path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #20: every body read from agy is bounded; a transcript line used to be buffered whole."""
+    f = TranscriptFollower(path, read_size=1000, max_line=4000)
+    append(path, line_bytes(0) + line_bytes(1, "x" * 20_000) + line_bytes(2))
+    with caplog.at_level(logging.ERROR):
+        assert read(f) == ([0, 2], [True])
+    assert f.malformed == 1 and "over 4000 bytes" in caplog.text
