@@ -21,16 +21,13 @@ extend a streamed reply, the write reaches the OS at once and the fsync comes wi
 committed record. So a crash of the harness process loses and repeats nothing; a power loss can
 at most lose the tail of a reply still streaming, which a restart re-sends from agy's steps.
 
-Loading replays the journal over the snapshot. A torn last line (a crash mid-write) is dropped and
-cut off; a line that cannot be read before the end stops the replay there, is logged, and the
-journal is cut at that point. A corrupt snapshot (not JSON, a wrong shape, a number where a list
-belongs, a generation of ``1e999``) is logged, moved aside to ``<name>.json.corrupt`` (its journals
-too) and answered with ``None``; :meth:`FileCursorStore.damaged` then says so once, and the harness
-tells the consumer in a notice what the restart repeats (it starts from agy's history). All of it is
-read with ``core.safejson``; nothing in a cursor file can make ``load`` raise.
-
-The directory is the user's (created 0700 if missing; one another user owns or may write to is
-refused with ``UnsafeStateError``, see ``adapters/private_state.py``).
+Loading replays the journal over the snapshot (all read with ``core.safejson``: nothing in a
+cursor file makes ``load`` raise). A torn last line (a crash mid-write) is dropped and cut off. A
+journal record that cannot be applied stops the replay, the rest is moved to ``.corrupt``; a
+corrupt snapshot (not JSON, a wrong shape, ``generation`` ``1e999``) goes to ``<name>.json.corrupt``
+with its journals and reads as ``None``. Either way :meth:`FileCursorStore.damaged` says so once,
+and the harness tells the consumer what the restart repeats. The directory is the user's (made
+0700 if missing; refused if another user owns or may write to it: ``adapters/private_state.py``).
 """
 
 from __future__ import annotations
@@ -54,6 +51,7 @@ from agy_harness.core import safejson
 from agy_harness.ports.protocols import Cursor
 
 from . import journal
+from .memory import MemoryCursorStore as MemoryCursorStore  # (re-exported: its home was here)
 
 log = logging.getLogger(__name__)
 
@@ -397,19 +395,3 @@ def _cursor(cascade_id: str, opened: _Open) -> Cursor:
     committed = list(opened.committed)
     state = {**opened.state, "committed": committed} if opened.embed else dict(opened.state)
     return Cursor(cascade_id=cascade_id, committed=committed, state=state)
-
-
-class MemoryCursorStore:
-    """A CursorStore in a dict (tests): saves and loads deep copies."""
-
-    def __init__(self) -> None:
-        self._cursors: dict[str, Cursor] = {}
-        self.saves = 0
-
-    def load(self, cascade_id: str) -> Cursor | None:
-        cursor = self._cursors.get(cascade_id)
-        return cursor.model_copy(deep=True) if cursor is not None else None
-
-    def save(self, cursor: Cursor) -> None:
-        self.saves += 1
-        self._cursors[cursor.cascade_id] = cursor.model_copy(deep=True)
