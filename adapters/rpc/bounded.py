@@ -42,6 +42,12 @@ _SHORT_STRINGS = re.compile(rb'(?:[^"]++|"(?:[^"\\]++|\\.)*+")*+', re.S)
 _CONTENT = re.compile(rb'(?:[^"\\]++|\\.)*+', re.S)
 
 
+def _match_end(pattern: re.Pattern[bytes], data: bytes, pos: int, endpos: int) -> int:
+    """Where ``pattern`` (which matches the empty string too) stops, from ``pos``."""
+    found = pattern.match(data, pos, endpos)
+    return found.end() if found is not None else pos
+
+
 def _odd_run(chunk: bytes, start: int, stop: int, carried: bool) -> bool:
     """Whether ``chunk[start:stop]`` ends in an odd run of backslashes (``carried``: the content
     before ``start`` did, which counts when the run reaches back to ``start``)."""
@@ -124,7 +130,7 @@ class StringCutter:
             if not self._in_string:
                 # fast path (C speed): JSON whose strings all close within one window -- shorter than
                 # the window, so none is cut; it stops before a string that goes on past the window
-                stop = _SHORT_STRINGS.match(chunk, pos, min(end, pos + window)).end()  # type: ignore[union-attr]
+                stop = _match_end(_SHORT_STRINGS, chunk, pos, min(end, pos + window))
                 if stop > pos:
                     self._emit(view[pos:stop])
                     pos = stop
@@ -141,7 +147,7 @@ class StringCutter:
                 self._odd = odd
                 return
             if odd:  # an escaped quote: the rest of this string in this chunk by the regex (C speed)
-                stop = _CONTENT.match(chunk, quote + 1).end()  # type: ignore[union-attr]  (matches "")
+                stop = _match_end(_CONTENT, chunk, quote + 1, end)
                 if stop >= end or chunk[stop] == 0x5C:  # the string goes on in the next chunk
                     self._content(view[pos:])
                     self._odd = stop < end  # a backslash ended the chunk: it escapes the next byte
