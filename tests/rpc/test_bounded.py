@@ -1,0 +1,68 @@
+"""The string cutter (adapters/rpc/bounded.py): any JSON, any chunking, the same valid JSON out, with
+exactly the strings over the limit cut to a prefix of themselves plus the marker."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agy_harness.adapters.rpc.bounded import StringCutter, marker
+
+LIMIT = 12
+MARK = marker(LIMIT).decode("unicode_escape")
+texts = st.text(alphabet=st.sampled_from(["a", '"', "\\", "\n", "é", "😀", "\u2028", "/", "x"]), max_size=40)
+keys = st.text(alphabet="abc", max_size=4)  # (two long keys cut alike would be one key)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers() | texts,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def cut(data: bytes, cuts: list[int], limit: int = LIMIT) -> bytes:
+    cutter = StringCutter(limit, 1 << 30)
+    pos = 0
+    for size in [*cuts, len(data)]:
+        cutter.feed(data[pos : pos + max(1, size)])
+        pos += max(1, size)
+    cutter.feed(data[pos:])
+    return cutter.result()
+
+
+def same_or_cut(original: Any, got: Any, ascii_: bool) -> None:
+    if isinstance(original, str):
+        raw = json.dumps(original, ensure_ascii=ascii_).encode()[1:-1]
+        if len(raw) <= LIMIT:
+            assert got == original
+        else:
+            assert got.endswith(MARK) and original.startswith(got[: -len(MARK)])
+    elif isinstance(original, list):
+        assert len(got) == len(original)
+        for a, b in zip(original, got, strict=True):
+            same_or_cut(a, b, ascii_)
+    elif isinstance(original, dict):
+        assert len(got) == len(original)
+        for (ka, va), (kb, vb) in zip(original.items(), got.items(), strict=True):
+            same_or_cut(ka, kb, ascii_)
+            same_or_cut(va, vb, ascii_)
+    else:
+        assert got == original
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=values, cuts=st.lists(st.integers(min_value=1, max_value=9), max_size=30), ascii_=st.booleans())
+def test_any_json_any_chunking(value: Any, cuts: list[int], ascii_: bool) -> None:
+    data = json.dumps(value, ensure_ascii=ascii_).encode()
+    out = cut(data, cuts)
+    assert out == cut(data, [])  # the chunking never changes the result
+    same_or_cut(value, json.loads(out), ascii_)
+    assert json.loads(cut(data, cuts, limit=1 << 20)) == value  # nothing long: the same document
+
+
+def test_over_the_body_limit_nothing_is_kept() -> None:
+    cutter = StringCutter(8, 100)
+    cutter.feed(json.dumps([["y" * 5] * 50]).encode())
+    assert cutter.over and cutter.result() == b""
