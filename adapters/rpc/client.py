@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import ssl
@@ -56,6 +55,7 @@ from .errors import (
     RpcUnreachable,
     StreamBroken,
 )
+from .listeners import is_loopback_host, listener_problem
 
 log = logging.getLogger(__name__)
 
@@ -94,19 +94,6 @@ def _insecure_context() -> ssl.SSLContext:
         ctx.verify_mode = ssl.CERT_NONE
         _ssl_context = ctx
     return _ssl_context
-
-
-def is_loopback_host(host: str) -> bool:
-    host = host.strip("[]").lower()
-    if host == "localhost":
-        return True
-    try:
-        addr = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped.is_loopback
-    return addr.is_loopback
 
 
 def check_loopback(base_url: str) -> URL:
@@ -177,8 +164,17 @@ class RpcClient:
         self.max_string = MAX_STRING
         self.pool_resets = 0
 
-    @staticmethod
-    def _new_pool() -> _Pool:
+    def _new_pool(self) -> _Pool:
+        port = self._base.port
+
+        async def check_peer(*_args: object) -> None:  # before each new connection, not a byte sent
+            problem = listener_problem(port) if port is not None else None
+            if problem is not None:
+                log.error("not connecting to %s: %s", self.base_url, problem)
+                raise PeerRefused(problem)
+
+        trace = aiohttp.TraceConfig()
+        trace.on_connection_create_start.append(check_peer)
         connector = aiohttp.TCPConnector(
             limit=0,  # no cap: a call never queues behind open streams
             ssl=_insecure_context(),
@@ -189,6 +185,7 @@ class RpcClient:
                 connector=connector,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=PROBE_TIMEOUT * 2),
                 auto_decompress=True,
+                trace_configs=[trace],
             )
         )
 
@@ -368,6 +365,11 @@ class RpcClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class PeerRefused(aiohttp.ClientConnectionError):
+    """The port's listening socket is not the current user's (agy restarted, another user took the
+    port): nothing is sent there, not even the TLS handshake."""
 
 
 @dataclass

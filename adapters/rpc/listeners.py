@@ -19,11 +19,22 @@ from pathlib import Path
 
 import psutil
 
-from .client import is_loopback_host
-
 _LISTEN = "0A"
 _WILDCARD = {ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")}
 PROC = Path("/proc")
+
+
+def is_loopback_host(host: str) -> bool:
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped.is_loopback
+    return addr.is_loopback
 
 
 def listen_ip_ok(ip: str) -> bool:
@@ -148,3 +159,16 @@ def check_listener(port: int, pid: int | None) -> tuple[PeerCheck, str]:
         others = ", ".join(map(str, sorted(uids - {me})))
         return PeerCheck.OTHER, f"port {port} is served by uid {others}, not by you (uid {me})"
     return PeerCheck.MINE, ""
+
+
+def listener_problem(port: int) -> str | None:
+    """Why not to connect to loopback ``port`` now (another user's socket listens there, or none
+    does: another user could take it); None when it is the current user's or the kernel's tables
+    cannot be read here (then discovery's process-owner check is what there is)."""
+    uids = listener_uids(port)
+    if uids is None or uids == {my_uid()}:
+        return None
+    if not uids:
+        return f"nothing listens on loopback port {port}"
+    others = ", ".join(map(str, sorted(uids - {my_uid()})))
+    return f"port {port} is served by uid {others}, not by you (uid {my_uid()})"

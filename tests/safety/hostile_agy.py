@@ -1,4 +1,4 @@
-"""A hostile "agy" (stdlib only; run as another user as ``agy hostile_agy.py DIR``): TLS connect-RPC on
+"""A hostile "agy" (stdlib only; run as another user as ``agy hostile_agy.py DIR [PORT]``): TLS connect-RPC on
 loopback, answers Heartbeat, echoes any id in GetConversationMetadata, takes every other call, and
 writes its port line to ``DIR/agy.log`` (passed as ``--log-file``, as agy's own) and every request it
 gets (path, csrf header, body) to ``DIR/got.jsonl``."""
@@ -41,7 +41,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 0  # a port to take over
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(HERE / "cert.pem", HERE / "key.pem")
     server.socket = ctx.wrap_socket(server.socket, server_side=True)

@@ -4,6 +4,7 @@ user's csrf token, turns and answers. Now it is never even sent a Heartbeat."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -15,8 +16,9 @@ from pathlib import Path
 import pytest
 import trustme
 
+from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
-from agy_harness.adapters.rpc.errors import NoAgyFound
+from agy_harness.adapters.rpc.errors import NoAgyFound, RpcUnreachable
 from agy_harness.composition.session import open_session
 
 from .other_user import other_user, python_for_others, shared_dir
@@ -24,30 +26,37 @@ from .other_user import other_user, python_for_others, shared_dir
 SECRET = "victim-csrf-secret"
 
 
+@contextlib.contextmanager
+def run_hostile(here: Path, *args: str) -> Iterator[int]:
+    """The hostile agy, run by another local user in ``here``: its port."""
+    intruder = other_user()
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    leaf.cert_chain_pems[0].write_to_path(str(here / "cert.pem"))
+    leaf.private_key_pem.write_to_path(str(here / "key.pem"))
+    script = here / "hostile_agy.py"
+    script.write_text((Path(__file__).parent / "hostile_agy.py").read_text())
+    for path in (script, here / "cert.pem", here / "key.pem"):
+        os.chmod(path, 0o644)
+    proc = intruder.popen(
+        ["agy", str(script), str(here), *args],
+        executable=python_for_others(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        assert line.strip(), proc.stderr.read()
+        yield int(line)
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
 @pytest.fixture
 def hostile_agy() -> Iterator[tuple[int, Path]]:
-    """The hostile agy, run by another local user: its port and the file of what it received."""
-    intruder = other_user()
-    with shared_dir() as here:
-        ca = trustme.CA()
-        leaf = ca.issue_cert("127.0.0.1")
-        leaf.cert_chain_pems[0].write_to_path(str(here / "cert.pem"))
-        leaf.private_key_pem.write_to_path(str(here / "key.pem"))
-        script = here / "hostile_agy.py"
-        script.write_text((Path(__file__).parent / "hostile_agy.py").read_text())
-        for path in (script, here / "cert.pem", here / "key.pem"):
-            os.chmod(path, 0o644)
-        proc = intruder.popen(
-            ["agy", str(script), str(here), "--log-file", str(here / "agy.log")],
-            executable=python_for_others(), stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            assert proc.stdout is not None
-            port = int(proc.stdout.readline())
-            yield port, here / "got.jsonl"
-        finally:
-            proc.kill()
-            proc.wait(10)
+    """The hostile agy, naming its port in its --log-file: its port and the file of what it received."""
+    with shared_dir() as here, run_hostile(here, "--log-file", str(here / "agy.log")) as port:
+        yield port, here / "got.jsonl"
 
 
 def received(got: Path) -> list[dict[str, str]]:
@@ -99,3 +108,29 @@ async def test_a_port_of_another_user_is_refused_even_when_named(hostile_agy: tu
     with pytest.raises(NoAgyFound):
         await Resolver("any-conversation", csrf_token=SECRET).resolve()  # the scan does not see it
     assert received(got) == []
+
+
+async def test_a_port_another_user_takes_over_after_agy_died_gets_nothing() -> None:
+    """A bound client keeps its port; when agy dies and another user's process listens there, no new
+    connection is made to it (every new connection checks whose socket listens)."""
+    with contextlib.ExitStack() as stack:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agy_harness.adapters.simulator"], stdout=subprocess.PIPE, text=True
+        )
+        stack.callback(proc.wait, 10)
+        stack.callback(proc.kill)
+        assert proc.stdout is not None
+        port = next(int(line.split()[1]) for line in proc.stdout if line.startswith("port "))
+        async with RpcClient(f"https://127.0.0.1:{port}", csrf_token=SECRET) as client:
+            assert await client.call("Heartbeat", {}) == {}
+            proc.kill()
+            proc.wait(10)
+            for _ in range(2):  # agy is gone: the pooled connection fails, then nothing listens
+                with pytest.raises(RpcUnreachable):
+                    await client.call("Heartbeat", {})
+            here = stack.enter_context(shared_dir())
+            assert stack.enter_context(run_hostile(here, str(port))) == port  # the same port, another uid
+            for _ in range(3):
+                with pytest.raises(RpcUnreachable):
+                    await client.call("GetCascadeTrajectorySteps", {"cascadeId": "c"})
+        assert received(here / "got.jsonl") == []
