@@ -18,9 +18,9 @@ from typing import Protocol
 import psutil
 
 from .agy_log import csrf_token_from_cmdline, logged_endpoints
-from .client import PROBE_TIMEOUT, RpcClient, check_loopback, is_loopback_host
+from .client import PROBE_TIMEOUT, RpcClient, check_loopback
 from .errors import AmbiguousAgy, NoAgyFound, RpcError
-from .listeners import PeerCheck, check_listener, is_mine, listen_ip_ok, proc_listen_ports
+from .listeners import PeerCheck, check_listener, is_loopback_host, is_mine, listen_ip_ok, proc_listen_ports
 from .listeners import parse_proc_net_tcp as parse_proc_net_tcp  # (re-exported: moved to .listeners)
 
 log = logging.getLogger(__name__)

@@ -136,3 +136,16 @@ async def test_with_an_unsafe_claims_location_no_clear_is_followed_and_the_user_
             assert session.cascade_id == bound
         assert not [e for e in sink.events if isinstance(e, Rotation)]
         assert [p.name for p in (tmp / "claims").iterdir()] == []
+
+
+def test_a_runtime_dir_that_is_not_the_users_own_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``su`` can leave another user's XDG_RUNTIME_DIR in the environment: the cache dir is used."""
+    intruder = other_user()
+    with shared_dir() as tmp:
+        intruder.run(["mkdir", "-m", "700", str(tmp / "run")])
+        monkeypatch.delenv("AGY_HARNESS_STATE_DIR", raising=False)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp / "run"))
+        assert not str(state_root()).startswith(str(tmp))
+        os.chmod(tmp, 0o700)  # (ours and private: now it is the one)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp))
+        assert state_root() == tmp / "agy-harness"
