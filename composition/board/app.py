@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.protocols import GateAnswer
 
@@ -78,7 +79,7 @@ def _error(status: int, text: str) -> JSONResponse:
 
 async def _body(request: Request) -> dict[str, Any]:
     try:
-        value = json.loads(await request.body())
+        value = safejson.loads(await request.body())
     except BodyTooLarge:
         raise _Refused(413, "the body is too large") from None
     except ValueError:

@@ -73,8 +73,10 @@ async def test_every_request_needs_the_token_and_posts_need_the_header() -> None
                 ),
                 # a body past the limit
                 await client.post(answer, content=b"{" + b" " * 70000 + b"}", headers=good),
+                # nested past the JSON parser's limit (issue #20: one reader for untrusted JSON)
+                await client.post(answer, content=b"[" * 30000 + b"]" * 30000, headers=good),
             ]
-            assert [r.status_code for r in refused] == [403, 403, 403, 403, 415, 413]
+            assert [r.status_code for r in refused] == [403, 403, 403, 403, 415, 413, 400]
             _, _, step = waiting_step(sim, sim.cascade_id)  # agy still waits: nothing was delivered
             assert step["status"].endswith("WAITING")
 
