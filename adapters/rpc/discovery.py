@@ -1,7 +1,9 @@
 """Find the agy language server that serves OUR cascade: processes -> loopback ports -> probes -> one port.
 
 Never binds a foreign agy (its GetConversationMetadata does not know our cascade) and refuses to guess
-when two ports answer. The process scan is injectable (:class:`ProcessScanner`) so tests can scope it
+when two ports answer. Only the current user's agy: other users' processes are not scanned, and no
+byte goes to a port whose listening socket is not the user's (:mod:`.listeners`), so the csrf token,
+turns and answers never reach another user's process, however well it mimics agy. The process scan is injectable (:class:`ProcessScanner`) so tests can scope it
 to their own pid, where the simulator's listeners live.
 """
 
