@@ -3,9 +3,39 @@
 from agy_harness.composition import open_session
 """
 
-from .container import AgyContainer, make_container
-from .harness import Harness, HarnessOptions, InterruptReport
-from .session import QueueSink, Session, open_session, session_from, to_answer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .container import AgyContainer, make_container
+    from .harness import Harness, HarnessOptions, InterruptReport
+    from .session import QueueSink, Session, open_session, session_from, to_answer
+
+#: Each public name and its module, imported on first use: the CLI imports this package for
+#: ``--help``/``--version``, which must not pay for the session machinery.
+_HOME = {
+    "AgyContainer": "container",
+    "make_container": "container",
+    "Harness": "harness",
+    "HarnessOptions": "harness",
+    "InterruptReport": "harness",
+    "QueueSink": "session",
+    "Session": "session",
+    "open_session": "session",
+    "session_from": "session",
+    "to_answer": "session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AgyContainer",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .errors import NO_TMUX_TURNS, explain
+from .errors import NO_TMUX_TURNS, UserFacingError, explain
 
 log = logging.getLogger("agy_harness.attach")
 
@@ -39,15 +39,18 @@ async def _attached(
     from .container import make_container
     from .demo import model_names
     from .session import session_from
-    from .version_gate import agy_version
 
+    pane_pid = None
+    if tmux_target is not None and port is None:  # agy is in that pane: look for it there only
+        from agy_harness.adapters.tmux import find_pane_pid
+
+        try:
+            pane_pid = find_pane_pid(tmux_target)
+        except Exception as exc:
+            raise UserFacingError(f"no tmux pane {tmux_target}: {explain(exc)}") from exc
     container = make_container(
-        port=port,
-        cascade_id=cascade_id,
-        sink=terminal,
-        tmux_target=tmux_target,
-        version_text=await agy_version(),
-    )
+        port=port, cascade_id=cascade_id, pane_pid=pane_pid, sink=terminal, tmux_target=tmux_target
+    )  # agy's version: asked of the agy that discovery binds
     async with session_from(container) as session:
         terminal.model_names.update(await model_names(session.client))
         terminal.info(f"attached · {session.capabilities.describe()}")

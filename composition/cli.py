@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from . import last_resort
+from .cli_args import command, non_negative, positive
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, explain
 
 log = logging.getLogger("agy_harness.cli")
@@ -34,26 +35,29 @@ examples:
   agy-harness attach                    follow the running agy here; type turns, /interrupt
   agy-harness replay steps.jsonl        recorded agy steps -> events as JSON lines
   agy-harness board                     a web board of every agy session; answer gates in one click
+  agy-harness COMMAND --help            each command's options, defaults and examples
 
 output:
   the conversation and events go to stdout; logs (-v, -vv) and errors go to stderr.
   NO_COLOR=1 turns colour off.
 
 exit codes:
-  0 ok · 1 failure (no agy found, a turn failed, ...) · 2 usage or bad input · 130 interrupted (Ctrl-C)"""
+  0 ok · 1 failure (no agy found, a turn failed, ...) · 2 usage or bad input · 130 interrupted (Ctrl-C;
+  143/129 for SIGTERM/SIGHUP)"""
 
 REPLAY_DESCRIPTION = """\
 Map recorded agy steps to domain events, printed as JSON lines on stdout (one event per line).
-Every file is read and checked before anything is printed: bad input names the file and the
-line:column where it breaks, exits 2 and prints nothing on stdout."""
+Every input is read and checked before anything is printed: bad input names the file and the
+line:column where it breaks, exits 2 and prints nothing on stdout. `-` reads standard input."""
 
 REPLAY_EPILOG = """\
 accepted per file: a JSON step · a list of steps · a {"steps": [...]} poll response ·
-a {"update": {...}} stream update · JSON lines of stream updates or steps
+a {"update": {...}} stream update · JSON lines of stream updates or steps (what `record` writes)
 
 examples:
   agy-harness replay steps.json
-  agy-harness replay updates.jsonl | jq -r 'select(.type == "assistant_message") | .text'"""
+  agy-harness replay session.jsonl | jq -r 'select(.type == "assistant_message") | .text'
+  agy-harness record --seconds 30 --out - | agy-harness replay -    a live conversation's events"""
 
 
 def version() -> str:
@@ -66,16 +70,29 @@ def version() -> str:
         return "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked (it costs a metadata scan)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: object) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kw: object) -> None:
+        print(f"agy-harness {version()}")  # on stdout, as argparse's own version action does
+        parser.exit()
+
+
 def _replay(args: argparse.Namespace) -> int:
     from .replay import run
 
     return run(args.files, sys.stdout, sys.stderr)  # EXIT_OK, or EXIT_USAGE with one line
 
 
-def _sim(rest: list[str]) -> int:
-    from agy_harness.adapters.simulator.cli import main as sim_main
+def _sim(args: argparse.Namespace) -> int:
+    from agy_harness.adapters.simulator.cli import run
 
-    return int(sim_main(rest) or 0)
+    return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,36 +102,32 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"agy-harness {version()}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)"
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     from .demo import add_demo_commands
 
     add_demo_commands(sub)
 
-    p = sub.add_parser(
-        "replay",
-        help="recorded agy steps -> events as JSON lines on stdout",
-        description=REPLAY_DESCRIPTION,
-        epilog=REPLAY_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("files", nargs="+", metavar="FILE", help="recorded steps (see the accepted shapes below)")
+    p = command(
+        sub, "replay", summary="recorded agy steps -> events as JSON lines on stdout",
+        description=REPLAY_DESCRIPTION, epilog=REPLAY_EPILOG,
+    )  # fmt: skip
+    p.add_argument("files", nargs="+", metavar="FILE", help="recorded steps (the shapes below); - is stdin")
     p.set_defaults(handler=_replay)
 
-    p = sub.add_parser(
-        "sim",
-        help="run the agy simulator by hand (agy-harness sim --help for its options)",
-        add_help=False,
-    )
-    p.set_defaults(handler=None)
+    from agy_harness.adapters.simulator import cli as sim_cli
+
+    p = command(sub, "sim", summary=sim_cli.SUMMARY, description=sim_cli.DESCRIPTION, epilog=sim_cli.EPILOG)
+    sim_cli.add_arguments(p, number=non_negative, positive=positive)
+    p.set_defaults(handler=_sim)
     from .acp import add_acp_command
 
     add_acp_command(sub)
-    from .doctor import add_doctor_command
+    from .doctor_command import add_doctor_command
     from .record import add_record_command
 
     add_doctor_command(sub)
@@ -125,20 +138,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _split_global(argv: list[str]) -> tuple[int, list[str]]:
-    """The ``-v`` count given before the subcommand, and the rest (so ``-v sim ...`` reaches sim)."""
-    verbose = 0
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--verbose":
-            verbose += 1
-        elif arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) == {"v"}:
-            verbose += len(arg) - 1
-        else:
-            break
-        i += 1
-    return verbose, argv[i:]
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; a usage error is the failing command's own (``replay --bogus`` shows replay's
+    usage), and no command at all shows the help (on stderr, exit 2: there is nothing to do)."""
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "command", None) is None:
+        parser.print_help(sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+    if extra:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def _configure_logging(verbose: int) -> None:
@@ -171,14 +181,10 @@ def _stop_on_signals() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    verbose, rest = _split_global(argv)
     _stop_on_signals()
     try:
-        if rest[:1] == ["sim"]:
-            _configure_logging(verbose)
-            return _sim(rest[1:])
         try:
-            args = build_parser().parse_args(argv)
+            args = parse(build_parser(), argv)
         except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2)
             return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
         _configure_logging(args.verbose)

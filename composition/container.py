@@ -304,6 +304,10 @@ async def bind_endpoint(container: AgyContainer) -> bool:
             await verify_endpoint(config.base_url(), config.cascade_id(), config.csrf_token())
         return False
     binding = await container.discovery().resolve()
+    if config.version_text() is None:  # the bound agy's, not whichever agy is first on the PATH
+        from .version_gate import bound_agy_version
+
+        config.version_text.from_value(await bound_agy_version(binding.pid))
     config.base_url.from_value(binding.base_url)
     config.csrf_token.from_value(binding.csrf_token or config.csrf_token())
     return True

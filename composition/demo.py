@@ -13,10 +13,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agy_harness.ports.events import Event, GateOpened
-from agy_harness.ports.protocols import EventSink, GateAnswer
+from .cli_args import PANE, SECONDS, add_cascade, add_port, command, non_negative, positive
+
+if TYPE_CHECKING:  # (the CLI imports this module for its arguments: --help stays light)
+    from agy_harness.ports.events import Event, GateOpened
+    from agy_harness.ports.protocols import EventSink, GateAnswer
 
 log = logging.getLogger("agy_harness.demo")
 
@@ -32,6 +35,8 @@ SCRIPT: list[tuple[str, str]] = [
 
 def auto_policy(gate: GateOpened) -> GateAnswer:
     """``--auto``: approve commands unless they delete things; pick the first option of a question."""
+    from agy_harness.ports.protocols import GateAnswer
+
     if gate.kind == "permission":
         command = gate.permission.command_line or gate.permission.target if gate.permission else ""
         return GateAnswer(allow="rm " not in f"{command} ")
@@ -254,44 +259,19 @@ examples:
   agy-harness attach --tmux %3                an agy before 1.0.10: type turns into its tmux pane"""
 
 
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, not {text}")
-    return value
-
-
-def _positive(text: str) -> float:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 1-65535, not {value}")
-    return value
-
-
 def add_demo_commands(sub: Any) -> None:
     from agy_harness.adapters.simulator.profiles import DEFAULT_PROFILE, PROFILES
 
-    p = sub.add_parser(
+    p = command(
+        sub,
         "demo",
-        help="a scripted session on the embedded agy simulator (you answer the gates)",
+        summary="a scripted session on the embedded agy simulator (you answer the gates)",
         description=DEMO_DESCRIPTION,
         epilog=DEMO_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--auto", action="store_true", help="answer gates by a visible policy (for CI)")
+    p.add_argument(
+        "--auto", action="store_true", help="answer gates by a visible policy (default: you answer)"
+    )
     p.add_argument(
         "--profile",
         default=DEFAULT_PROFILE,
@@ -300,29 +280,32 @@ def add_demo_commands(sub: Any) -> None:
     )
     p.add_argument(
         "--pace",
-        type=_non_negative,
+        type=non_negative,
         default=1.0,
         metavar="SCALE",
         help="the model's speed: 1 = like a person reads (default), 0 = instant",
     )
     p.add_argument(
         "--idle-limit",
-        type=_positive,
+        type=positive,
         default=60.0,
-        metavar="SECONDS",
+        metavar=SECONDS,
         help="give up when agy does nothing for this long (default 60; a gate waiting for you does not count)",
     )
     p.set_defaults(handler=_demo)
-    p = sub.add_parser(
+    p = command(
+        sub,
         "attach",
-        help="follow a running agy in this terminal (type turns, /interrupt, answer gates)",
+        summary="follow a running agy in this terminal (type turns, /interrupt, answer gates)",
         description=ATTACH_DESCRIPTION,
         epilog=ATTACH_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--cascade", metavar="ID", help="the conversation (cascade) id; default: the most recent")
-    p.add_argument("--port", type=_port, help="agy's language-server port (skips discovery, still verified)")
+    add_cascade(p)
+    add_port(p)
     p.add_argument(
-        "--tmux", metavar="PANE", help="agy's tmux pane (e.g. %%3), to type turns where RPC cannot"
+        "--tmux",
+        metavar=PANE,
+        help="agy's tmux pane (e.g. %%3): agy is looked for in that pane only, and turns are typed "
+        "there where RPC cannot take them (default: no pane)",
     )
     p.set_defaults(handler=_attach)

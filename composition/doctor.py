@@ -1,4 +1,4 @@
-"""``agy-harness doctor [--port N | --cascade ID] [--json]``: a read-only probe of a live agy.
+"""``agy-harness doctor``: a read-only probe of a live agy (the command line: :mod:`.doctor_command`).
 
 It reports agy's version, which RPC methods this project uses are present or missing, and every
 field, step type and enum value it saw that the project does not know (a drift report a user can
@@ -25,7 +25,7 @@ from agy_harness.core.steps import as_dict, as_list, as_str, steps_from_update
 from . import doctor_schema as K
 from .container import newest_root
 from .errors import EXIT_OK
-from .version_gate import agy_version, method_exists
+from .version_gate import bound_agy_version, method_exists
 
 READ_METHODS = ("Heartbeat", "GetAllCascadeTrajectories", "GetAvailableModels")
 EMPTY_PROBED = (
@@ -190,32 +190,14 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def run(args: argparse.Namespace) -> int:
+    """The ``doctor`` command (its arguments: :mod:`.doctor_command`)."""
     resolver = Resolver(args.cascade, port=args.port)
     binding = await resolver.resolve()
-    version = await agy_version() if args.agy_version is None else args.agy_version
+    version = await bound_agy_version(binding.pid) if args.agy_version is None else args.agy_version
     async with RpcClient(binding.base_url, csrf_token=binding.csrf_token) as client:
         report = await diagnose(client, args.cascade, version)
     if binding.pid is not None:
         report["pid"] = binding.pid
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else render(report))
     return EXIT_OK
-
-
-def run_doctor(args: argparse.Namespace) -> int:
-    return asyncio.run(_run(args))  # a failure is one explained line from cli.main (exit 1)
-
-
-def add_doctor_command(sub: Any) -> None:
-    p = sub.add_parser(
-        "doctor",
-        help="probe a live agy read-only: version, methods, and the fields this project does not know",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--port", type=int, default=None, help="agy's RPC port (still verified)")
-    where.add_argument("--cascade", default=None, help="find the agy that serves this conversation")
-    p.add_argument("--json", action="store_true", help="the report as JSON")
-    p.add_argument("--agy-version", default=None, help=argparse.SUPPRESS)  # tests: skip `agy --version`
-    p.set_defaults(handler=run_doctor)

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound, RpcError, RpcUnreachable
-
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2  # usage errors (argparse's own code) and bad input
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 
 NO_AGY_HINT = (
-    "is agy running? Start it (or `agy-harness sim` for the simulator) and retry; "
+    "Is agy running? Start it (or `agy-harness sim` for the simulator) and retry; "
     "--port N names its language-server port"
+)
+WRONG_CASCADE_HINT = (
+    "Check the id, or leave out --cascade to take agy's most recent conversation "
+    "(`agy-harness sim` starts a simulator of its own)"
 )
 NO_TMUX_TURNS = (
     "this agy takes no turns over RPC (versions before 1.0.10); "
@@ -29,9 +31,13 @@ class NoTurnSender(RuntimeError):
 
 def explain(exc: BaseException) -> str:
     """One line for a human: what failed and, where we know it, what to do."""
+    from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound, RpcError, RpcUnreachable
+
     if isinstance(exc, UserFacingError):
         return str(exc)
     if isinstance(exc, NoAgyFound):
+        if "does not host conversation" in str(exc):  # agy runs: the conversation id is the problem
+            return f"no agy found: {exc}. {WRONG_CASCADE_HINT}"
         return f"no agy found: {exc}. {NO_AGY_HINT}"
     if isinstance(exc, AmbiguousAgy):
         return f"more than one agy answers: {exc}"

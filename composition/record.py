@@ -1,12 +1,11 @@
-"""``agy-harness record [--port N | --cascade ID] --out FILE [--redact] [--seconds S]``.
+"""``agy-harness record``: capture a live conversation as JSONL (for ``replay`` and ``sim --recording``).
 
-Captures a live conversation as agy shows it: a ``GetCascadeTrajectorySteps`` snapshot
-(``{"steps": [...]}``), then every ``StreamAgentStateUpdates`` data frame verbatim (``{"update": ...}``),
-then a closing snapshot, one JSON object per line. ``agy-harness replay FILE`` reads it (the same
-events as the live session), and ``agy-harness sim --recording FILE`` serves it, so a real recording
-can become a fixture. ``--redact`` replaces every text a human or the model wrote (turns, replies,
-thinking, commands, outputs, questions, answers, tool arguments) with ``<redacted N chars>``, keeping
-ids, types, statuses, indices and timestamps. It only reads: nothing is sent to agy but reads.
+The file holds a ``GetCascadeTrajectorySteps`` snapshot (``{"steps": [...]}``), then every
+``StreamAgentStateUpdates`` data frame verbatim (``{"update": ...}``), then a closing snapshot, one
+JSON object per line. ``--redact`` replaces every text a human or the model wrote with
+``<redacted N chars>``, keeping ids, types, statuses, indices and timestamps. It only reads agy.
+Ctrl-C (or SIGTERM) ends a recording cleanly: the closing snapshot and the summary line are still
+written, then it exits 130 (143).
 """
 
 from __future__ import annotations
@@ -15,17 +14,16 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import sys
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
-from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
-from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.discovery import Resolver
-from agy_harness.core.steps import as_list
-
-from .container import latest_cascade
+from .cli_args import FILE, SECONDS, add_cascade, add_port, command, positive
 from .errors import EXIT_OK
+
+if TYPE_CHECKING:
+    from agy_harness.adapters.rpc.client import RpcClient
 
 #: Keys whose string values are what someone wrote (redacted with --redact).
 TEXT_KEYS = frozenset(
@@ -56,9 +54,18 @@ def _line(obj: dict[str, Any], redacting: bool) -> str:
 
 
 async def record(
-    client: RpcClient, cascade_id: str, out: TextIO, *, redacting: bool = False, stop: asyncio.Event
+    client: RpcClient,
+    cascade_id: str,
+    out: TextIO,
+    *,
+    redacting: bool = False,
+    stop: asyncio.Event,
+    progress: Callable[[int], None] = lambda _frames: None,
 ) -> int:
-    """Write the recording of ``cascade_id`` to ``out`` until ``stop`` is set; returns the frames seen."""
+    """Write the recording of ``cascade_id`` to ``out`` until ``stop`` is set; returns the frames seen
+    (``progress`` is told the count after each one)."""
+    from agy_harness.core.steps import as_list
+
     snapshot = await client.call("GetCascadeTrajectorySteps", {"cascadeId": cascade_id})
     out.write(_line({"steps": as_list(snapshot.get("steps"))}, redacting))
     frames = 0
@@ -72,6 +79,7 @@ async def record(
                     out.write(_line(frame.payload, redacting))
                     out.flush()
                     frames += 1
+                    progress(frames)
 
     task = asyncio.create_task(pump())
     waiter = asyncio.create_task(stop.wait())
@@ -87,42 +95,122 @@ async def record(
     return frames
 
 
+class Progress:
+    """``recording · 12 frames · 8 s`` on stderr, redrawn in place on a terminal (nothing elsewhere)."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.live = err.isatty()
+        self.start = asyncio.get_running_loop().time()
+        self.frames = 0
+
+    def __call__(self, frames: int) -> None:
+        self.frames = frames
+        self.draw()
+
+    def draw(self) -> None:
+        if self.live:
+            took = asyncio.get_running_loop().time() - self.start
+            self.err.write(f"\r\x1b[2K  recording · {self.frames} frame(s) · {took:.0f} s")
+            self.err.flush()
+
+    def clear(self) -> None:
+        if self.live:
+            self.err.write("\r\x1b[2K")
+            self.err.flush()
+
+
 async def _run(args: argparse.Namespace) -> int:
+    from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
+    from agy_harness.adapters.rpc.client import RpcClient
+    from agy_harness.adapters.rpc.discovery import Resolver
+
+    from .container import latest_cascade
+
     binding = await Resolver(args.cascade, port=args.port).resolve()
     stop = asyncio.Event()
+    stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: int) -> None:  # Ctrl-C ends the recording; it is not an error
+        stopped_by.append(sig)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal, sig)
     if args.seconds is not None:
         loop.call_later(args.seconds, stop.set)
     async with RpcClient(binding.base_url, csrf_token=binding.csrf_token) as client:
         cascade = args.cascade or await latest_cascade(RpcCascadeDirectory(client))
-        with open(Path(args.out), "w", encoding="utf-8") as out:
-            print(f"agy-harness record: conversation {cascade} -> {args.out} (Ctrl-C stops)", file=sys.stderr)
+        to_stdout = args.out == "-"
+        out = sys.stdout if to_stdout else open(args.out, "w", encoding="utf-8")  # noqa: SIM115
+        try:
+            until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
+            print(f"agy-harness record: conversation {cascade} -> {args.out}, {until}", file=sys.stderr)
+            progress = Progress(sys.stderr)
+            ticker = loop.create_task(_tick(progress))
             try:
-                frames = await record(client, cascade, out, redacting=args.redact, stop=stop)
-            except asyncio.CancelledError:
-                raise
-    print(f"agy-harness record: {frames} frame(s) written", file=sys.stderr)
-    return EXIT_OK
+                frames = await record(
+                    client, cascade, out, redacting=args.redact, stop=stop, progress=progress
+                )
+            finally:
+                ticker.cancel()
+                progress.clear()
+        finally:
+            if not to_stdout:
+                out.close()
+    print(f"agy-harness record: {frames} frame(s) and 2 snapshots written to {args.out}", file=sys.stderr)
+    return 128 + stopped_by[0] if stopped_by else EXIT_OK
+
+
+async def _tick(progress: Progress) -> None:
+    while True:
+        await asyncio.sleep(1.0)
+        progress.draw()
 
 
 def run_record(args: argparse.Namespace) -> int:
-    try:
-        return asyncio.run(_run(args))
-    except KeyboardInterrupt:  # Ctrl-C is how a recording ends (a failure is cli.main's one line)
-        return EXIT_OK
+    return asyncio.run(_run(args))  # Ctrl-C is handled inside (a clean end, exit 130)
+
+
+DESCRIPTION = """\
+Capture a live agy conversation as JSONL, for `agy-harness replay` and `agy-harness sim --recording`:
+a snapshot of its steps, then every stream frame as agy sent it, then a closing snapshot, one JSON
+object per line. It only reads agy. --redact replaces every text a person or the model wrote with
+<redacted N chars>, keeping ids, types, statuses and timestamps. Ctrl-C ends the recording cleanly:
+the closing snapshot and the summary are still written, then it exits 130."""
+
+EPILOG = """\
+examples:
+  agy-harness record --out session.jsonl                 agy's most recent conversation, until Ctrl-C
+  agy-harness record --cascade ID --seconds 60 --redact --out bug.jsonl
+                                                         one minute, without anyone's text
+  agy-harness sim --recording session.jsonl              serve it again (or: agy-harness replay it)"""
 
 
 def add_record_command(sub: Any) -> None:
-    p = sub.add_parser(
+    p = command(
+        sub,
         "record",
-        help="capture a live conversation's stream frames and snapshots to a JSONL file",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        summary="capture a live conversation's stream frames and snapshots to a JSONL file",
+        description=DESCRIPTION,
+        epilog=EPILOG,
     )
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--port", type=int, default=None, help="agy's RPC port (still verified)")
-    where.add_argument("--cascade", default=None, help="the conversation (default: agy's most recent)")
-    p.add_argument("--out", required=True, help="the JSONL file to write")
-    p.add_argument("--redact", action="store_true", help="replace every written text with <redacted N chars>")
-    p.add_argument("--seconds", type=float, default=None, help="stop after this long (default: Ctrl-C)")
+    add_port(where)
+    add_cascade(where)
+    p.add_argument("--out", required=True, metavar=FILE, help="the JSONL file to write (- : stdout)")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="replace every written text with <redacted N chars> (default: kept)",
+    )
+    p.add_argument(
+        "--seconds",
+        type=positive,
+        default=None,
+        metavar=SECONDS,
+        help="stop after this long (default: at Ctrl-C)",
+    )
     p.set_defaults(handler=run_record)

@@ -8,6 +8,7 @@ updates) or steps, one per line. Every file is read and checked before anything 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -75,7 +76,7 @@ def _steps_of(value: Any, path: str, position: str, text: str = "") -> list[Any]
     if isinstance(value, list):
         return _check_steps(list(value), path, position, "item", text)
     if not isinstance(value, dict):
-        raise ReplayInputError(path, position, f"expected a JSON object or list, got {type(value).__name__}")
+        raise ReplayInputError(path, position, f"expected a JSON object or list, got {_json_type(value)}")
     if isinstance(value.get("steps"), list):
         return _check_steps(list(value["steps"]), path, position, "steps")
     if "update" in value and not isinstance(value["update"], dict):
@@ -91,16 +92,42 @@ def _steps_of(value: Any, path: str, position: str, text: str = "") -> list[Any]
     )
 
 
-def load_recorded(path: str) -> list[Any]:
-    """The raw steps recorded in ``path``, in order; ReplayInputError names the file and position."""
+class UnreadableInput(Exception):
+    """A file that cannot be read at all (no position to name)."""
+
+
+def _read(path: str, stdin: TextIO | None) -> str:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReplayInputError(path, "0", f"cannot read: {exc}") from exc
+        if path == "-":
+            return (stdin or sys.stdin).read()
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableInput(
+            f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise UnreadableInput(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _json_type(value: Any) -> str:
+    """A JSON value's type as JSON names it (``null``, not ``NoneType``)."""
+    names = {type(None): "null", bool: "true/false", int: "a number", float: "a number", str: "a string"}
+    return names.get(type(value), type(value).__name__)
+
+
+def load_recorded(path: str, stdin: TextIO | None = None) -> list[Any]:
+    """The raw steps recorded in ``path`` (``-``: standard input), in order; ReplayInputError names
+    the file and position, UnreadableInput a file that cannot be read."""
+    text = _read(path, stdin)
+    if not text.strip():
+        raise ReplayInputError("<stdin>" if path == "-" else path, "1:1", "empty: no JSON in it")
+    path = "<stdin>" if path == "-" else path
     try:
         whole = safejson.loads(text)  # an over-deep or over-long part is cut, not fatal
     except json.JSONDecodeError as whole_error:
-        broken = ReplayInputError(path, f"{whole_error.lineno}:{whole_error.colno}", whole_error.msg)
+        broken = ReplayInputError(
+            path, f"{whole_error.lineno}:{whole_error.colno}", f"not valid JSON ({whole_error.msg})"
+        )
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2:  # one document that is simply broken
             raise broken from None
@@ -130,31 +157,41 @@ def cascade_of(raws: Iterable[Any]) -> str:
     return "replay"
 
 
-def replay(paths: Sequence[str]) -> list[Event]:
+def replay(paths: Sequence[str], stdin: TextIO | None = None) -> list[Event]:
     raws: list[Any] = []
     for path in paths:
-        raws.extend(load_recorded(path))
+        raws.extend(load_recorded(path, stdin))
     from .container import AgyContainer  # the composition root; imported late: replay needs no agy
 
     return AgyContainer().reconciler(cascade_of(raws)).feed_all(raws)
 
 
-def run(paths: Sequence[str], out: TextIO, err: TextIO) -> int:
+def run(paths: Sequence[str], out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
     """The ``replay`` command: 0 and every event on ``out``; or 2, one line on ``err``, nothing on ``out``.
 
-    Every line is rendered before the first is written, so bad input never prints half-way.
+    Every line is rendered before the first is written, so bad input never prints half-way. Input
+    that holds no agy step at all (e.g. stream updates that only carry a status) is no error, but
+    it is said on ``err``: an empty output is never silent.
     """
+    if list(paths).count("-") > 1:
+        err.write("agy-harness replay: - (standard input) can be given once\n")
+        return EXIT_USAGE
     try:
-        lines = [event_line(event) for event in replay(paths)]
+        events = replay(paths, stdin)
+        lines = [event_line(event) for event in events]
         encoding = getattr(out, "encoding", None) or "utf-8"
         if encoding.lower().replace("-", "") != "utf8":  # e.g. LANG=C: JSON's own escapes
             lines = [json.dumps(json.loads(line), ensure_ascii=True) + "\n" for line in lines]
-    except ReplayInputError as exc:
+    except (ReplayInputError, UnreadableInput) as exc:
         err.write(f"agy-harness replay: {exc}\n")
         return EXIT_USAGE
     except Exception as exc:  # never a traceback: bad input is one line and exit 2
         err.write(f"agy-harness replay: cannot replay {', '.join(paths)}: {type(exc).__name__}: {exc}\n")
         return EXIT_USAGE
+    if not lines:
+        err.write(
+            "agy-harness replay: no events: the input holds no agy steps (only stream status, or none)\n"
+        )
     out.writelines(lines)
     out.flush()
     return EXIT_OK

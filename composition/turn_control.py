@@ -49,12 +49,14 @@ class TurnControl:
         self.interrupter = interrupter
         self.stats = stats or HarnessStats()
         self._interrupts = 0
+        self._turn_at_send: object = None  # the turn agy showed when we last sent one (None: none sent)
 
     async def send(self, text: str) -> str:
         """Start a user turn; returns the name of the turn sender that served it."""
         while self.turn_senders:
             sender = self.turn_senders[0]
             try:
+                self._turn_at_send = self.conversation.reconciler.state.turn
                 await sender.send(self.conversation.cascade_id, text)
                 return sender.name
             except SourceUnavailable as exc:
@@ -68,12 +70,19 @@ class TurnControl:
                 )
         raise NoTurnSender("no turn sender can reach this agy")
 
+    def _busy(self) -> bool:
+        """agy runs a turn, or one we sent has not shown up yet (its user input not read back)."""
+        state = self.conversation.reconciler.state
+        sent_unseen = self._turn_at_send is not None and state.turn == self._turn_at_send
+        return state.status == "running" or bool(state.gates) or sent_unseen
+
     async def interrupt(self) -> InterruptReport:
         """Cancel the running steps; a parked gate is denied too (agy's cancel does not free it)."""
         if self.interrupter is None:
             return InterruptReport(False, detail="no interrupter for this agy")
         denied: list[str] = []
         gate = self.gates.parked_gate
+        busy = gate is not None or self._busy()
         if gate is not None:  # deny first: a cancel after it also stops the reply agy starts on the denial
             self.gates.stop_asking()
             denial = GateAnswer(action="decline", allow=False)
@@ -88,6 +97,11 @@ class TurnControl:
             log.warning("interrupt: %s", detail)
             await self.emitter.notice(notice_id, detail, "warning")
             return InterruptReport(False, tuple(denied), detail)
-        detail = "cancelled the running steps" + (f"; denied the parked gate {denied[0]}" if denied else "")
+        if denied:
+            detail = f"cancelled the running steps; denied the parked gate {denied[0]}"
+        elif busy:
+            detail = "cancelled the running steps"
+        else:  # the cancel was sent all the same (harmless), but nothing ran: say so
+            detail = "nothing to interrupt: agy is idle"
         await self.emitter.notice(notice_id, detail)
         return InterruptReport(True, tuple(denied), detail)

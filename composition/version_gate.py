@@ -47,6 +47,39 @@ async def agy_version(binary: str = "agy", timeout: float = 5.0) -> str | None:
     return out.decode(errors="replace").strip()
 
 
+def _simulated_version(cmdline: list[str]) -> str | None:
+    """What ``agy --version`` of the simulator process with this command line prints (its profile)."""
+    from agy_harness.adapters.rpc.discovery import _is_simulator
+    from agy_harness.adapters.simulator.profiles import DEFAULT_PROFILE, PROFILES
+
+    if not _is_simulator(cmdline):
+        return None
+    profile = DEFAULT_PROFILE
+    for i, arg in enumerate(cmdline):
+        if arg == "--profile" and i + 1 < len(cmdline):
+            profile = cmdline[i + 1]
+        elif arg.startswith("--profile="):
+            profile = arg.partition("=")[2]
+    known = PROFILES.get(profile)
+    return known.version_text() if known is not None else None
+
+
+async def bound_agy_version(pid: int | None) -> str | None:
+    """The version of the agy discovery bound (process ``pid``): a simulator says which agy it plays;
+    for agy itself, ``agy --version`` (its language server is a child process with no version flag)."""
+    if pid is not None:
+        import psutil
+
+        try:
+            cmdline = psutil.Process(pid).cmdline()
+        except (psutil.Error, OSError):
+            cmdline = []
+        simulated = _simulated_version(cmdline)
+        if simulated is not None:
+            return simulated
+    return await agy_version()
+
+
 class _Caller(Protocol):
     async def call(
         self, method: str, body: dict[str, Any], *, timeout: float | None = None
@@ -61,12 +94,15 @@ class Capabilities:
     transcript_root: Path | None = None
 
     def describe(self) -> str:
-        v = ".".join(map(str, self.version)) if self.version else "unknown version"
-        return (
-            f"agy {v}: stream={'yes' if self.stream else 'no'}, "
-            f"rpc turn-send={'yes' if self.rpc_turns else 'no'}, "
-            f"transcript={'yes' if self.transcript_root else 'no'}"
+        v = ".".join(map(str, self.version)) if self.version else "(version unknown)"
+        reads = "streams its steps" if self.stream else "polls its steps (this agy has no stream)"
+        turns = (
+            "takes turns over RPC"
+            if self.rpc_turns
+            else "takes turns only in its terminal (no RPC turn-send)"
         )
+        transcript = ", transcript tail" if self.transcript_root else ""
+        return f"agy {v}: {reads}, {turns}{transcript}"
 
 
 def _is_not_found(exc: Exception) -> bool:

@@ -8,9 +8,24 @@ import pytest
 
 from agy_harness.adapters.simulator import Simulator
 
+from . import real_omnigent
 from .real_omnigent import OmnigentServer, require_omnigent_venv
 
 pytest_plugins = ["tests.ci_skips"]  # in CI a skipped test fails the run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The one-time venv builds (tests/real_omnigent.py) report on the terminal, past output capture."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if terminal is None or capture is None:
+        return
+
+    def to_terminal(message: str) -> None:
+        with capture.global_and_fixture_disabled():
+            terminal.write_line(f"agy-harness tests: {message}")
+
+    real_omnigent.report = to_terminal
 
 
 @pytest.fixture

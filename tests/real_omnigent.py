@@ -44,6 +44,15 @@ VENV_NAME = f"omnigent-{OMNIGENT_VERSION}-py3.12"
 READY_TIMEOUT = 180.0  # seconds for `omnigent server` to answer /health (2 shared cores, cold imports)
 
 
+def _to_stderr(message: str) -> None:
+    print(f"agy-harness tests: {message}", file=sys.stderr, flush=True)
+
+
+#: Where the one-time builds say what they do (``tests/conftest.py`` points it at pytest's terminal,
+#: past output capture): a first run is never minutes of silence.
+report = _to_stderr
+
+
 class OmnigentUnavailable(RuntimeError):
     """The real omnigent cannot run here (no Python 3.12, no network for pip, ...)."""
 
@@ -154,10 +163,19 @@ def _omnigent_venv() -> Path:
                     *PACKAGES,
                 ],
             )
-            for step in steps:
+            started = time.monotonic()
+            report(
+                f"building the real omnigent {OMNIGENT_VERSION} (Python 3.12 venv, about 700 MB) at {venv}; "
+                "once, then cached (a few minutes)"
+            )
+            for n, step in enumerate(steps, 1):
+                report(
+                    f"  [{n}/{len(steps)}] {'creating the venv' if n == 1 else 'pip install ' + ' '.join(PACKAGES)}"
+                )
                 out = subprocess.run(step, capture_output=True, text=True, timeout=1800)
                 if out.returncode != 0:
                     raise OmnigentUnavailable(f"{' '.join(step[:4])}... failed: {out.stderr[-2000:]}")
+            report(f"  built in {time.monotonic() - started:.0f} s")
             if not _venv_ok(build):
                 raise OmnigentUnavailable("the freshly built omnigent venv does not import omnigent")
             if venv.exists():  # a broken leftover: move it aside, then drop it

@@ -357,10 +357,7 @@ class Resolver:
             ports = [c.port for c in ours]
             raise AmbiguousAgy(f"{len(ours)} ports answer for {what}: {ports}; pass --port", ports)
         if not ours:
-            raise NoAgyFound(
-                f"no agy port answers for {what} (probed {[c.port for c in found]}, foreign agy on {foreign}"
-                + (f"; {strangers} served by another user, not by you: not asked)" if strangers else ")")
-            )
+            raise NoAgyFound.instead(self._port, self.cascade_id, [c.port for c in found], foreign, strangers)
         c = ours[0]
         log.info("bound agy port %d (pid %s) for %s", c.port, c.pid, what)
         return Binding(c.port, c.pid, c.csrf_token, self._host)

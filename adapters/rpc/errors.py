@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from agy_harness.ports.protocols import SourceUnavailable
 
 
@@ -98,6 +100,33 @@ class DiscoveryError(Exception):
 
 class NoAgyFound(DiscoveryError):
     """No candidate port answered for our cascade."""
+
+    @classmethod
+    def instead(
+        cls,
+        port: int | None,
+        cascade_id: str | None,
+        probed: Sequence[int],
+        foreign: Sequence[int],
+        strangers: Sequence[int] = (),
+    ) -> NoAgyFound:
+        """What discovery found instead of our agy, in the user's words (ports, not "candidates")."""
+        others = f"; {_ports(strangers)} served by another user, not by you: not asked" if strangers else ""
+        if foreign:  # a live agy, just not the one hosting this conversation
+            error = cls(f"the agy on {_ports(foreign)} does not host conversation {cascade_id}{others}")
+            error.wrong_cascade = True
+            return error
+        if strangers:
+            return cls(others[2:])
+        if port is not None:
+            return cls(f"nothing answers as agy on 127.0.0.1:{port}")
+        if not probed:
+            return cls("no agy process is running")
+        return cls(f"no agy language server answers on the ports agy listens on ({list(probed)})")
+
+
+def _ports(numbers: Sequence[int]) -> str:
+    return f"port {numbers[0]}" if len(numbers) == 1 else f"ports {list(numbers)}"
 
 
 class AmbiguousAgy(DiscoveryError):

@@ -9,13 +9,41 @@ at work), ``steps.py`` / ``tool_steps.py`` (recorded shapes), ``state.py`` (stat
 parts use; no import cycle), ``unary.py`` / ``server.py`` (RPC), ``faults.py``.
 """
 
-from .catalog import MODELS
-from .faults import Faults, MethodFailure
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .profiles import DEFAULT_PROFILE, PROFILES, Profile, get_profile
 from .scenarios import SCENARIOS, plan_for
-from .simulator import Simulator
-from .state import IDLE, RUNNING, RpcFailure
-from .steps import stream_projection
+
+if TYPE_CHECKING:
+    from .catalog import MODELS
+    from .faults import Faults, MethodFailure
+    from .simulator import Simulator
+    from .state import IDLE, RUNNING, RpcFailure
+    from .steps import stream_projection
+
+#: The server's names, imported on first use (``agy-harness --help`` reads only the profiles).
+_HOME = {
+    "MODELS": "catalog",
+    "Faults": "faults",
+    "MethodFailure": "faults",
+    "Simulator": "simulator",
+    "IDLE": "state",
+    "RUNNING": "state",
+    "RpcFailure": "state",
+    "stream_projection": "steps",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_PROFILE",

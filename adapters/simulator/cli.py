@@ -1,43 +1,125 @@
-"""``agy-harness sim [--profile 1.0.10] [--scenario NAME]``: run the simulator by hand until Ctrl-C."""
+"""``agy-harness sim``: run the agy simulator by hand, headless (ports printed) or with its TUI.
+
+The arguments are declared here (:func:`add_arguments`), so ``agy-harness sim`` and
+``python -m agy_harness.adapters.simulator`` take the same ones; the ``agy-harness`` CLI passes its
+own checked number types. Ctrl-C stops it (exit 130), SIGTERM too (143), after a clean stop.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .profiles import DEFAULT_PROFILE, PROFILES, get_profile
 from .scenarios import SCENARIOS
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+
+SUMMARY = "run the agy simulator by hand: headless for attach/acp/doctor, or its TUI (--tui)"
+
+DESCRIPTION = """\
+Run the embedded agy simulator (a language server on 127.0.0.1, TLS, recorded agy shapes) until
+Ctrl-C. Headless, it prints its version, port and conversation id, and the command that follows
+it; `agy-harness attach` in another terminal finds it by itself. With --tui it opens the simulated
+agy TUI in this terminal instead: type turns and answer its prompts as in agy, and follow it with
+`agy-harness attach --tmux PANE` from another tmux pane (the way to try an agy before 1.0.10)."""
+
+EPILOG = """\
+examples:
+  agy-harness sim                          then, in another terminal: agy-harness attach
+  agy-harness sim --profile 1.0.4 --tui    an agy without RPC turn-send, in this terminal
+                                           (in tmux; another pane: agy-harness attach --tmux %0)
+  agy-harness sim --scenario gate --pace 0 --log-file /tmp/agy.log
+                                           a gated command waiting, instantly; discovery reads the log"""
+
+
+def add_arguments(
+    p: argparse.ArgumentParser,
+    *,
+    number: Callable[[str], float] = float,
+    positive: Callable[[str], float] = float,
+) -> None:
+    """The simulator's options (``number``/``positive``: the caller's checked types)."""
+    p.add_argument(
+        "--profile",
+        default=DEFAULT_PROFILE,
+        choices=sorted(PROFILES),
+        help="the agy version it plays (default %(default)s; 1.0.4 has no stream and no RPC turn-send)",
+    )
+    p.add_argument(
+        "--tui", action="store_true", help="open the simulated agy TUI in this terminal (default: headless)"
+    )
+    p.add_argument(
+        "--scenario",
+        default="idle",
+        choices=sorted(SCENARIOS),
+        help="turns it plays at start-up (default %(default)s: none)",
+    )
+    p.add_argument(
+        "--pace",
+        type=number,
+        default=1.0,
+        metavar="SCALE",
+        help="the model's speed: 1 = like a person reads (default), 0 = instant",
+    )
+    p.add_argument(
+        "--gate-timeout",
+        type=positive,
+        default=None,
+        metavar="SECONDS",
+        help="a waiting gate times out and is asked again after this long (default: never)",
+    )
+    p.add_argument(
+        "--log-file",
+        default=None,
+        metavar="FILE",
+        help="write agy's port lines here, as agy does; discovery reads them (default: none)",
+    )
+    p.add_argument(
+        "--recording",
+        default=None,
+        metavar="FILE",
+        help="serve this `agy-harness record` file as the conversation (default: a new one)",
+    )
+    p.add_argument(
+        "--version", action="store_true", help="print the version as `agy --version` does, and exit"
+    )
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="agy-harness sim", description="Run the agy simulator (loopback, TLS, HTTP/2)."
+        prog="agy-harness sim",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--profile", default=DEFAULT_PROFILE, choices=sorted(PROFILES), help="agy version profile")
-    p.add_argument("--scenario", default="idle", choices=sorted(SCENARIOS), help="turns to play at start-up")
-    p.add_argument("--pace", type=float, default=1.0, help="generation pacing (1 = human, 0 = instant)")
-    p.add_argument("--gate-timeout", type=float, default=None, help="seconds before a WAITING gate times out")
-    p.add_argument(
-        "--log-file", default=None, help="write agy's port lines here, as agy does (discovery reads them)"
-    )
-    p.add_argument("--recording", default=None, help="serve this agy-harness record file as the conversation")
-    p.add_argument("--version", action="store_true", help="print the profile's version as agy does, and exit")
+    add_arguments(p)
     return p
 
 
 async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None, out: object = None) -> int:
+    """Headless: serve until SIGINT/SIGTERM; returns 128 + the signal (0 when ``ready`` callers stop it
+    otherwise)."""
     from .simulator import Simulator
 
-    stream = out or sys.stdout
+    stream: Any = out or sys.stdout
     stop = asyncio.Event()
+    stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def on_signal(sig: int) -> None:
+        stopped_by.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal, sig)
     try:
         async with Simulator(
             profile=args.profile,
@@ -49,10 +131,16 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
                 from .recording import load_recording
 
                 load_recording(sim, args.recording)
-            print(f"agy simulator {sim.version}", file=stream)  # type: ignore[arg-type]
-            print(f"port {sim.port}", file=stream)  # type: ignore[arg-type]
-            print(f"plain_port {sim.plain_port}", file=stream)  # type: ignore[arg-type]
-            print(f"cascade {sim.cascade_id}", file=stream, flush=True)  # type: ignore[arg-type]
+            print(f"agy simulator {sim.version}", file=stream)
+            print(f"port {sim.port}", file=stream)
+            print(f"plain_port {sim.plain_port}", file=stream)
+            print(f"cascade {sim.cascade_id}", file=stream, flush=True)
+            if stream is sys.stdout and sys.stderr.isatty():  # a person: what to do next
+                print(
+                    "next, in another terminal: agy-harness attach   (Ctrl-C stops the simulator)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             for text in SCENARIOS[args.scenario]:
                 await sim.submit_user_turn(text)
                 with contextlib.suppress(TimeoutError):
@@ -64,18 +152,49 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
-    return 0
+    return 128 + stopped_by[0] if stopped_by else 0
+
+
+async def tui(args: argparse.Namespace) -> int:
+    """The simulated agy TUI in this terminal (it hosts the simulator, as agy's TUI hosts its server)."""
+    from .simulator import Simulator
+    from .tui import Tui, raw_terminal
+
+    extra: dict[str, Any] = {"gate_timeout": args.gate_timeout, "log_file": args.log_file}
+    async with Simulator(profile=args.profile, pace=args.pace, **extra) as sim:
+        if args.recording:
+            from .recording import load_recording
+
+            load_recording(sim, args.recording)
+        screen = Tui(sim, args.profile)
+        pane = os.environ.get("TMUX_PANE")
+        screen.notice = (
+            f"follow it from another tmux pane: agy-harness attach --tmux {pane}"
+            if pane
+            else "run this in tmux to follow it with agy-harness attach --tmux PANE"
+        )
+        with raw_terminal():
+            await screen.run()
+        return screen.exit_code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    return run(build_parser().parse_args(list(sys.argv[1:] if argv is None else argv)))
+
+
+def run(args: argparse.Namespace) -> int:
     if args.version:
         sys.stdout.write(get_profile(args.profile).version_text())
         return 0
+    if args.tui and not (os.isatty(0) and os.isatty(1)):
+        print(
+            "agy-harness sim: --tui needs a terminal (run it in tmux or a terminal window)", file=sys.stderr
+        )
+        return 2
     try:
-        return asyncio.run(serve(args))
-    except KeyboardInterrupt:
-        return 0
+        return asyncio.run(tui(args) if args.tui else serve(args))
+    except KeyboardInterrupt:  # a Ctrl-C before the handlers were in place
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

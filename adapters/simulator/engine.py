@@ -24,6 +24,7 @@ from .scenarios import (
     chunks,
     intent_of,
     plan_for,
+    sentence,
 )
 from .state import Cascade, EngineHost, TurnCanceled
 
@@ -160,7 +161,7 @@ class Engine:
                 text, n = GREETING, 6
             else:
                 text, n = f"Here is my answer to “{self.text.strip()[:80]}”: done, nothing else is needed.", 6
-            thinking = f"**Responding to the user**\n\nThe user wrote: {self.text.strip()[:60]}. A direct reply will do."
+            thinking = f"**Responding to the user**\n\nThe user wrote: {sentence(self.text.strip()[:60])} A direct reply will do."
         else:
             text = " ".join(self.results) or "Done."
             n = 5
@@ -282,7 +283,7 @@ class Engine:
             picked += [texts.get(i, i) for i in q.get("selectedOptionIds", [])]
             if q.get("writeInResponse"):
                 picked.append(q["writeInResponse"])
-        self.results.append(f"You chose: {', '.join(picked) or 'nothing'}.")
+        self.results.append(sentence(f"You chose: {', '.join(picked) or 'nothing'}"))
 
     async def _simple_tool(self, step: dict[str, Any], finish: Any = None) -> int:
         index = self.add(step)

@@ -212,3 +212,8 @@ def chunks(text: str, n: int) -> list[str]:
 def intent_of(text: str) -> str:
     words = re.findall(r"[A-Za-z]+", text)[:4]
     return (" ".join(w.capitalize() for w in words) or "User") + " Request"
+
+
+def sentence(text: str) -> str:
+    """``text`` ending in one full stop (quoted text that already ends a sentence gets no second)."""
+    return text if text.rstrip().endswith((".", "!", "?", "…")) else f"{text}."

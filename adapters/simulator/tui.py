@@ -71,6 +71,7 @@ class Tui:
         self._redraw_pending = False
         self._last_drawn: list[str] = []
         self._done = asyncio.Event()
+        self.exit_code = 0  # 130 when quit with Ctrl-C, 128 + N when stopped by signal N
         self._loop = asyncio.get_running_loop()
         # agy's prompt stays open after an answer that did not come from this terminal (over RPC):
         # the gate step it was shown for, its lines, and the steps answered here
@@ -201,12 +202,16 @@ class Tui:
             if self.composer:
                 self.composer = ""
             else:
-                self._done.set()
+                self._quit(signal.SIGINT)
         elif ch == "\x04":
             if not self.composer:
                 self._done.set()
         elif ch == "\t" or ch >= " ":
             self.composer += ch
+
+    def _quit(self, sig: int) -> None:
+        self.exit_code = 128 + sig
+        self._done.set()
 
     def escape(self) -> None:
         """Escape: closes a prompt left open; skips a waiting question (agy's skip: no responses)."""
@@ -303,7 +308,7 @@ class Tui:
         unsubscribe = self.sim.subscribe(self.on_step)
         self._loop.add_reader(0, readable)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-            self._loop.add_signal_handler(sig, self._done.set)
+            self._loop.add_signal_handler(sig, self._quit, sig)
         self._loop.add_signal_handler(signal.SIGWINCH, self.request_redraw)
         ticker = self._loop.create_task(self._tick())
         try:

@@ -10,22 +10,37 @@ has not seen). End of input (Ctrl-D) is given to the one reader waiting then as 
 can be read again after it, a closed pipe cannot.
 
 The thread is a daemon: a read nobody answers never keeps the process from exiting (Ctrl-C).
+
+On a terminal (stdin a tty, no ``readline`` given) the line is edited here (:mod:`.line_editor`):
+echo is off, :attr:`Keyboard.typed` is what is typed so far and ``on_change`` is called when it
+changes, so the sink draws it on its bottom line. A gate's fresh read starts from an empty line and
+gives back what was being typed before it when it is answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import codecs
 import contextlib
+import os
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable
 from typing import TextIO
 
+from .line_editor import END, LineBuffer, is_terminal, keys_mode
+
 
 class Keyboard:
     def __init__(self, stream: TextIO | None = None, *, readline: Callable[[], str] | None = None) -> None:
         self._readline = readline or (stream or sys.stdin).readline
+        #: the line is edited here (a terminal), not by the terminal
+        self.editing = readline is None and stream is None and is_terminal(0)
+        self._line = LineBuffer()
+        self.on_change: Callable[[], None] = lambda: None  # called on the loop when ``typed`` changes
+        self._restore: contextlib.ExitStack | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: list[asyncio.Future[str | None]] = []  # a stack: the newest reader first
         self._typed: deque[str | None] = deque()  # lines nobody was waiting for
@@ -37,6 +52,20 @@ class Keyboard:
         before this call does not count (a gate's answer must be typed after its question)."""
         if fresh:
             self._typed = deque(line for line in self._typed if line is None)
+            stash, self._line.text = self._line.text, ""  # typed before the question: not its answer
+            try:
+                return await self._read()
+            finally:
+                self._line.text = stash + self._line.text
+                self.on_change()
+        return await self._read()
+
+    @property
+    def typed(self) -> str:
+        """What is typed on the line so far (on a terminal; else always empty)."""
+        return self._line.text
+
+    async def _read(self) -> str | None:
         if self._typed:
             return self._typed.popleft()
         if self.closed:
@@ -54,8 +83,45 @@ class Keyboard:
 
     def _start(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="keyboard", daemon=True)
+            if self.editing:
+                self._restore = contextlib.ExitStack()
+                self._restore.enter_context(keys_mode(0))
+                atexit.register(self.close)
+            target = self._run_keys if self.editing else self._run
+            self._thread = threading.Thread(target=target, name="keyboard", daemon=True)
             self._thread.start()
+
+    def close(self) -> None:
+        """Give the terminal its own line editing back (also at exit)."""
+        if self._restore is not None:
+            self._restore.close()
+            self._restore = None
+
+    def _run_keys(self) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        while True:
+            try:
+                data = os.read(0, 1024)
+            except OSError:
+                data = b""
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                return
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the process is ending
+                loop.call_soon_threadsafe(self._keys, decoder.decode(data) if data else None)
+            if not data:
+                return
+
+    def _keys(self, text: str | None) -> None:
+        if text is None:  # the terminal went away
+            self.closed = True
+            self._deliver(None)
+            return
+        before = self._line.text
+        for line in self._line.feed(text):
+            self._deliver(None if line is END else str(line))
+        if self._line.text != before or text:
+            self.on_change()
 
     def _run(self) -> None:
         while True:
@@ -86,7 +152,7 @@ class Keyboard:
             return False
 
     def _deliver(self, line: str | None) -> None:
-        if line is None and not self._is_terminal():
+        if line is None and not self._is_terminal() and not self.editing:
             self.closed = True
         while self._waiting:
             future = self._waiting.pop()

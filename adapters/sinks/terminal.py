@@ -50,7 +50,7 @@ from agy_harness.adapters.sinks.terminal_cards import (
     tool_card,
     truncate_output,
 )
-from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen
+from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen, StreamWrap
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -83,6 +83,10 @@ log = logging.getLogger("agy_harness.adapters.sinks.terminal")
 
 Kind = Literal["text", "reasoning"]
 
+#: A thought that ends in one of these was seen whole; any other end gets " …" (agy drops a finished
+#: planner's thinking, so on an agy that is polled the last words can be missed between two polls).
+ENDS_A_THOUGHT = frozenset(".!?:;…)]}`\"'*")
+
 
 class TerminalSink:
     """An :class:`~agy_harness.ports.protocols.EventSink` for a human at a terminal (see module doc)."""
@@ -108,6 +112,11 @@ class TerminalSink:
         self.screen = Screen(self.console, err_console)
         self.screen.bottom = self._bottom
         self.screen.break_line = self._close_line
+        self.screen.above = self._stream_col
+        self._wrap: StreamWrap | None = None  # the open streamed line, word-wrapped (on a terminal)
+        self._tails: dict[tuple[Kind, str], str] = {}  # a thought's last visible character
+        if keyboard is not None:
+            keyboard.on_change = self._typing
         self._status_line = status_line and self.screen.live
         self._open: tuple[Kind, str] | None = None  # the stream on the current line
         self._broken: set[tuple[Kind, str]] = set()  # streams something else interrupted
@@ -133,10 +142,13 @@ class TerminalSink:
         return self.model_names.get(model, model)
 
     def _bottom(self) -> Text | None:
+        typed = visible(self.keyboard.typed) if self.keyboard is not None else ""
         if self._prompt is not None:
-            return Text(self._prompt, style="bold yellow")
-        if self._open is not None:  # the cursor is inside a streamed line
+            return Text.assemble((self._prompt, "bold yellow"), typed)
+        if self._open is not None and self._wrap is None:  # the cursor is inside a streamed line
             return None
+        if typed:  # typed while agy works: shown where it is typed, never inside the reply
+            return Text.assemble(("❯ ", "bold green"), typed)
         if self._running_since is not None and self._status_line:
             elapsed = time.monotonic() - self._running_since
             spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
@@ -150,13 +162,23 @@ class TerminalSink:
             return Text("❯ ", style="bold green")
         return None
 
+    def _stream_col(self) -> int | None:
+        return self._wrap.col if self._open is not None and self._wrap is not None else None
+
+    def _typing(self) -> None:
+        """The line being typed changed: draw the bottom line again."""
+        if self.screen.drawn:
+            self.screen.redraw()
+        else:
+            self.screen.show()
+
     def _set_doing(self, doing: str) -> None:
         self._doing = doing
 
     async def _tick(self) -> None:
         while self._running_since is not None:
             await asyncio.sleep(0.1)
-            if self._open is None and self._prompt is None:  # a prompt is never redrawn under typing
+            if self._prompt is None and (self._open is None or self._wrap is not None):
                 if self.screen.drawn:
                     self.screen.redraw()
                 else:
@@ -250,6 +272,8 @@ class TerminalSink:
     def _close_line(self) -> None:
         if self._open is not None:
             self._broken.add(self._open)
+            if self._wrap is not None:
+                self.console.print(self._wrap.flush(), end="", soft_wrap=True)
             self.console.print()
             self._open = None
 
@@ -276,18 +300,24 @@ class TerminalSink:
         if final:
             shown.append_text(md.flush())
             self._md.pop(key, None)
-        if not shown.plain:
+        if shown.plain.strip():
+            self._tails[key] = shown.plain.rstrip()[-1]
+        if final and kind == "reasoning" and self._tails.pop(key, ".") not in ENDS_A_THOUGHT:
+            shown.append(" …", style="dim italic")  # the rest was never seen (agy drops it at the end)
+        if not shown.plain and not (final and self._open == key):
             return
+        self.screen.hide()
         if self._open != key:
-            self.screen.hide()
             self._close_line()
-            if key in self._broken:  # the same reply, continued: no second ◆
-                self.console.print(Text("  "), end="")
-            elif kind == "text":
-                self.console.print(Text("◆ ", style="bold blue"), end="")
-            else:
-                self.console.print(Text("thinking ", style="dim italic"), end="")
+            prefix = "  " if key in self._broken else ("◆ " if kind == "text" else "thinking ")
+            style = "bold blue" if kind == "text" else "dim italic"
+            self.console.print(Text(prefix, style=style), end="")  # (the same reply, continued: no ◆)
             self._open = key
+            self._wrap = StreamWrap(self.console.width, len(prefix)) if self.screen.live else None
+        if self._wrap is not None:
+            shown = self._wrap.feed(shown)
+            if final:
+                shown.append_text(self._wrap.flush())
         self.console.print(shown, end="", soft_wrap=True)
 
     def _end_stream(self, kind: Kind, message_id: str) -> None:
@@ -387,7 +417,11 @@ class TerminalSink:
                 line = await self._input.read()
         finally:
             self._prompt = None
-        self.screen.entered()
+        if self.keyboard is not None and self.keyboard.editing:  # no echo: the answer, kept on screen
+            self.screen.hide()
+            self.console.print(Text.assemble((prompt, "bold yellow"), visible(line or "")))
+        else:
+            self.screen.entered()
         return line
 
     async def read_turn(self) -> str | None:
@@ -401,6 +435,9 @@ class TerminalSink:
             at_prompt = self.screen.drawn and self._bottom_is_turn_prompt()
         finally:
             self.turn_prompt = False
+        if self.keyboard.editing:  # nothing was echoed: the turn shows once, as agy records it (❯ ...)
+            self.screen.redraw()
+            return line
         self.screen.entered()
         if line is not None and at_prompt:  # typed at ❯: shown once, as agy records the turn (❯ ...)
             self.screen.erase_rows(-(-(len(line) + 2) // max(1, self.console.width)))

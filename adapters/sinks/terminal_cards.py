@@ -168,8 +168,8 @@ def result_lines(event: ToolResult, max_lines: int) -> list[tuple[str, str]]:
                 continue
             options = {o.get("id"): o.get("text") for o in q.get("options") or [] if isinstance(o, dict)}
             chosen = [str(options.get(i, i)) for i in q.get("selectedOptionIds") or []]
-            if q.get("freeformResponse"):
-                chosen.append(str(q["freeformResponse"]))
+            if q.get("writeInResponse"):  # the typed answer, as the core sends it and agy keeps it
+                chosen.append(str(q["writeInResponse"]))
             out.append(("bold", f"→ {', '.join(chosen) if chosen else '(skipped)'}"))
         return out
     output = truncate_output(event.output, max_lines)

@@ -7,15 +7,22 @@ arrives while a gate waits appears above the prompt, and the prompt stays the la
 
 On a terminal the line is cleared in place (``\\r`` + erase line). Elsewhere (a pipe, a file) there is
 no cursor to move: the prompt is printed once and output goes on the next line.
+
+While a reply streams, its unfinished line sits just above the bottom line: :class:`StreamWrap`
+word-wraps the reply itself (a word is never cut at the terminal's edge) and knows the column where
+it stopped, so the bottom line can be cleared, the cursor put back at the end of the reply, the next
+words written, and the bottom line drawn again below them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Callable, Iterator
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -33,13 +40,20 @@ class Screen:
         self.bottom: Callable[[], Text | None] = lambda: None
         #: called before output while a stream line is open (the sink ends that line first)
         self.break_line: Callable[[], None] = lambda: None
+        #: the column where an unfinished streamed line above the bottom line ends (None: no such line)
+        self.above: Callable[[], int | None] = lambda: None
+        self._over_stream = False  # the bottom line was drawn below an unfinished streamed line
 
     def hide(self) -> None:
         if not self.drawn:
             return
         self.drawn = False
         if self.live:
-            self.console.file.write("\r\x1b[2K")
+            back = ""
+            col = self.above() if self._over_stream else None
+            if col is not None:  # back to the end of the streamed line above
+                back = f"\x1b[1A\x1b[{col + 1}G"
+            self.console.file.write("\r\x1b[2K" + back)
             self.console.file.flush()
         else:
             self.console.print()
@@ -54,6 +68,9 @@ class Screen:
         if self.live and len(text.plain) >= self.console.width:
             text = text.copy()
             text.truncate(max(1, self.console.width - 1), overflow="ellipsis")
+        self._over_stream = self.live and self.above() is not None
+        if self._over_stream:  # below the unfinished streamed line, which stays where it is
+            self.console.file.write("\n")
         self.console.print(text, end="", soft_wrap=True)
         self.console.file.flush()
         self.drawn = True
@@ -81,6 +98,71 @@ class Screen:
         self.err.print(Text(visible(text), style=style), soft_wrap=True)
         if was:
             self.show()
+
+
+class StreamWrap:
+    """Word-wraps streamed text at ``width`` and tracks the column it ends at.
+
+    A word that might go on in the next delta is held back (:meth:`flush` gives it), so a word is
+    moved to the next line whole, never cut at the terminal's edge. The last column stays free: the
+    cursor never sits in the terminal's pending-wrap state.
+    """
+
+    _TOKEN = re.compile(r"\n|[^\S\n]+|\S+")
+
+    def __init__(self, width: int, col: int = 0) -> None:
+        self.width = max(10, width)
+        self.col = col
+        self.held = Text()
+        self._wrapped = False  # the current line was started by a wrap (its leading blanks are dropped)
+
+    def feed(self, text: Text) -> Text:
+        """What can be printed of ``text`` now, with line breaks where the words would not fit."""
+        text = Text.assemble(self.held, text)
+        self.held = Text()
+        out = Text()
+        spans = [(m.start(), m.end()) for m in self._TOKEN.finditer(text.plain)]
+        if spans and not text.plain[spans[-1][0]].isspace():  # a word may go on in the next delta
+            start, _end = spans.pop()
+            self.held = text[start:]
+        room = self.width - 1
+        for start, end in spans:
+            piece = text[start:end]
+            plain = piece.plain
+            if plain == "\n":
+                out.append("\n")
+                self.col, self._wrapped = 0, False
+            elif plain.isspace():
+                if self.col + cell_len(plain) >= room:
+                    out.append("\n")
+                    self.col, self._wrapped = 0, True
+                elif self.col or not self._wrapped:  # (a line's own indent is kept)
+                    out.append_text(piece)
+                    self.col += cell_len(plain)
+            else:
+                self._word(out, piece, room)
+        return out
+
+    def _word(self, out: Text, piece: Text, room: int) -> None:
+        size = cell_len(piece.plain)
+        if self.col and self.col + size > room:
+            out.append("\n")
+            self.col, self._wrapped = 0, True
+        while cell_len(piece.plain) > room - self.col:  # longer than a line: cut it
+            cut = max(1, room - self.col)
+            out.append_text(piece[:cut])
+            out.append("\n")
+            piece, self.col, self._wrapped = piece[cut:], 0, True
+        out.append_text(piece)
+        self.col += cell_len(piece.plain)
+
+    def flush(self) -> Text:
+        held, self.held = self.held, Text()
+        if not held.plain:
+            return Text()
+        out = Text()
+        self._word(out, held, self.width - 1)
+        return out
 
 
 class ScreenLogHandler(logging.Handler):

@@ -52,26 +52,48 @@ def _acp(args: argparse.Namespace) -> int:
     from .transport import claim_stdout
 
     protocol_fd = claim_stdout()  # from here on, only protocol messages reach the real stdout
-    try:
-        return asyncio.run(serve(args, protocol_fd))
-    except KeyboardInterrupt:
-        return 0
+    return asyncio.run(serve(args, protocol_fd))  # Ctrl-C: 130, from cli.main
+
+
+DESCRIPTION = """\
+Serve agy as an Agent Client Protocol agent on stdin/stdout, for editors (Zed, JetBrains, Neovim):
+each ACP session is an agy conversation, with live tool cards, permission requests, questions,
+reasoning and cancel. stdout carries protocol messages only; logs go to stderr (-v, -vv).
+Needs the ACP SDK: pip install 'agy-harness[acp]'."""
+
+EPILOG = """\
+examples:
+  agy-harness acp                    the agy running here (discovery)
+  agy-harness acp --sim              the embedded simulator, to try it without agy
+  agy-harness acp --port 41234       that agy, when several run
+  (in Zed: "agent_servers": {"agy": {"type": "custom", "command": "agy-harness", "args": ["acp"]}})"""
 
 
 def add_acp_command(sub: Any) -> None:
-    p = sub.add_parser(
+    from ..cli_args import PANE, add_port, command, non_negative
+
+    p = command(
+        sub,
         "acp",
-        help="run as an Agent Client Protocol agent on stdio (register it in Zed, JetBrains, ...)",
-        description="An ACP agent on stdin/stdout: each ACP session is an agy conversation. "
-        "Logs go to stderr; stdout carries only protocol messages.",
+        summary="run as an Agent Client Protocol agent on stdio (register it in Zed, JetBrains, ...)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
     )
     where = p.add_mutually_exclusive_group()
+    add_port(where)
     where.add_argument(
-        "--port", type=int, help="agy's language-server port (skips discovery, still verified)"
+        "--sim", action="store_true", help="use the embedded agy simulator (default: a real agy)"
     )
-    where.add_argument("--sim", action="store_true", help="use the embedded agy simulator (to try it out)")
-    p.add_argument("--tmux", help="agy's tmux pane, for turn-send where RPC cannot serve")
+    p.add_argument(
+        "--tmux", metavar=PANE, help="agy's tmux pane, to type turns where RPC cannot (default: no pane)"
+    )
     p.add_argument("--sim-profile", default="1.0.10", help=argparse.SUPPRESS)
-    p.add_argument("--sim-pace", type=float, default=1.0, help="simulator pacing (1 = human, 0 = instant)")
+    p.add_argument(
+        "--sim-pace",
+        type=non_negative,
+        default=1.0,
+        metavar="SCALE",
+        help="with --sim, the model's speed: 1 = like a person reads (default), 0 = instant",
+    )
     p.add_argument("--sim-gate-timeout", type=float, default=None, help=argparse.SUPPRESS)
     p.set_defaults(handler=_acp)

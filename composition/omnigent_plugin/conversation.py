@@ -137,7 +137,9 @@ class AgyConversation:
                 from agy_harness.adapters.simulator import Simulator
 
                 sim = await self._stack.enter_async_context(Simulator(pace=s.sim_pace))
-                kwargs.update(port=sim.port, cascade_id=s.cascade_id or sim.cascade_id)
+                kwargs.update(
+                    port=sim.port, cascade_id=s.cascade_id or sim.cascade_id, version_text=sim.version
+                )
             else:
                 kwargs.update(
                     port=s.port,

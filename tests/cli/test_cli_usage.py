@@ -80,7 +80,10 @@ def test_demo_help_lists_the_profiles_and_the_gate_keys() -> None:
         ["demo", "--profile", "9.9.9"],
         ["attach", "--port", "70000"],
         ["frobnicate"],
-        [],
+        ["doctor", "--port", "99999"],
+        ["record", "--out", "x", "--port", "0"],
+        ["acp", "--port", "http"],
+        ["sim", "--pace", "-1"],
     ],
 )
 def test_usage_errors_exit_2_with_a_usage_line(args: list[str]) -> None:
@@ -98,6 +101,7 @@ def test_verbose_before_sim_reaches_the_simulator() -> None:
     run = agy_harness("-vv", "sim", "--profile", "1.0.4", "--version")
     assert run.returncode == 0 and run.stdout.startswith("1.0.4")
     assert agy_harness("sim", "--help").stdout.startswith("usage: agy-harness sim")
+    assert agy_harness("sim", "-v", "--version").returncode == 2  # -v is the tool's, before the command
 
 
 @pytest.mark.parametrize("command", ["attach", "doctor", "record --out /dev/null"])

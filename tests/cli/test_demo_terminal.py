@@ -127,7 +127,7 @@ def test_the_old_profile_demo_types_turns_through_tmux(terminal: Terminal) -> No
     assert pane.wait_exit(120) == 0
     screen = pane.screen()
     assert "typed into its pane" in screen
-    assert "rpc turn-send=no" in screen
+    assert "agy 1.0.4: polls its steps (this agy has no stream), takes turns only in its terminal" in screen
     assert "❯ Say hello in one short sentence." in screen and "demo done" in screen
     assert "Traceback" not in screen and "no turn sender" not in screen
 

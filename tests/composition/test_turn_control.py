@@ -112,6 +112,19 @@ async def test_interrupts_are_numbered_and_a_refused_denial_is_not_reported_as_d
     turns, emitter, _ = control(gates=Gates(log, gate, delivered=False), interrupter=Interrupts(log))
     first = await turns.interrupt()
     turns.gates.parked_gate = None  # type: ignore[misc]
+    turns.conversation.reconciler.state.status = "running"
     second = await turns.interrupt()
     assert first.denied_gates == () and second.detail == "cancelled the running steps"
     assert [n[0] for n in emitter.notices] == ["c1/interrupt/1", "c1/interrupt/2"]
+
+
+async def test_an_interrupt_with_agy_idle_says_there_was_nothing_to_interrupt() -> None:
+    log: list[str] = []
+    turns, emitter, _ = control(interrupter=Interrupts(log))
+    report = await turns.interrupt()  # agy is idle: nothing runs, nothing was sent
+    assert report.detail == "nothing to interrupt: agy is idle"
+    assert emitter.notices == [("c1/interrupt/1", "nothing to interrupt: agy is idle", "info")]
+    sender = Sender("rpc")
+    turns.turn_senders = [sender]
+    await turns.send("hello")  # sent, not yet seen back from agy: an interrupt now cancels it
+    assert (await turns.interrupt()).detail == "cancelled the running steps"

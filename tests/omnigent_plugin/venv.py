@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import real_omnigent
 from tests.real_omnigent import cache_root, require_omnigent_venv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +79,7 @@ def deps_overlay(base_python: Path) -> Path:
             import shutil
 
             shutil.rmtree(where, ignore_errors=True)
+            real_omnigent.report(f"installing agy-harness's dependencies beside omnigent at {where} (once)")
             python = _make_venv(where, [_site(base_python)], base_python)
             out = subprocess.run(
                 [str(base_python), "-m", "pip", "--python", str(python), "install", "-q", *deps],

@@ -172,7 +172,7 @@ async def test_binds_only_our_agy_among_foreign_and_plain() -> None:
         assert (binding.port, binding.pid, binding.csrf_token) == (ours.port, 11, "s")
         assert binding.base_url == f"https://127.0.0.1:{ours.port}"
         assert ours.requests[-1].headers["x-codeium-csrf-token"] == "s"
-        with pytest.raises(NoAgyFound, match="foreign agy"):
+        with pytest.raises(NoAgyFound, match="does not host conversation c3"):
             await Resolver("c3", scanner=scanner).resolve()
 
 

@@ -129,7 +129,7 @@ async def test_cli_runs_until_interrupted() -> None:
                     await asyncio.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         async with asyncio.timeout(10):
-            assert await proc.wait() == 0
+            assert await proc.wait() == 130  # Ctrl-C: 128 + SIGINT, as the README says
     finally:
         if proc.returncode is None:
             os.kill(proc.pid, signal.SIGKILL)

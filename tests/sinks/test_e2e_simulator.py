@@ -251,7 +251,7 @@ def check_wire_format(rec: Recording, *, all_deltas: bool) -> None:
     texts = [a["item_data"]["content"][0]["text"] for a in assistant]
     assert texts[0] == GREETING and texts[3] == LONG_TEXT and "Thanks, that is all." in texts[4]
     assert texts[1].startswith("`git status` ran (exit code 0): On branch main")
-    assert texts[2] == f"You chose: {QUESTION_OPTIONS[1]}."
+    assert texts[2] == f"You chose: {QUESTION_OPTIONS[1]}"
     position = {id(b): i for i, b in enumerate(rec.received)}
     committed_at = {
         b["data"]["message_id"]: position[id(b)]
