@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_building_the_omnigent_venv_reports_each_step_and_the_size(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The build in an empty cache (``pip install --version`` stands in for the 700 MB download)."""
+    """The build in an empty cache (``pip install pip``, already satisfied, stands in for the 700 MB download)."""
     monkeypatch.setenv("AGY_HARNESS_CACHE", str(tmp_path))
-    monkeypatch.setattr(real_omnigent, "PACKAGES", ("--version",))
+    monkeypatch.setattr(real_omnigent, "PACKAGES", ("pip",))  # already there: nothing to fetch
     monkeypatch.setattr(real_omnigent, "find_python312", lambda: sys.executable)
     said: list[str] = []
     monkeypatch.setattr(real_omnigent, "report", said.append)
@@ -29,7 +29,7 @@ def test_building_the_omnigent_venv_reports_each_step_and_the_size(
         real_omnigent._omnigent_venv.cache_clear()
     assert said[0].startswith("building the real omnigent 0.19.1") and "700 MB" in said[0]
     assert "once, then cached" in said[0] and str(tmp_path) in said[0]
-    assert said[1:3] == ["  [1/2] creating the venv", "  [2/2] pip install --version"]
+    assert said[1:3] == ["  [1/2] creating the venv", "  [2/2] pip install pip"]
     assert said[3].startswith("  built in ")
 
 

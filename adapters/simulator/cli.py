@@ -152,7 +152,10 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(sig)
-    return 128 + stopped_by[0] if stopped_by else 0
+    if stopped_by:
+        print("\nagy simulator stopped", file=sys.stderr)  # (on a new line: the terminal echoed ^C)
+        return 128 + stopped_by[0]
+    return 0
 
 
 async def tui(args: argparse.Namespace) -> int:

@@ -27,7 +27,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -35,7 +34,6 @@ from rich.text import Text
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.adapters.sinks.escape import visible, visible_event
 from agy_harness.adapters.sinks.keyboard import InputFnReader, Keyboard
-from agy_harness.adapters.sinks.markdown_stream import MarkdownStream
 from agy_harness.adapters.sinks.terminal_answers import (
     ask_at_keyboard,
     describe_answer,
@@ -51,6 +49,7 @@ from agy_harness.adapters.sinks.terminal_cards import (
     truncate_output,
 )
 from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen, StreamWrap
+from agy_harness.adapters.sinks.terminal_stream import Kind, MarkdownStream, StreamedText
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -81,14 +80,8 @@ __all__ = [
 
 log = logging.getLogger("agy_harness.adapters.sinks.terminal")
 
-Kind = Literal["text", "reasoning"]
 
-#: A thought that ends in one of these was seen whole; any other end gets " …" (agy drops a finished
-#: planner's thinking, so on an agy that is polled the last words can be missed between two polls).
-ENDS_A_THOUGHT = frozenset(".!?:;…)]}`\"'*")
-
-
-class TerminalSink:
+class TerminalSink(StreamedText):
     """An :class:`~agy_harness.ports.protocols.EventSink` for a human at a terminal (see module doc)."""
 
     def __init__(
@@ -161,9 +154,6 @@ class TerminalSink:
         if self.turn_prompt:
             return Text("❯ ", style="bold green")
         return None
-
-    def _stream_col(self) -> int | None:
-        return self._wrap.col if self._open is not None and self._wrap is not None else None
 
     def _typing(self) -> None:
         """The line being typed changed: draw the bottom line again."""
@@ -269,81 +259,10 @@ class TerminalSink:
 
     # -- output ---------------------------------------------------------------------------------
 
-    def _close_line(self) -> None:
-        if self._open is not None:
-            self._broken.add(self._open)
-            if self._wrap is not None:
-                self.console.print(self._wrap.flush(), end="", soft_wrap=True)
-            self.console.print()
-            self._open = None
-
     def _print(self, renderable: RenderableType) -> None:
         self.screen.hide()
         self._close_line()
         self.console.print(renderable)
-
-    def _stream(self, kind: Kind, message_id: str, index: int, delta: str) -> None:
-        last = self._last_index.get((kind, message_id))
-        if last is not None and index <= last:
-            return  # a replayed delta
-        self._last_index[(kind, message_id)] = index
-        if not delta:
-            return  # e.g. the empty closing delta: nothing to show (and no empty "◆ " line)
-        if kind == "text":
-            self._streamed.setdefault(message_id, []).append(delta)  # (joined once, at the end)
-        self._write(kind, message_id, delta)
-
-    def _write(self, kind: Kind, message_id: str, text: str, *, final: bool = False) -> None:
-        key = (kind, message_id)
-        md = self._md.setdefault(key, MarkdownStream("" if kind == "text" else "dim italic"))
-        shown = md.feed(text)
-        if final:
-            shown.append_text(md.flush())
-            self._md.pop(key, None)
-        if shown.plain.strip():
-            self._tails[key] = shown.plain.rstrip()[-1]
-        if final and kind == "reasoning" and self._tails.pop(key, ".") not in ENDS_A_THOUGHT:
-            shown.append(" …", style="dim italic")  # the rest was never seen (agy drops it at the end)
-        if not shown.plain and not (final and self._open == key):
-            return
-        self.screen.hide()
-        if self._open != key:
-            self._close_line()
-            prefix = "  " if key in self._broken else ("◆ " if kind == "text" else "thinking ")
-            style = "bold blue" if kind == "text" else "dim italic"
-            self.console.print(Text(prefix, style=style), end="")  # (the same reply, continued: no ◆)
-            self._open = key
-            self._wrap = StreamWrap(self.console.width, len(prefix)) if self.screen.live else None
-        if self._wrap is not None:
-            shown = self._wrap.feed(shown)
-            if final:
-                shown.append_text(self._wrap.flush())
-        self.console.print(shown, end="", soft_wrap=True)
-
-    def _end_stream(self, kind: Kind, message_id: str) -> None:
-        key = (kind, message_id)
-        if key in self._md:
-            self._write(kind, message_id, "", final=True)
-        if self._open == key:
-            self.console.print()
-            self._open = None
-        self._broken.discard(key)
-
-    def _end_thinking(self) -> None:
-        for key in [k for k in self._md if k[0] == "reasoning"]:
-            self._end_stream(*key)
-
-    def _assistant(self, event: AssistantMessage) -> None:
-        self._end_stream("reasoning", event.message_id)
-        chunks = self._streamed.pop(event.message_id, None)
-        shown = "".join(chunks) if chunks is not None else None
-        if shown is not None and event.text.startswith(shown):
-            self._write("text", event.message_id, event.text[len(shown) :], final=True)
-        else:
-            self._md.pop(("text", event.message_id), None)
-            self._broken.discard(("text", event.message_id))
-            self._write("text", event.message_id, event.text, final=True)
-        self._end_stream("text", event.message_id)
 
     def _status(self, event: StatusChanged) -> None:
         if event.status == "running":

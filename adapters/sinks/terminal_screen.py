@@ -103,18 +103,20 @@ class Screen:
 class StreamWrap:
     """Word-wraps streamed text at ``width`` and tracks the column it ends at.
 
-    A word that might go on in the next delta is held back (:meth:`flush` gives it), so a word is
-    moved to the next line whole, never cut at the terminal's edge. The last column stays free: the
-    cursor never sits in the terminal's pending-wrap state.
+    A word that might go on in the next delta is held back, and so is the space before a word
+    (:meth:`flush` gives what is held), so a word moves to the next line whole, never cut at the
+    terminal's edge, and no line ends in a space. The last column stays free: the cursor never sits
+    in the terminal's pending-wrap state. A line's own indent is kept.
     """
 
     _TOKEN = re.compile(r"\n|[^\S\n]+|\S+")
 
     def __init__(self, width: int, col: int = 0) -> None:
-        self.width = max(10, width)
+        self.room = max(10, width) - 1
         self.col = col
-        self.held = Text()
-        self._wrapped = False  # the current line was started by a wrap (its leading blanks are dropped)
+        self.held = Text()  # the last word, which may go on
+        self.space = Text()  # the blanks before the next word
+        self._line_start = col == 0
 
     def feed(self, text: Text) -> Text:
         """What can be printed of ``text`` now, with line breaks where the words would not fit."""
@@ -123,45 +125,44 @@ class StreamWrap:
         out = Text()
         spans = [(m.start(), m.end()) for m in self._TOKEN.finditer(text.plain)]
         if spans and not text.plain[spans[-1][0]].isspace():  # a word may go on in the next delta
-            start, _end = spans.pop()
-            self.held = text[start:]
-        room = self.width - 1
+            self.held = text[spans.pop()[0] :]
         for start, end in spans:
             piece = text[start:end]
-            plain = piece.plain
-            if plain == "\n":
+            if piece.plain == "\n":
                 out.append("\n")
-                self.col, self._wrapped = 0, False
-            elif plain.isspace():
-                if self.col + cell_len(plain) >= room:
-                    out.append("\n")
-                    self.col, self._wrapped = 0, True
-                elif self.col or not self._wrapped:  # (a line's own indent is kept)
+                self.col, self.space, self._line_start = 0, Text(), True
+            elif piece.plain.isspace():
+                if self._line_start:  # an indent
                     out.append_text(piece)
-                    self.col += cell_len(plain)
+                    self.col += cell_len(piece.plain)
+                else:
+                    self.space.append_text(piece)
             else:
-                self._word(out, piece, room)
+                self._word(out, piece)
         return out
 
-    def _word(self, out: Text, piece: Text, room: int) -> None:
-        size = cell_len(piece.plain)
-        if self.col and self.col + size > room:
+    def _word(self, out: Text, piece: Text) -> None:
+        space, self.space = self.space, Text()
+        if self.col and self.col + cell_len(space.plain) + cell_len(piece.plain) > self.room:
             out.append("\n")
-            self.col, self._wrapped = 0, True
-        while cell_len(piece.plain) > room - self.col:  # longer than a line: cut it
-            cut = max(1, room - self.col)
+            self.col = 0
+        elif space.plain:
+            out.append_text(space)
+            self.col += cell_len(space.plain)
+        self._line_start = False
+        while cell_len(piece.plain) > self.room - self.col:  # longer than a line: cut it
+            cut = max(1, self.room - self.col)
             out.append_text(piece[:cut])
             out.append("\n")
-            piece, self.col, self._wrapped = piece[cut:], 0, True
+            piece, self.col = piece[cut:], 0
         out.append_text(piece)
         self.col += cell_len(piece.plain)
 
     def flush(self) -> Text:
         held, self.held = self.held, Text()
-        if not held.plain:
-            return Text()
         out = Text()
-        self._word(out, held, self.width - 1)
+        if held.plain:
+            self._word(out, held)
         return out
 
 

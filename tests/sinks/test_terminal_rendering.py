@@ -14,7 +14,14 @@ from rich.text import Text
 from agy_harness.adapters.sinks.keyboard import Keyboard
 from agy_harness.adapters.sinks.markdown_stream import MarkdownStream, render_markdown
 from agy_harness.adapters.sinks.terminal import TerminalSink, humane
-from agy_harness.ports.events import AssistantMessage, Notice, TextDelta, ToolCall, ToolResult
+from agy_harness.ports.events import (
+    AssistantMessage,
+    Notice,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+)
 
 C = "c1"
 MARKDOWN = (
@@ -195,3 +202,51 @@ def test_a_line_typed_before_a_gate_never_answers_it() -> None:
         return await kb.read(fresh=True)  # a gate opens now: "n" was typed before it, not an answer
 
     assert asyncio.run(main()) is None  # the next real input (here: end of input) is the answer
+
+
+def thought(*pieces: str, then: ToolCall | None = None) -> str:
+    """What the sink shows of a thought streamed in ``pieces``, closed by ``then`` (a tool call)."""
+    c = console()
+    deltas = [
+        ReasoningDelta(id=f"r/{i}", cascade_id=C, delta=p, message_id="m1", index=i, started=i == 0)
+        for i, p in enumerate(pieces)
+    ]
+    asyncio.run(TerminalSink(c).deliver([*deltas, then or call("run_command", CommandLine="pwd")]))
+    return c.export_text()
+
+
+def test_a_thought_whose_end_was_never_seen_ends_in_an_ellipsis() -> None:
+    """agy drops a finished planner's thinking: polled (1.0.4), its last words can be missed, and the
+    screen showed "thinking Running a command / I" as if it were whole (#23 item 2)."""
+    assert "thinking Summarising\n\nAll the tools finished; I will …\n" in thought(
+        "**Summarising**\n\n", "All the tools finished; I will "
+    )
+    whole = thought("**Summarising**\n\n", "All the tools finished; I will report what happened.")
+    assert "report what happened.\n" in whole and "…" not in whole
+
+
+def test_a_typed_answer_is_shown_in_the_result_card() -> None:
+    """The card read ``freeformResponse``; the core sends, and agy keeps, ``writeInResponse``."""
+    answered = {
+        "questions": [
+            {
+                "question": "Which part first?",
+                "options": [{"id": "1", "text": "The core."}],
+                "writeInResponse": "Just the README, please",
+            }
+        ]
+    }
+    out = card(result("ask_question", json.dumps(answered)))
+    assert "→ Just the README, please" in out and "(skipped)" not in out
+
+
+def test_streamed_text_is_word_wrapped_and_its_column_known() -> None:
+    from agy_harness.adapters.sinks.terminal_screen import StreamWrap
+
+    wrap, out = StreamWrap(20, col=2), Text()
+    for piece in ["The light", "house keeper climbed", " the stairs at du", "sk.\n  indented line"]:
+        out.append_text(wrap.feed(Text(piece)))
+    out.append_text(wrap.flush())
+    assert out.plain == "The lighthouse\nkeeper climbed the\nstairs at dusk.\n  indented line"
+    assert wrap.col == len("  indented line")
+    assert all(len(row) < 20 for row in ("  " + out.plain).splitlines())
