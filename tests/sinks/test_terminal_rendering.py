@@ -250,3 +250,15 @@ def test_streamed_text_is_word_wrapped_and_its_column_known() -> None:
     assert out.plain == "The lighthouse\nkeeper climbed the\nstairs at dusk.\n  indented line"
     assert wrap.col == len("  indented line")
     assert all(len(row) < 20 for row in ("  " + out.plain).splitlines())
+
+
+def test_the_line_editor_keys() -> None:
+    from agy_harness.adapters.sinks.line_editor import END, LineBuffer
+
+    line = LineBuffer()
+    assert line.feed("run: git statsu\x7f\x7fus") == [] and line.text == "run: git status"
+    assert line.feed("\x17") == [] and line.text == "run: git "  # Ctrl-W: the last word
+    assert line.feed("\x1b[A\x1b[1;5Clog\x1bb") == [] and line.text == "run: git log"  # keys ignored
+    assert line.feed("\r") == ["run: git log"] and line.text == ""
+    assert line.feed("half\x15") == [] and line.text == ""  # Ctrl-U
+    assert line.feed("x\x04") == [] and line.feed("\x7f\x04") == [END]  # Ctrl-D only on an empty line
