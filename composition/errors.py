@@ -36,7 +36,7 @@ def explain(exc: BaseException) -> str:
     if isinstance(exc, UserFacingError):
         return str(exc)
     if isinstance(exc, NoAgyFound):
-        if "does not host conversation" in str(exc):  # agy runs: the conversation id is the problem
+        if exc.wrong_cascade:  # agy runs: the conversation id is the problem
             return f"no agy found: {exc}. {WRONG_CASCADE_HINT}"
         return f"no agy found: {exc}. {NO_AGY_HINT}"
     if isinstance(exc, AmbiguousAgy):

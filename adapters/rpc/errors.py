@@ -101,6 +101,9 @@ class DiscoveryError(Exception):
 class NoAgyFound(DiscoveryError):
     """No candidate port answered for our cascade."""
 
+    #: a live agy answered, but it hosts other conversations: the id is the problem, not agy
+    wrong_cascade = False
+
     @classmethod
     def instead(
         cls,

@@ -11,7 +11,7 @@ can be read again after it, a closed pipe cannot.
 
 The thread is a daemon: a read nobody answers never keeps the process from exiting (Ctrl-C).
 
-On a terminal (stdin a tty, no ``readline`` given) the line is edited here (:mod:`.line_editor`):
+On a terminal (stdin and stdout a tty, no ``readline`` given) the line is edited here (:mod:`.line_editor`):
 echo is off, :attr:`Keyboard.typed` is what is typed so far and ``on_change`` is called when it
 changes, so the sink draws it on its bottom line. A gate's fresh read starts from an empty line and
 gives back what was being typed before it when it is answered.
@@ -36,8 +36,8 @@ from .line_editor import END, LineBuffer, is_terminal, keys_mode
 class Keyboard:
     def __init__(self, stream: TextIO | None = None, *, readline: Callable[[], str] | None = None) -> None:
         self._readline = readline or (stream or sys.stdin).readline
-        #: the line is edited here (a terminal), not by the terminal
-        self.editing = readline is None and stream is None and is_terminal(0)
+        #: the line is edited here, not by the terminal (both ends a terminal: it is drawn on stdout)
+        self.editing = readline is None and stream is None and is_terminal(0) and is_terminal(1)
         self._line = LineBuffer()
         self.on_change: Callable[[], None] = lambda: None  # called on the loop when ``typed`` changes
         self._restore: contextlib.ExitStack | None = None
