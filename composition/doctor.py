@@ -179,7 +179,8 @@ async def diagnose(client: RpcClient, cascade_id: str | None, version_text: str 
 
 def render(report: dict[str, Any]) -> str:
     lines = [f"agy-harness doctor: {report['endpoint']}"]
-    lines.append(f"agy version: {report['version'] or 'unknown (agy --version did not answer)'}")
+    version = " · ".join(line.strip() for line in (report["version"] or "").splitlines()[:2])
+    lines.append(f"agy version: {version or 'unknown (agy --version did not answer)'}")
     lines.append("methods:")
     lines += [f"  {state:<10} {name}" for name, state in report["methods"].items()]
     if report["cascade"]:

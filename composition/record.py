@@ -144,10 +144,11 @@ async def _run(args: argparse.Namespace) -> int:
     async with RpcClient(binding.base_url, csrf_token=binding.csrf_token) as client:
         cascade = args.cascade or await latest_cascade(RpcCascadeDirectory(client))
         to_stdout = args.out == "-"
+        where = "stdout" if to_stdout else args.out
         out = sys.stdout if to_stdout else open(args.out, "w", encoding="utf-8")  # noqa: SIM115
         try:
             until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
-            print(f"agy-harness record: conversation {cascade} -> {args.out}, {until}", file=sys.stderr)
+            print(f"agy-harness record: conversation {cascade} -> {where}, {until}", file=sys.stderr)
             progress = Progress(sys.stderr)
             ticker = loop.create_task(_tick(progress))
             try:
@@ -160,7 +161,7 @@ async def _run(args: argparse.Namespace) -> int:
         finally:
             if not to_stdout:
                 out.close()
-    print(f"agy-harness record: {frames} frame(s) and 2 snapshots written to {args.out}", file=sys.stderr)
+    print(f"agy-harness record: {frames} frame(s) and 2 snapshots written to {where}", file=sys.stderr)
     return 128 + stopped_by[0] if stopped_by else EXIT_OK
 
 

@@ -34,3 +34,14 @@ def test_record_stopped_with_ctrl_c_keeps_its_closing_snapshot_and_summary(
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert list(lines[0]) == ["steps"] and list(lines[-1]) == ["steps"]  # the closing snapshot
     assert lines[-1]["steps"] and len(lines) == 3
+
+
+def test_record_to_stdout_pipes_into_replay(terminal: Terminal) -> None:
+    """The README's ``agy-harness record --seconds 30 --out - | agy-harness replay -``."""
+    cascade = start_sim(terminal, "--scenario", "hello")
+    record = cli("record", "--cascade", cascade, "--seconds", "1", "--out", "-")
+    pane = terminal.run(f'{record} | {cli("replay", "-")} | grep -c \'"type": "assistant_message"\'')
+    assert pane.wait_exit(30) == 0
+    screen = pane.screen()
+    assert "-> stdout, for 1 s" in screen and "written to stdout" in screen
+    assert "\n1\n" in screen  # the greeting, replayed from the recording
