@@ -279,3 +279,31 @@ async def test_a_gate_only_agys_terminal_can_answer_is_not_put_to_omnigent(
         assert (await turn.finished())["type"] == "response.completed"
     assert turn.of_type("response.elicitation_request") == []  # no card omnigent could not answer
     assert [s["status"] for s in steps_of(agy, "WRITE_TO_FILE")] == ["CORTEX_STEP_STATUS_DONE"]
+
+
+async def test_the_harness_log_names_the_version_of_the_agy_it_bound(
+    plugin_python: Path, tmp_path: Path
+) -> None:
+    """It said "agy unknown version" for `agy-harness sim` (it asked `agy --version`, not the agy bound)."""
+    import subprocess
+    import sys
+
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "agy_harness.composition.cli", "sim", "--profile", "1.0.10", "--pace", "0.05"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sim.stdout is not None
+        info = dict(sim.stdout.readline().strip().partition(" ")[::2] for _ in range(4))
+        settings = {"port": info["port"], "cascade": info["cascade"]}
+        async with RunnerProcess(
+            plugin_python, {f"HARNESS_AGY_HARNESS_{k.upper()}": v for k, v in settings.items()}, tmp_path
+        ) as runner:
+            turn = await runner.message("Say hello in one short sentence.")
+            await turn.finished()
+    finally:
+        sim.terminate()
+        sim.wait(10)
+    log = (tmp_path / "harness.log").read_text()
+    assert "agy 1.0.10: streams its steps, takes turns over RPC" in log and "unknown" not in log
