@@ -55,6 +55,11 @@ def port(text: str) -> int:
     return value
 
 
+def listen_port(text: str) -> int:
+    """A port to listen on: 1-65535, or 0 for any free one."""
+    return 0 if text.strip() == "0" else port(text)
+
+
 def add_port(parser: Any, what: str = "agy's language-server port") -> None:
     parser.add_argument(
         "--port",

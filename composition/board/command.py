@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..cli_args import listen_port, non_negative, port
 from ..errors import EXIT_USAGE
 
 DESCRIPTION = """\
@@ -49,14 +50,21 @@ def add_board_command(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
-    p.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
     p.add_argument(
-        "--agy-port", type=int, action="append", default=[], metavar="N",
+        "--host", default="127.0.0.1", metavar="H", help="address to listen on (default: %(default)s)"
+    )
+    p.add_argument(
+        "--port", type=listen_port, default=0, metavar="N", help="port to listen on (default: any free port)"
+    )
+    p.add_argument(
+        "--agy-port", type=port, action="append", default=[], metavar="N",
         help="agy's language-server port (repeatable; default: find every agy of yours)",
     )  # fmt: skip
     p.add_argument("--sim", action="store_true", help="embed the agy simulator with three conversations")
-    p.add_argument("--sim-pace", type=float, default=1.0, help="simulator pacing (default: %(default)s)")
+    p.add_argument(
+        "--sim-pace", type=non_negative, default=1.0, metavar="SCALE",
+        help="with --sim, the model's speed: 1 = like a person reads (default), 0 = instant",
+    )  # fmt: skip
     p.add_argument("--webhook", default=None, metavar="URL", help="POST a notification here (default: off)")
     p.add_argument(
         "--notify", default="gate,turn,failed", metavar="KINDS",

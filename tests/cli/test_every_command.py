@@ -17,7 +17,7 @@ import pytest
 from agy_harness.composition.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["demo", "attach", "replay", "sim", "acp", "doctor", "record"]
+COMMANDS = ["demo", "attach", "replay", "sim", "acp", "doctor", "record", "board"]
 
 
 def agy_harness(*args: str, stdin: str = "", extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -105,7 +105,7 @@ def test_a_bad_option_is_reported_by_its_own_command() -> None:
 
 
 def test_a_port_out_of_range_is_bad_input_for_every_command() -> None:
-    for command in ("doctor", "attach", "acp"):
+    for command in ("doctor", "attach", "acp", "board"):
         run = agy_harness(command, "--port", "99999")
         assert run.returncode == 2, command
         assert f"usage: agy-harness {command}" in run.stderr and "a port is 1-65535, not 99999" in run.stderr
