@@ -302,6 +302,7 @@ class TerminalSink(StreamedText):
     async def _ask(self, gate: GateOpened) -> GateAnswer:
         shown = visible_event(gate)  # displayed; answers are read against the gate as agy sent it
         async with self._prompt_lock:
+            self._end_thinking()  # agy asks: the thought before it is over (its end shown as it is)
             self._print(gate_card(shown))
             if self.auto_answer is not None:
                 answer = self.auto_answer(gate)

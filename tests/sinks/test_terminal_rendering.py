@@ -262,3 +262,28 @@ def test_the_line_editor_keys() -> None:
     assert line.feed("\r") == ["run: git log"] and line.text == ""
     assert line.feed("half\x15") == [] and line.text == ""  # Ctrl-U
     assert line.feed("x\x04") == [] and line.feed("\x7f\x04") == [END]  # Ctrl-D only on an empty line
+
+
+def test_a_thought_cut_by_a_gate_ends_on_its_own_line() -> None:
+    """The ellipsis came after the gate's card, on a line of its own ("I" / card / "  …")."""
+    from agy_harness.ports.events import GateOpened, PermissionRequest
+
+    c = console()
+    sink = TerminalSink(
+        c, auto_answer=lambda _g: __import__("agy_harness").ports.protocols.GateAnswer(allow=False)
+    )
+    gate = GateOpened(
+        id="g", cascade_id=C, gate_id="g1", kind="permission", trajectory_id="t", step_index=3,
+        tool_name="run_command", permission=PermissionRequest(command_line="ls"),
+    )  # fmt: skip
+
+    async def play() -> None:
+        await sink.deliver(
+            [ReasoningDelta(id="r", cascade_id=C, delta="I", message_id="m", index=0, started=True)]
+        )
+        await sink.ask(gate)
+        await sink.deliver([call("run_command", CommandLine="ls")])
+
+    asyncio.run(play())
+    out = c.export_text()
+    assert "thinking I …\n" in out and "\n  …" not in out
