@@ -190,6 +190,8 @@ async def _serve(args: argparse.Namespace, webhook: Any, out: TextIO | None = No
         print(f"agy board: open {board.url}", file=out, flush=True)
         print("(Ctrl-C stops it)", file=out, flush=True)
         await stop.wait()
+    if stopped_by:  # (on a line of its own: the terminal echoed ^C)
+        print("\nagy board stopped", file=sys.stderr)
     return 128 + stopped_by[0] if stopped_by else 0  # the CLI's codes: 130 for Ctrl-C, 143 for SIGTERM
 
 

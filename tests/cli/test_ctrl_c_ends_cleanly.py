@@ -45,3 +45,11 @@ def test_record_to_stdout_pipes_into_replay(terminal: Terminal) -> None:
     screen = pane.screen()
     assert "-> stdout, for 1 s" in screen and "written to stdout" in screen
     assert "\n1\n" in screen  # the greeting, replayed from the recording
+
+
+def test_the_board_stopped_with_ctrl_c_leaves_the_shell_on_a_new_line(terminal: Terminal) -> None:
+    pane = terminal.run(cli("board", "--sim", "--sim-pace", "0"))
+    pane.wait("(Ctrl-C stops it)", 60)
+    pane.key("C-c")
+    assert pane.wait_exit(30) == 130  # (EXIT= at the start of a line: not after the echoed ^C)
+    assert "agy board stopped" in pane.screen() and "Traceback" not in pane.screen()
