@@ -157,13 +157,21 @@ def cascade_of(raws: Iterable[Any]) -> str:
     return "replay"
 
 
-def replay(paths: Sequence[str], stdin: TextIO | None = None) -> list[Event]:
+def recorded_steps(paths: Sequence[str], stdin: TextIO | None = None) -> list[Any]:
     raws: list[Any] = []
     for path in paths:
         raws.extend(load_recorded(path, stdin))
+    return raws
+
+
+def events_of(raws: list[Any]) -> list[Event]:
     from .container import AgyContainer  # the composition root; imported late: replay needs no agy
 
     return AgyContainer().reconciler(cascade_of(raws)).feed_all(raws)
+
+
+def replay(paths: Sequence[str], stdin: TextIO | None = None) -> list[Event]:
+    return events_of(recorded_steps(paths, stdin))
 
 
 def run(paths: Sequence[str], out: TextIO, err: TextIO, stdin: TextIO | None = None) -> int:
@@ -171,14 +179,14 @@ def run(paths: Sequence[str], out: TextIO, err: TextIO, stdin: TextIO | None = N
 
     Every line is rendered before the first is written, so bad input never prints half-way. Input
     that holds no agy step at all (e.g. stream updates that only carry a status) is no error, but
-    it is said on ``err``: an empty output is never silent.
+    it is said on ``err``: an empty output is never silent for want of steps.
     """
     if list(paths).count("-") > 1:
         err.write("agy-harness replay: - (standard input) can be given once\n")
         return EXIT_USAGE
     try:
-        events = replay(paths, stdin)
-        lines = [event_line(event) for event in events]
+        raws = recorded_steps(paths, stdin)
+        lines = [event_line(event) for event in events_of(raws)]
         encoding = getattr(out, "encoding", None) or "utf-8"
         if encoding.lower().replace("-", "") != "utf8":  # e.g. LANG=C: JSON's own escapes
             lines = [json.dumps(json.loads(line), ensure_ascii=True) + "\n" for line in lines]
@@ -188,7 +196,7 @@ def run(paths: Sequence[str], out: TextIO, err: TextIO, stdin: TextIO | None = N
     except Exception as exc:  # never a traceback: bad input is one line and exit 2
         err.write(f"agy-harness replay: cannot replay {', '.join(paths)}: {type(exc).__name__}: {exc}\n")
         return EXIT_USAGE
-    if not lines:
+    if not raws:
         err.write(
             "agy-harness replay: no events: the input holds no agy steps (only stream status, or none)\n"
         )
