@@ -48,11 +48,16 @@ def test_sigterm_ends_a_process_whose_clean_stop_hangs(tmp_path: Path) -> None:
 
 def test_a_second_signal_ends_it_at_once(tmp_path: Path) -> None:
     proc, marker = _stuck(tmp_path, grace=3600)  # the watchdog alone would wait an hour
-    proc.send_signal(signal.SIGHUP)
-    assert proc.stdout is not None
-    # The second signal only once the first was handled: two sent while the process is not yet
-    # scheduled (a loaded machine) merge into one pending signal, and it then waits an hour.
-    assert proc.stdout.readline().strip() == "stop swallowed"  # one signal did not end it
-    proc.send_signal(signal.SIGHUP)
-    assert proc.wait(timeout=60) == 128 + signal.SIGHUP
-    assert marker.read_text() == "cleaned"
+    try:
+        proc.send_signal(signal.SIGHUP)
+        assert proc.stdout is not None
+        # The second signal only once the first was handled: two sent while the process is not yet
+        # scheduled (a loaded machine) merge into one pending signal, and it then waits an hour.
+        assert proc.stdout.readline().strip() == "stop swallowed"  # one signal did not end it
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=60) == 128 + signal.SIGHUP
+        assert marker.read_text() == "cleaned"
+    finally:
+        if proc.poll() is None:  # never left behind for an hour when the test fails
+            proc.kill()
+            proc.wait()
