@@ -11,7 +11,7 @@ from typing import Any
 
 from . import steps as st
 from . import tool_steps as ts
-from .interactions import allowed, call_args, metadata_index, reask_copy
+from .interactions import allowed, call_args, deny_instruction, metadata_index, reask_copy
 from .scenarios import (
     GREETING,
     LONG_TEXT,
@@ -196,9 +196,10 @@ class Engine:
     # -- tools ------------------------------------------------------------------------------
     async def do_run(self, action: Action, *, gated: bool = True) -> None:
         parts = [p.strip() for p in action.arg.split("&&") if p.strip()] or ["pwd"]
-        calls = [ts.run_call(p, self.sim.workspace) for p in parts]
+        cwd = action.cwd or self.sim.workspace
+        calls = [ts.run_call(p, cwd) for p in parts]
         mi = await self.planner_tools(
-            calls, f"**Running a command**\n\nI will run `{action.arg}` in the workspace."
+            calls, f"**Running a command**\n\nI will run `{action.arg}` in {action.cwd or 'the workspace'}."
         )
         for command, call in zip(parts, calls, strict=True):
             await self.pause(STEP_DELAY)
@@ -208,7 +209,7 @@ class Engine:
                 self.model,
                 call,
                 command=command,
-                cwd=self.sim.workspace,
+                cwd=cwd,
                 action=args["toolAction"],
                 summary=args["toolSummary"],
             )
@@ -222,14 +223,21 @@ class Engine:
                     self.results.append(f"Nobody approved `{command}` in time, so it did not run.")
                     return
                 if not allowed(answer):
-                    self.results.append(f"You denied permission to run `{command}`, so I did not run it.")
+                    why = deny_instruction(answer)
+                    self.results.append(
+                        f"You denied permission to run `{command}`, so I did not run it"
+                        + (f"; you said: {why}" if why else ".")
+                    )
                     return
             else:
                 st.transition(step, st.RUNNING)
                 self.changed(index)
+            # what runs is what the step holds now (a step can change while it waits)
+            command, ran_in = step["runCommand"]["commandLine"], step["runCommand"]["cwd"]
+            self.sim.executed.append((command, ran_in))
             self.current = step
             await self.pause(TOOL_DELAY)
-            output = canned_output(command, self.sim.workspace)
+            output = canned_output(command, ran_in)
             ts.run_command_finish(step, output)
             self.current = None
             self.changed(index)

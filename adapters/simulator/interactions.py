@@ -41,6 +41,11 @@ def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]
             raise refused
         allow = perm.get("allow") is True
         response["permission"] = {"allow": True} if allow else {}
+        # "deny and tell agy why": public clients of agy's language server send it (see the README's
+        # conventions table); that agy's CLI records it like this is a guess
+        why = perm.get("userDenyInstruction")
+        if not allow and isinstance(why, str) and why.strip():
+            response["permission"]["userDenyInstruction"] = why
         ts.record_interaction(step, response)
         ts.grant(step, allow)
         if allow:
@@ -58,6 +63,8 @@ def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]
         responses = ask.get("responses", [])
         if not isinstance(responses, list):
             raise refused
+        if ask.get("cancelled") is True:  # public clients' explicit skip (a guess for agy's CLI)
+            responses = []
         clean = []
         for r in responses:
             if not isinstance(r, dict):
@@ -84,6 +91,13 @@ def call_args(call: dict[str, Any]) -> dict[str, Any]:
 def allowed(answer: dict[str, Any]) -> bool:
     perm = answer.get("permission")
     return isinstance(perm, dict) and perm.get("allow") is True
+
+
+def deny_instruction(answer: dict[str, Any]) -> str:
+    """What the human told agy with a denial (``userDenyInstruction``), or ""."""
+    perm = answer.get("permission")
+    why = perm.get("userDenyInstruction") if isinstance(perm, dict) else None
+    return why if isinstance(why, str) else ""
 
 
 def metadata_index(step: dict[str, Any]) -> int:

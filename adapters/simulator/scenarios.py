@@ -10,9 +10,11 @@ one final text reply summarises):
   (WAITING). The command is the backticked text, else what follows ``run:`` / ``run`` (up to
   `` and ``, ``,`` or `` then ``; ``the command`` is skipped), else ``pwd``.
   Allowed: RUNNING -> DONE with ``runCommand.combinedOutput.full`` (canned output; nothing is ever
-  executed). Denied: the step ends ``CORTEX_STEP_STATUS_ERROR`` with the refusal recorded in
+  executed: the command line and cwd the step holds when it is allowed are recorded in
+  ``Simulator.executed``, which tests read as "what agy ran"). Denied: the step ends ``CORTEX_STEP_STATUS_ERROR`` with the refusal recorded in
   ``completedInteractions`` (``permission: {}``, proto-JSON omits ``allow: false``) and
-  ``permissions.permissionGrants``; the final reply says the command was not run.
+  ``permissions.permissionGrants``; the final reply says the command was not run (and repeats the
+  human's ``userDenyInstruction``, when the denial carried one).
   ``a && b`` is one planner call with two tool calls and two RUN_COMMAND steps gated one after
   the other (b is asked only once a was allowed and ran; denying a skips b).
 * ``autorun`` / ``auto-run`` — RUN_COMMAND with no gate (agy's auto-execution policy): PENDING ->
@@ -99,6 +101,7 @@ class Action:
     at: int
     arg: str = ""
     multi: bool = False
+    cwd: str = ""  # a run's directory ("" = the workspace)
 
 
 @dataclass
@@ -118,11 +121,19 @@ _KEYWORDS: list[tuple[str, str]] = [
 ]
 
 
-def extract_command(text: str, at: int) -> tuple[str, int]:
-    """The command a ``run`` at ``at`` names, and where its mention ends in ``text``."""
+_IN_DIR = re.compile(r"\s+in\s+(/\S*[^\s.,;])")
+
+
+def extract_run(text: str, at: int) -> tuple[str, str, int]:
+    """The command a ``run`` at ``at`` names, its directory (``""``: the workspace), and where its
+    mention ends in ``text``."""
     tick = re.search(r"`([^`]+)`", text[at:])
     if tick:
-        return tick.group(1).strip(), at + tick.end()
+        end = at + tick.end()
+        where = _IN_DIR.match(text, end)
+        if where:
+            return tick.group(1).strip(), where.group(1), where.end()
+        return tick.group(1).strip(), "", end
     rest = text[at:]
     head = re.match(
         r"\s*(?:auto-?run|run|execute|command)\s*:?\s*(?:the\s+)?(?:(?:shell\s+)?command\s+)?", rest, re.I
@@ -130,7 +141,7 @@ def extract_command(text: str, at: int) -> tuple[str, int]:
     skip = head.end() if head else 0
     body = re.split(r"\s+and\s+|,\s|\s+then\s+|\n", rest[skip:], maxsplit=1)[0]
     command = body.strip().rstrip(".").strip()
-    return command or "pwd", at + skip + len(body)
+    return command or "pwd", "", at + skip + len(body)
 
 
 def extract_question(text: str, at: int) -> tuple[str, int]:
@@ -169,7 +180,7 @@ def plan_for(text: str) -> Plan:
         action = Action(kind, start)
         end = stop
         if kind in ("run", "autorun"):
-            action.arg, end = extract_command(text, start)
+            action.arg, action.cwd, end = extract_run(text, start)
         elif kind == "ask":
             action.arg, end = extract_question(text, start)
             action.multi = bool(re.search(r"\b(?:multi|multiple|several)\b", text, re.I))

@@ -80,6 +80,9 @@ class Simulator:
         self.extra_summaries: dict[str, dict[str, Any]] = {}
         #: every RPC method called, in order (tests may assert on it)
         self.calls: list[str] = []
+        #: every command agy "ran" (it was allowed, or needed no approval): (command line, cwd) as
+        #: the step held them at that moment; nothing is ever executed
+        self.executed: list[tuple[str, str]] = []
         self._host = host
         self.log_file = Path(log_file) if log_file is not None else None
         self._cascades: dict[str, Cascade] = {}

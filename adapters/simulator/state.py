@@ -101,6 +101,7 @@ class EngineHost(Protocol):
     session_id: str
     gate_reasks: int
     workspace: str
+    executed: list[tuple[str, str]]
 
     def _append(self, c: Cascade, step: dict[str, Any]) -> int: ...
     def _changed(self, c: Cascade, index: int) -> None: ...

@@ -10,11 +10,14 @@ so port discovery scoped to a tmux pane's process subtree finds it. Once listeni
 The screen (plain ANSI, redrawn whole on every change)::
 
     › the user's turn                  conversation: user turns, assistant text, tool lines,
-    ✦ the assistant's reply            numbered gate prompts
-    • run_command: pwd  [waiting]
-    ? Allow `pwd`?
-      1. Allow
-      2. Deny
+    ✦ the assistant's reply            numbered gate prompts; a permission prompt shows the
+    • run_command: pwd  [waiting]      request whole (every line of the command, its directory),
+    ? Allow this command?              as agy's own prompt shows the command it asks about (the
+      $ pwd                            exact layout is a guess: agy's TUI is not recorded)
+      in /home/agy/...
+      1. Yes, run command
+      ...
+      4. No, cancel
     ──────────────────────────         rule
     > what is being typed              composer (continuation rows indented by two spaces)
     agy 1.0.10 · idle                  footer: idle | working | waiting for approval

@@ -56,19 +56,32 @@ def _persist_pattern(request: dict[str, Any]) -> str:
     return as_str(request.get("suggestedPersistPattern"))
 
 
+PERMISSION_HEADER = "? Allow this command?"
+COMMAND_PREFIX, COMMAND_MORE, CWD_PREFIX = "  $ ", "    ", "  in "
+
+
+def permission_request_lines(command: str, cwd: str) -> list[str]:
+    """What the prompt shows of a permission request: the whole command line (every line of it) and
+    its directory -- as agy's own prompt shows the command it asks about, so a human (and the
+    harness, before it types into the prompt) can tell which request it is."""
+    rows = command.split("\n") or [""]
+    out = [COMMAND_PREFIX + rows[0], *(COMMAND_MORE + row for row in rows[1:])]
+    return [*out, CWD_PREFIX + cwd] if cwd else out
+
+
 def gate_lines(step: Step) -> list[str]:
     gate = waiting_interaction(step)
     if gate is None:
         return []
     kind, request = gate
     if kind == "permission":
-        target = as_str(as_dict(request.get("resource")).get("target")) or as_str(
-            as_dict(step.raw.get("runCommand")).get("commandLine")
-        )
+        body = as_dict(step.raw.get("runCommand"))
+        command = as_str(body.get("commandLine")) or as_str(as_dict(request.get("resource")).get("target"))
+        head = [PERMISSION_HEADER, *permission_request_lines(command, as_str(body.get("cwd")))]
         pattern = _persist_pattern(request)
         if pattern:  # agy's menu when it offers "allow always" (the reference, live-verified on 1.2.7)
             return [
-                f"? Allow `{target}`?",
+                *head,
                 "  1. Yes, run command",
                 f"  2. Yes, and always allow in this conversation for commands that start with '{pattern}'",
                 f"  3. Yes, and always allow commands that start with '{pattern}' (Persist to settings.json)",
@@ -76,7 +89,7 @@ def gate_lines(step: Step) -> list[str]:
                 "  (type 1-4, or y/n, then Enter)",
             ]
         return [
-            f"? Allow `{target}`?",
+            *head,
             "  1. Yes, run command",
             "  2. No, cancel",
             "  (type 1/y or 2/n, then Enter)",

@@ -84,7 +84,9 @@ async def test_permission_gate_answered_by_number_leaves_waiting(tui: TuiPane, r
     gate = gates(steps)[0]
     index = gate["metadata"]["sourceTrajectoryStepInfo"].get("stepIndex", 0)
     screen = await tui.wait_screen(lambda lines: footer(lines).endswith("· waiting for approval"))
-    assert "? Allow `pwd`?" in screen and "  1. Yes, run command" in screen and "  4. No, cancel" in screen
+    at = screen.index("? Allow this command?")  # the request, whole, then agy's menu
+    assert screen[at + 1 : at + 3] == ["  $ pwd", "  in /home/agy/.gemini/antigravity-cli/scratch"]
+    assert "  1. Yes, run command" in screen and "  4. No, cancel" in screen
     tui.send_literal("1")
     tui.send_key("Enter")
 

@@ -1,7 +1,9 @@
-"""After an RPC answer agy's TUI may keep its prompt open, and the next typed turn lands in it; the
-harness types the choice into agy's pane (option keys + Enter, or Escape), as the reference does
-(omnigent 0.19.1 ``to_tui_selection_keys``, live-verified). "Allow always" goes only through agy's
-own menu. The simulated TUI keeps a prompt answered elsewhere open, so all of this is tested."""
+"""agy's TUI may keep its prompt open after an answer that came over RPC, and the next typed turn
+lands in it. With agy's pane known the harness types the answer into agy's own prompt instead (option
+keys + Enter, or Escape: the reference's live-verified keys, omnigent 0.19.1 ``to_tui_selection_keys``),
+only onto that request's prompt (tests/tmux/test_typed_keys_binding.py), so the prompt closes.
+"Allow always" goes only through agy's own menu. The simulated TUI keeps a prompt answered elsewhere
+open, so all of this is tested."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ def session_on(tui: Any, server: libtmux.Server, sink: RecordingSink, *, pane: b
 
 
 def prompt_open(lines: list[str]) -> bool:
-    return any(line.startswith("? Allow `pwd`?") for line in lines)
+    return any(line.strip() == "$ pwd" for line in lines)
 
 
 async def _answer_over_rpc_then_type(server: libtmux.Server, tmp_path: Path, *, pane: bool) -> list[str]:

@@ -1,0 +1,85 @@
+"""What a hostile (or buggy) agy could do to its own step list, for the harness's tests.
+
+None of this is agy's recorded behaviour; it is what the harness must survive without ever putting a
+human's answer on a request the human did not see (issue #26):
+
+* :func:`rewrite_waiting` -- a WAITING command step re-streamed with another command (and directory)
+  at the same step index;
+* :func:`foreign_done_steps` -- finished steps of ANOTHER trajectory in the conversation's step list,
+  claiming the step indices agy's own next steps will have;
+* :func:`flood_gates` -- many WAITING permission steps that nobody will ever take an answer for.
+
+Each changes the simulator's state and notifies it, so the stream and the poll both show the change.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from . import steps as st
+from . import tool_steps as ts
+from .state import Cascade
+from .steps import shape
+
+
+def _cascade(sim: Any, cascade_id: str | None) -> Cascade:
+    c: Cascade = sim._cascade(cascade_id)
+    return c
+
+
+def rewrite_waiting(
+    sim: Any, index: int, command: str, *, cwd: str = "", cascade_id: str | None = None
+) -> None:
+    """The WAITING RUN_COMMAND step at ``index`` now asks to run ``command`` (in ``cwd``, if given):
+    its command lines, the permission's target and persist pattern change; the step index does not.
+    The simulator runs whatever the step holds once it is allowed."""
+    c = _cascade(sim, cascade_id)
+    step = c.steps[index]
+    if step.get("status") != st.WAITING or "runCommand" not in step:
+        raise ValueError(f"step {index} is not a waiting command")
+    body = step["runCommand"]
+    body["commandLine"] = body["proposedCommandLine"] = command
+    if cwd:
+        body["cwd"] = cwd
+    call = step["metadata"].get("toolCall")
+    if isinstance(call, dict) and call.get("argumentsJson"):  # the poll's copy of the call, kept coherent
+        args = json.loads(call["argumentsJson"])
+        args["CommandLine"] = command
+        args["Cwd"] = body["cwd"]
+        call["argumentsJson"] = json.dumps(args)
+    permission = step["requestedInteraction"]["permission"]
+    permission["resource"]["target"] = command
+    permission["suggestedPersistPattern"] = command.split()[0] if command.split() else command
+    sim._changed(c, index)
+
+
+def foreign_done_steps(sim: Any, indices: list[int], *, cascade_id: str | None = None) -> str:
+    """Append one finished LIST_DIRECTORY step per index in ``indices``, all of a new trajectory of
+    the same conversation, each claiming that step index. Returns the other trajectory's id."""
+    c = _cascade(sim, cascade_id)
+    other = str(uuid.uuid4())
+    for index in indices:
+        step = shape("list_directory_done")
+        info = step["metadata"]["sourceTrajectoryStepInfo"]
+        info.update({"trajectoryId": other, "stepIndex": index, "cascadeId": c.id})
+        sim._append(c, step)
+    return other
+
+
+def flood_gates(sim: Any, n: int, *, cascade_id: str | None = None) -> list[int]:
+    """Append ``n`` WAITING ``run_command`` permission steps (``echo bogus-<i>``) in the conversation's
+    own trajectory that no turn waits on: agy refuses any answer to them. Returns their indices."""
+    c = _cascade(sim, cascade_id)
+    indices = []
+    for i in range(n):
+        command = f"echo bogus-{i}"
+        where = st.Where(c.id, c.trajectory_id, len(c.steps), c.planner_calls, str(uuid.uuid4()))
+        call = ts.run_call(command, sim.workspace)
+        step = ts.run_command(
+            where, sim.model, call, command=command, cwd=sim.workspace, action="Running echo", summary=command
+        )
+        ts.ask_gate(step, ts.permission_request(command, "Running echo"))
+        indices.append(sim._append(c, step))
+    return indices
