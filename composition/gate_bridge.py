@@ -1,44 +1,44 @@
-"""The gate bridge: gates agy opened, put to the human one at a time, and the answers delivered.
+"""The gate bridge: gates agy opened, put to the human, and each answer delivered to exactly the
+request the human saw.
 
-Gates arrive from the :class:`~.emitter.Emitter` (observer), are queued, and re-checked against agy
-before asking (answered elsewhere or superseded: not asked). A gate withdrawn while asked cancels the
-ask. :meth:`GateBridge.answer` re-reads agy at delivery, targets the freshest WAITING step asking the
-same thing, re-targets a stale rejection, reports a shape error once, and retries transient failures
-with backoff while the step waits, up to ``answer_deadline`` (an answer is never lost while agy still
-waits for it).
+Gates arrive from the :class:`~.emitter.Emitter` (observer). Each is asked in its own task, so a gate
+never waits for another's answer; a sink shows a bounded number of asks at once
+(``max_concurrent_asks``, default :data:`MAX_ASKS`; the terminal shows one): when a new gate finds no
+room, the oldest ask gives way and goes back to a backlog that is served newest first, so a flood of
+gates can never keep the newest request from the human. A gate is re-checked against agy before it is
+asked (answered elsewhere or superseded: not asked), and a gate withdrawn while asked cancels the ask.
+
+:meth:`GateBridge.answer` is the one way an answer reaches agy (the human's, through the sink; the API's
+``Session.answer``; the interrupt's denial). It claims the gate first: a gate takes one answer, and a
+second one (a double click, a retry, another front end) is refused with a notice. A gate that closed
+(answered, denied in agy's terminal, withdrawn because its request changed) refuses later answers. The
+delivery itself (:mod:`.gate_delivery`) goes only to a WAITING step with the gate's digest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from agy_harness.adapters.reap import reap
 from agy_harness.core.answers import AnswerError, check_answer
-from agy_harness.core.elicitation import (
-    Target,
-    classify_rejection,
-    delivery_target,
-    freshest_open,
-    interaction_payload,
-    rejection_is_transient,
-)
-from agy_harness.core.tui_keys import dismiss_keys, persist_keys, persist_offered
+from agy_harness.core.elicitation import Refused, delivery_target
+from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
-from agy_harness.ports.protocols import (
-    EventSink,
-    GateAnswer,
-    InteractionDelivery,
-    InteractionRejected,
-    StepSnapshot,
-    TuiKeys,
-)
+from agy_harness.ports.protocols import EventSink, GateAnswer, InteractionDelivery, StepSnapshot, TuiKeys
 
 from .conversation import HarnessOptions
 from .emitter import Emitter
+from .gate_delivery import AnswerDelivery
 
 log = logging.getLogger("agy_harness.harness")
+
+MAX_ASKS = 16  # asks a sink shows at once unless it says otherwise (``max_concurrent_asks``)
+CLOSED_KEPT = 1024  # closed gates remembered (their answers are refused, their re-asks followed)
+ASK_AGAIN = 2  # an answer that was refused while agy still waits is asked again, this many times
 
 
 class GateBridge:
@@ -53,29 +53,55 @@ class GateBridge:
         tui: TuiKeys | None = None,
     ) -> None:
         self.snapshot = snapshot
-        #: agy's own terminal, when its pane is known: its prompt is closed after an RPC answer,
-        #: and "allow always" goes there (see core.tui_keys)
-        self.tui = tui
         self.sink = sink
         self.emitter = emitter
-        self.delivery = delivery
         self.options = options or HarnessOptions()
-        self._gates: asyncio.Queue[GateOpened] = asyncio.Queue()
-        self._queued: dict[str, GateOpened] = {}
-        self._current_gate: GateOpened | None = None
-        self._current_ask: asyncio.Task[GateAnswer] | None = None
-        self._delivered_gates: set[str] = set()
-        self._worker: asyncio.Task[None] | None = None
-        self._open: dict[str, GateOpened] = {}  # gates the stream shows WAITING (for a failed re-read)
+        self.max_asks = max(1, int(getattr(sink, "max_concurrent_asks", MAX_ASKS)))
+        self._open: dict[str, GateOpened] = {}  # gates the stream shows WAITING
+        self._closed: OrderedDict[str, tuple[GateOpened, str]] = OrderedDict()  # withdrawn, and why
+        self._asks: dict[str, asyncio.Task[None]] = {}  # in flight, oldest first
+        self._backlog: dict[str, GateOpened] = {}  # open, waiting for room with the human
+        self._claimed: set[str] = set()  # gates an answer was taken for (being delivered, or delivered)
+        self._send = AnswerDelivery(
+            snapshot=snapshot,
+            emitter=emitter,
+            options=self.options,
+            knowledge=lambda: (list(self._open.values()), dict(self._closed)),
+            delivery=delivery,
+            tui=tui,
+        )
+
+        self._stopped = False
+
+    @property
+    def delivery(self) -> InteractionDelivery | None:
+        return self._send.delivery
+
+    @delivery.setter
+    def delivery(self, value: InteractionDelivery | None) -> None:
+        self._send.delivery = value
+
+    @property
+    def tui(self) -> TuiKeys | None:
+        """agy's own terminal, when its pane is known: answers its menu can express are typed there
+        (only onto that request's prompt), and "allow always" goes there (see core.tui_keys)."""
+        return self._send.tui
+
+    @tui.setter
+    def tui(self, value: TuiKeys | None) -> None:
+        self._send.tui = value
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._worker = asyncio.create_task(self._gate_worker(), name="agy-harness-gates")
+        """Nothing to start: each gate is asked in its own task."""
+        self._stopped = False
 
-    def tasks(self) -> list[asyncio.Task[Any]]:
-        """What the harness cancels on stop: the ask in progress, then the worker."""
-        return [t for t in (self._current_ask, self._worker) if t is not None]
+    def stop(self) -> list[asyncio.Task[Any]]:
+        """The harness stops: nothing more is asked; the asks in progress, for it to cancel."""
+        self._stopped = True
+        self._backlog.clear()
+        return list(self._asks.values())
 
     # -- gates in --------------------------------------------------------------------------
 
@@ -86,87 +112,127 @@ class GateBridge:
                 self._open[event.gate_id] = event
                 self.open(event)
             elif isinstance(event, GateWithdrawn):
-                self._open.pop(event.gate_id, None)
+                gate = self._open.pop(event.gate_id, None)
+                if gate is not None:
+                    self._closed[event.gate_id] = (gate, event.reason)
+                    while len(self._closed) > CLOSED_KEPT:
+                        self._closed.popitem(last=False)
                 self.withdraw(event.gate_id)
 
     def open(self, gate: GateOpened) -> None:
-        if not gate.answerable or gate.gate_id in self._queued or gate.gate_id in self._delivered_gates:
+        if self._stopped or not gate.answerable or gate.gate_id in self._claimed:
             return  # (a gate only agy's terminal can answer is never put to a human here)
-        self._queued[gate.gate_id] = gate
-        self._gates.put_nowait(gate)
+        if gate.gate_id in self._asks or gate.gate_id in self._backlog:
+            return
+        if len(self._asks) >= self.max_asks:  # no room: the oldest ask gives way to the newest gate
+            oldest = next(iter(self._asks))
+            self._asks.pop(oldest).cancel()
+            previous = self._open.get(oldest)
+            if previous is not None:
+                self._backlog[oldest] = previous
+            log.info("gate %s gives way to the newer %s; it is asked again later", oldest, gate.gate_id)
+        self._start(gate)
+
+    def _start(self, gate: GateOpened) -> None:
+        self._backlog.pop(gate.gate_id, None)
+        task = asyncio.ensure_future(self._ask(gate))
+        task.set_name(f"agy-harness-ask-{gate.gate_id}")
+        self._asks[gate.gate_id] = task
+
+    def _refill(self) -> None:
+        while self._backlog and len(self._asks) < self.max_asks and not self._stopped:
+            newest = next(reversed(self._backlog))
+            self._start(self._backlog[newest])
 
     def withdraw(self, gate_id: str) -> None:
-        self._queued.pop(gate_id, None)
-        current = self._current_gate
-        if current is not None and current.gate_id == gate_id and self._current_ask is not None:
-            self._current_ask.cancel()
+        self._backlog.pop(gate_id, None)
+        task = self._asks.pop(gate_id, None)
+        if task is not None:
+            task.cancel()
+        self._refill()
 
     def withdraw_all(self) -> None:
         """Rotation: nothing queued or asked belongs to the new conversation."""
         self._open.clear()
-        for gate_id in list(self._queued):
+        self._backlog.clear()
+        for gate_id in list(self._asks):
             self.withdraw(gate_id)
-        if self._current_gate is not None:
-            self.withdraw(self._current_gate.gate_id)
 
     @property
     def parked_gate(self) -> GateOpened | None:
-        """The gate currently put to the human, if any."""
-        return self._current_gate
+        """The newest gate currently put to the human, if any."""
+        for gate_id in reversed(self._asks):
+            gate = self._open.get(gate_id)
+            if gate is not None:
+                return gate
+        return None
+
+    @property
+    def parked_gates(self) -> list[GateOpened]:
+        """Every gate currently put to the human, oldest first."""
+        return [g for g in (self._open.get(i) for i in self._asks) if g is not None]
 
     def stop_asking(self) -> None:
-        """Cancel the ask in progress (the interrupt answers the gate itself)."""
-        if self._current_ask is not None:
-            self._current_ask.cancel()
+        """Cancel every ask in progress (the interrupt answers the gates itself)."""
+        for gate_id in list(self._asks):
+            self._asks.pop(gate_id).cancel()
+        self._backlog.clear()
 
     # -- asking ----------------------------------------------------------------------------
 
-    async def _gate_worker(self) -> None:
-        while True:
-            gate = await self._gates.get()
-            if self._queued.pop(gate.gate_id, None) is None:
-                continue  # withdrawn while queued
+    async def _ask(self, gate: GateOpened) -> None:
+        me = asyncio.current_task()
+        try:
             try:
-                await self._handle_gate(gate)
+                target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
+                if isinstance(target, Refused) or target.moved:
+                    return  # answered elsewhere, or superseded by a re-ask that is a gate of its own
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("gate %s: handling failed", gate.gate_id)
-            finally:
-                self._current_gate, self._current_ask = None, None
-
-    async def _handle_gate(self, gate: GateOpened) -> None:
-        try:
-            target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
-            if target is None or target.moved:
-                return  # answered elsewhere, or superseded by a retry that is queued as its own gate
+            except Exception as exc:  # cannot check now: ask anyway, delivery re-reads agy
+                log.info("gate %s: could not re-read steps before asking (%s)", gate.gate_id, exc)
+            for attempt in range(ASK_AGAIN + 1):
+                try:
+                    answer = await self.sink.ask(gate)
+                except asyncio.CancelledError:
+                    if me is not None and me.cancelling() and self._asks.get(gate.gate_id) is me:
+                        raise  # the harness stops
+                    log.info("gate %s withdrawn from the human", gate.gate_id)
+                    return
+                if self._asks.get(gate.gate_id) is me:
+                    del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place
+                if await self.answer(gate, answer):
+                    return
+                # not delivered (a notice said why) while agy still waits for it: asked again
+                again = gate.gate_id in self._open and gate.gate_id not in self._claimed
+                if not again or self._stopped or attempt == ASK_AGAIN:
+                    return
+                if len(self._asks) >= self.max_asks:
+                    self._backlog[gate.gate_id] = gate
+                    return
+                assert me is not None
+                self._asks[gate.gate_id] = me
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # cannot check now: ask anyway, delivery re-reads agy
-            log.info("gate %s: could not re-read steps before asking (%s)", gate.gate_id, exc)
-        self._current_gate = gate
-        self._current_ask = asyncio.ensure_future(self.sink.ask(gate))
-        try:
-            answer = await self._current_ask
-        except asyncio.CancelledError:
-            me = asyncio.current_task()
-            if me is not None and me.cancelling():
-                raise
-            log.info("gate %s withdrawn from the human", gate.gate_id)
-            return
-        await self.answer(gate, answer)
+        except Exception:
+            log.exception("gate %s: handling failed", gate.gate_id)
+        finally:
+            if self._asks.get(gate.gate_id) is me:
+                del self._asks[gate.gate_id]
+            self._refill()
 
     # -- delivering ------------------------------------------------------------------------
 
     async def answer(self, gate: GateOpened, answer: GateAnswer, *, deadline: float | None = None) -> bool:
-        """Deliver ``answer`` to ``gate``; True once agy took it. Never loses it while agy waits.
+        """Deliver ``answer`` to exactly ``gate``'s request; True once agy took it.
 
-        The answer is checked first (an ambiguous one is refused with a notice, never sent). Then,
-        until ``deadline`` seconds (default ``options.answer_deadline``) have passed: re-read agy,
-        target the freshest WAITING step asking the same thing (if the re-read fails: the freshest
-        one the stream still shows open), deliver. Transient failures (agy unreachable, timeouts,
-        5xx other than "input not registered", a failed re-read) are retried with backoff; a stale
-        step is re-targeted; only a proven shape error, or a step that left WAITING, is final.
+        The answer is checked first (an ambiguous one is refused with a notice, never sent). The gate is
+        claimed: a gate that already took an answer refuses another. The human's ask for it, if one is
+        in flight elsewhere, ends. Then: "allow always" goes into agy's own menu; an answer agy's menu
+        can express is typed into agy's prompt when its pane shows exactly that request; otherwise
+        (and whenever nothing was typed) it goes over RPC, to a WAITING step with the gate's digest
+        only, retried through transient failures until ``deadline`` (default
+        ``options.answer_deadline``).
         """
         if self.delivery is None:
             await self.emitter.notice(
@@ -176,164 +242,56 @@ class GateBridge:
         try:
             check_answer(gate, answer)
         except AnswerError as exc:
-            await self.emitter.notice(
-                gate.id, f"gate {gate.gate_id}: answer refused, nothing sent: {exc}", "error"
-            )
-            return False
-        if answer.persist is not None:
-            return await self._persist(gate, answer)
-        delivered = await self._deliver(gate, answer, deadline)
-        if delivered and self.tui is not None:
-            await self._type(gate, dismiss_keys(gate, answer), "close agy's prompt")
-        return delivered
-
-    async def _persist(self, gate: GateOpened, answer: GateAnswer) -> bool:
-        """ "Allow always": typed into agy's own menu, which records the rule and answers the step (the
-        RPC carries only allow). Refused, nothing sent, where that is not possible."""
-        keys = persist_keys(gate, answer)
-        why = ""
-        if keys is None or gate.kind != "permission":
-            why = "allow always applies only to allowing a permission"
-        elif not persist_offered(gate):
-            why = "agy offers no allow-always for this gate"
-        elif self.tui is None:
-            why = "allow always needs agy's pane (attach --tmux): only agy's own menu records the rule"
-        if why or keys is None:
-            await self.emitter.notice(
-                gate.id, f"gate {gate.gate_id}: answer refused, nothing sent: {why}", "error"
-            )
-            return False
-        if await self._target(gate) is None:
-            return False
-        ok = await self._type(gate, keys, "allow always")
-        if ok:
-            self._delivered_gates.add(gate.gate_id)
-        return ok
-
-    async def _type(self, gate: GateOpened, keys: list[str], what: str) -> bool:
-        if not keys or self.tui is None:
-            return False
+            return await self._send.refuse(gate, str(exc))
+        if gate.gate_id in self._claimed:
+            return await self._send.refuse(gate, "it already took an answer", "warning")
+        self._claimed.add(gate.gate_id)  # before any await: one answer per gate
+        delivered = False
         try:
-            await self.tui.send_keys(keys)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # best effort for a dismissal; the answer itself is reported
-            log.warning("gate %s: could not type %s into agy's pane to %s: %s", gate.gate_id, keys, what, exc)
-            if what == "allow always":
-                await self.emitter.notice(
-                    gate.id,
-                    f"gate {gate.gate_id}: could not type into agy's pane ({exc}); not delivered",
-                    "error",
-                )
-            return False
-        return True
+            await self._end_ask(gate.gate_id)
+            delivered = await self._deliver(gate, answer, deadline)
+            return delivered
+        finally:
+            if not delivered:
+                self._claimed.discard(gate.gate_id)  # nothing reached agy: it may be answered again
+
+    async def _end_ask(self, gate_id: str) -> None:
+        """The gate is answered (here or through the API): the human is no longer asked about it."""
+        self._backlog.pop(gate_id, None)
+        task = self._asks.pop(gate_id, None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await reap(task)
+        self._refill()
 
     async def _deliver(self, gate: GateOpened, answer: GateAnswer, deadline: float | None) -> bool:
-        loop = asyncio.get_running_loop()
-        limit = self.options.answer_deadline if deadline is None else deadline
-        end = loop.time() + limit
-        pause = self.options.fallback_backoff
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                outcome = await self._deliver_once(gate, answer)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # agy unreachable, a timeout, a failed re-read: not lost, retried
-                log.warning(
-                    "gate %s: delivery failed (%s: %s); retrying in %.1fs",
-                    gate.gate_id,
-                    type(exc).__name__,
-                    exc,
-                    pause,
-                )
-                outcome = None
-            if outcome is not None:
-                return outcome
-            if loop.time() + pause > end:
-                await self.emitter.notice(
-                    gate.id,
-                    f"gate {gate.gate_id}: agy did not take the answer within {limit:g}s ({attempts} attempts);"
-                    " it was not delivered, answer again to retry",
-                    "error",
-                )
-                return False
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, self.options.max_backoff)
-
-    async def _target(self, gate: GateOpened) -> Target | None:
-        """Where the answer goes now; raises when agy cannot be read and the stream shows no open gate."""
-        try:
-            raws = await self.snapshot.read_steps(gate.cascade_id)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            target = freshest_open(gate, list(self._open.values()))
-            if target is None:
-                raise
-            log.info(
-                "gate %s: re-read failed (%s); delivering to step %d, the freshest the stream shows waiting",
-                gate.gate_id,
-                exc,
-                target.step_index,
-            )
-            return target
-        target = delivery_target(gate, raws)
-        if target is None:
+        if answer.persist is not None:
+            if persist_offered(gate):
+                return await self._persist(gate, answer)
+            if not answer.allow or answer.action != "accept":
+                return await self._send.refuse(gate, "allow always applies only to allowing a permission")
             await self.emitter.notice(
-                gate.id,
-                f"gate {gate.gate_id} was answered elsewhere or is gone; the answer was not delivered",
-                "warning",
+                gate.id, "agy offers no allow-always for this request: it is allowed once", "warning"
             )
-        return target
+            answer = answer.model_copy(update={"persist": None})
+        keys = answer_keys(gate, answer) if self.tui is not None else None
+        if keys is not None:
+            typed = await self._send.typed(gate, keys, "answer")
+            if typed is not None:
+                return typed
+        return await self._send.rpc(gate, answer, deadline)
 
-    async def _deliver_once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:
-        """One delivery attempt: True delivered, False final (reported), None try again."""
-        assert self.delivery is not None
-        target = await self._target(gate)
-        if target is None:
-            return False
-        try:
-            await self.delivery.deliver(gate.cascade_id, interaction_payload(gate, answer, target.step_index))
-        except InteractionRejected as exc:
-            if rejection_is_transient(exc.status, exc.code, exc.message):
-                log.warning(
-                    "gate %s: agy failed transiently (HTTP %s %s: %s)",
-                    gate.gate_id,
-                    exc.status,
-                    exc.code,
-                    exc.message,
-                )
-                return None
-            kind = classify_rejection(
-                gate, target.step_index, await self.snapshot.read_steps(gate.cascade_id)
-            )  # a failed re-read here is transient too: the caller retries
-            if kind == "stale":
-                log.info(
-                    "gate %s: step %d went stale (%s); re-targeting",
-                    gate.gate_id,
-                    target.step_index,
-                    exc.message,
-                )
-                return None
-            if kind == "shape":
-                await self.emitter.notice(
-                    gate.id,
-                    f"agy refused the answer to gate {gate.gate_id} (HTTP {exc.status}: {exc.message}); "
-                    "not retrying",
-                    "error",
-                )
-            else:
-                await self.emitter.notice(
-                    gate.id, f"gate {gate.gate_id} is gone; the answer was not delivered", "warning"
-                )
-            return False
-        self._delivered_gates.add(gate.gate_id)
-        if target.moved:
-            log.info(
-                "gate %s timed out meanwhile; delivered to agy's retry at step %d",
-                gate.gate_id,
-                target.step_index,
+    async def _persist(self, gate: GateOpened, answer: GateAnswer) -> bool:
+        """ "Allow always": typed into agy's own menu, which records agy's own pattern and answers the
+        step (the RPC carries only allow). Refused, nothing sent, where that is not possible."""
+        keys = persist_keys(gate, answer)
+        if keys is None:
+            return await self._send.refuse(gate, "allow always applies only to allowing a permission")
+        if self.tui is None:
+            return await self._send.refuse(
+                gate, "allow always needs agy's pane (attach --tmux): only agy's own menu records the rule"
             )
-        return True
+        typed = await self._send.typed(gate, keys, "allow always")
+        if typed is None:
+            return await self._send.refuse(gate, "allow always goes only into agy's prompt for this request")
+        return typed

@@ -10,7 +10,7 @@ One job per role, each in its own module, sharing the bound :class:`Conversation
   and returns, demotes a source agy cannot serve, supervises itself.
 * :class:`~.emitter.Emitter` — feeds steps through the reconciler, delivers events to the sink in
   order, advances the cursor past what the sink acknowledged, tells the observers below.
-* :class:`~.gate_bridge.GateBridge` — puts gates to the human one at a time, withdraws them, delivers
+* :class:`~.gate_bridge.GateBridge` — puts gates to the human (each in its own ask), withdraws them, delivers
   answers (re-target a stale step, report a shape error, retry a transport failure).
 * :class:`~.directory_watcher.DirectoryWatcher` — the run-status backstop, sub-agent mirrors, rotation.
 * :class:`~.turn_control.TurnControl` — user turns (with turn-sender demotion) and interrupt.
@@ -170,7 +170,7 @@ class Harness:
 
     async def stop(self) -> None:
         tasks: list[asyncio.Task[Any]] = [
-            t for t in (self.reader.task, *self.gates.tasks(), *self.watcher.tasks()) if t is not None
+            t for t in (self.reader.task, *self.gates.stop(), *self.watcher.tasks()) if t is not None
         ]
         for task in tasks:
             task.cancel()

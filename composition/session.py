@@ -132,9 +132,10 @@ class Session:
     async def answer(self, gate_id: str, value: AnswerLike) -> None:
         """Answer a gate (see :func:`to_answer` for the accepted values).
 
-        Raises KeyError for a gate this session never saw, ValueError
+        Returns once agy took it. Raises KeyError for a gate this session never saw, ValueError
         (:class:`~agy_harness.core.answers.AnswerError`) for an answer that is not an unambiguous
-        answer to this gate (nothing is sent), RuntimeError when agy took no answer.
+        answer to this gate (nothing is sent), RuntimeError when agy took no answer: the gate already
+        took one, it closed, or agy now asks something else (a notice event says which).
         """
         gate = self._gates.get(gate_id)
         if gate is None and isinstance(self.sink, QueueSink):
@@ -142,10 +143,8 @@ class Session:
         if gate is None:
             raise KeyError(f"unknown gate {gate_id!r}")
         answer = to_answer(gate, value)
-        if isinstance(self.sink, QueueSink) and self.sink.resolve(gate_id, answer):
-            return
-        # not (or no longer) put to the human, e.g. it timed out meanwhile: deliver it directly; the
-        # harness re-reads agy and targets the freshest WAITING step asking the same thing
+        # the harness delivers it to exactly this gate's request (or to agy's re-ask of it after a
+        # timeout), ends the pending ask, and refuses a second answer or a request that changed
         if not await self.harness.answer(gate, answer):
             raise RuntimeError(f"gate {gate_id} could not be answered (see the notice events)")
 

@@ -81,10 +81,10 @@ class TurnControl:
         if self.interrupter is None:
             return InterruptReport(False, detail="no interrupter for this agy")
         denied: list[str] = []
-        gate = self.gates.parked_gate
-        busy = gate is not None or self._busy()
-        if gate is not None:  # deny first: a cancel after it also stops the reply agy starts on the denial
-            self.gates.stop_asking()
+        parked = self.gates.parked_gates
+        busy = bool(parked) or self._busy()
+        self.gates.stop_asking()
+        for gate in reversed(parked):  # deny first: a cancel after it also stops the reply agy starts
             denial = GateAnswer(action="decline", allow=False)
             if await self.gates.answer(gate, denial, deadline=INTERRUPT_DENY_DEADLINE):
                 denied.append(gate.gate_id)
@@ -98,7 +98,8 @@ class TurnControl:
             await self.emitter.notice(notice_id, detail, "warning")
             return InterruptReport(False, tuple(denied), detail)
         if denied:
-            detail = f"cancelled the running steps; denied the parked gate {denied[0]}"
+            plural = "s" if len(denied) > 1 else ""
+            detail = f"cancelled the running steps; denied the parked gate{plural} {', '.join(denied)}"
         elif busy:
             detail = "cancelled the running steps"
         else:  # the cancel was sent all the same (harmless), but nothing ran: say so

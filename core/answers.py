@@ -10,6 +10,9 @@ Permission gates (a command, a file write...):
   (``"allow"``, ``"yes"``, ``"y"``, ``"approve"``, ``"ok"``, ``"true"``; case and spaces ignored);
 * deny on ``False``, ``GateAnswer(allow=False)`` or one of :data:`DENY_WORDS` (``"deny"``, ``"no"``,
   ``"n"``, ``"reject"``, ``"false"``); ``"decline"`` / ``"cancel"`` refuse (a permission is denied);
+* deny and tell agy why: a deny word, a colon and the reason (``"no: use make clean instead"``), or
+  ``GateAnswer(allow=False, deny_reason=...)`` (agy's ``userDenyInstruction``); a reason with an allow
+  is refused;
 * anything else (``None``, ``""``, ``[]``, ``1``, ``"maybe"``, ``GateAnswer()`` without ``allow``)
   raises :class:`AnswerError` -- never an approval.
 
@@ -41,7 +44,7 @@ REFUSE_WORDS = frozenset({"decline", "cancel"})
 
 PERMISSION_FORMS = (
     "True / 'allow' / 'yes' / 'y' / 'approve' / 'ok' to allow; False / 'deny' / 'no' / 'n' / 'reject' to deny; "
-    "'decline' / 'cancel' to refuse"
+    "'deny: <reason>' to deny and tell agy why; 'decline' / 'cancel' to refuse"
 )
 QUESTION_FORMS = (
     "an option id ('1'), an option's label, or write-in text; a list of them for a multi-select "
@@ -71,6 +74,9 @@ def _permission(value: object) -> GateAnswer:
         return GateAnswer(allow=True) if value else GateAnswer(action="decline", allow=False)
     if isinstance(value, str):
         word = fold(value)
+        head, colon, reason = value.partition(":")
+        if colon and fold(head) in DENY_WORDS and reason.strip():
+            return GateAnswer(allow=False, deny_reason=reason.strip())  # deny, and tell agy why
         if word in ALLOW_WORDS:
             return GateAnswer(allow=True)
         if word in DENY_WORDS:
@@ -188,6 +194,8 @@ def check_answer(gate: GateOpened, answer: GateAnswer) -> None:
             raise AnswerError(
                 f"a permission answer needs an explicit allow or deny; accepted: {PERMISSION_FORMS}"
             )
+        if answer.allow and answer.deny_reason.strip():
+            raise AnswerError("a reason goes with a denial, not with an allow")
         return
     if len(answer.selections) > len(gate.questions) or len(answer.write_ins) > len(gate.questions):
         raise AnswerError(f"{len(answer.selections)} answers for {len(gate.questions)} question(s)")

@@ -1,5 +1,6 @@
-"""The elicitation policy: a human's answer to a gate -> agy's ``interaction`` payload, and where to
-deliver it when agy has moved on (gate timed out and re-asked at a higher stepIndex).
+"""The elicitation policy: a human's answer to a gate -> agy's ``interaction`` payload, and where it
+may be delivered: only to a WAITING step asking exactly what the human saw (the gate's digest), which
+after agy's timeout may be agy's re-ask of it at a higher stepIndex -- never anything else.
 
 Pure: the bridge in composition/ does the I/O (re-read steps, deliver, re-ask the human).
 """
@@ -15,6 +16,8 @@ from agy_harness.ports.protocols import GateAnswer
 
 from . import steps as S
 from .answers import check_answer, resolve_question
+from .binding import request_digest, timed_out
+from .gates import asked
 
 log = logging.getLogger("agy_harness.core.elicitation")
 
@@ -57,58 +60,86 @@ def interaction_payload(
     if gate.kind == "question":
         payload["askQuestion"] = {"responses": question_responses(gate, answer)}
     else:
-        payload["permission"] = {"allow": permission_allowed(answer)}
+        allow = permission_allowed(answer)
+        payload["permission"] = {"allow": allow}
+        if not allow and answer.deny_reason.strip():  # "deny and tell agy why" (public clients' field)
+            payload["permission"]["userDenyInstruction"] = answer.deny_reason.strip()
     return payload
-
-
-def _signature_of_request(kind: str, request: dict[str, Any]) -> tuple[Any, ...]:
-    if kind == "permission":
-        resource = S.as_dict(request.get("resource"))
-        return ("permission", S.as_str(resource.get("action")), S.as_str(resource.get("target")))
-    questions = []
-    for q in map(S.as_dict, S.as_list(request.get("questions"))):
-        options = tuple(S.as_str(S.as_dict(o).get("text")) for o in S.as_list(q.get("options")))
-        questions.append((S.as_str(q.get("question")), options))
-    return ("question", tuple(questions))
-
-
-def gate_signature(gate: GateOpened) -> tuple[Any, ...]:
-    """What the gate asks, independent of its step: agy's retry of the same gate has the same signature."""
-    if gate.kind == "permission":
-        p = gate.permission
-        return ("permission", p.action if p else "", p.target if p else "")
-    return ("question", tuple((q.question, tuple(o.text for o in q.options)) for q in gate.questions))
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
     step_index: int
-    moved: bool  # True when the surfaced step is gone and this is agy's retry of the same gate
+    moved: bool  # True when the surfaced step timed out and this is agy's re-ask of the same request
 
 
-def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | None:
-    """Where an answer to ``gate`` goes, judged on freshly read steps.
+RefusalReason = Literal["closed", "elsewhere", "gone"]
 
-    The surfaced step if it is still WAITING; else the newest WAITING step of the same kind in the
-    same trajectory asking the same thing (agy re-asked after a timeout); else ``None`` (answered
-    elsewhere, or gone). A retry that asks something else (another command) is never a target: an
-    answer is only ever delivered to the question the human saw.
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Why an answer is not delivered (nothing is sent): the gate ``closed`` (answered, or denied in
+    agy's terminal), agy now asks something ``elsewhere`` (another request, another turn, another
+    directory...), or the request is ``gone``."""
+
+    reason: RefusalReason
+    detail: str
+
+
+ELSEWHERE = "agy is now asking something else"
+
+
+def _digest(step: S.Step) -> str:
+    request = asked(step)
+    return request_digest(step, *request) if request is not None else ""
+
+
+def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | Refused:
+    """Where an answer to ``gate`` goes, judged on freshly read steps -- only ever a WAITING step
+    whose request has the gate's digest (:mod:`agy_harness.core.binding`):
+
+    * the surfaced step, while it waits and still asks exactly that;
+    * else, only if the surfaced step ended by agy's timeout: agy's re-ask of the identical request
+      (same digest, so the same turn) -- through a chain of re-asks that timed out too;
+    * anything else is :class:`Refused`: the step was answered (or denied in agy's terminal), its
+      request changed, or agy asks something else now.
     """
-    signature = gate_signature(gate)
-    newest: int | None = None
+    mine: dict[int, S.Step] = {}
     for raw in raws:
         step = S.parse_step(raw)
-        if step is None or step.key.trajectory_id != gate.trajectory_id:
-            continue
-        pending = S.waiting_interaction(step)
-        if pending is None or pending[0] != gate.kind:
-            continue
-        if step.key.step_index == gate.step_index:
+        if (
+            step is not None
+            and step.type != "USER_INPUT"
+            and step.key.trajectory_id == gate.trajectory_id
+            and step.key.step_index >= gate.step_index
+        ):
+            mine[step.key.step_index] = step
+    own = mine.get(gate.step_index)
+    if own is None:
+        return Refused("gone", "its step is gone")
+    if own.status == "WAITING":
+        if _digest(own) == gate.digest:
             return Target(gate.step_index, moved=False)
-        newer = step.key.step_index > gate.step_index and (newest is None or step.key.step_index > newest)
-        if newer and _signature_of_request(*pending) == signature:
-            newest = step.key.step_index
-    return Target(newest, moved=True) if newest is not None else None
+        return Refused("elsewhere", f"{ELSEWHERE}: the request changed since it was asked")
+    if not timed_out(own):
+        if S.interaction_response(own) is not None or own.status in ("RUNNING", "DONE"):
+            return Refused("closed", "it was already answered")
+        return Refused("gone", f"its step ended ({own.status.lower() or 'unknown'})")
+    for index in sorted(i for i in mine if i > gate.step_index):
+        step = mine[index]
+        digest = _digest(step)
+        if not digest:
+            continue  # not a gate (a planner step between agy's timeout and its re-ask)
+        if digest != gate.digest:
+            break  # agy moved on to another request: no re-ask of this one can follow it
+        if step.status == "WAITING":
+            return Target(index, moved=True)
+        if not timed_out(step):
+            return Refused("closed", "agy's re-ask of it was already answered")
+    waiting = any(step.status == "WAITING" for step in mine.values())
+    if waiting:
+        return Refused("elsewhere", f"{ELSEWHERE}: it timed out, and agy did not ask it again")
+    return Refused("gone", "it timed out, and agy did not ask it again")
 
 
 def with_poll_details(gate: GateOpened, raws: list[Any]) -> GateOpened:
@@ -151,7 +182,7 @@ def classify_rejection(gate: GateOpened, step_index: int, raws: list[Any]) -> Re
     if status == "WAITING":
         return "shape"
     target = delivery_target(gate, raws)
-    if status == "ERROR" or (target is not None and target.step_index != step_index):
+    if status == "ERROR" or (isinstance(target, Target) and target.step_index != step_index):
         return "stale"
     return "gone"
 
@@ -172,18 +203,30 @@ def rejection_is_transient(status: int, code: str, message: str) -> bool:
     return status == 0 or status >= 500 or status in (408, 429)
 
 
-def freshest_open(gate: GateOpened, open_gates: list[GateOpened]) -> Target | None:
-    """Where to deliver when agy cannot be re-read: the freshest gate the stream still shows open
-    (not withdrawn) in the same trajectory asking the same thing, at or after ``gate``'s step."""
-    signature = gate_signature(gate)
-    best: int | None = None
-    for other in open_gates:
-        if (
-            other.trajectory_id == gate.trajectory_id
-            and other.kind == gate.kind
-            and other.step_index >= gate.step_index
-            and gate_signature(other) == signature
-            and (best is None or other.step_index > best)
-        ):
-            best = other.step_index
-    return Target(best, moved=best != gate.step_index) if best is not None else None
+def freshest_open(
+    gate: GateOpened, open_gates: list[GateOpened], closed: dict[str, tuple[GateOpened, str]]
+) -> Target | None:
+    """Where to deliver when agy cannot be re-read, judged on what the stream showed: ``gate`` itself
+    while it is open; else, only if it was withdrawn as timed out, the open re-ask of the identical
+    request (same digest) -- through re-asks that timed out too (``closed``: gate id -> the gate and
+    why it was withdrawn). None: nothing the stream shows may take the answer."""
+    if any(other.gate_id == gate.gate_id for other in open_gates):
+        return Target(gate.step_index, moved=False)
+    if closed.get(gate.gate_id, (gate, ""))[1] != TIMED_OUT:
+        return None
+    same = [
+        g
+        for g in [*open_gates, *(g for g, _ in closed.values())]
+        if g.trajectory_id == gate.trajectory_id
+        and g.digest == gate.digest
+        and g.step_index > gate.step_index
+    ]
+    for other in sorted(same, key=lambda g: g.step_index):
+        if other.gate_id not in closed:
+            return Target(other.step_index, moved=True)
+        if closed[other.gate_id][1] != TIMED_OUT:
+            return None
+    return None
+
+
+TIMED_OUT = "timed out"  # the reconciler's withdrawal reason for a gate agy's timeout ended

@@ -60,12 +60,17 @@ def pending_request(step: Step) -> tuple[str, str, dict[str, Any]] | None:
     """Any pending gate: ``(kind, key, request)`` where ``key`` is the ``requestedInteraction`` field
     agy set and ``kind`` is ``question``/``permission`` for the two we can answer, else ``other``
     (a file-write review, a plan approval, ... whatever agy waits for)."""
-    known = S.waiting_interaction(step)
-    if known is not None:
-        return known[0], "askQuestion" if known[0] == "question" else "permission", known[1]
-    if step.status != "WAITING":
-        return None
+    return asked(step) if step.status == "WAITING" else None
+
+
+def asked(step: Step) -> tuple[str, str, dict[str, Any]] | None:
+    """What the step asks or asked, whatever its status (agy keeps ``requestedInteraction`` on a step
+    that timed out or was answered): ``(kind, key, request)`` as :func:`pending_request` gives it."""
     requested = S.as_dict(step.raw.get("requestedInteraction"))
+    if isinstance(requested.get("askQuestion"), dict):
+        return "question", "askQuestion", requested["askQuestion"]
+    if isinstance(requested.get("permission"), dict):
+        return "permission", "permission", requested["permission"]
     for key, value in requested.items():
         if value is not None:
             return "other", key, value if isinstance(value, dict) else {"value": value}
@@ -80,13 +85,14 @@ def describe_other(key: str, step: Step) -> str:
 
 
 def gate_events(
-    step: Step, base: dict[str, Any], gate_id: str, pending: tuple[str, str, dict[str, Any]]
+    step: Step, base: dict[str, Any], gate_id: str, pending: tuple[str, str, dict[str, Any]], digest: str
 ) -> list[Event]:
-    """The events opening the gate of ``step``; ``base`` carries id/cascade_id/step_key of the gate
-    (its ``id`` ends in ``/gate``)."""
+    """The events opening the gate of ``step``; ``base`` carries id/cascade_id/step_key of the gate;
+    ``digest`` is its request's (:func:`agy_harness.core.binding.request_digest`)."""
     kind, key, request = pending
     common: dict[str, Any] = {
         **base,
+        "digest": digest,
         "gate_id": gate_id,
         "trajectory_id": step.key.trajectory_id,
         "step_index": step.key.step_index,

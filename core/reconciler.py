@@ -34,6 +34,7 @@ from agy_harness.ports.events import (
 
 from . import stamps
 from . import steps as S
+from .binding import request_digest
 from .gates import gate_events, pending_request
 from .steps import Step
 
@@ -65,8 +66,14 @@ class MapperState(BaseModel):
     trajectory_id: str = ""
 
 
-def gate_id_for(cascade_id: str, key: S.StepKey) -> str:
-    return f"{cascade_id}/{key.trajectory_id}/{key.step_index}"
+def gate_id_for(cascade_id: str, key: S.StepKey, digest: str) -> str:
+    """A gate's id names its step AND its request: another request at the same step is another gate."""
+    return f"{cascade_id}/{key.trajectory_id}/{key.step_index}/{digest[:GATE_DIGEST]}"
+
+
+GATE_DIGEST = 12  # digest characters in a gate id
+#: why a gate is withdrawn when the request of its step changed while it waited
+CHANGED = "changed: agy now asks something else"
 
 
 class Reconciler:
@@ -126,7 +133,11 @@ class Reconciler:
         and, for a USER_INPUT (keyed by executionId on the RPC, by createdAt in the transcript, which
         has no executionId), its createdAt: an RPC turn commits ``u:r:<createdAt>`` and checks the
         transcript's ``u:t:<createdAt>``, and the other way round, so two RPC turns never alias."""
-        trajectories = {step.key.trajectory_id, stamps.placeholder_trajectory(self.cascade_id)}
+        placeholder = stamps.placeholder_trajectory(self.cascade_id)
+        own = step.key.trajectory_id
+        if own != placeholder and own != self.state.trajectory_id:
+            return set(), set()  # another trajectory: its steps alias nothing (they never hide ours)
+        trajectories = {own, placeholder}
         if self.state.trajectory_id:
             trajectories.add(self.state.trajectory_id)
         if step.type != "USER_INPUT":
@@ -334,11 +345,21 @@ class Reconciler:
                 reason = "timed out"
             else:
                 reason = step.status.lower() or "gone"
-            return [GateWithdrawn(**self._base(sk, "gate/withdrawn"), gate_id=gate_id, reason=reason)]
-        if gate_id is not None:
+            return [self._withdrawn(sk, gate_id, reason)]
+        digest = request_digest(step, *pending)  # only for a WAITING step: rare, and small
+        current = gate_id_for(self.cascade_id, step.key, digest)
+        if gate_id == current:
             return []
-        gate_id = self.state.gates[sk] = gate_id_for(self.cascade_id, step.key)
-        return gate_events(step, self._base(sk, "gate"), gate_id, pending)
+        # a new gate; or the step's request changed under its card: that card is withdrawn first
+        out = [self._withdrawn(sk, gate_id, CHANGED)] if gate_id is not None else []
+        self.state.gates[sk] = current
+        return out + gate_events(
+            step, self._base(sk, f"gate/{digest[:GATE_DIGEST]}"), current, pending, digest
+        )
+
+    def _withdrawn(self, sk: str, gate_id: str, reason: str) -> GateWithdrawn:
+        tag = gate_id.rsplit("/", 1)[-1]
+        return GateWithdrawn(**self._base(sk, f"gate/{tag}/withdrawn"), gate_id=gate_id, reason=reason)
 
 
 _SILENT_TYPES = frozenset({"CHECKPOINT", "CONVERSATION_HISTORY", "SYSTEM_MESSAGE", "EPHEMERAL_MESSAGE"})

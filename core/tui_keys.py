@@ -1,15 +1,17 @@
 """The keys that answer agy's own prompt in its terminal. Pure.
 
-After an RPC answer agy's TUI may keep its prompt open, and the next typed turn would land in it; the
-reference harness types the choice into the pane (live-verified on agy 1.2.7: omnigent 0.19.1
-server/routes/_antigravity_elicitation.py ``to_tui_selection_keys``):
+agy's TUI answers its prompt from these keys (the reference harness types them; live-verified on agy
+1.2.7: omnigent 0.19.1 server/routes/_antigravity_elicitation.py ``to_tui_selection_keys``):
 
 * permission: agy's numbered menu ``1`` "Yes, run command", ``2`` "Yes, and always allow in this
   conversation for commands that start with '<pattern>'", ``3`` the same persisted to settings.json,
-  ``4`` "No, cancel" (the reference types ``4`` for a denial with every captured prompt), then Enter;
-* question: the first question's selected option ids then Enter; a decline (or no option chosen)
-  presses Escape.
+  ``4`` "No, cancel" (every captured prompt has this menu: it is offered with a persist pattern), then
+  Enter;
+* question: the question's selected option ids then Enter; a decline presses Escape.
 
+The harness types them only onto the prompt of exactly that request, while agy waits on it alone
+(see ``composition/gate_delivery.py``); an answer the menu cannot express (a write-in, several
+questions, a denial with a reason, a denial where agy offers no persist menu) goes over RPC only.
 "Allow always" is only ever typed (agy's menu records the rule; the RPC carries only ``allow``), and
 only where agy offers it (``persistSuggestionType`` SUGGESTED with a pattern).
 
@@ -45,13 +47,23 @@ def persist_keys(gate: GateOpened, answer: GateAnswer) -> list[str] | None:
     return [_SESSION if answer.persist == "session" else _ALWAYS, ENTER]
 
 
-def dismiss_keys(gate: GateOpened, answer: GateAnswer) -> list[str]:
-    """The keys that close agy's prompt once the answer went over RPC (possibly none)."""
+def answer_keys(gate: GateOpened, answer: GateAnswer) -> list[str] | None:
+    """The keys that answer agy's prompt for ``gate`` with ``answer``; None when its menu cannot
+    express it (then the answer goes over RPC only)."""
     if gate.kind == "permission":
-        return [_ALLOW if permission_allowed(answer) else _DENY, ENTER]
-    if gate.kind == "question":
-        responses = question_responses(gate, answer) if answer.action == "accept" else []
-        first = responses[0].get("selectedOptionIds", []) if responses else []
-        ids = [i for i in first if isinstance(i, str) and i.isdigit()]
-        return [*ids, ENTER] if ids else [ESCAPE]
-    return []
+        if answer.persist is not None:
+            return None  # "allow always" is persist_keys'
+        if permission_allowed(answer):
+            return [_ALLOW, ENTER]
+        if answer.deny_reason or not persist_offered(gate):
+            return None  # a reason is text; the 4-entry menu (with "No, cancel" 4) is the only one seen
+        return [_DENY, ENTER]
+    if gate.kind != "question" or len(gate.questions) != 1:
+        return None
+    if answer.action != "accept":
+        return [ESCAPE]
+    [response] = question_responses(gate, answer)
+    ids = response.get("selectedOptionIds", [])
+    if response.get("writeInResponse") or len(ids) != 1 or not str(ids[0]).isdigit():
+        return None  # a write-in, or several options (agy's multi-select is not a typed list): RPC
+    return [str(ids[0]), ENTER]

@@ -132,6 +132,10 @@ class GateOpened(_Event):
     or the other kind's name) and ``request`` its raw value. ``answerable`` is False where no public
     or recorded source shows the answer's payload: then the harness announces it with a notice
     ("answer in agy's terminal") and withdraws the gate when agy moves on.
+
+    ``digest`` names exactly what the human is asked and what agy will act on
+    (:mod:`agy_harness.core.binding`): an answer reaches only a WAITING step with the same digest, and
+    a request that changes under its card is a new gate (new ``gate_id``, the old one withdrawn).
     """
 
     type: Literal["gate_opened"] = "gate_opened"
@@ -145,6 +149,7 @@ class GateOpened(_Event):
     interaction: str = ""
     request: dict[str, Any] = Field(default_factory=dict)
     answerable: bool = True
+    digest: str = ""
 
 
 class GateWithdrawn(_Event):

@@ -137,14 +137,22 @@ class GateAnswer(BaseModel):
     write_ins: tuple[str, ...] = ()
     allow: bool | None = None
     #: "allow always" for a permission agy offers it on (``persist_suggestion_type`` SUGGESTED):
-    #: ``session`` (this conversation) or ``always`` (agy's settings.json). Only agy's own menu
-    #: records the rule, so this needs agy's pane; without it the answer is refused, nothing sent.
+    #: ``session`` (this conversation) or ``always`` (agy's settings.json), for agy's own pattern
+    #: (``suggested_persist_pattern``). Only agy's own menu records the rule, so this needs agy's
+    #: pane; without it the answer is refused, nothing sent. Where agy offers no pattern it is once.
     persist: Literal["session", "always"] | None = None
+    #: with a denial: what to tell agy instead (``permission.userDenyInstruction``)
+    deny_reason: str = ""
 
 
 @runtime_checkable
 class TuiKeys(Protocol):
-    """Types keys into agy's own terminal (its tmux pane): option digits, ``Enter``, ``Escape``."""
+    """agy's own terminal (its tmux pane): what its prompt shows, and keys typed into it (option
+    digits, ``Enter``, ``Escape``)."""
+
+    async def shows_prompt(self, gate: GateOpened) -> bool:
+        """The pane shows the prompt of exactly this request, as its last prompt, with nothing typed."""
+        ...
 
     async def send_keys(self, keys: Sequence[str]) -> None: ...
 

@@ -3,13 +3,13 @@
 Every string agy controls (assistant text, deltas, tool arguments and output, gate cards, notices) may
 carry terminal control sequences: an erase-line + carriage return inside a proposed command can make
 an approval card show ``$ ls -la`` while agy will run ``rm -rf ~/work``; OSC sequences set the title or
-write the clipboard; DCS, alternate-screen and clear-screen sequences repaint the screen. So before
-rendering, every control character is replaced by a visible escape (``\\x1b``, ``\\r``, ``\\x07``,
-``\\x9b``), as are bidirectional-override and other invisible format characters that reorder or hide
-what is shown (``\\u202e``), line/paragraph separators and lone surrogates (which a terminal cannot
-encode). ``\\n`` and ``\\t`` stay as they are: a multi-line command shows every line. A backslash stays a
-backslash, so ``\\x1b`` typed literally and an escaped ESC look the same -- the point is that nothing
-is hidden, and nothing reaches the terminal as a control.
+write the clipboard; DCS, alternate-screen and clear-screen sequences repaint the screen; format and
+invisible characters (bidi overrides, ZWJ/ZWNJ, the TAG block, Hangul fillers) make two different
+command lines look the same. So before rendering, every such character is replaced by a visible
+escape by the core's one rendering rule (:func:`agy_harness.core.display.visible`, also used by the ACP
+agent and the omnigent cards): ``\\x1b``, ``\\r``, ``\\u202e``, ``\\U000e0041``. ``\\n`` and ``\\t`` stay as they
+are: a multi-line command shows every line. A backslash that would read as an escape is doubled, so
+nothing agy writes can pass for an escaped control, and nothing reaches the terminal as a control.
 
 The terminal sink calls :func:`visible_event` on every event it renders and :func:`visible` on every
 other string it prints (the answer echo, the demo's narration). Keep calling them when restyling.
@@ -17,38 +17,17 @@ other string it prints (the answer echo, the demo's narration). Keep calling the
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-#: C0 controls but \t and \n, DEL, C1 controls, Unicode format characters that reorder or hide text
-#: (bidi marks/embeddings/overrides/isolates, zero-width joiners aside), line/paragraph separators,
-#: the BOM, interlinear annotations, and any surrogate (only lone ones survive into a str).
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"
-    "\u00ad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
-    "\ufeff\ufff9-\ufffb\ud800-\udfff]"
-)
+from agy_harness.core.display import visible
+
+__all__ = ["visible", "visible_event", "visible_value"]
+
 _MAX_DEPTH = 32
 
 E = TypeVar("E", bound=BaseModel)
-
-
-_SHORT = {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char in _SHORT:
-        return _SHORT[char]
-    code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """``text`` with every control/format character shown as a visible escape (see module doc)."""
-    return _UNSAFE.sub(_escape, text)
 
 
 def visible_value(value: Any, depth: int = 0) -> Any:

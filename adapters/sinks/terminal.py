@@ -84,6 +84,9 @@ log = logging.getLogger("agy_harness.adapters.sinks.terminal")
 class TerminalSink(StreamedText):
     """An :class:`~agy_harness.ports.protocols.EventSink` for a human at a terminal (see module doc)."""
 
+    #: one prompt at a time: the harness shows the newest request first (the older ones come back)
+    max_concurrent_asks = 1
+
     def __init__(
         self,
         console: Console | None = None,
@@ -200,7 +203,7 @@ class TerminalSink(StreamedText):
         self._print(Text(f"· {visible(text)}", style="dim cyan"))
 
     def render(self, event: Event) -> None:
-        event = crlf(event)
+        raw = event = crlf(event)
         event = visible_event(event)  # agy-controlled text never reaches the terminal as a control
         if isinstance(event, TextDelta):
             self._set_doing("writing")
@@ -219,7 +222,7 @@ class TerminalSink(StreamedText):
             self._print(tool_card(event))
         elif isinstance(event, ToolResult):
             self._set_doing("working")
-            self._print(result_card(event, self.max_output_lines))
+            self._print(result_card(event, self.max_output_lines, getattr(raw, "output", None)))
         elif isinstance(event, StatusChanged):
             self._status(event)
         elif isinstance(event, Usage):
@@ -303,7 +306,7 @@ class TerminalSink(StreamedText):
         shown = visible_event(gate)  # displayed; answers are read against the gate as agy sent it
         async with self._prompt_lock:
             self._end_thinking()  # agy asks: the thought before it is over (its end shown as it is)
-            self._print(gate_card(shown))
+            self._print(gate_card(gate))  # the card neutralises what it shows itself
             if self.auto_answer is not None:
                 answer = self.auto_answer(gate)
                 self._print(

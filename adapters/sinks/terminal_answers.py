@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from agy_harness.adapters.sinks.escape import visible
+from agy_harness.adapters.sinks.terminal_cards import prompt_label
 from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
@@ -58,9 +59,10 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
     if answer.action != "accept":
         return "declined" if answer.action == "decline" else "cancelled"
     if gate.kind == "permission":
-        return {True: "allow", False: "deny"}.get(
-            answer.allow, "no answer (refused: not an explicit allow or deny)"
-        )
+        if answer.allow is None:
+            return "no answer (refused: not an explicit allow or deny)"
+        said = "allow" if answer.allow else "deny"
+        return f"{said}: {answer.deny_reason}" if answer.deny_reason and answer.allow is False else said
     parts: list[str] = []
     for i, question in enumerate(gate.questions):
         choices = answer.selections[i] if i < len(answer.selections) else ()
@@ -76,8 +78,9 @@ async def ask_at_keyboard(
 ) -> GateAnswer:
     """Put ``gate`` to the human: ``read(prompt)`` a line (None: end of input), ``say`` a hint."""
     if gate.kind == "permission":
+        label = prompt_label(gate)
         while True:
-            line = await read("allow? [y/n] ")
+            line = await read(f"$ {label} · allow? [y/n] " if label else "allow? [y/n] ")
             if line is None:
                 return GateAnswer(action="cancel", allow=False)
             if line.strip() in REFUSE:
@@ -85,7 +88,7 @@ async def ask_at_keyboard(
             try:
                 return parse_answer(gate, line)
             except AnswerError:
-                say("please answer y (allow) or n (deny)")
+                say("please answer y (allow), n (deny), or n: <reason> (deny and tell agy why)")
     selections: list[tuple[str, ...]] = []
     for i, question in enumerate(gate.questions):
         if not question.options:
@@ -100,7 +103,7 @@ async def ask_at_keyboard(
             if line is None:
                 return GateAnswer(action="cancel")
             if line.strip() in REFUSE:
-                return GateAnswer(action=REFUSE[line.strip()])  # type: ignore[arg-type]
+                return GateAnswer(action=REFUSE[line.strip()])
             choice = parse_choice(question, line)
             try:
                 if choice is not None:

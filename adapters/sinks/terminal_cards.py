@@ -25,6 +25,7 @@ from rich.text import Text
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import safejson
+from agy_harness.core.display import MARKER, command_view, visible
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
 #: Argument names that hold a tool's command line / working directory (agy's and common spellings).
@@ -32,6 +33,7 @@ COMMAND_KEYS = ("CommandLine", "command_line", "commandLine", "command", "cmd")
 CWD_KEYS = ("Cwd", "cwd", "working_directory", "workdir")
 SUMMARY_KEYS = ("toolSummary", "toolAction")
 HIDDEN_KEYS = {*SUMMARY_KEYS, "WaitMsBeforeAsync", "SafeToAutoRun", "waitForPreviousTools"}
+MAX_COMMAND_LINES = 12  # a taller command is cut in its card (with a marker); 80x24 keeps the prompt
 
 
 def cut(text: str, limit: int) -> str:
@@ -146,10 +148,13 @@ def _json(output: str) -> dict[str, Any] | None:
     return visible_value(value) if isinstance(value, dict) else None
 
 
-def result_lines(event: ToolResult, max_lines: int) -> list[tuple[str, str]]:
+def result_lines(event: ToolResult, max_lines: int, raw_output: str | None = None) -> list[tuple[str, str]]:
     """A tool result as ``(style, text)`` lines: a directory's entries, a read file's size, a question's
-    answer, else the output cut for a card. Plain data: the terminal and the board style it."""
-    data = _json(event.output)
+    answer, else the output cut for a card. Plain data: the terminal and the board style it.
+
+    ``event`` is the neutralised event; a JSON output is decoded from ``raw_output`` (agy's text,
+    before neutralising: escaping first would change its JSON escapes) and neutralised once decoded."""
+    data = _json(event.output if raw_output is None else raw_output)
     if data is not None and isinstance(data.get("results"), list):  # list_dir
         names = []
         for entry in data["results"]:
@@ -176,37 +181,61 @@ def result_lines(event: ToolResult, max_lines: int) -> list[tuple[str, str]]:
     return [("", output) if output else ("dim", "(no output)")]
 
 
-def result_body(event: ToolResult, max_lines: int) -> list[RenderableType]:
-    return [Text(text, style=style) for style, text in result_lines(event, max_lines)]
+def result_body(event: ToolResult, max_lines: int, raw_output: str | None = None) -> list[RenderableType]:
+    return [Text(text, style=style) for style, text in result_lines(event, max_lines, raw_output)]
 
 
-def result_card(event: ToolResult, max_lines: int) -> Panel:
+def result_card(event: ToolResult, max_lines: int, raw_output: str | None = None) -> Panel:
     return _panel(
-        result_body(event, max_lines),
+        result_body(event, max_lines, raw_output),
         _title("✗" if event.is_error else "✓", event.name),
         "red" if event.is_error else "green",
     )
 
 
 def gate_card(gate: GateOpened) -> Panel:
+    """The card a gate is asked with, built from the gate as agy sent it: every field is neutralised
+    here (:func:`agy_harness.core.display.visible`), and a command is shown whole at the moment of
+    asking (:func:`agy_harness.core.display.command_view`: blank-line runs collapsed with a count, an
+    over-tall command cut with a marker)."""
     body: list[RenderableType] = []
     if gate.kind == "permission":
         p = gate.permission
-        what = (p.command_line or p.target or p.description or p.action) if p else ""
-        body.append(Text(f"$ {what}" if what else gate.tool_name, style="bold"))
+        command = p.command_line if p else ""
+        if command:
+            view = command_view(command, MAX_COMMAND_LINES)
+            for i, line in enumerate(view.lines):
+                marker = line.startswith(MARKER) and line.endswith(MARKER)
+                prefix = "$ " if i == 0 else "  "
+                body.append(Text(prefix + line, style="dim italic" if marker else "bold"))
+        else:
+            what = visible((p.target or p.description or p.action) if p else "")
+            body.append(Text(f"$ {what}" if what else visible(gate.tool_name), style="bold"))
         if p is not None and p.cwd:
-            body.append(Text(f"in {p.cwd}", style="dim"))
-        if p is not None and p.description and p.description != what:
-            body.append(Text(p.description, style="dim"))
-        title = Text(f"⏸ permission: {gate.tool_name or 'action'}")
+            body.append(Text(f"in {visible(p.cwd)}", style="dim"))
+        if p is not None and p.description and p.description != command:
+            body.append(Text(visible(p.description), style="dim"))
+        body.append(Text("y allow · n deny · n: <reason> deny and tell agy why", style="dim"))
+        title = Text(f"⏸ permission: {visible(gate.tool_name) or 'action'}")
     else:
         for i, question in enumerate(gate.questions):
             number = f"{i + 1}. " if len(gate.questions) > 1 else ""
-            body.append(Text(f"{number}{question.question}", style="bold"))
+            body.append(Text(f"{number}{visible(question.question)}", style="bold"))
             for n, option in enumerate(question.options, start=1):
-                body.append(Text(f"   {n}) {option.text}"))
+                body.append(Text(f"   {n}) {visible(option.text)}"))
         title = Text("? question")
     return Panel(Group(*body), title=title, title_align="left", border_style="yellow", expand=False)
+
+
+def prompt_label(gate: GateOpened) -> str:
+    """What the permission prompt repeats of the request: the command's first line (and how many
+    lines it has), so the dangerous line is beside ``[y/n]`` however tall the card is."""
+    p = gate.permission
+    if p is None:
+        return visible(gate.tool_name)
+    if p.command_line:
+        return command_view(p.command_line, MAX_COMMAND_LINES).prompt_label
+    return visible(p.target or p.description or p.action)
 
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

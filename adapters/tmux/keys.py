@@ -1,5 +1,6 @@
-"""Types keys into agy's tmux pane: the digits, Enter and Escape that answer its own prompt
-(:mod:`agy_harness.core.tui_keys`). Anything else is refused: no text agy controls is ever typed."""
+"""agy's tmux pane: what its prompt shows (``capture-pane``), and the digits, Enter and Escape that
+answer it (:mod:`agy_harness.core.tui_keys`). Any other key is refused: no text agy controls is ever
+typed."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from typing import Any
 
 import libtmux
 
+from agy_harness.ports.events import GateOpened
+
 from .plumbing import _check
+from .screen import prompt_shown
 
 _ALLOWED = re.compile(r"^(?:[0-9]{1,3}|Enter|Escape)$")
 
@@ -21,6 +25,11 @@ class TmuxKeys:
     def __init__(self, target: str, server: Any = None) -> None:
         self.target = target
         self.server = server if server is not None else libtmux.Server()
+
+    async def shows_prompt(self, gate: GateOpened) -> bool:
+        result = await asyncio.to_thread(self.server.cmd, "capture-pane", "-p", "-J", "-t", self.target)
+        lines = [row.rstrip() for row in _check(self.target, "capture-pane", result)]
+        return prompt_shown(lines, gate)
 
     async def send_keys(self, keys: Sequence[str]) -> None:
         bad = [k for k in keys if not _ALLOWED.match(k)]

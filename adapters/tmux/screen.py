@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from agy_harness.ports.events import GateOpened
+
 ScreenPredicate = Callable[[Sequence[str]], bool]
 ComposerReader = Callable[[Sequence[str]], str | None]
 
@@ -144,3 +146,65 @@ def _echo_count(lines: Sequence[str], text: str) -> int | None:
     if not first:
         return None
     return sum(1 for line in lines[: region[0]] if first in _collapsed(line))
+
+
+# -- the prompt of one request ------------------------------------------------------------------
+# Before typing into agy's pane the harness checks that the prompt on screen is that request's (see
+# composition/gate_delivery.py). The simulated TUI's prompt is exact: ``? Allow this command?`` then
+# ``  $ <command>`` (continuation lines indented four spaces), ``  in <cwd>`` and the menu; a question
+# is ``? <question>`` then ``  <id>. <option>`` lines. agy's real prompt is not recorded: the check
+# there is a heuristic (every line of the request, in order, near the bottom, then a "Yes" menu).
+
+SIM_PERMISSION_HEADER = "? Allow this command?"
+
+
+def request_lines(gate: GateOpened) -> list[str] | None:
+    """What the simulated TUI's prompt shows of ``gate``'s request (None: a kind with no prompt)."""
+    if gate.kind == "permission" and gate.permission is not None:
+        rows = gate.permission.command_line.split("\n")
+        out = ["  $ " + rows[0], *("    " + row for row in rows[1:])]
+        return [*out, "  in " + gate.permission.cwd] if gate.permission.cwd else out
+    if gate.kind == "question" and len(gate.questions) == 1:
+        q = gate.questions[0]
+        return [f"? {q.question}", *(f"  {o.id}. {o.text}" for o in q.options)]
+    return None
+
+
+def _sim_prompt_shown(lines: Sequence[str], gate: GateOpened, wanted: list[str]) -> bool:
+    footer = _sim_footer(lines)
+    region = _sim_composer_region(lines)
+    if footer is None or footer[1] != "waiting for approval" or region is None or sim_composer(lines) != "":
+        return False
+    above = [line.rstrip() for line in lines[: region[0]]]
+    heads = [i for i, line in enumerate(above) if line.startswith("? ")]
+    if not heads:
+        return False
+    start = heads[-1]  # the last prompt on screen: the one typed keys answer
+    block = above[start:]
+    if gate.kind == "permission":
+        return block[:1] == [SIM_PERMISSION_HEADER] and block[1 : 1 + len(wanted)] == [
+            w.rstrip() for w in wanted
+        ]
+    return block[: len(wanted)] == [w.rstrip() for w in wanted]
+
+
+def _agy_prompt_shown(lines: Sequence[str], wanted: list[str]) -> bool:
+    rows = [line.strip(_BOX).strip() for line in lines[-40:]]
+    texts = [w.strip().removeprefix("$ ").removeprefix("in ").strip() for w in wanted]
+    texts = [t for t in texts if t]
+    for start in range(len(rows)):
+        if all(start + k < len(rows) and t in rows[start + k] for k, t in enumerate(texts)):
+            after = rows[start + len(texts) :]
+            return any("yes" in row.lower() for row in after) or any(row.startswith("1.") for row in after)
+    return False
+
+
+def prompt_shown(lines: Sequence[str], gate: GateOpened) -> bool:
+    """The screen's last prompt is exactly ``gate``'s request, with nothing typed in the composer:
+    exact for the simulated TUI, a heuristic for agy's real TUI (a guess: it is not recorded)."""
+    wanted = request_lines(gate)
+    if wanted is None:
+        return False
+    if _sim_footer(lines) is not None:
+        return _sim_prompt_shown(lines, gate, wanted)
+    return _agy_prompt_shown(lines, wanted)

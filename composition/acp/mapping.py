@@ -26,6 +26,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from agy_harness.core.display import command_view, one_line
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -236,15 +237,20 @@ class UpdateMapper:
         )
 
 
+COMMAND_LINES = 40  # a taller command is cut in the permission request's body (with a marker)
+
+
 def shown(text: str) -> str:
-    """agy-controlled text for a one-line title: control characters (escapes, newlines) made visible,
-    so what the human reads is what agy would run."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    """agy-controlled text for a one-line title, by the core's one rendering rule
+    (:func:`agy_harness.core.display.one_line`): controls, format and invisible characters and line
+    breaks made visible, so what the human reads is what agy would run."""
+    return one_line(text)
 
 
-def code_span(text: str) -> str:
-    """``text`` as one Markdown code span that its own backticks cannot close early."""
-    text = shown(text)
+def code_span(text: str, *, visible: bool = False) -> str:
+    """``text`` as one Markdown code span that its own backticks cannot close early (``visible``: it
+    is already neutralised)."""
+    text = text if visible else shown(text)
     longest = current = 0
     for c in text:
         current = current + 1 if c == "`" else 0
@@ -255,8 +261,10 @@ def code_span(text: str) -> str:
 
 
 def command_content(command: str) -> list[ContentToolCallContent]:
-    """The exact command, in a code block, for the permission request's body."""
-    return text_content(_fenced(command))
+    """The exact command, in a code block, for the permission request's body: shown by the core's
+    rendering rule (every invisible character visible, blank-line runs collapsed with a count, an
+    over-tall command cut with a marker), as the terminal's card shows it."""
+    return text_content(_fenced("\n".join(command_view(command, COMMAND_LINES).lines)))
 
 
 def _fenced(output: str) -> str:
@@ -274,8 +282,8 @@ def gate_title(gate: GateOpened) -> str:
     p = gate.permission
     if p is None:
         return f"Allow {gate.tool_name or 'this tool'}?"
-    if p.command_line:
-        return f"Run {code_span(p.command_line)}"
+    if p.command_line:  # its first line (and how many more), beside the options, as the terminal does
+        return f"Run {code_span(command_view(p.command_line, COMMAND_LINES).title(), visible=True)}"
     what = " ".join(x for x in (p.action, p.target) if x)
     return shown(what or p.description or f"Allow {gate.tool_name or 'this tool'}?")
 

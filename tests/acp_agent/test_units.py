@@ -145,7 +145,7 @@ def test_what_the_human_approves_is_what_runs() -> None:
         permission=PermissionRequest(command_line=command),
     )
     title = gate_title(gate)
-    assert title == "Run ``ls `x` && echo ok\\n\\x1b[2Jrm -rf ~``"
+    assert title == "Run ``ls `x` && echo ok⏎\\x1b[2Jrm -rf ~``"  # the core's one rendering rule
     assert "\n" not in title and "\x1b" not in title
     assert code_span("`a`") == "`` `a` ``"
 
@@ -154,4 +154,5 @@ def test_what_the_human_approves_is_what_runs() -> None:
 
     asker = GateAsker(_Conn(), "c", UpdateMapper(), cancel_outgoing=no_cancel, forms=False)
     body = asker._tool_call(gate).content[0].content.text
-    assert command in body and body.startswith("```")
+    assert "ls `x` && echo ok\n\\x1b[2Jrm -rf ~" in body and body.startswith("```")  # every line, visible
+    assert "\x1b" not in body

@@ -84,7 +84,9 @@ class Terminal:
         self.server = libtmux.Server(socket_name=f"agyh-cli-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.tmp_path = tmp_path
 
-    def run(self, command: str, *, env: dict[str, str] | None = None, width: int = 120) -> Pane:
+    def run(
+        self, command: str, *, env: dict[str, str] | None = None, width: int = 120, height: int = 50
+    ) -> Pane:
         environment = {"COLUMNS": "", "LINES": ""}
         environment.update(env or {})
         exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in environment.items() if v)
@@ -94,7 +96,7 @@ class Terminal:
             session_name=f"t{uuid.uuid4().hex[:6]}",
             window_command=f"bash --norc --noprofile -c {shlex.quote(script)}",
             x=width,
-            y=50,
+            y=height,
         )
         pane = session.active_window.active_pane
         assert pane is not None and pane.pane_id is not None

@@ -88,10 +88,11 @@ def test_log_lines_never_land_in_a_prompt(terminal: Terminal) -> None:
     pane.wait("allow? [y/n]")
     sim.key("C-c")  # agy goes away while the gate waits: the harness logs warnings
     pane.wait("WARNING", 30)
-    pane.wait(lambda _s: pane.visible()[-1:] == ["allow? [y/n]"], 10)  # the prompt, redrawn last
+    prompt = "$ git status · allow? [y/n]"
+    pane.wait(lambda _s: pane.visible()[-1:] == [prompt], 10)  # the prompt, redrawn last
     rows = pane.screen().splitlines()
     assert any("WARNING" in row for row in rows)
-    assert all(row == "allow? [y/n]" or "allow? [y/n]" not in row for row in rows)  # never mixed
+    assert all(row == prompt or "allow? [y/n]" not in row for row in rows)  # never mixed
     pane.key("C-c")
     assert pane.wait_exit(20) == 130
 

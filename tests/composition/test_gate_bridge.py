@@ -1,7 +1,9 @@
-"""The gate bridge on its own: one gate at a time, withdrawal, delivery outcomes, retries."""
+"""The gate bridge on its own: each gate its own ask (the newest first when a sink shows few),
+withdrawal, one answer per gate, delivery outcomes, retries."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from agy_harness.composition.conversation import HarnessOptions
@@ -36,43 +38,41 @@ def bridge(
     )  # type: ignore[arg-type]
 
 
-async def test_gates_are_asked_one_at_a_time_in_order_and_delivered() -> None:
+async def test_gates_are_asked_each_in_its_own_ask_and_delivered() -> None:
     first, s1 = gate_of(index=6)
     second, s2 = gate_of(index=9)
     delivery = RecordingDelivery()
     gates, sink, _, _ = bridge([s1, s2], delivery)
     gates.start()
     gates.observe([first, second, first])  # a gate seen twice is asked once
-    await sink.wait_for(lambda: sink.asked)
-    assert [g.gate_id for g in sink.asked] == [first.gate_id] and gates.parked_gate == first
+    await sink.wait_for(lambda: len(sink.asked) == 2)  # the second does not wait for the first's answer
+    assert [g.gate_id for g in sink.asked] == [first.gate_id, second.gate_id]
+    assert gates.parked_gates == [first, second] and gates.parked_gate == second
     await sink.answers.put(GateAnswer(allow=True))
-    await sink.wait_for(lambda: len(sink.asked) == 2)
     await sink.answers.put(GateAnswer(allow=False))
     await sink.wait_for(lambda: len(delivery.delivered) == 2)
-    assert [(d["stepIndex"], d["permission"]) for d in delivery.delivered] == [
-        (6, {"allow": True}),
-        (9, {"allow": False}),
+    assert sorted((d["stepIndex"], d["permission"]["allow"]) for d in delivery.delivered) == [
+        (6, True),
+        (9, False),
     ]
     gates.observe([first])  # delivered: never asked again
-    for task in gates.tasks():
+    for task in gates.stop():
         task.cancel()
     assert len(sink.asked) == 2
 
 
-async def test_a_gate_withdrawn_while_queued_is_never_asked_and_while_asked_is_cancelled() -> None:
+async def test_a_gate_withdrawn_while_asked_is_cancelled() -> None:
     first, s1 = gate_of(index=6)
     second, s2 = gate_of(index=9)
     gates, sink, _, _ = bridge([s1, s2], RecordingDelivery())
     gates.start()
     gates.observe([first, second])
-    await sink.wait_for(lambda: sink.asked)
-    gates.observe(
-        [GateWithdrawn(id="w2", cascade_id=CASCADE, gate_id=second.gate_id)]  # queued: dropped
-    )
-    gates.observe([GateWithdrawn(id="w1", cascade_id=CASCADE, gate_id=first.gate_id)])  # asked: cancelled
-    await sink.wait_for(lambda: sink.cancelled and gates.parked_gate is None)
-    assert sink.cancelled == [first.gate_id] and [g.gate_id for g in sink.asked] == [first.gate_id]
-    for task in gates.tasks():
+    await sink.wait_for(lambda: len(sink.asked) == 2)
+    gates.observe([GateWithdrawn(id="w2", cascade_id=CASCADE, gate_id=second.gate_id)])
+    gates.observe([GateWithdrawn(id="w1", cascade_id=CASCADE, gate_id=first.gate_id)])
+    await sink.wait_for(lambda: len(sink.cancelled) == 2 and gates.parked_gate is None)
+    assert sorted(sink.cancelled) == sorted([first.gate_id, second.gate_id])
+    for task in gates.stop():
         task.cancel()
 
 
@@ -84,23 +84,87 @@ async def test_a_gate_answered_before_it_is_asked_is_not_asked() -> None:
     snap.steps = [fixture("run_command_done"), gate_of(index=9)[1]]
     await sink.wait_for(lambda: sink.asked)
     assert [g.step_index for g in sink.asked] == [9]
-    for task in gates.tasks():
+    for task in gates.stop():
         task.cancel()
 
 
-async def test_withdraw_all_drops_the_queue_and_the_ask() -> None:
+async def test_withdraw_all_drops_every_ask() -> None:
     first, s1 = gate_of(index=6)
     second, s2 = gate_of(index=9)
     gates, sink, _, _ = bridge([s1, s2])
     gates.start()
     gates.observe([first, second])
-    await sink.wait_for(lambda: sink.asked)
+    await sink.wait_for(lambda: len(sink.asked) == 2)
     gates.withdraw_all()
-    await sink.wait_for(lambda: gates.parked_gate is None)
+    await sink.wait_for(lambda: gates.parked_gate is None and len(sink.cancelled) == 2)
     gates.observe([GateWithdrawn(id="w", cascade_id=CASCADE, gate_id="nothing")])
-    assert sink.cancelled == [first.gate_id] and len(sink.asked) == 1
-    for task in gates.tasks():
+    assert len(sink.asked) == 2
+    for task in gates.stop():
         task.cancel()
+
+
+class OneAtATime(RecordingSink):
+    max_concurrent_asks = 1
+
+
+async def test_a_sink_showing_one_ask_is_shown_the_newest_and_the_older_comes_back() -> None:
+    first, s1 = gate_of(index=6)
+    second, s2 = gate_of(index=9)
+    delivery = RecordingDelivery()
+    gates, sink, _, _ = bridge([s1, s2], delivery, OneAtATime())
+    gates.start()
+    gates.observe([first])
+    await sink.wait_for(lambda: len(sink.asked) == 1)
+    gates.observe([second])  # no room: the first gives way to the newest
+    await sink.wait_for(lambda: len(sink.asked) == 2 and sink.cancelled == [first.gate_id])
+    assert gates.parked_gates == [second]
+    await sink.answers.put(GateAnswer(allow=False))
+    await sink.wait_for(lambda: len(sink.asked) == 3)  # answered: the first is asked again
+    assert [g.step_index for g in sink.asked] == [6, 9, 6]
+    await sink.answers.put(GateAnswer(allow=True))
+    await sink.wait_for(lambda: len(delivery.delivered) == 2)
+    assert [(d["stepIndex"], d["permission"]["allow"]) for d in delivery.delivered] == [(9, False), (6, True)]
+    for task in gates.stop():
+        task.cancel()
+
+
+async def test_a_gate_takes_one_answer() -> None:
+    gate, step = gate_of()
+    delivery = RecordingDelivery()
+    gates, _, emitter, _ = bridge([step], delivery)
+    first, second = await asyncio.gather(
+        gates.answer(gate, GateAnswer(allow=True)), gates.answer(gate, GateAnswer(allow=False))
+    )
+    assert (first, second) == (True, False) and [d["permission"] for d in delivery.delivered] == [
+        {"allow": True}
+    ]
+    assert not await gates.answer(gate, GateAnswer(allow=True))  # a retry after it was delivered
+    assert len(delivery.delivered) == 1
+    assert [text.endswith("it already took an answer") for _, text, _ in emitter.notices] == [True, True]
+
+
+async def test_an_answer_that_was_not_delivered_can_be_given_again() -> None:
+    gate, step = gate_of()
+    delivery = RecordingDelivery()
+    gates, _, _, snap = bridge([], delivery)
+    snap.steps = []  # agy shows no such step now
+    assert not await gates.answer(gate, GateAnswer(allow=True))
+    snap.steps = [step]
+    assert await gates.answer(gate, GateAnswer(allow=True))
+
+
+async def test_an_answer_from_elsewhere_ends_the_ask() -> None:
+    gate, step = gate_of()
+    delivery = RecordingDelivery()
+    gates, sink, _, _ = bridge([step], delivery)
+    gates.start()
+    gates.observe([gate])
+    await sink.wait_for(lambda: sink.asked)
+    assert await gates.answer(gate, GateAnswer(allow=True))  # e.g. Session.answer
+    assert sink.cancelled == [gate.gate_id] and gates.parked_gate is None
+    await sink.answers.put(GateAnswer(allow=True))  # nothing asks any more: never delivered twice
+    await asyncio.sleep(0.05)
+    assert len(delivery.delivered) == 1
 
 
 async def test_without_a_delivery_adapter_an_answer_is_refused_with_a_notice() -> None:
@@ -180,7 +244,7 @@ async def test_a_gate_only_agys_terminal_answers_is_never_asked_nor_answered() -
     gates.observe([other])
     for answer in (GateAnswer(allow=True), GateAnswer(allow=False), GateAnswer(action="decline")):
         assert await gates.answer(other, answer) is False
-    for task in gates.tasks():
+    for task in gates.stop():
         task.cancel()
     assert sink.asked == [] and delivery.delivered == []
     assert len(emitter.notices) == 3 and all("own terminal" in text for _, text, _ in emitter.notices)

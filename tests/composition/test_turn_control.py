@@ -38,6 +38,7 @@ class Gates:
 
     def __init__(self, log: list[str], gate: GateOpened | None, delivered: bool = True) -> None:
         self.log, self.parked_gate, self.delivered = log, gate, delivered
+        self.parked_gates = [gate] if gate is not None else []
 
     def stop_asking(self) -> None:
         self.log.append("stop asking")
@@ -111,7 +112,7 @@ async def test_interrupts_are_numbered_and_a_refused_denial_is_not_reported_as_d
     gate, _ = gate_of()
     turns, emitter, _ = control(gates=Gates(log, gate, delivered=False), interrupter=Interrupts(log))
     first = await turns.interrupt()
-    turns.gates.parked_gate = None  # type: ignore[misc]
+    turns.gates.parked_gate, turns.gates.parked_gates = None, []  # type: ignore[misc,attr-defined]
     turns.conversation.reconciler.state.status = "running"
     second = await turns.interrupt()
     assert first.denied_gates == () and second.detail == "cancelled the running steps"

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from agy_harness.core.answers import AnswerError
-from agy_harness.core.elicitation import classify_rejection, delivery_target, interaction_payload
+from agy_harness.core.elicitation import (
+    Refused,
+    Target,
+    classify_rejection,
+    delivery_target,
+    interaction_payload,
+)
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.core.rotation import is_child, parse_time, rotated_state, rotation_target
 from agy_harness.ports.events import GateOpened
@@ -81,37 +87,69 @@ def _retry(index: int, status: str = "CORTEX_STEP_STATUS_WAITING") -> dict[str, 
     return step
 
 
-def test_delivery_target_follows_the_freshest_waiting_step() -> None:
+def test_delivery_target_is_the_step_itself_or_agys_timeout_re_ask_of_the_same_request() -> None:
     gate = gate_of("run_command_waiting")
-    assert delivery_target(gate, [fixture("run_command_waiting")]) is not None
-    assert delivery_target(gate, [fixture("run_command_waiting")]).moved is False  # type: ignore[union-attr]
-    timed_out = [fixture("run_command_error"), _retry(8), _retry(10)]
-    target = delivery_target(gate, timed_out)
-    assert target is not None and (target.step_index, target.moved) == (10, True)
-    assert delivery_target(gate, [fixture("run_command_done")]) is None
+    assert delivery_target(gate, [fixture("run_command_waiting")]) == Target(6, moved=False)
+    error = fixture("run_command_error")  # timed out: ERROR, no answer recorded
+    assert delivery_target(gate, [error, _retry(8)]) == Target(8, moved=True)
+    # through a chain of re-asks that timed out too
+    timed_out = _retry(8, "CORTEX_STEP_STATUS_ERROR")
+    assert delivery_target(gate, [error, timed_out, _retry(10)]) == Target(10, moved=True)
+    done = delivery_target(gate, [fixture("run_command_done")])
+    assert isinstance(done, Refused) and done.reason == "closed"
     # a WAITING question is not where a permission answer goes; nor an older step; nor another trajectory
     other = _retry(11)
     other["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"] = "other"
-    assert (
-        delivery_target(
-            gate, [fixture("run_command_error"), _retry(4), other, fixture("ask_question_waiting")]
-        )
-        is None
-    )
+    missed = delivery_target(gate, [error, _retry(4), other, fixture("ask_question_waiting")])
+    assert isinstance(missed, Refused) and missed.reason == "elsewhere"  # agy waits on a question now
 
 
-def test_a_retry_that_asks_something_else_is_not_a_target() -> None:
+def test_a_gate_answered_or_denied_in_agy_is_closed_even_if_agy_asks_the_same_again() -> None:
+    gate = gate_of("run_command_waiting")
+    denied = fixture("run_command_error")
+    denied["completedInteractions"] = [{"response": {"permission": {}}}]  # denied in agy's terminal
+    for first in (denied, fixture("run_command_done")):
+        refused = delivery_target(gate, [first, _retry(8)])
+        assert isinstance(refused, Refused) and refused.reason == "closed"
+    # a re-ask that was itself answered ends the chain
+    answered = _retry(8, "CORTEX_STEP_STATUS_DONE")
+    refused = delivery_target(gate, [fixture("run_command_error"), answered, _retry(10)])
+    assert isinstance(refused, Refused) and refused.reason == "closed"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: s["requestedInteraction"]["permission"]["resource"].update(target="rm -rf /"),
+        lambda s: s["runCommand"].update(cwd="/home/someone"),
+        lambda s: s["runCommand"].update(commandLine="pwd; rm -rf ~"),
+        lambda s: s["metadata"].update(executionId="another-turn"),
+        lambda s: s["requestedInteraction"]["permission"].update(suggestedPersistPattern="*"),
+    ],
+    ids=["target", "cwd", "final-command", "turn", "persist-pattern"],
+)
+def test_a_re_ask_or_the_step_itself_asking_something_else_is_refused(edit: Any) -> None:
     gate = gate_of("run_command_waiting")
     other = _retry(8)
-    other["requestedInteraction"]["permission"]["resource"]["target"] = "rm -rf /"
-    assert delivery_target(gate, [fixture("run_command_error"), other]) is None
+    edit(other)
+    refused = delivery_target(gate, [fixture("run_command_error"), other])
+    assert isinstance(refused, Refused) and refused.reason == "elsewhere"
+    assert "agy is now asking something else" in refused.detail
+    changed = fixture("run_command_waiting")
+    edit(changed)
+    refused = delivery_target(gate, [changed])
+    assert isinstance(refused, Refused) and refused.reason == "elsewhere"
+
+
+def test_a_question_re_ask_must_ask_the_identical_question() -> None:
     question = gate_of("ask_question_waiting")
+    asked = fixture("ask_question_waiting")
+    asked["status"] = "CORTEX_STEP_STATUS_ERROR"
     retry = fixture("ask_question_waiting")
     retry["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = 14
-    assert delivery_target(question, [retry]) == delivery_target(question, [retry])
-    assert delivery_target(question, [retry]).step_index == 14  # type: ignore[union-attr]
-    retry["requestedInteraction"]["askQuestion"]["questions"][0]["question"] = "Something else?"
-    assert delivery_target(question, [retry]) is None
+    assert delivery_target(question, [asked, retry]) == Target(14, moved=True)
+    retry["requestedInteraction"]["askQuestion"]["questions"][0]["options"][0]["text"] = "Delete it all"
+    assert isinstance(delivery_target(question, [asked, retry]), Refused)
 
 
 def test_rejection_is_told_apart_by_the_steps_status() -> None:

@@ -99,7 +99,8 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
     ],
     "run_command_waiting": [
         ("status", "6/status/running", "running"),
-        ("gate_opened", "6/gate", f"{GATE}/6", "permission", 6, "run_command"),
+        # the gate's id names its step and its request (the digest: core/binding.py)
+        ("gate_opened", "6/gate/65e3a88cb1a0", f"{GATE}/6/65e3a88cb1a0", "permission", 6, "run_command"),
     ],
     "run_command_done": [
         ("status", "6/status/running", "running"),
@@ -124,7 +125,7 @@ EXPECTED: dict[str, list[tuple[Any, ...]]] = {
     ],
     "ask_question_waiting": [
         ("status", "12/status/running", "running"),
-        ("gate_opened", "12/gate", f"{GATE}/12", "question", 12, "ask_question"),
+        ("gate_opened", "12/gate/8d5dbd870243", f"{GATE}/12/8d5dbd870243", "question", 12, "ask_question"),
     ],
     "ask_question_done": [
         ("status", "12/status/running", "running"),

@@ -52,7 +52,8 @@ def test_visible_shows_every_control() -> None:
     assert visible("ls\x1b[2K\r$ rm") == "ls\\x1b[2K\\r$ rm"
     assert visible("a\tb\nc") == "a\tb\nc"
     assert visible("\u202e\ud800\x9b\u2028") == "\\u202e\\ud800\\x9b\\u2028"
-    assert visible("emoji 👩\u200d💻 ünïcödé") == "emoji 👩\u200d💻 ünïcödé"
+    # a ZWJ is shown too (issue #26: invisible characters made two commands render alike)
+    assert visible("emoji 👩\u200d💻 ünïcödé") == "emoji 👩\\u200d💻 ünïcödé"
     deep: Any = "x"
     for _ in range(5000):
         deep = [deep]

@@ -1,0 +1,260 @@
+"""Delivering one checked answer to exactly the request it was given for (used by the gate bridge).
+
+Two channels, both bound to the gate's digest (:mod:`agy_harness.core.binding`):
+
+* **RPC** (:meth:`AnswerDelivery.rpc`): re-read agy, take only the target
+  :func:`~agy_harness.core.elicitation.delivery_target` allows (the surfaced step while it still asks
+  exactly that, or agy's timeout re-ask of the identical request), deliver; anything else is refused
+  with a notice and never sent. Transient failures are retried with backoff while the step waits, up
+  to ``answer_deadline``. When agy cannot be re-read, only a gate the stream still shows open (or its
+  timeout re-ask) is a target.
+* **agy's own prompt** (:meth:`AnswerDelivery.typed`), when agy's pane is known: keys are typed only
+  while agy waits on that request ALONE (no other step of the conversation is WAITING, so no
+  following prompt can appear before the keys land: agy asks its next request only after this one is
+  answered) and the pane's last prompt shows exactly that request with nothing typed. Otherwise
+  nothing is typed, a notice says so, and the caller goes over RPC (or, for "allow always", refuses).
+  Nothing is ever typed after an RPC answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from agy_harness.core import steps as S
+from agy_harness.core.elicitation import (
+    Refused,
+    Target,
+    classify_rejection,
+    delivery_target,
+    freshest_open,
+    interaction_payload,
+    rejection_is_transient,
+)
+from agy_harness.ports.events import GateOpened
+from agy_harness.ports.protocols import (
+    GateAnswer,
+    InteractionDelivery,
+    InteractionRejected,
+    StepSnapshot,
+    TuiKeys,
+)
+
+from .conversation import HarnessOptions
+from .emitter import Emitter, Level
+
+log = logging.getLogger("agy_harness.harness")
+
+#: what the stream showed: the open gates, and the closed ones with why they closed
+Knowledge = Callable[[], tuple[list[GateOpened], dict[str, tuple[GateOpened, str]]]]
+
+TYPED_CONFIRM = 3.0  # how long agy may take to record an answer typed into its prompt
+
+
+class AnswerDelivery:
+    def __init__(
+        self,
+        *,
+        snapshot: StepSnapshot,
+        emitter: Emitter,
+        options: HarnessOptions,
+        knowledge: Knowledge,
+        delivery: InteractionDelivery | None = None,
+        tui: TuiKeys | None = None,
+    ) -> None:
+        self.snapshot = snapshot
+        self.emitter = emitter
+        self.options = options
+        self.knowledge = knowledge
+        self.delivery = delivery
+        self.tui = tui
+
+    async def refuse(self, gate: GateOpened, why: str, level: Level = "error") -> bool:
+        await self.emitter.notice(gate.id, f"gate {gate.gate_id}: answer refused, nothing sent: {why}", level)
+        return False
+
+    # -- where ---------------------------------------------------------------------------------
+
+    async def target(self, gate: GateOpened) -> Target | Refused:
+        """Where the answer may go now; raises when agy cannot be read and the stream shows nothing
+        that may take it."""
+        try:
+            raws = await self.snapshot.read_steps(gate.cascade_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            open_gates, closed = self.knowledge()
+            target = freshest_open(gate, open_gates, closed)
+            if target is None:
+                raise
+            log.info(
+                "gate %s: re-read failed (%s); delivering to step %d, which the stream shows waiting",
+                gate.gate_id,
+                exc,
+                target.step_index,
+            )
+            return target
+        return delivery_target(gate, raws)
+
+    # -- agy's own prompt ------------------------------------------------------------------------
+
+    async def typed(self, gate: GateOpened, keys: list[str], what: str) -> bool | None:
+        """Type ``keys`` into agy's prompt for ``gate`` (see the module doc). True: typed, and agy
+        recorded the answer; False: refused (reported); None: nothing typed (reported), use RPC."""
+        assert self.tui is not None
+        try:
+            raws = await self.snapshot.read_steps(gate.cascade_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return await self._not_typed(gate, what, f"agy could not be read ({exc})")
+        target = delivery_target(gate, raws)
+        if isinstance(target, Refused):
+            return await self.refuse(
+                gate, target.detail, "error" if target.reason == "elsewhere" else "warning"
+            )
+        others = [
+            s
+            for s in map(S.parse_step, raws)
+            if s is not None and s.status == "WAITING" and s.key.step_index != target.step_index
+        ]
+        if others:
+            return await self._not_typed(gate, what, "agy waits for another request too")
+        try:
+            shown = await self.tui.shows_prompt(gate)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return await self._not_typed(gate, what, f"its pane could not be read ({exc})")
+        if not shown:
+            return await self._not_typed(
+                gate, what, "its prompt does not show this request, or holds typed text"
+            )
+        try:
+            await self.tui.send_keys(keys)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return await self._not_typed(gate, what, f"typing failed ({exc})")
+        if await self._recorded(gate, target.step_index):
+            return True
+        await self.emitter.notice(
+            gate.id,
+            f"gate {gate.gate_id}: agy did not record the {what} typed into its prompt within "
+            f"{TYPED_CONFIRM:g}s",
+            "warning",
+        )
+        return None
+
+    async def _not_typed(self, gate: GateOpened, what: str, why: str) -> bool | None:
+        log.info("gate %s: typed nothing into agy's pane for %s: %s", gate.gate_id, what, why)
+        await self.emitter.notice(gate.id, f"typed nothing into agy's pane for the {what}: {why}", "warning")
+        return None
+
+    async def _recorded(self, gate: GateOpened, step_index: int) -> bool:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + TYPED_CONFIRM
+        while loop.time() < end:
+            await asyncio.sleep(0.05)
+            try:
+                raws = await self.snapshot.read_steps(gate.cascade_id)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                continue
+            for step in map(S.parse_step, raws):
+                if (
+                    step is not None
+                    and step.key.trajectory_id == gate.trajectory_id
+                    and step.key.step_index == step_index
+                    and step.status != "WAITING"
+                ):
+                    return S.interaction_response(step) is not None
+        return False
+
+    # -- RPC -------------------------------------------------------------------------------------
+
+    async def rpc(self, gate: GateOpened, answer: GateAnswer, deadline: float | None) -> bool:
+        loop = asyncio.get_running_loop()
+        limit = self.options.answer_deadline if deadline is None else deadline
+        end = loop.time() + limit
+        pause = self.options.fallback_backoff
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                outcome = await self._once(gate, answer)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # agy unreachable, a timeout, a failed re-read: not lost, retried
+                log.warning(
+                    "gate %s: delivery failed (%s: %s); retrying in %.1fs",
+                    gate.gate_id,
+                    type(exc).__name__,
+                    exc,
+                    pause,
+                )
+                outcome = None
+            if outcome is not None:
+                return outcome
+            if loop.time() + pause > end:
+                await self.emitter.notice(
+                    gate.id,
+                    f"gate {gate.gate_id}: agy did not take the answer within {limit:g}s ({attempts} attempts);"
+                    " it was not delivered, answer again to retry",
+                    "error",
+                )
+                return False
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, self.options.max_backoff)
+
+    async def _once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:
+        """One delivery attempt: True delivered, False final (reported), None try again."""
+        assert self.delivery is not None
+        target = await self.target(gate)
+        if isinstance(target, Refused):
+            return await self.refuse(
+                gate, target.detail, "error" if target.reason == "elsewhere" else "warning"
+            )
+        try:
+            await self.delivery.deliver(gate.cascade_id, interaction_payload(gate, answer, target.step_index))
+        except InteractionRejected as exc:
+            return await self._rejected(gate, target, exc)
+        if target.moved:
+            log.info(
+                "gate %s timed out meanwhile; delivered to agy's re-ask at step %d",
+                gate.gate_id,
+                target.step_index,
+            )
+        return True
+
+    async def _rejected(self, gate: GateOpened, target: Target, exc: InteractionRejected) -> bool | None:
+        if rejection_is_transient(exc.status, exc.code, exc.message):
+            log.warning(
+                "gate %s: agy failed transiently (HTTP %s %s: %s)",
+                gate.gate_id,
+                exc.status,
+                exc.code,
+                exc.message,
+            )
+            return None
+        raws: list[Any] = await self.snapshot.read_steps(gate.cascade_id)  # a failure: retried
+        kind = classify_rejection(gate, target.step_index, raws)
+        if kind == "stale":
+            log.info(
+                "gate %s: step %d went stale (%s); re-targeting", gate.gate_id, target.step_index, exc.message
+            )
+            return None
+        if kind == "shape":
+            await self.emitter.notice(
+                gate.id,
+                f"agy refused the answer to gate {gate.gate_id} (HTTP {exc.status}: {exc.message}); not retrying",
+                "error",
+            )
+        else:
+            await self.emitter.notice(
+                gate.id, f"gate {gate.gate_id} is gone; the answer was not delivered", "warning"
+            )
+        return False

@@ -1,0 +1,61 @@
+"""What binds a human's answer to one request: the digest of a WAITING step. Pure.
+
+A gate carries the digest of what the human is shown and what agy will act on: the kind of gate and
+the ``requestedInteraction`` field agy set, the tool and its typed body (``runCommand``, ...), the
+exact command line (proposed and final) and its directory, the request itself (a permission's resource, description and
+persist offer; a question's text and options) and the turn it belongs to (the step's
+``executionId``). Only fields that both projections of a step carry (poll and stream) go in, so the
+same request has the same digest whichever one was read; the step index does not, so agy's re-ask of
+the same request after a timeout (a new step, same turn, same everything else) has the same digest.
+
+An answer is delivered only to a WAITING step with the gate's digest (see
+:func:`agy_harness.core.elicitation.delivery_target`), and a request that changes under its card
+changes its digest: the reconciler withdraws the old gate and opens a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from . import safejson
+from . import steps as S
+from .steps import Step
+
+DIGEST_CHARS = 32  # hex characters kept (128 bits)
+
+
+def request_fields(step: Step, kind: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a WAITING step that make up its request (see the module doc)."""
+    fields: dict[str, Any] = {
+        "kind": kind,
+        "interaction": key,
+        "tool": S.tool_name(step),
+        "turn": S.as_str(step.metadata.get("executionId")),
+        "request": safejson.clean(request),
+        "body": safejson.clean(step.body),  # the typed body (runCommand, askQuestion...): what agy acts on
+    }
+    command = S.as_dict(step.raw.get("runCommand"))
+    if command:
+        fields["command"] = {
+            "proposed": S.as_str(command.get("proposedCommandLine")),
+            "final": S.as_str(command.get("commandLine")),
+            "cwd": S.as_str(command.get("cwd")),
+        }
+    return fields
+
+
+def request_digest(step: Step, kind: str, key: str, request: dict[str, Any]) -> str:
+    """The digest of the request a WAITING ``step`` makes (``kind``, ``key``, ``request`` as
+    :func:`agy_harness.core.gates.pending_request` found them)."""
+    canonical = json.dumps(
+        request_fields(step, kind, key, request), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+
+
+def timed_out(step: Step) -> bool:
+    """The step's gate ended by agy's timeout: ERROR with no recorded answer (an answer -- a denial in
+    agy's terminal too -- is recorded in ``completedInteractions``)."""
+    return step.status == "ERROR" and S.interaction_response(step) is None
