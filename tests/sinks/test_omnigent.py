@@ -158,8 +158,49 @@ def test_gate_params_render_the_web_uis_cards() -> None:
     }
     p = gate_params(PERMISSION_GATE)
     assert (p["phase"], p["command"], p["cwd"]) == ("agy_permission", "git status", "/repo")
-    assert p["message"] == "Antigravity wants to run: git status"
+    assert p["message"] == "Antigravity wants to run: git status (in /repo)"
     assert gate_params(PERMISSION_GATE) == p  # deterministic: omnigent matches re-POSTs by them
+
+
+def test_each_request_goes_out_under_its_own_policy_name() -> None:
+    """omnigent's chat remembers "approve always" per (policy_name, phase): one name per request."""
+    first = PERMISSION_GATE.model_copy(update={"digest": "a" * 32})
+    other = PERMISSION_GATE.model_copy(update={"gate_id": "c/t1/11/x", "digest": "f" * 32})
+    names = {gate_params(g)["policy_name"] for g in (first, other, QUESTION_GATE)}
+    assert len(names) == 3
+    assert gate_params(first)["policy_name"] == "agy_native_permission." + "a" * 16
+    re_ask = first.model_copy(update={"gate_id": "c/t1/12/y", "step_index": 12})  # the same request
+    assert gate_params(re_ask)["policy_name"] == gate_params(first)["policy_name"]
+
+
+def test_the_card_shows_every_character_and_the_whole_command() -> None:
+    hidden = PERMISSION_GATE.permission.model_copy(  # type: ignore[union-attr]
+        update={"command_line": "rm -rf ~/work\u200d #" + "\n" * 30 + "ls [red]x[/red]\U000e0041"}
+    )
+    p = gate_params(PERMISSION_GATE.model_copy(update={"permission": hidden}))
+    assert p["command"] == "rm -rf ~/work\\u200d #\n⋯ 29 blank lines ⋯\nls [red]x[/red]\\U000e0041"
+    assert "rm -rf ~/work" in p["message"] and "29 blank lines" in p["message"]
+    assert "\\[red]" in p["message"]  # omnigent's chat prints the message as rich markup
+
+
+def test_agys_own_allow_always_is_offered_for_its_pattern_only() -> None:
+    offered = PERMISSION_GATE.permission.model_copy(  # type: ignore[union-attr]
+        update={
+            "persist_suggestion_type": "PERSIST_SUGGESTION_TYPE_SUGGESTED",
+            "suggested_persist_pattern": "git",
+        }
+    )
+    gate = PERMISSION_GATE.model_copy(update={"permission": offered})
+    assert gate_params(gate)["always_allow_pattern"] == "git"
+    assert "always_allow_pattern" not in gate_params(PERMISSION_GATE)
+    assert (
+        answer_from_result(gate, {"action": "accept", "_meta": {"persist": "session"}}).persist == "session"
+    )
+    assert answer_from_result(gate, {"action": "accept", "_meta": {"persist": "always"}}).persist == "always"
+    assert answer_from_result(gate, {"action": "accept", "_meta": {"persist": "forever"}}).persist is None
+    assert answer_from_result(gate, {"action": "decline", "_meta": {"persist": "always"}}).persist is None
+    denied = answer_from_result(gate, {"action": "accept", "content": {"answer": "no: use git stash"}})
+    assert (denied.allow, denied.deny_reason) == (False, "use git stash")
 
 
 # -- the web UI's answers, fail-closed -------------------------------------------------------------

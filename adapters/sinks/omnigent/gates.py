@@ -8,13 +8,18 @@
   builds the same for its own agy harness): a question gate as the interactive AskUserQuestion form
   (``ask_user_question.questions[i] = {id: "<i>", question, options: [{label}], multiSelect}``, every
   question also takes free text); a permission gate as the agy command card (``phase``
-  ``agy_permission``, ``message``, ``command``, ``cwd``, ``action_description``).
+  ``agy_permission``, ``message``, ``command``, ``cwd``, ``action_description``, and
+  ``always_allow_pattern`` where agy offers its own "allow always"). agy's text is shown by the core's
+  one rendering rule (:mod:`agy_harness.core.display`). Each request goes out under its own
+  ``policy_name`` (:func:`policy_name`): omnigent's chat remembers "approve always" per policy name.
 * :func:`answer_from_result`: omnigent's ``ElicitationResult`` ``{action, content}`` -> the core's
   fail-closed :func:`~agy_harness.core.answers.parse_answer`. The shapes read:
 
   - ``decline`` / ``cancel``: refuse (a permission is denied, a question skipped);
   - permission, ``accept``: no content (the card's Approve button) allows; ``content`` of one
-    ``allow``/``approve``/``answer``/``"0"`` key is read by ``parse_answer`` (``{"allow": false}`` denies);
+    ``allow``/``approve``/``answer``/``"0"`` key is read by ``parse_answer`` (``{"allow": false}`` denies,
+    ``{"answer": "no: <reason>"}`` denies and tells agy why); ``_meta.persist`` ``session``/``always``
+    (the card's "allow <pattern>" buttons) is agy's own "allow always" (typed into agy's menu);
   - question, ``accept``: the web form's ``content = {"0": "<label>", "1": ["<label>", "<free text>"]}``
     (keyed by question index, also accepted: the question's text); values are option labels, option ids
     or free text (the write-in), a list for a multi-select.
@@ -27,13 +32,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
+
+from rich.markup import escape as escape_markup
 
 from agy_harness.core.answers import AnswerError, fold, parse_answer, texts
+from agy_harness.core.display import command_view, one_line, visible
+from agy_harness.core.tui_keys import persist_offered
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
 ELICITATION_PREFIX = "elicit_agy_"
+COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
+MESSAGE_CHARS = 400  # the message (what omnigent's chat prints) holds the command on one line up to this
 PERMISSION_KEYS = ("allow", "approve", "answer", "0")
 
 
@@ -52,6 +63,21 @@ def _command(gate: GateOpened) -> str:
     return p.command_line or p.target or ""
 
 
+def policy_name(gate: GateOpened) -> str:
+    """The policy name an elicitation goes out under: one per request (its digest). omnigent's chat
+    remembers "a = approve always (this session)" per ``(policy_name, phase)``, so "always" there covers
+    exactly this request (and agy's re-ask of it after a timeout), never another command."""
+    base = "agy_native_permission" if gate.kind == "permission" else "agy_native_ask_question"
+    request = gate.digest or hashlib.sha256(gate.gate_id.encode("utf-8")).hexdigest()
+    return f"{base}.{request[:16]}"
+
+
+def _shown(text: str) -> str:
+    """agy's text in an elicitation's message: by the core's one rendering rule, and with anything
+    that omnigent's chat would read as rich markup escaped (it prints the message as markup)."""
+    return escape_markup(one_line(text))
+
+
 def gate_params(gate: GateOpened) -> dict[str, Any]:
     """The hook's ``params`` for ``gate`` (deterministic: omnigent fingerprints them to match re-POSTs)."""
     common: dict[str, Any] = {
@@ -65,23 +91,29 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
     if gate.kind == "permission":
         p = gate.permission
         command = _command(gate)
-        what = command or (p.description if p else "") or gate.tool_name or "an action"
+        if command:
+            what = escape_markup(command_view(command, COMMAND_LINES).title(MESSAGE_CHARS))
+        else:
+            what = _shown((p.description if p else "") or gate.tool_name or "an action")
+        where = f" (in {_shown(p.cwd)})" if p and p.cwd else ""
         params = {
             **common,
-            "message": f"Antigravity wants to run: {what}",
+            "message": f"Antigravity wants to run: {what}{where}",
             "phase": "agy_permission",
-            "policy_name": "agy_native_permission",
+            "policy_name": policy_name(gate),
             "permission_spec": {
                 "resource": {"action": p.action if p else "", "target": p.target if p else ""},
                 "actionDescription": p.description if p else "",
             },
         }
-        if command:
-            params["command"] = command
+        if command:  # the web card's command block: every line, by the same rendering rule
+            params["command"] = "\n".join(command_view(command, COMMAND_LINES).lines)
         if p and p.cwd:
-            params["cwd"] = p.cwd
+            params["cwd"] = visible(p.cwd)
         if p and p.description:
-            params["action_description"] = p.description
+            params["action_description"] = visible(p.description)
+        if persist_offered(gate) and p is not None:  # agy's own "allow always", for agy's own pattern
+            params["always_allow_pattern"] = visible(p.suggested_persist_pattern)
         return params
     questions = [
         {
@@ -94,9 +126,9 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
     ]
     return {
         **common,
-        "message": "\n".join(q.question for q in gate.questions) or "Antigravity needs your input",
+        "message": "\n".join(_shown(q.question) for q in gate.questions) or "Antigravity needs your input",
         "phase": "agy_ask_question",
-        "policy_name": "agy_native_ask_question",
+        "policy_name": policy_name(gate),
         "ask_user_question": {"questions": questions},
         "ask_question": {
             "questions": [
@@ -139,6 +171,18 @@ def _permission_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAns
     return parse_answer(gate, value)
 
 
+def _persist(result: Mapping[str, Any]) -> Literal["session", "always"] | None:
+    """The web card's "allow <pattern> for this session" / "always allow <pattern>": ``_meta.persist``
+    (omnigent's ``ElicitationResult.meta``). Anything else is no persistence (an allow once)."""
+    meta = result.get("_meta", result.get("meta"))
+    persist = meta.get("persist") if isinstance(meta, Mapping) else None
+    if persist == "session":
+        return "session"
+    if persist == "always":
+        return "always"
+    return None
+
+
 def answer_from_result(gate: GateOpened, result: Any) -> GateAnswer:
     """omnigent's ``{action, content}`` verdict -> a checked GateAnswer (see the module doc).
 
@@ -158,7 +202,9 @@ def answer_from_result(gate: GateOpened, result: Any) -> GateAnswer:
     if not isinstance(content, Mapping):
         raise AnswerError(f"the answer's content must be an object, got {type(content).__name__}")
     if gate.kind == "permission":
-        return _permission_content(gate, content)
+        answer = _permission_content(gate, content)
+        persist = _persist(result)
+        return answer.model_copy(update={"persist": persist}) if persist and answer.allow else answer
     if not content:
         raise AnswerError("the question was accepted without an answer")
     return _question_content(gate, content)
