@@ -53,6 +53,19 @@ Knowledge = Callable[[], tuple[list[GateOpened], dict[str, tuple[GateOpened, str
 TYPED_CONFIRM = 3.0  # how long agy may take to record an answer typed into its prompt
 
 
+def _as_typed(gate: GateOpened, keys: list[str], response: dict[str, Any]) -> bool:
+    """agy recorded what the keys said: an allow for ``1``/``2``/``3``, a denial for ``4``; the option
+    typed, or a skip for Escape."""
+    if gate.kind == "permission":
+        allowed = S.as_dict(response.get("permission")).get("allow") is True
+        return allowed == (keys[0] in ("1", "2", "3"))
+    responses = S.as_list(S.as_dict(response.get("askQuestion")).get("responses"))
+    typed = [k for k in keys if k.isdigit()]
+    if not typed:
+        return not any(S.as_dict(r).get("selectedOptionIds") for r in responses)
+    return bool(responses) and S.as_list(S.as_dict(responses[0]).get("selectedOptionIds")) == typed
+
+
 class AnswerDelivery:
     def __init__(
         self,
@@ -138,8 +151,17 @@ class AnswerDelivery:
             raise
         except Exception as exc:
             return await self._not_typed(gate, what, f"typing failed ({exc})")
-        if await self._recorded(gate, target.step_index):
+        recorded = await self._recorded(gate, target.step_index)
+        if recorded is not None and _as_typed(gate, keys, recorded):
             return True
+        if recorded is not None:  # someone answered in agy's terminal at the same moment
+            await self.emitter.notice(
+                gate.id,
+                f"gate {gate.gate_id}: agy recorded another answer than the {what} typed "
+                "(it was answered in agy's terminal meanwhile)",
+                "error",
+            )
+            return False
         await self.emitter.notice(
             gate.id,
             f"gate {gate.gate_id}: agy did not record the {what} typed into its prompt within "
@@ -153,7 +175,8 @@ class AnswerDelivery:
         await self.emitter.notice(gate.id, f"typed nothing into agy's pane for the {what}: {why}", "warning")
         return None
 
-    async def _recorded(self, gate: GateOpened, step_index: int) -> bool:
+    async def _recorded(self, gate: GateOpened, step_index: int) -> dict[str, Any] | None:
+        """The answer agy recorded for the step, once it left WAITING (None: none within the time)."""
         loop = asyncio.get_running_loop()
         end = loop.time() + TYPED_CONFIRM
         while loop.time() < end:
@@ -171,8 +194,8 @@ class AnswerDelivery:
                     and step.key.step_index == step_index
                     and step.status != "WAITING"
                 ):
-                    return S.interaction_response(step) is not None
-        return False
+                    return S.interaction_response(step)
+        return None
 
     # -- RPC -------------------------------------------------------------------------------------
 
