@@ -81,6 +81,9 @@ class Reconciler:
         self.cascade_id = cascade_id
         self.state = state if state is not None else MapperState()
         self.skipped = 0  # steps skipped as unreadable
+        #: step key -> (what its WAITING request was made of, its digest): a WAITING step is re-fed on
+        #: every frame and poll that carries it; its digest is computed again only when it changed
+        self._digests: dict[str, tuple[tuple[Any, ...], str]] = {}
         #: step keys committed since a cursor journal last took them; None (nothing kept) until a
         #: journal starts taking them (without one it would only grow)
         self.committed_log: list[str] | None = None
@@ -339,6 +342,7 @@ class Reconciler:
             if gate_id is None:
                 return []
             del self.state.gates[sk]
+            self._digests.pop(sk, None)
             if S.interaction_response(step) is not None or step.status in ("RUNNING", "DONE"):
                 reason = "answered"
             elif step.status == "ERROR":
@@ -346,7 +350,7 @@ class Reconciler:
             else:
                 reason = step.status.lower() or "gone"
             return [self._withdrawn(sk, gate_id, reason)]
-        digest = request_digest(step, *pending)  # only for a WAITING step: rare, and small
+        digest = self._digest(step, sk, pending)
         current = gate_id_for(self.cascade_id, step.key, digest)
         if gate_id == current:
             return []
@@ -356,6 +360,22 @@ class Reconciler:
         return out + gate_events(
             step, self._base(sk, f"gate/{digest[:GATE_DIGEST]}"), current, pending, digest
         )
+
+    def _digest(self, step: Step, sk: str, pending: tuple[str, str, dict[str, Any]]) -> str:
+        """The request's digest, computed once per request (a dict comparison when it is re-fed)."""
+        made_of = (
+            pending,
+            step.body,
+            step.raw.get("runCommand"),
+            step.metadata.get("executionId"),
+            step.type,
+        )
+        cached = self._digests.get(sk)
+        if cached is not None and cached[0] == made_of:
+            return cached[1]
+        digest = request_digest(step, *pending)
+        self._digests[sk] = (made_of, digest)
+        return digest
 
     def _withdrawn(self, sk: str, gate_id: str, reason: str) -> GateWithdrawn:
         tag = gate_id.rsplit("/", 1)[-1]
