@@ -13,6 +13,7 @@ import libtmux
 
 from agy_harness.ports.events import GateOpened
 
+from .pane_screen import TmuxScreen
 from .plumbing import _check
 from .screen import prompt_shown
 
@@ -27,9 +28,8 @@ class TmuxKeys:
         self.server = server if server is not None else libtmux.Server()
 
     async def shows_prompt(self, gate: GateOpened) -> bool:
-        result = await asyncio.to_thread(self.server.cmd, "capture-pane", "-p", "-J", "-t", self.target)
-        lines = [row.rstrip() for row in _check(self.target, "capture-pane", result)]
-        return prompt_shown(lines, gate)
+        lines = await TmuxScreen(self.target, self.server).screen()
+        return prompt_shown([row.rstrip() for row in lines], gate)
 
     async def send_keys(self, keys: Sequence[str]) -> None:
         bad = [k for k in keys if not _ALLOWED.match(k)]

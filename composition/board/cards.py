@@ -1,9 +1,10 @@
 """What the board shows of a gate and of an event: text only, every agy string made visible.
 
-:func:`gate_card` is the ONE place that decides what a gate card shows (issue #26's rendering rule
-for "what will run" replaces its body here), and its ``shown`` digest binds an answer to exactly that:
-the page sends the digest back with the answer, and the board refuses an answer whose digest is not
-the card's (agy re-asked something else under the same id, or the page is stale).
+:func:`gate_card` is the ONE place that decides what a gate card shows (a command by the core's
+rendering rule, :func:`agy_harness.core.display.command_view`), and its ``shown`` digest binds an
+answer to exactly that: the page sends the digest back with the answer, and the board refuses an
+answer whose digest is not the card's (the page is stale). The card includes the request's digest
+(``GateOpened.digest``), and ``Session.answer`` delivers only to a WAITING step with it.
 
 Strings pass through :func:`~agy_harness.adapters.sinks.escape.visible` (control, bidi and other
 invisible format characters shown as escapes); the page puts them into the DOM as text
@@ -19,9 +20,11 @@ from typing import Any
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
+from agy_harness.core.display import command_view
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult, event_to_json
 
 MAX_OUTPUT_LINES = 40
+COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
 
 
 def gate_card(gate: GateOpened) -> dict[str, Any]:
@@ -34,7 +37,9 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
     if gate.kind == "permission" and gate.permission is not None:
         p = gate.permission
         what = p.command_line or p.target or p.description or p.action
-        shown["command"] = visible(what)
+        # the core's one rendering rule: every line visible, blank-line runs collapsed with a count,
+        # an over-tall command cut with a marker (as the terminal, ACP and omnigent show it)
+        shown["command"] = "\n".join(command_view(what, COMMAND_LINES).lines)
         shown["cwd"] = visible(p.cwd)
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
     elif gate.kind == "question":
@@ -48,6 +53,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         ]
     else:
         shown["what"] = visible(gate.interaction or gate.tool_name or "an action")
+    shown["request"] = gate.digest  # the request the harness binds the answer to (core/binding.py)
     digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return {**shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32]}
 

@@ -208,4 +208,6 @@ async def test_a_timed_out_gate_retires_and_its_late_answer_reaches_nothing() ->
                 f"{base}/api/s/{first['cascade_id']}/answer", json=late, headers=headers
             )
             assert response.status_code == 410
-            assert waiting_step(sim, sim.cascade_id)[1] == int(cards[0]["gate_id"].rsplit("/", 1)[1])
+            assert waiting_step(sim, sim.cascade_id)[1] == int(
+                cards[0]["gate_id"].split("/")[-2]
+            )  # .../<step>/<digest>

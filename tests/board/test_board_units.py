@@ -43,6 +43,17 @@ def test_a_card_binds_what_it_shows() -> None:
     assert hostile["command"] == "ls\\x1b[2K\\rrm -rf ~ \\u202e"
 
 
+def test_the_card_shows_what_will_run_by_the_core_rule_and_binds_the_request() -> None:
+    """Issue #26: invisible characters shown, blank-line runs collapsed with a count; the card's
+    digest covers the request's digest, so a card answered for one request never answers another."""
+    card = gate_card(_gate("rm -rf ~/work\u200d #" + "\n" * 40 + "ls -la\U000e0041"))
+    assert card["command"] == "rm -rf ~/work\\u200d #\n⋯ 39 blank lines ⋯\nls -la\\U000e0041"
+    same_text = _gate("ls")
+    assert (
+        gate_card(same_text.model_copy(update={"digest": "a" * 32}))["shown"] != gate_card(same_text)["shown"]
+    )
+
+
 def test_the_webhook_is_explicit() -> None:
     with pytest.raises(ValueError, match="http"):
         Webhook("file:///etc/passwd")
