@@ -14,7 +14,7 @@ texts never look the same.
   ``\\x1b`` typed by agy and a real ESC never look alike.
 * :func:`command_view` -- a command line as a card shows it at the moment of asking: runs of blank
   lines collapsed with a count, over-long runs of spaces collapsed with a count, an over-tall command
-  cut with a visible marker (its head and its tail kept), and its first line to repeat beside the
+  cut with a visible marker (its head and its tail kept), an over-wide line too, and its first line to repeat beside the
   prompt (:attr:`CommandView.first_line`), or all of it on one line for a title
   (:meth:`CommandView.title`). Markers are ``⋯ ... ⋯`` lines; on one line, a line break is ``⏎`` and
   a tab ``⇥``. Where the text itself holds ``⋯``, ``⏎`` or ``⇥`` they are escaped: agy cannot forge
@@ -98,6 +98,7 @@ def visible(text: str) -> str:
 _BLANK = re.compile(r"^[ \t]*$")
 _SPACES = re.compile(r"[ \t]{24,}")
 NEWLINE, TAB = "⏎", "⇥"  # line breaks and tabs on one line (a title)
+LABEL_CHARS = 120  # the first line beside the prompt is cut past this (with a marker)
 #: the glyphs a rendering adds: escaped where the text itself holds them, so they cannot be forged
 _GLYPHS = str.maketrans({g: _escape(g) for g in (MARKER, NEWLINE, TAB)})
 
@@ -111,9 +112,13 @@ class CommandView:
 
     @property
     def prompt_label(self) -> str:
-        """The first line for the prompt, with how many more lines the command has."""
+        """The first line for the prompt (cut with a marker past :data:`LABEL_CHARS`), with how many
+        more lines the command has."""
+        first = self.first_line
+        if len(first) > LABEL_CHARS:
+            first = f"{first[:LABEL_CHARS]} {MARKER} +{len(first) - LABEL_CHARS} chars {MARKER}"
         more = self.total_lines - 1
-        return f"{self.first_line} (+{more} more line{'s' if more != 1 else ''})" if more else self.first_line
+        return f"{first} (+{more} more line{'s' if more != 1 else ''})" if more else first
 
     def title(self, max_chars: int = 200) -> str:
         """The command on one line (``⏎`` between lines, ``⇥`` for a tab); when that is longer than
@@ -133,8 +138,19 @@ def _blank_marker(n: int) -> str:
     return f"{MARKER} {n} blank lines {MARKER}"
 
 
-def command_view(command: str, max_lines: int = 12) -> CommandView:
-    """``command`` as a card shows it (see the module doc); at most ``max_lines`` lines."""
+def _wide(line: str, max_chars: int) -> str:
+    """A line longer than ``max_chars``: its head and its tail, the middle replaced by a marker that
+    says how much is not shown."""
+    if len(line) <= max_chars:
+        return line
+    tail = max_chars // 4
+    head = max_chars - tail
+    return f"{line[:head]} {MARKER} {len(line) - head - tail} chars not shown {MARKER} {line[-tail:]}"
+
+
+def command_view(command: str, max_lines: int = 12, max_chars: int = 400) -> CommandView:
+    """``command`` as a card shows it (see the module doc): at most ``max_lines`` lines of at most
+    about ``max_chars`` characters (longer ones cut in the middle with a marker)."""
     raw = visible(command).translate(_GLYPHS).split("\n")
     rows: list[str] = []
     blanks = 0
@@ -145,7 +161,7 @@ def command_view(command: str, max_lines: int = 12) -> CommandView:
         if blanks:
             rows.append(_blank_marker(blanks) if blanks > 1 else "")
             blanks = 0
-        rows.append(_SPACES.sub(_spaces, line))
+        rows.append(_wide(_SPACES.sub(_spaces, line), max_chars))
     if blanks:
         rows.append(_blank_marker(blanks) if blanks > 1 else "")
     cut = len(rows) > max_lines

@@ -181,6 +181,10 @@ def test_a_tall_command_keeps_its_dangerous_line_visible() -> None:
     assert "⋯ 89 more lines not shown ⋯" in tall.lines
     spaced = command_view("ls" + " " * 300 + "; rm -rf ~")
     assert spaced.lines == ("ls ⋯ 300 spaces ⋯ ; rm -rf ~",)
+    wide = command_view("echo " + "A" * 5000 + "; rm -rf ~", max_chars=400)
+    [line] = wide.lines
+    assert line.startswith("echo AAA") and line.endswith("AA; rm -rf ~") and "chars not shown ⋯" in line
+    assert len(line) < 450 and wide.prompt_label.endswith(f"⋯ +{5015 - 120} chars ⋯")
 
 
 def test_a_marker_or_a_line_break_cannot_be_forged() -> None:
