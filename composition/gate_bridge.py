@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agy_harness.adapters.reap import reap
@@ -67,6 +67,7 @@ class GateBridge:
             emitter=emitter,
             options=self.options,
             knowledge=lambda: (list(self._open.values()), dict(self._closed)),
+            claim_re_ask=self._claim_re_ask,
             delivery=delivery,
             tui=tui,
         )
@@ -254,6 +255,26 @@ class GateBridge:
         finally:
             if not delivered:
                 self._claimed.discard(gate.gate_id)  # nothing reached agy: it may be answered again
+
+    def _claim_re_ask(self, gate: GateOpened, step_index: int) -> Callable[[], None] | None:
+        """An answer goes to agy's re-ask of ``gate``: the re-ask's own gate takes no other answer, and
+        its ask ends. Returns the claim's release (for a delivery that failed), None if it is taken."""
+        for other in list(self._open.values()):
+            if (other.trajectory_id, other.step_index, other.digest) != (
+                gate.trajectory_id,
+                step_index,
+                gate.digest,
+            ):
+                continue
+            if other.gate_id in self._claimed:
+                return None
+            self._claimed.add(other.gate_id)
+            self._backlog.pop(other.gate_id, None)
+            task = self._asks.pop(other.gate_id, None)
+            if task is not None:
+                task.cancel()
+            return lambda: self._claimed.discard(other.gate_id)
+        return lambda: None  # the stream has not shown it yet: nothing else can answer it here
 
     async def _end_ask(self, gate_id: str) -> None:
         """The gate is answered (here or through the API): the human is no longer asked about it."""

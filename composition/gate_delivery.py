@@ -49,6 +49,9 @@ log = logging.getLogger("agy_harness.harness")
 
 #: what the stream showed: the open gates, and the closed ones with why they closed
 Knowledge = Callable[[], tuple[list[GateOpened], dict[str, tuple[GateOpened, str]]]]
+#: claims the gate of agy's re-ask (at a step index) of a gate's request; its release, or None when
+#: that gate already took an answer
+ClaimReAsk = Callable[[GateOpened, int], Callable[[], None] | None]
 
 TYPED_CONFIRM = 3.0  # how long agy may take to record an answer typed into its prompt
 
@@ -74,9 +77,11 @@ class AnswerDelivery:
         emitter: Emitter,
         options: HarnessOptions,
         knowledge: Knowledge,
+        claim_re_ask: ClaimReAsk,
         delivery: InteractionDelivery | None = None,
         tui: TuiKeys | None = None,
     ) -> None:
+        self.claim_re_ask = claim_re_ask
         self.snapshot = snapshot
         self.emitter = emitter
         self.options = options
@@ -241,10 +246,19 @@ class AnswerDelivery:
             return await self.refuse(
                 gate, target.detail, "error" if target.reason == "elsewhere" else "warning"
             )
+        release: Callable[[], None] | None = None
+        if target.moved:  # agy's re-ask is a gate of its own: it takes this answer, and no other
+            release = self.claim_re_ask(gate, target.step_index)
+            if release is None:
+                return await self.refuse(gate, "agy's re-ask of it already took an answer", "warning")
         try:
             await self.delivery.deliver(gate.cascade_id, interaction_payload(gate, answer, target.step_index))
-        except InteractionRejected as exc:
-            return await self._rejected(gate, target, exc)
+        except BaseException as exc:
+            if release is not None:
+                release()
+            if isinstance(exc, InteractionRejected):
+                return await self._rejected(gate, target, exc)
+            raise
         if target.moved:
             log.info(
                 "gate %s timed out meanwhile; delivered to agy's re-ask at step %d",

@@ -73,6 +73,10 @@ async def test_agys_timeout_re_ask_of_the_identical_request_still_gets_the_answe
         again = await w.gate("rm -rf build", after=w.events.index(first) + 1)
         assert again.step_index > first.step_index and again.gate_id != first.gate_id
         await w.session.answer(first.gate_id, True)
+        # the re-ask took that answer: its own card is no longer asked, and takes no second answer
+        assert w.session.sink.pending_gate(again.gate_id) is None  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError, match="could not be answered"):
+            await w.session.answer(again.gate_id, False)
         await w.idle(after=w.events.index(again))
     assert sim.executed == [("rm -rf build", SANDBOX)]
 
