@@ -180,3 +180,20 @@ async def test_a_changed_request_withdraws_the_card_put_to_the_human(sim: Simula
                 await asyncio.sleep(0.01)
         assert sink.pending_gate(first.gate_id) is None  # type: ignore[attr-defined]
         assert isinstance(changed, GateOpened) and not isinstance(changed, GateWithdrawn)
+
+
+# -- what agy offers, offered ----------------------------------------------------------------------
+
+
+async def test_deny_and_tell_agy_why(sim: Simulator) -> None:
+    async with watched(sim) as w:
+        await w.session.send("run `rm -rf build`")
+        gate = await w.gate("rm -rf build")
+        await w.session.answer(gate.gate_id, "no: use make clean instead")
+        await w.idle(after=w.events.index(gate))
+        step = sim.steps()[gate.step_index]
+        response = step["completedInteractions"][-1]["response"]["permission"]
+        assert response == {"userDenyInstruction": "use make clean instead"}  # a denial, with why
+        replies = [e.text for e in w.events if e.type == "assistant_message"]  # type: ignore[union-attr]
+        assert "you said: use make clean instead" in replies[-1]
+    assert sim.executed == []
