@@ -56,6 +56,10 @@ SUMMARY_FIELDS = frozenset(
         "trajectoryMetadata.nestingDepth",
         "trajectoryMetadata.subagentSpec",
         "rootConversationId",
+        "summary",  # the title (public language-server clients; see the README's conventions)
+        "workspaces",
+        "workspaces[]",
+        "workspaces[].workspaceFolderAbsoluteUri",
     }
 )
 UPDATE_FIELDS = frozenset(

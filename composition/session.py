@@ -154,13 +154,16 @@ class Session:
 
 
 @asynccontextmanager
-async def session_from(container: AgyContainer) -> AsyncIterator[Session]:
+async def session_from(container: AgyContainer, *, discovered: bool | None = None) -> AsyncIterator[Session]:
     """Bind agy through ``container``, build its harness, yield a started :class:`Session`.
 
     Everything is stopped on exit; the RPC client too, unless it was given (``container.client``
     overridden). See :mod:`agy_harness.composition.container` for building the container.
+    ``discovered`` (what :func:`bind_endpoint` returned) says the caller bound the endpoint already:
+    it is not bound a second time.
     """
-    discovered = await bind_endpoint(container)
+    if discovered is None:
+        discovered = await bind_endpoint(container)
     client: RpcClient = container.client()
     watcher: asyncio.Task[None] | None = None
     try:

@@ -97,6 +97,10 @@ class CascadeSummary(BaseModel):
     trajectory_type: str = ""
     last_user_input_time: str = ""
     last_modified_time: str = ""
+    #: agy's title for the conversation (``summary``); empty when agy has none yet
+    title: str = ""
+    #: the conversation's workspace folders (``workspaces[].workspaceFolderAbsoluteUri``)
+    workspace_uris: tuple[str, ...] = ()
 
 
 @runtime_checkable

@@ -145,6 +145,12 @@ def parse_summaries(answer: dict[str, Any]) -> list[CascadeSummary]:
                 last_user_input_time=as_str(s.get("lastUserInputTime")),
                 last_modified_time=as_str(s.get("lastModifiedTime")),
                 trajectory_type=as_str(s.get("trajectoryType")),
+                title=as_str(s.get("summary")),
+                workspace_uris=tuple(
+                    uri
+                    for w in (s.get("workspaces") if isinstance(s.get("workspaces"), list) else [])
+                    if (uri := as_str(as_dict(w).get("workspaceFolderAbsoluteUri")))
+                ),
             )
         )
     return out

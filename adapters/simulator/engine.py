@@ -25,6 +25,7 @@ from .scenarios import (
     intent_of,
     plan_for,
     sentence,
+    task_list,
 )
 from .state import Cascade, EngineHost, TurnCanceled
 
@@ -371,6 +372,22 @@ class Engine:
         st.settle(step, st.DONE if accepted else st.ERROR)
         self.changed(self.c.steps.index(step))
         self.results.append(f"I wrote {name}." if accepted else f"You rejected the write to {name}.")
+
+    async def do_plan(self, action: Action) -> None:
+        brain = self.sim.workspace.rsplit("/", 1)[0] + "/brain"
+        path = f"{brain}/{self.c.id}/task.md"
+        for done in (0, 1):
+            content = task_list(done)
+            call = st.tool_call(
+                "write_to_file",
+                {"TargetFile": path, "CodeContent": content,
+                 "toolAction": "Updating the task list", "toolSummary": "Task list"},
+            )  # fmt: skip
+            mi = await self.planner_tools([call], "**Planning**\n\nKeeping the task list up to date.")
+            await self.pause(STEP_DELAY)
+            step, _review = ts.write_to_file(self.where(mi), self.model, call, path=path, content=content)
+            await self._simple_tool(step)
+        self.results.append("The task list is in task.md.")
 
     async def do_subagent(self, action: Action) -> None:
         role = action.arg

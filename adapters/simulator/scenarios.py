@@ -30,6 +30,11 @@ one final text reply summarises):
   no recording shows the field; it exists to exercise the harness's generic gates). It is answered
   in the simulated terminal (:meth:`Simulator.resolve_in_terminal`), or over RPC with
   ``{"fileReview": {...}}``.
+* ``make a plan`` / ``make a task list`` — agy's task artifact: WRITE_TO_FILE (no gate: agy writes
+  its own artifacts) of ``<brain>/<cascade>/task.md``, a Markdown checklist (``[/]`` in progress,
+  ``[ ]`` pending), then the same file again with the first item ``[x]`` done. Where agy keeps the
+  artifact and its checklist marks follow public Antigravity material (README conventions table);
+  that it is written with ``write_to_file`` and without a review is a guess. Nothing is written to disk.
 * ``subagent`` / ``sub-agent`` — a GENERIC ``invoke_subagent`` step, and a CHILD cascade (listed by
   GetAllCascadeTrajectories with ``trajectoryMetadata.parentConversationId``) that runs its own
   short text turn.
@@ -54,6 +59,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+PLAN_ITEMS = ["Read the code", "Write the tests", "Fix the bug"]
+
 SCENARIOS: dict[str, list[str]] = {
     "idle": [],
     "hello": ["Say hello in one short sentence."],
@@ -63,6 +70,7 @@ SCENARIOS: dict[str, list[str]] = {
     "tools": ["list the directory and view README.md"],
     "subagent": ["start a subagent to review the code"],
     "long": ["Write a long story about a lighthouse keeper."],
+    "plan": ["make a task list and run: pytest"],
 }
 
 GREETING = "Hello! I am Antigravity, your AI coding assistant, ready to help you with your tasks."
@@ -118,6 +126,7 @@ _KEYWORDS: list[tuple[str, str]] = [
     ("view", r"\b(?:view|cat)\b|\bread (?:the )?file\b"),
     ("subagent", r"\bsub-?agents?\b"),
     ("write", r"\bwrite (?:to )?(?:a |the )?file\b"),
+    ("plan", r"\b(?:make|keep|write) a (?:task list|plan)\b"),
 ]
 
 
@@ -193,6 +202,12 @@ def plan_for(text: str) -> Plan:
         taken_until = max(taken_until, end)
         plan.actions.append(action)
     return plan
+
+
+def task_list(done: int) -> str:
+    """agy's task artifact with the first ``done`` items checked and the next one in progress."""
+    marks = ["x" if i < done else "/" if i == done else " " for i in range(len(PLAN_ITEMS))]
+    return "# Task\n\n" + "".join(f"- [{m}] {item}\n" for m, item in zip(marks, PLAN_ITEMS, strict=True))
 
 
 def canned_output(command: str, workspace: str) -> str:

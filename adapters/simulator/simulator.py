@@ -258,7 +258,7 @@ class Simulator:
 
     def trajectory_summaries(self) -> dict[str, dict[str, Any]]:
         """What GetAllCascadeTrajectories lists (see :mod:`.summaries`)."""
-        out = {c.id: summary_of(c) for c in self._cascades.values()}
+        out = {c.id: summary_of(c, self.workspace) for c in self._cascades.values()}
         out.update(copy.deepcopy(self.extra_summaries))
         return out
 

@@ -267,5 +267,7 @@ def write_to_file(
     step["type"] = "CORTEX_STEP_TYPE_WRITE_TO_FILE"
     del step["runCommand"], step["requestedInteraction"]
     step["writeToFile"] = {"targetFileUri": f"file://{path}", "codeContent": content}
+    # the stream strips metadata.toolCall: the arguments come back from the body in this order
+    step["metadata"]["argumentsOrder"] = ["TargetFile", "CodeContent", "toolAction", "toolSummary"]
     diff = "".join(f"+{line}\n" for line in content.splitlines())
     return step, {"fileReview": {"targetFileUri": f"file://{path}", "diff": diff}}

@@ -13,16 +13,23 @@ from . import steps as st
 from .state import IDLE, RUNNING, Cascade
 
 
-def summary_of(c: Cascade) -> dict[str, Any]:
+def summary_of(c: Cascade, workspace: str) -> dict[str, Any]:
     # The reference harness's live-verified shape (omnigent 0.19.1 reader.py
     # _summary_is_child_trajectory, agy 1.1.9): trajectoryType CASCADE for roots and
     # sub-agents alike; trajectoryMetadata.rootConversationId is the root itself, or for a
     # child its parent, with parentConversationId.
+    # ``workspaces[].workspaceFolderAbsoluteUri`` and ``summary`` (the title): what public
+    # language-server clients read from these summaries (README conventions table). That the
+    # title is the first checkpoint's ``userIntent`` is a guess.
     summary: dict[str, Any] = {
         "trajectoryType": "CORTEX_TRAJECTORY_TYPE_CASCADE",
         "status": RUNNING if c.busy else IDLE,
         "stepCount": len(c.steps),
+        "workspaces": [{"workspaceFolderAbsoluteUri": f"file://{workspace}"}],
     }
+    title = next((s["checkpoint"].get("userIntent") for s in c.steps if "checkpoint" in s), None)
+    if isinstance(title, str) and title:
+        summary["summary"] = title
     if c.last_user_input:
         summary["lastUserInputTime"] = c.last_user_input
     summary["lastModifiedTime"] = c.last_modified

@@ -24,23 +24,42 @@ async def serve(args: argparse.Namespace, protocol_fd: int) -> int:
 
     from ..version_gate import agy_version
     from .agent import AgyAcpAgent
-    from .sessions import AgyTarget
+    from .binding import AgyTarget
+    from .launcher import AgyLauncher
     from .transport import StdioTransport
 
     transport = await StdioTransport(0, protocol_fd).start()
     target = AgyTarget(port=args.port, tmux_target=args.tmux)
+    if args.tmux:
+        target.pane_pid = await asyncio.to_thread(_pane_pid, args.tmux)
     sim: dict[str, Any] | None = None
     if args.sim:
         sim = {"profile": args.sim_profile, "pace": args.sim_pace, "gate_timeout": args.sim_gate_timeout}
     else:
         target.version_text = await agy_version()
-    agent = AgyAcpAgent(transport, sim=sim, target=target)
+    launcher = None
+    if args.start_agy and not args.sim and args.port is None and not args.tmux:
+        launcher = AgyLauncher(args.agy_command, args.agy_session)
+    agent = AgyAcpAgent(transport, sim=sim, target=target, launcher=launcher)
     try:
-        # the agent implements the methods it announces; the SDK answers the others -32601
-        await run_agent(agent, transport)  # type: ignore[arg-type]
+        # the agent implements the methods it announces; the SDK answers the others -32601.
+        # session/resume and session/close are stable ACP v1 methods that this SDK still routes only
+        # with its "unstable protocol" switch on.
+        await run_agent(agent, transport, use_unstable_protocol=True)  # type: ignore[arg-type]
     finally:
         await agent.close()
     return 0
+
+
+def _pane_pid(pane: str) -> int | None:
+    """The process of agy's tmux pane (discovery then looks at that pane's processes only)."""
+    from agy_harness.adapters.tmux import find_pane_pid
+
+    try:
+        return int(find_pane_pid(pane))
+    except Exception as exc:
+        log.warning("tmux pane %s: its process is unknown (%s); discovery is not narrowed to it", pane, exc)
+        return None
 
 
 def _acp(args: argparse.Namespace) -> int:
@@ -66,6 +85,7 @@ examples:
   agy-harness acp                    the agy running here (discovery)
   agy-harness acp --sim              the embedded simulator, to try it without agy
   agy-harness acp --port 41234       that agy, when several run
+  agy-harness acp --start-agy        starts agy in tmux (tmux attach -t agy) when none runs
   (in Zed: "agent_servers": {"agy": {"type": "custom", "command": "agy-harness", "args": ["acp"]}})"""
 
 
@@ -85,7 +105,28 @@ def add_acp_command(sub: Any) -> None:
         "--sim", action="store_true", help="use the embedded agy simulator (default: a real agy)"
     )
     p.add_argument(
-        "--tmux", metavar=PANE, help="agy's tmux pane, to type turns where RPC cannot (default: no pane)"
+        "--tmux",
+        metavar=PANE,
+        help="agy's tmux pane (e.g. %%3): agy is looked for in that pane only, and turns are typed "
+        "there where RPC cannot take them (default: no pane)",
+    )
+    p.add_argument(
+        "--start-agy",
+        action="store_true",
+        help="when no agy of yours runs, start one in a tmux session you can attach to, in the "
+        "session's directory (default: off)",
+    )
+    p.add_argument(
+        "--agy-command",
+        default="agy",
+        metavar="CMD",
+        help="with --start-agy, the command that starts agy (default: agy)",
+    )
+    p.add_argument(
+        "--agy-session",
+        default="agy",
+        metavar="NAME",
+        help="with --start-agy, the tmux session it runs in (default: agy; tmux attach -t agy)",
     )
     p.add_argument("--sim-profile", default="1.0.10", help=argparse.SUPPRESS)
     p.add_argument(

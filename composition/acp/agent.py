@@ -2,7 +2,8 @@
 
 Requests that come out of order get a JSON-RPC error, never a crash: anything before ``initialize``
 is ``-32600``; an unknown session id is ``-32602``; a second prompt while one runs is ``-32600``. The
-SDK answers unknown methods (``-32601``) and parameters its schema rejects (``-32602``).
+SDK answers unknown methods (``-32601``) and parameters its schema rejects (``-32602``). When agy is
+not there, the errors of :mod:`.errors` say so in a sentence.
 """
 
 from __future__ import annotations
@@ -14,18 +15,26 @@ from typing import Any
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
+    CloseSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionResponse,
+    SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
 )
 
-from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
-
-from .sessions import AcpSession, AgyTarget, prompt_text, start_cascade
+from ..container import AgyContainer
+from .binding import AgyTarget, close_client, start_cascade
+from .listing import process_cwd, session_list
+from .sessions import AcpSession, prompt_text
 from .transport import StdioTransport
 
 log = logging.getLogger("agy_harness.acp")
@@ -42,7 +51,12 @@ class AgyAcpAgent:
     """One ACP connection. ``target()`` says where agy is (started lazily: the simulator's port)."""
 
     def __init__(
-        self, transport: StdioTransport, *, sim: dict[str, Any] | None = None, target: AgyTarget
+        self,
+        transport: StdioTransport,
+        *,
+        sim: dict[str, Any] | None = None,
+        target: AgyTarget,
+        launcher: Any = None,
     ) -> None:
         self.transport = transport
         self.conn: Any = None
@@ -53,6 +67,8 @@ class AgyAcpAgent:
         self._sim_options = sim
         self._sim: Any = None
         self._sim_lock = asyncio.Lock()
+        self._launcher = launcher  # starts agy in tmux when none runs (``--start-agy``)
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -106,6 +122,11 @@ class AgyAcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                ),
             ),
             auth_methods=[],
             agent_info=Implementation(
@@ -113,31 +134,47 @@ class AgyAcpAgent:
             ),
         )
 
+    async def _bind(self, cascade_id: str | None, cwd: str | None = None) -> tuple[AgyContainer, bool]:
+        """Bind agy for one session (once); with ``--start-agy``, start agy when none runs."""
+        target = await self.target()
+        try:
+            return await target.bind(cascade_id)
+        except RequestError as exc:
+            if self._launcher is None or not isinstance(exc.data, dict) or exc.data.get("reason") != "no_agy":
+                raise
+        await self._launcher.ensure(target, cwd)  # raises the no-agy error, saying why it could not
+        return await target.bind(cascade_id)
+
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         self._require_init()
         if mcp_servers:
             log.warning(
                 "agy brings its own tools; the client's %d MCP server(s) are not passed on", len(mcp_servers)
             )
-        target = await self.target()
-        probe = await _probe(target, None)
+        container, discovered = await self._bind(None, cwd)
         try:
-            cascade_id = await start_cascade(probe.client())
+            cascade_id = await start_cascade(container.client())
         except Exception as exc:
-            raise RequestError.internal_error(
-                {"details": f"agy could not start a conversation: {exc}"}
+            await close_client(container)
+            raise RequestError(
+                -32603, f"agy could not start a conversation: {exc}", {"reason": "start_failed"}
             ) from exc
-        finally:
-            await probe.client().aclose()
-        session = self._new(cascade_id)
-        await _open(session, target)
-        self.sessions[cascade_id] = session
+        session = await self._open(cascade_id, container, discovered)
         log.info(
             "session %s: new conversation (cwd %s is agy's own choice, not the client's)", cascade_id, cwd
         )
         return NewSessionResponse(session_id=cascade_id, config_options=session.config_options() or None)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+        session = await self._reopen(session_id, replay=True)
+        return LoadSessionResponse(config_options=session.config_options() or None)
+
+    async def resume_session(self, cwd: str, session_id: str, **_: Any) -> ResumeSessionResponse:
+        session = await self._reopen(session_id, replay=False)
+        return ResumeSessionResponse(config_options=session.config_options() or None)
+
+    async def _reopen(self, session_id: str, *, replay: bool) -> AcpSession:
+        """``session/load`` (``replay``) and ``session/resume``: the conversation, live from where it is."""
         self._require_init()
         old = self.sessions.get(session_id)
         if old is not None:
@@ -145,20 +182,67 @@ class AgyAcpAgent:
                 raise RequestError.invalid_request({"details": "a prompt is running in this session"})
             del self.sessions[session_id]
             await old.close()
-        target = await self.target()
-        probe = await _probe(target, session_id)
+        container, discovered = await self._bind(session_id)
         session = self._new(session_id)
         try:
-            cursor = await session.replay_history(probe.snapshot())
+            cursor = await session.read_history(container.snapshot(), replay=replay)
         except Exception as exc:
-            raise RequestError.internal_error(
-                {"details": f"could not read conversation {session_id}: {exc}"}
+            await close_client(container)
+            raise RequestError(
+                -32603, f"could not read conversation {session_id} from agy: {exc}", {"reason": "read_failed"}
+            ) from exc
+        return await self._open(session_id, container, discovered, session=session, cursor=cursor)
+
+    async def _open(
+        self, cascade_id: str, container: AgyContainer, discovered: bool, *, session: AcpSession | None = None,
+        cursor: Any = None,
+    ) -> AcpSession:  # fmt: skip
+        session = session or self._new(cascade_id)
+        try:
+            await session.open(container, discovered, cursor)
+        except Exception as exc:
+            await session.close()
+            raise RequestError(
+                -32603, f"could not follow the agy conversation: {exc}", {"reason": "open_failed"}
+            ) from exc
+        self.sessions[cascade_id] = session
+        # sent after this request's answer: the handler's task writes the answer before this task runs
+        task = asyncio.create_task(self._announce(session))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return session
+
+    async def _announce(self, session: AcpSession) -> None:
+        try:
+            await session.announce()
+        except Exception as exc:
+            log.warning("session %s: the available commands were not sent (%s)", session.id, exc)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **_: Any
+    ) -> ListSessionsResponse:
+        self._require_init()
+        container, _discovered = await self._bind(None)
+        try:
+            summaries = await container.directory().list_cascades()
+        except Exception as exc:
+            raise RequestError(
+                -32603, f"agy did not list its conversations: {exc}", {"reason": "list_failed"}
             ) from exc
         finally:
-            await probe.client().aclose()
-        await _open(session, target, cursor)
-        self.sessions[session_id] = session
-        return LoadSessionResponse(config_options=session.config_options() or None)
+            await close_client(container)
+        binding = container.discovery().binding if container.config.port() is None else None
+        agy_cwd = process_cwd(binding.pid if binding is not None else None)
+        return session_list(summaries, agy_cwd=agy_cwd, cwd=cwd, cursor=cursor)
+
+    async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
+        self._require_init()
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            raise RequestError.invalid_params({"details": f"unknown session {session_id!r}"})
+        await session.close()
+        log.info("session %s closed (agy keeps the conversation)", session_id)
+        return CloseSessionResponse()
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: Any, **_: Any
@@ -187,26 +271,3 @@ class AgyAcpAgent:
         self.sessions.clear()
         if self._sim is not None:
             await self._sim.stop()
-
-
-async def _probe(target: AgyTarget, cascade_id: str | None) -> Any:
-    try:
-        return await target.probe(cascade_id)
-    except NoAgyFound as exc:
-        if cascade_id is not None:
-            raise RequestError(
-                -32002, "Resource not found", {"sessionId": cascade_id, "details": str(exc)}
-            ) from exc
-        raise RequestError.internal_error({"details": f"no agy to talk to: {exc}"}) from exc
-    except AmbiguousAgy as exc:
-        raise RequestError.internal_error({"details": f"{exc}; start agy-harness acp with --port"}) from exc
-    except Exception as exc:
-        raise RequestError.internal_error({"details": f"could not reach agy: {exc}"}) from exc
-
-
-async def _open(session: AcpSession, target: AgyTarget, cursor: Any = None) -> None:
-    try:
-        await session.open(target, cursor)
-    except Exception as exc:
-        await session.close()
-        raise RequestError.internal_error({"details": f"could not open the agy session: {exc}"}) from exc

@@ -161,11 +161,14 @@ class GateAsker:
         except Exception as exc:  # the client failed the request: fail closed
             log.warning("gate %s: the client's reply failed (%s); denied", gate.gate_id, exc)
             await self._note(gate, f"no answer from the client ({exc}); refused")
+            self.mapper.refused.add(gate.step_key)
             return GateAnswer(action="cancel", allow=False)
         if answer.action == "accept" and (gate.kind == "question" or answer.allow):
             await self.conn.session_update(
                 self.session_id, h.update_tool_call(gate.step_key, status="in_progress")
             )
+        else:  # refused: the card goes from pending straight to agy's outcome ("failed")
+            self.mapper.refused.add(gate.step_key)
         return answer
 
     def _tool_call(self, gate: GateOpened, title: str | None = None) -> ToolCallUpdate:

@@ -16,6 +16,7 @@ from typing import Any
 from acp import helpers as h
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     ContentToolCallContent,
     FileEditToolCallContent,
@@ -26,6 +27,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from agy_harness.adapters.sinks.terminal_cards import result_lines
 from agy_harness.core.display import command_view, one_line
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -40,7 +42,16 @@ from agy_harness.ports.events import (
     UserMessage,
 )
 
-Update = AgentMessageChunk | AgentThoughtChunk | UserMessageChunk | ToolCallStart | ToolCallProgress
+from . import plans
+
+Update = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
+)
 
 #: agy's tool names (recorded ones: run_command, view_file, list_directory, ask_question, invoke_subagent)
 TOOL_KINDS: dict[str, ToolKind] = {
@@ -145,6 +156,8 @@ class UpdateMapper:
     diffs: dict[str, list[FileEditToolCallContent]] = field(default_factory=dict)  # call id -> its diffs
     usage: UsageTotals = field(default_factory=UsageTotals)
     model: str = ""
+    refused: set[str] = field(default_factory=set)  # gates not allowed: their card never shows "running"
+    plan_edits: dict[str, str] = field(default_factory=dict)  # call id -> the plan artifact it edits
 
     def updates(self, event: Event, *, history: bool = False) -> list[Update]:
         if isinstance(event, TextDelta):
@@ -160,9 +173,9 @@ class UpdateMapper:
         if isinstance(event, UserMessage):
             return [h.update_user_message_text(event.text)] if event.text else []
         if isinstance(event, ToolCall):
-            return [self._tool_call(event)]
+            return [self._tool_call(event), *self._plan_written(event)]
         if isinstance(event, ToolResult):
-            return [self._tool_result(event)]
+            return [self._tool_result(event), *self._plan_edited(event)]
         if isinstance(event, Usage):
             self.usage = UsageTotals(
                 event.cumulative_input_tokens,
@@ -209,7 +222,7 @@ class UpdateMapper:
                 event.call_id,
                 title=title,
                 kind=kind,
-                status="in_progress",
+                status=None if event.call_id in self.refused else "in_progress",
                 raw_input=args,
                 content=diffs or None,
             )
@@ -228,13 +241,41 @@ class UpdateMapper:
         self.tools.setdefault(event.call_id, event.name)
         content: list[ContentToolCallContent | FileEditToolCallContent] = []
         content.extend(self.diffs.pop(event.call_id, []))  # the update replaces the card's content
-        content.extend(text_content(_fenced(event.output) if event.name == "run_command" else event.output))
+        content.extend(text_content(_result_text(event)))
         return h.update_tool_call(
             event.call_id,
             status="failed" if event.is_error else "completed",
             content=content or None,
             raw_output={"output": event.output, "is_error": event.is_error},
         )
+
+    def _plan_written(self, event: ToolCall) -> list[Update]:
+        path = plans.plan_path(event.arguments) if tool_kind(event.name) == "edit" else None
+        if path is None:
+            return []
+        code = event.arguments.get("CodeContent")
+        if event.name == "write_to_file" and isinstance(code, str):
+            update = plans.plan_update(code)
+            return [update] if update else []
+        self.plan_edits[event.call_id] = path  # an edit: the plan is the file once it is done
+        return []
+
+    def _plan_edited(self, event: ToolResult) -> list[Update]:
+        path = self.plan_edits.pop(event.call_id, None)
+        text = plans.read_plan(path) if path and not event.is_error else None
+        update = plans.plan_update(text) if text is not None else None
+        return [update] if update else []
+
+
+def _result_text(event: ToolResult) -> str:
+    """What a result card says: a command's output in a code block, the answer to a question (as
+    the terminal shows it), else the tool's output."""
+    if event.name == "run_command":
+        return _fenced(event.output)
+    if event.name == "ask_question":
+        lines = [text for _style, text in result_lines(event, max_lines=50)]
+        return "\n".join(lines)
+    return event.output
 
 
 COMMAND_LINES = 40  # a taller command is cut in the permission request's body (with a marker)

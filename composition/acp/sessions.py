@@ -1,78 +1,50 @@
 """One ACP session = one agy conversation (cascade), built from the composition root like every entry
-point: ``make_container(...)`` + ``session_from(container)``, with this session's sink, a memory cursor
-store and its own model resolver (the client's model choice) overriding the root's providers.
+point: a container bound once (:meth:`.binding.AgyTarget.bind`), with this session's sink, a memory
+cursor store and the client's model choice overriding the root's providers, then ``session_from``.
 
-* ``session/new``: bind an agy (the embedded simulator, ``--port``, or discovery), mint a fresh
-  cascade with ``StartCascade`` and open a harness session on it. The ACP session id is the cascade id.
+* ``session/new``: bind an agy (the embedded simulator, ``--port``, ``--tmux``'s pane, discovery),
+  mint a fresh cascade with ``StartCascade`` on that binding and open a harness session on it. The
+  ACP session id is the cascade id.
 * ``session/load``: read the cascade's steps once, map them with the core reconciler, replay them to
   the client as ``session/update``s, then open the live session with that reconciler's state as its
   cursor, so the live stream continues exactly where the replay ended (nothing twice, nothing lost;
   a gate still waiting is left out of the cursor so that it is asked live).
-* ``session/prompt``: send the turn, stream updates until agy's turn ends (status idle / failed).
+* ``session/resume``: the same read and cursor, nothing replayed.
+* ``session/prompt``: send the turn, stream updates until agy's turn ends (status idle / failed); a
+  harness command (:mod:`.commands`) is answered without a turn.
 * ``session/cancel``: the harness's interrupt (cancels agy's steps and denies a parked gate).
+* ``session/close``: the harness session stops; agy keeps the conversation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from acp import RequestError
-from acp.schema import (
-    ConfigOptionUpdate,
-    PromptResponse,
-    SessionConfigOptionSelect,
-    SessionConfigSelectOption,
-    StopReason,
-    Usage,
-)
+from acp import helpers as h
+from acp.schema import ConfigOptionUpdate, PromptResponse, SessionConfigOptionSelect, StopReason, Usage
 from dependency_injector import providers
 
-from agy_harness.adapters.rpc.actions import preferred_model
-from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event, GateOpened, ModelChanged, Rotation, StatusChanged, UserMessage
-from agy_harness.ports.protocols import Cursor, GateAnswer, ModelInfo, StepSnapshot
+from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 
-from ..container import AgyContainer, bind_endpoint, make_container
+from ..container import AgyContainer
 from ..session import Session, session_from
+from . import commands
 from .gates import CancelOutgoing, GateAsker
 from .mapping import UpdateMapper, UsageTotals
+from .models import ModelOption
 
 log = logging.getLogger("agy_harness.acp.sessions")
 
-MODEL_OPTION = "model"
 CANCEL_GRACE = 10.0  # seconds a cancelled prompt waits for agy to report the turn over
-START_SOURCE = "CORTEX_TRAJECTORY_SOURCE_CLI"  # StartCascade's required field (agy 1.0.10, see omnigent)
-
-
-@dataclass
-class AgyTarget:
-    """Where sessions find agy: a fixed port (``--port``, the simulator's) or discovery."""
-
-    port: int | None = None
-    version_text: str | None = None
-    tmux_target: str | None = None
-
-    async def probe(self, cascade_id: str | None) -> AgyContainer:
-        """A container bound to agy's endpoint only (for StartCascade / one read); close its client."""
-        container = make_container(port=self.port, cascade_id=cascade_id, version_text=self.version_text)
-        await bind_endpoint(container)
-        return container
-
-
-async def start_cascade(client: RpcClient) -> str:
-    """``StartCascade``: a new conversation; agy echoes the id we propose (or mints one)."""
-    proposed = str(uuid.uuid4())
-    answer = await client.call("StartCascade", {"cascadeId": proposed, "source": START_SOURCE})
-    minted = answer.get("cascadeId")
-    return minted if isinstance(minted, str) and minted else proposed
 
 
 @dataclass
@@ -114,49 +86,48 @@ class AcpSession:
         self.session: Session | None = None
         self.cascades = {session_id}  # this conversation's cascades (agy's /clear adds one)
         self.turn: Turn | None = None
-        self.models: list[ModelInfo] = []
-        self.chosen_model: str | None = None
+        self.model = ModelOption()
         self._stack = AsyncExitStack()
-        self._container: AgyContainer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def open(self, target: AgyTarget, cursor: Cursor | None = None) -> None:
-        """Build this session from the composition root and start it (``session_from``)."""
+    async def open(self, container: AgyContainer, discovered: bool, cursor: Cursor | None = None) -> None:
+        """Start the harness on ``container`` (its endpoint already bound: not bound again)."""
         store = MemoryCursorStore()
         if cursor is not None:
             store.save(cursor)
-        container = make_container(
-            port=target.port,
-            cascade_id=self.id,
-            sink=AcpSink(self),
-            cursor_store=store,
-            version_text=target.version_text,
-            tmux_target=target.tmux_target,
-        )
+        container.config.cascade_id.from_value(self.id)
+        container.sink.override(providers.Object(AcpSink(self)))
+        container.cursor_store.override(providers.Object(store))
         # the RPC turn sender asks this session for the model: the client's choice, else agy's own
-        container.model_choice.override(providers.Object(lambda: self.chosen_model))
-        self._container = container
-        self.session = await self._stack.enter_async_context(session_from(container))
+        container.model_choice.override(providers.Object(lambda: self.model.chosen))
+        self.session = await self._stack.enter_async_context(session_from(container, discovered=discovered))
         try:
-            self.models = await container.model_catalog().models()
+            self.model.models = await container.model_catalog().models()
         except Exception as exc:
             log.warning("session %s: agy's model catalog is unavailable (%s); no model option", self.id, exc)
 
+    async def announce(self) -> None:
+        """What the client can do in this session besides prompting (sent once it knows the session)."""
+        await self.conn.session_update(self.id, commands.available())
+
     async def close(self) -> None:
         if self.turn is not None and not self.turn.done.done():
+            self.turn.cancelled = True
             self.turn.done.cancel()
         await self._stack.aclose()
 
-    async def replay_history(self, snapshot: StepSnapshot) -> Cursor:
-        """Send the conversation so far as ``session/update``s; the cursor the live session resumes from."""
+    async def read_history(self, snapshot: StepSnapshot, *, replay: bool) -> Cursor:
+        """Map the conversation so far (sent to the client as ``session/update``s when ``replay``);
+        the cursor the live session resumes from."""
         steps = await snapshot.read_steps(self.id)
         reconciler = Reconciler(self.id)
         for event in reconciler.feed_all(steps):
             if isinstance(event, ModelChanged):
-                self.mapper.model = event.model
+                self.mapper.model = self.model.seen = event.model
             for update in self.mapper.updates(event, history=True):
-                await self.conn.session_update(self.id, update)
+                if replay:
+                    await self.conn.session_update(self.id, update)
         state = reconciler.state.model_copy(update={"gates": {}})  # a waiting gate is asked live
         return Cursor(
             cascade_id=self.id, committed=sorted(state.committed), state=state.model_dump(mode="json")
@@ -186,25 +157,33 @@ class AcpSession:
                 return
             turn.started = False  # someone else's turn (agy's terminal) runs first; ours is queued
         if isinstance(event, ModelChanged):  # agy moved models (e.g. in its TUI): show it as the option
-            shown = self.current_model()
-            self.mapper.model = event.model
-            if self.models and self.current_model() != shown:
-                await self.conn.session_update(
-                    self.id,
-                    ConfigOptionUpdate(
-                        session_update="config_option_update", config_options=self.config_options()
-                    ),
-                )
+            shown = self.model.current()
+            self.mapper.model = self.model.seen = event.model
+            if self.model.current() != shown:
+                await self.model_changed()
             return
         for update in self.mapper.updates(event):
             await self.conn.session_update(self.id, update)
 
     # -- turns -------------------------------------------------------------------------------
 
+    async def model_changed(self) -> None:
+        if self.model.models:
+            await self.conn.session_update(
+                self.id,
+                ConfigOptionUpdate(
+                    session_update="config_option_update", config_options=self.config_options()
+                ),
+            )
+
     async def prompt(self, text: str) -> PromptResponse:
         assert self.session is not None
         if self.turn is not None:
             raise RequestError.invalid_request({"details": "a prompt is already running in this session"})
+        command = commands.parse(text)
+        if command is not None:
+            await self.conn.session_update(self.id, h.update_agent_message_text(await self._command(command)))
+            return PromptResponse(stop_reason="end_turn")
         turn = Turn(text, self.mapper.usage)
         self.turn = turn
         try:
@@ -223,10 +202,28 @@ class AcpSession:
         if turn.cancelled:
             return self._response("cancelled", turn)
         if status == "failed":
-            raise RequestError.internal_error(
-                {"details": f"agy's turn failed: {reason or 'no reason given'}"}
+            raise RequestError(
+                -32603,
+                f"agy's turn failed: {reason or 'agy gave no reason'}",
+                {"reason": "turn_failed", "details": reason},
             )
         return self._response("end_turn", turn)
+
+    async def _command(self, command: commands.Command) -> str:
+        """Carry out a harness command (only ``/model`` today); the reply the client shows."""
+        if not self.model.models:
+            return "agy's model catalog is not available, so the model cannot be changed here."
+        if not command.argument:
+            current = self.model.current()
+            rows = [f"- {m.label or m.model} (`{m.model}`){' ← current' if m.model == current else ''}"
+                    for m in self.model.models]  # fmt: skip
+            return "agy's models:\n" + "\n".join(rows)
+        found = self.model.find(command.argument)
+        if found is None:
+            return f"agy has no model {command.argument!r}; `/model` lists them."
+        self.model.choose("model", found.model)
+        await self.model_changed()
+        return f"The next turns run on {found.label or found.model}."
 
     def _response(self, reason: StopReason, turn: Turn) -> PromptResponse:
         start, now = turn.usage_at_start, self.mapper.usage
@@ -258,50 +255,11 @@ class AcpSession:
 
     # -- models ------------------------------------------------------------------------------
 
-    def current_model(self) -> str:
-        if self.chosen_model:
-            return self.chosen_model
-        if self.mapper.model:
-            return self.mapper.model
-        preferred = preferred_model(self.models)  # the one a turn without a choice runs on
-        return preferred.model if preferred else ""
-
     def config_options(self) -> list[SessionConfigOptionSelect]:
-        if not self.models:
-            return []
-        current = self.current_model()
-        options = [
-            SessionConfigSelectOption(value=m.model, name=m.label or m.model, description=_model_note(m))
-            for m in self.models
-        ]
-        if current and current not in {m.model for m in self.models}:
-            options.append(SessionConfigSelectOption(value=current, name=current))
-        return [
-            SessionConfigOptionSelect(
-                type="select",
-                id=MODEL_OPTION,
-                name="Model",
-                category="model",
-                description="agy's model for the next turns (from agy's catalog)",
-                current_value=current or options[0].value,
-                options=options,
-            )
-        ]
+        return self.model.config_options()
 
     def choose(self, config_id: str, value: Any) -> None:
-        if config_id != MODEL_OPTION:
-            raise RequestError.invalid_params({"details": f"unknown config option {config_id!r}"})
-        known = {m.model for m in self.models}
-        if not isinstance(value, str) or value not in known:
-            raise RequestError.invalid_params(
-                {"details": f"{value!r} is not one of agy's models: {sorted(known)}"}
-            )
-        self.chosen_model = value
-
-
-def _model_note(model: ModelInfo) -> str | None:
-    notes = [n for n, on in (("agy's default", model.default), ("recommended", model.recommended)) if on]
-    return ", ".join(notes) or None
+        self.model.choose(config_id, value)
 
 
 def prompt_text(blocks: Sequence[Any]) -> str:
@@ -325,4 +283,4 @@ def prompt_text(blocks: Sequence[Any]) -> str:
     return text
 
 
-__all__ = ["AcpSession", "AgyTarget", "prompt_text", "start_cascade"]
+__all__ = ["AcpSession", "prompt_text"]

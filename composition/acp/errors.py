@@ -1,0 +1,81 @@
+"""The JSON-RPC errors ``agy-harness acp`` answers when agy is not there to talk to.
+
+An editor shows a JSON-RPC error's ``message`` to its user, so each of these carries a whole
+sentence that says what is wrong and what to do; ``data`` keeps a machine-readable ``reason`` and
+the technical ``details``. The codes are in JSON-RPC's server-error range; ``-32002`` is ACP's own
+"resource not found".
+
+* no agy runs (for this user, at ``--port``, in ``--tmux``'s pane): ``-32001``, reason ``no_agy``;
+* more than one agy answers: ``-32003``, reason ``ambiguous_agy`` (with the ports);
+* the conversation is not on the agy that runs: ``-32002``, reason ``conversation_gone``.
+"""
+
+from __future__ import annotations
+
+from acp import RequestError
+
+from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
+
+NO_AGY = -32001
+CONVERSATION_GONE = -32002
+AMBIGUOUS_AGY = -32003
+
+NO_AGY_SENTENCE = (
+    "No agy is running for you: start agy in a terminal (or start agy-harness acp with --start-agy "
+    "so that it starts one in tmux), then try again."
+)
+
+
+def no_agy(exc: BaseException | str, *, hint: str = "") -> RequestError:
+    return RequestError(
+        NO_AGY, NO_AGY_SENTENCE + (f" {hint}" if hint else ""), {"reason": "no_agy", "details": str(exc)}
+    )
+
+
+def ambiguous_agy(exc: AmbiguousAgy) -> RequestError:
+    ports = ", ".join(str(p) for p in exc.ports)
+    return RequestError(
+        AMBIGUOUS_AGY,
+        f"More than one agy is running (ports {ports}) and agy-harness will not guess which one you "
+        "mean: start agy-harness acp with --port N (or --tmux PANE for the agy in that tmux pane).",
+        {"reason": "ambiguous_agy", "ports": exc.ports, "details": str(exc)},
+    )
+
+
+def conversation_gone(session_id: str, details: str) -> RequestError:
+    return RequestError(
+        CONVERSATION_GONE,
+        f"agy has no conversation {session_id}: it was never on this agy, or agy was restarted "
+        "without it. Start a new session (or list agy's conversations) instead.",
+        {"reason": "conversation_gone", "sessionId": session_id, "details": details},
+    )
+
+
+def agy_unreachable(exc: BaseException) -> RequestError:
+    return RequestError(
+        NO_AGY,
+        f"agy did not answer ({type(exc).__name__}); it may be starting or stopping. Try again.",
+        {"reason": "agy_unreachable", "details": str(exc)},
+    )
+
+
+def for_binding(exc: BaseException) -> RequestError:
+    """The error for a failure to bind agy without a conversation in mind."""
+    if isinstance(exc, RequestError):
+        return exc
+    if isinstance(exc, AmbiguousAgy):
+        return ambiguous_agy(exc)
+    if isinstance(exc, NoAgyFound):
+        return no_agy(exc)
+    return agy_unreachable(exc)
+
+
+__all__ = [
+    "AMBIGUOUS_AGY",
+    "CONVERSATION_GONE",
+    "NO_AGY",
+    "ambiguous_agy",
+    "conversation_gone",
+    "for_binding",
+    "no_agy",
+]
