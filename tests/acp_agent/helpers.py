@@ -97,10 +97,12 @@ async def acp_agent(
     forms: bool = False,
     observe: list[StreamEvent] | None = None,
     where: tuple[str, ...] = ("--sim",),
+    env: dict[str, str] | None = None,
+    wrap: tuple[str, ...] = (),
 ) -> AsyncIterator[Any]:
     """``agy-harness acp --sim ...`` (or ``where=("--port", N)``) spawned and initialized; yields the
-    SDK's ClientSideConnection."""
-    command = agy_harness_command()
+    SDK's ClientSideConnection. ``wrap`` is a command line the agent runs under (``unshare ...``)."""
+    command = [*wrap, *agy_harness_command()]
     with tempfile.TemporaryFile("w+") as stderr:
         observers = [observe.append] if observe is not None else []
         async with spawn_agent_process(
@@ -110,6 +112,7 @@ async def acp_agent(
             "acp",
             *where,
             *args,
+            env=env,
             transport_kwargs={"stderr": stderr.fileno()},
             use_unstable_protocol=forms,
             observers=observers,

@@ -1,0 +1,98 @@
+"""``agy-harness acp --start-agy``: an editor that starts before agy gets one, in tmux, and the errors
+a user reads when agy cannot be told apart. The agent runs in a PID namespace of its own (``unshare``,
+root in the tests' environment), so discovery sees only the agy it started, never another test's or
+another user's; the tmux server it starts dies with that namespace."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from acp import RequestError
+
+from agy_harness.adapters.simulator.scenarios import GREETING
+
+from .helpers import RecordingClient, acp_agent, prompt
+
+ALONE = ("unshare", "--fork", "--pid", "--mount-proc")
+TUI = f"{shlex.quote(sys.executable)} -m agy_harness.adapters.simulator.tui --pace 0.05"
+
+
+def _tmux(tmp: Path, *args: str) -> str:
+    socket = tmp / f"tmux-{os.getuid()}" / "default"
+    return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True).stdout
+
+
+async def test_start_agy_in_tmux_when_none_runs(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}
+    client = RecordingClient()
+    async with acp_agent(
+        client,
+        "--start-agy",
+        "--agy-command",
+        TUI,
+        "--agy-session",
+        "agy-test",
+        where=(),
+        env=env,
+        wrap=ALONE,
+    ) as conn:
+        sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+        assert client.text(sid) == GREETING
+        # the user can attach to it: a tmux session of that name, in the client's directory
+        assert _tmux(tmp_path, "list-sessions", "-F", "#{session_name}").split() == ["agy-test"]
+        assert _tmux(
+            tmp_path, "display-message", "-p", "-t", "agy-test", "#{pane_current_path}"
+        ).strip() == str(project)
+        assert "agy 1.0.10 · idle" in _tmux(tmp_path, "capture-pane", "-p", "-t", "agy-test")  # agy's TUI
+        # a second session binds the same agy, nothing new is started
+        other = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        assert other != sid
+        assert _tmux(tmp_path, "list-sessions", "-F", "#{session_name}").split() == ["agy-test"]
+
+
+async def test_without_start_agy_no_agy_is_an_error_that_says_what_to_do(tmp_path: Path) -> None:
+    client = RecordingClient()
+    async with acp_agent(client, where=(), wrap=ALONE) as conn:
+        with pytest.raises(RequestError) as err:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+    assert err.value.code == -32001
+    assert "--start-agy" in str(err.value)
+
+
+async def test_two_agy_in_the_pane_is_ambiguous(tmp_path: Path) -> None:
+    """``--tmux PANE``: discovery looks under that pane only; two agy there is refused, not guessed."""
+    env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}
+    sim = f"{shlex.quote(sys.executable)} -m agy_harness.adapters.simulator </dev/null"
+    both = f"sh -c {shlex.quote(f'{sim} & {sim} & wait')}"
+    socket = str(tmp_path / f"tmux-{os.getuid()}" / "default")
+    (tmp_path / f"tmux-{os.getuid()}").mkdir(mode=0o700)
+    subprocess.run(
+        ["tmux", "-S", socket, "new-session", "-d", "-s", "two", "-x", "120", "-y", "40", both], check=True
+    )
+    try:
+        pane_pid = int(_tmux(tmp_path, "display-message", "-p", "-t", "two", "#{pane_pid}"))
+        for _ in range(300):  # until both listen (discovery waits for nothing)
+            listening = [p for p in psutil.Process(pane_pid).children() if p.net_connections(kind="tcp")]
+            if len(listening) == 2:
+                break
+            await asyncio.sleep(0.1)
+        pane = _tmux(tmp_path, "display-message", "-p", "-t", "two", "#{pane_id}").strip()
+        client = RecordingClient()
+        async with acp_agent(client, "--tmux", pane, where=(), env=env) as conn:
+            with pytest.raises(RequestError) as err:
+                await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        assert err.value.code == -32003
+        assert str(err.value).startswith("More than one agy is running")
+        assert len(err.value.data["ports"]) == 2
+    finally:
+        _tmux(tmp_path, "kill-server")
