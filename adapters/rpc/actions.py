@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agy_harness.core.steps import as_dict, as_int, as_str, parse_step, user_model
+from agy_harness.core.steps import as_dict, as_int, as_list, as_str, parse_step, user_model
 from agy_harness.ports.protocols import (
     CascadeSummary,
     InteractionRejected,
@@ -148,7 +148,7 @@ def parse_summaries(answer: dict[str, Any]) -> list[CascadeSummary]:
                 title=as_str(s.get("summary")),
                 workspace_uris=tuple(
                     uri
-                    for w in (s.get("workspaces") if isinstance(s.get("workspaces"), list) else [])
+                    for w in as_list(s.get("workspaces"))
                     if (uri := as_str(as_dict(w).get("workspaceFolderAbsoluteUri")))
                 ),
             )

@@ -156,3 +156,52 @@ def test_what_the_human_approves_is_what_runs() -> None:
     body = asker._tool_call(gate).content[0].content.text
     assert "ls `x` && echo ok\n\\x1b[2Jrm -rf ~" in body and body.startswith("```")  # every line, visible
     assert "\x1b" not in body
+
+
+def test_session_list_pages_and_the_cwd_rule() -> None:
+    from acp import RequestError
+
+    from agy_harness.composition.acp.listing import PAGE, session_list
+    from agy_harness.ports.protocols import CascadeSummary
+
+    summaries = [
+        CascadeSummary(
+            cascade_id=f"c{i:03}",
+            last_modified_time=f"2026-01-01T00:00:{i % 60:02}.{i:03}Z",
+            workspace_uris=("file:///home/me/my%20project",) if i % 2 else (),
+        )
+        for i in range(PAGE + 10)
+    ]
+    summaries.append(CascadeSummary(cascade_id="child", parent_id="c001"))  # a sub-agent: not listed
+    first = session_list(summaries, agy_cwd="/srv/agy", cwd=None, cursor=None)
+    assert len(first.sessions) == PAGE and first.next_cursor
+    rest = session_list(summaries, agy_cwd="/srv/agy", cwd=None, cursor=first.next_cursor)
+    assert len(rest.sessions) == 10 and rest.next_cursor is None
+    ids = [s.session_id for s in first.sessions + rest.sessions]
+    assert len(set(ids)) == PAGE + 10 and "child" not in ids
+    cwds = {s.session_id: s.cwd for s in first.sessions + rest.sessions}
+    assert cwds["c001"] == "/home/me/my project"  # agy's workspace folder, from its file: URI
+    assert cwds["c002"] == "/srv/agy"  # else the directory agy runs in
+    mine = session_list(summaries, agy_cwd="/srv/agy", cwd="/home/me/my project/", cursor=None)
+    assert {s.cwd for s in mine.sessions} == {"/home/me/my project"}
+    assert not session_list(
+        summaries, agy_cwd=None, cwd="/srv/agy", cursor=None
+    ).sessions  # no cwd: not listed
+    with pytest.raises(RequestError):
+        session_list(summaries, agy_cwd=None, cwd="relative", cursor=None)
+
+
+def test_plan_entries_from_agys_checklist() -> None:
+    from agy_harness.composition.acp.plans import entries, plan_path
+
+    text = "# Task\n\n- [x] Read\n* [/] Write\n1. [ ] Fix\n- plain bullet\n  - [~] Nested\n"
+    assert [(e.content, e.status) for e in entries(text)] == [
+        ("Read", "completed"),
+        ("Write", "in_progress"),
+        ("Fix", "pending"),
+        ("Nested", "in_progress"),
+    ]
+    assert plan_path({"TargetFile": "/h/.gemini/antigravity-cli/brain/abc/task.md"})
+    assert plan_path({"TargetFile": "/h/.gemini/antigravity/brain/abc/implementation_plan.md"})
+    assert not plan_path({"TargetFile": "/work/project/task.md"})  # a workspace file, not agy's artifact
+    assert not plan_path({"TargetFile": "/h/.gemini/antigravity-cli/brain/abc/walkthrough.md"})
