@@ -235,7 +235,7 @@ async def verify_endpoint(
     port = check_loopback(base_url).port
     check, why = check_listener(port, None) if port is not None else (PeerCheck.MINE, "")
     if check is PeerCheck.OTHER:
-        raise NoAgyFound(f"refusing {base_url}: {why}")
+        raise NoAgyFound(f"refusing {base_url}: {why}", others=(port,) if port is not None else ())
     if check is PeerCheck.NONE:
         raise NoAgyFound(f"no agy answers at {base_url} ({why})")
     async with client_factory(base_url, csrf_token) as client:

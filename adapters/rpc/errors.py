@@ -99,7 +99,12 @@ class DiscoveryError(Exception):
 
 
 class NoAgyFound(DiscoveryError):
-    """No candidate port answered for our cascade."""
+    """No candidate port answered for our cascade. ``others``: ports found whose socket is another
+    user's (nothing was sent to them), so that a caller can say why they were not taken."""
+
+    def __init__(self, message: str, others: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.others = others
 
     #: a live agy answered, but it hosts other conversations: the id is the problem, not agy
     wrong_cascade = False
@@ -118,14 +123,16 @@ class NoAgyFound(DiscoveryError):
         if foreign:  # a live agy, just not the one hosting this conversation
             error = cls(f"the agy on {_ports(foreign)} does not host conversation {cascade_id}{others}")
             error.wrong_cascade = True
-            return error
-        if strangers:
-            return cls(others[2:])
-        if port is not None:
-            return cls(f"nothing answers as agy on 127.0.0.1:{port}")
-        if not probed:
-            return cls("no agy process is running")
-        return cls(f"no agy language server answers on the ports agy listens on ({list(probed)})")
+        elif strangers:
+            error = cls(others[2:])
+        elif port is not None:
+            error = cls(f"nothing answers as agy on 127.0.0.1:{port}")
+        elif not probed:
+            error = cls("no agy process is running")
+        else:
+            error = cls(f"no agy language server answers on the ports agy listens on ({list(probed)})")
+        error.others = tuple(strangers)
+        return error
 
 
 def _ports(numbers: Sequence[int]) -> str:

@@ -5,7 +5,8 @@ sentence that says what is wrong and what to do; ``data`` keeps a machine-readab
 the technical ``details``. The codes are in JSON-RPC's server-error range; ``-32002`` is ACP's own
 "resource not found".
 
-* no agy runs (for this user, at ``--port``, in ``--tmux``'s pane): ``-32001``, reason ``no_agy``;
+* no agy runs (for this user, at ``--port``, in ``--tmux``'s pane): ``-32001``, reason ``no_agy``
+  (a port served by another user is named: discovery binds only the user's own agy);
 * more than one agy answers: ``-32003``, reason ``ambiguous_agy`` (with the ports);
 * the conversation is not on the agy that runs: ``-32002``, reason ``conversation_gone``.
 """
@@ -27,9 +28,17 @@ NO_AGY_SENTENCE = (
 
 
 def no_agy(exc: BaseException | str, *, hint: str = "") -> RequestError:
-    return RequestError(
-        NO_AGY, NO_AGY_SENTENCE + (f" {hint}" if hint else ""), {"reason": "no_agy", "details": str(exc)}
-    )
+    others = getattr(exc, "others", ())
+    data: dict[str, object] = {"reason": "no_agy", "details": str(exc)}
+    message = NO_AGY_SENTENCE
+    if others:  # discovery's uid rule: another user's process listens there, and it was sent nothing
+        ports = ", ".join(str(p) for p in others)
+        message = (
+            f"Port {ports} is served by another user of this machine, not by your agy: agy-harness "
+            f"sent it nothing. {message}"
+        )
+        data["othersPorts"] = list(others)
+    return RequestError(NO_AGY, message + (f" {hint}" if hint else ""), data)
 
 
 def ambiguous_agy(exc: AmbiguousAgy) -> RequestError:
@@ -59,23 +68,11 @@ def agy_unreachable(exc: BaseException) -> RequestError:
     )
 
 
-def for_binding(exc: BaseException) -> RequestError:
-    """The error for a failure to bind agy without a conversation in mind."""
-    if isinstance(exc, RequestError):
-        return exc
-    if isinstance(exc, AmbiguousAgy):
-        return ambiguous_agy(exc)
-    if isinstance(exc, NoAgyFound):
-        return no_agy(exc)
-    return agy_unreachable(exc)
-
-
 __all__ = [
     "AMBIGUOUS_AGY",
     "CONVERSATION_GONE",
     "NO_AGY",
     "ambiguous_agy",
     "conversation_gone",
-    "for_binding",
     "no_agy",
 ]

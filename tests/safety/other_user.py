@@ -7,6 +7,7 @@ attacker's commands as that uid. Not root: skipped (in CI a skip fails the run, 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import shutil
@@ -78,3 +79,64 @@ def python_for_others() -> str:
         if path.exists() and _others_may_run(path):
             return str(path)
     raise AssertionError("no Python interpreter another user may run (tried /usr/bin/python3)")
+
+
+def hostile_files(here: Path) -> Path:
+    """Put the hostile agy (``hostile_agy.py``) and its TLS certificate in ``here``, readable by the
+    other user: the script's path."""
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    leaf.cert_chain_pems[0].write_to_path(str(here / "cert.pem"))
+    leaf.private_key_pem.write_to_path(str(here / "key.pem"))
+    script = here / "hostile_agy.py"
+    script.write_text((Path(__file__).parent / "hostile_agy.py").read_text())
+    for path in (script, here / "cert.pem", here / "key.pem"):
+        os.chmod(path, 0o644)
+    return script
+
+
+@contextlib.contextmanager
+def run_hostile(here: Path, *args: str) -> Iterator[int]:
+    """The hostile agy, run by another local user in ``here`` (its argv[0] is ``agy``): its port."""
+    intruder = other_user()
+    script = hostile_files(here)
+    proc = intruder.popen(
+        ["agy", str(script), str(here), *args],
+        executable=python_for_others(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        assert line.strip(), proc.stderr.read()
+        yield int(line)
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def hostile_argv(here: Path, *args: str) -> list[str]:
+    """A command line that runs the hostile agy as the other user (``setpriv``), for a shell or a
+    tmux pane to start: its port then shows in ``here/agy.log`` (:func:`logged_port`)."""
+    intruder = other_user()
+    script = hostile_files(here)
+    return [
+        "env", "-i", "PATH=/usr/bin:/bin", "HOME=/nonexistent",
+        "setpriv", f"--reuid={intruder.uid}", f"--regid={intruder.gid}", "--clear-groups",
+        "bash", "-c", 'cd / && exec -a agy "$0" "$@"', python_for_others(), str(script), str(here), *args,
+    ]  # fmt: skip
+
+
+def logged_port(here: Path) -> int | None:
+    """The port the hostile agy announced in ``here/agy.log`` (None: not listening yet)."""
+    with contextlib.suppress(OSError):
+        for line in (here / "agy.log").read_text().splitlines():
+            if "listening on random port at" in line:
+                return int(line.split(" at ")[1].split()[0])
+    return None
+
+
+def received(got: Path) -> list[dict[str, str]]:
+    """What the hostile agy was sent (``got.jsonl``): method, csrf header, body."""
+    return [json.loads(line) for line in got.read_text().splitlines()] if got.exists() else []

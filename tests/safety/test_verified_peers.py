@@ -5,8 +5,6 @@ user's csrf token, turns and answers. Now it is never even sent a Heartbeat."""
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import subprocess
 import sys
 import time
@@ -14,42 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import trustme
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.rpc.errors import NoAgyFound, RpcUnreachable
 from agy_harness.composition.session import open_session
 
-from .other_user import other_user, python_for_others, shared_dir
+from .other_user import received, run_hostile, shared_dir
 
 SECRET = "victim-csrf-secret"
-
-
-@contextlib.contextmanager
-def run_hostile(here: Path, *args: str) -> Iterator[int]:
-    """The hostile agy, run by another local user in ``here``: its port."""
-    intruder = other_user()
-    ca = trustme.CA()
-    leaf = ca.issue_cert("127.0.0.1")
-    leaf.cert_chain_pems[0].write_to_path(str(here / "cert.pem"))
-    leaf.private_key_pem.write_to_path(str(here / "key.pem"))
-    script = here / "hostile_agy.py"
-    script.write_text((Path(__file__).parent / "hostile_agy.py").read_text())
-    for path in (script, here / "cert.pem", here / "key.pem"):
-        os.chmod(path, 0o644)
-    proc = intruder.popen(
-        ["agy", str(script), str(here), *args],
-        executable=python_for_others(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        line = proc.stdout.readline()
-        assert line.strip(), proc.stderr.read()
-        yield int(line)
-    finally:
-        proc.kill()
-        proc.wait(10)
 
 
 @pytest.fixture
@@ -57,10 +28,6 @@ def hostile_agy() -> Iterator[tuple[int, Path]]:
     """The hostile agy, naming its port in its --log-file: its port and the file of what it received."""
     with shared_dir() as here, run_hostile(here, "--log-file", str(here / "agy.log")) as port:
         yield port, here / "got.jsonl"
-
-
-def received(got: Path) -> list[dict[str, str]]:
-    return [json.loads(line) for line in got.read_text().splitlines()] if got.exists() else []
 
 
 @pytest.fixture
