@@ -28,7 +28,7 @@ NO_AGY_SENTENCE = (
 
 
 def no_agy(exc: BaseException | str, *, hint: str = "") -> RequestError:
-    others = getattr(exc, "others", ())
+    others = exc.others if isinstance(exc, NoAgyFound) else ()
     data: dict[str, object] = {"reason": "no_agy", "details": str(exc)}
     message = NO_AGY_SENTENCE
     if others:  # discovery's uid rule: another user's process listens there, and it was sent nothing

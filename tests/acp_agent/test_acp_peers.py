@@ -23,6 +23,12 @@ from .helpers import RecordingClient, acp_agent, prompt
 from .test_acp_cold_start import ALONE, TUI, _tmux
 
 
+async def _hello(conn: object, sid: str) -> str:
+    """A turn, bounded: a hostile agy that was bound takes the turn and never ends it."""
+    async with asyncio.timeout(60):
+        return str((await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason)
+
+
 async def _until_listening(here: Path) -> int:
     for _ in range(300):
         port = logged_port(here)
@@ -47,7 +53,7 @@ async def test_start_agy_starts_the_users_own_agy_when_only_another_users_runs(t
         ) as conn:  # fmt: skip
             await _until_listening(here)
             sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
-            assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+            assert await _hello(conn, sid) == "end_turn"
             assert client.text(sid) == GREETING  # the user's own agy answered
             assert _tmux(tmp_path, "list-sessions", "-F", "#{session_name}").split() == ["agy-own"]
         assert received(here / "got.jsonl") == []
@@ -63,7 +69,8 @@ async def test_tmux_pane_discovery_binds_the_users_agy_not_another_users(tmp_pat
         sim = f"{shlex.quote(sys.executable)} -m agy_harness.adapters.simulator --pace 0 </dev/null"
         both = f"sh -c {shlex.quote(f'{hostile} >/dev/null 2>&1 & {sim} & wait')}"
         subprocess.run(
-            ["tmux", "-S", socket, "new-session", "-d", "-s", "pane", "-x", "120", "-y", "40", both], check=True
+            ["tmux", "-S", socket, "new-session", "-d", "-s", "pane", "-x", "120", "-y", "40", both],
+            check=True,
         )
         try:
             await _until_listening(here)
@@ -79,7 +86,7 @@ async def test_tmux_pane_discovery_binds_the_users_agy_not_another_users(tmp_pat
             env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}
             async with acp_agent(client, "--tmux", pane, where=(), env=env) as conn:
                 sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
-                assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+                assert await _hello(conn, sid) == "end_turn"
                 assert client.text(sid) == GREETING
         finally:
             _tmux(tmp_path, "kill-server")
