@@ -7,7 +7,8 @@ uses that container's client for ``StartCascade`` / its first read, then opens t
 same container (``session_from(..., discovered=...)``, which does not bind again).
 
 A failure to bind is answered with the JSON-RPC errors of :mod:`.errors`. A conversation id that no
-agy serves is told apart from "no agy at all" by asking, only then, whether any agy answers.
+agy serves is told apart from "no agy at all" by what discovery found (a live agy that hosts other
+conversations: ``NoAgyFound.wrong_cascade``), without binding again.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class AgyTarget:
         except AmbiguousAgy as exc:
             raise errors.ambiguous_agy(exc) from exc
         except NoAgyFound as exc:
-            if cascade_id is not None and await self.any_agy():
+            if cascade_id is not None and exc.wrong_cascade:  # a live agy, without this conversation
                 raise errors.conversation_gone(cascade_id, str(exc)) from exc
             raise errors.no_agy(exc) from exc
         except RequestError:
@@ -66,17 +67,6 @@ class AgyTarget:
         except Exception as exc:
             raise errors.agy_unreachable(exc) from exc
         return container, discovered
-
-    async def any_agy(self) -> bool:
-        """Whether some agy answers here at all (asked only to word an error)."""
-        container = self.container(None)
-        try:
-            await bind_endpoint(container)
-        except Exception:
-            return False
-        finally:
-            await close_client(container)
-        return True
 
 
 async def close_client(container: AgyContainer) -> None:
