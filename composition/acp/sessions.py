@@ -14,6 +14,7 @@ cursor store and the client's model choice overriding the root's providers, then
   harness command (:mod:`.commands`) is answered without a turn.
 * ``session/cancel``: the harness's interrupt (cancels agy's steps and denies a parked gate).
 * ``session/close``: the harness session stops; agy keeps the conversation.
+* ``session_info_update``: agy's title and last activity (:mod:`.session_info`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from . import commands
 from .gates import CancelOutgoing, GateAsker
 from .mapping import UpdateMapper, UsageTotals
 from .models import ModelOption
+from .session_info import SessionInfoFollower
 
 log = logging.getLogger("agy_harness.acp.sessions")
 
@@ -87,6 +89,7 @@ class AcpSession:
         self.cascades = {session_id}  # this conversation's cascades (agy's /clear adds one)
         self.turn: Turn | None = None
         self.model = ModelOption()
+        self.info: SessionInfoFollower | None = None  # agy's title and last activity
         self._stack = AsyncExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -101,6 +104,9 @@ class AcpSession:
         container.cursor_store.override(providers.Object(store))
         # the RPC turn sender asks this session for the model: the client's choice, else agy's own
         container.model_choice.override(providers.Object(lambda: self.model.chosen))
+        # the harness's own listings of agy's conversations carry agy's title for this one
+        self.info = SessionInfoFollower(container.directory(), self._send_info, self.id)
+        container.directory.override(providers.Object(self.info))
         self.session = await self._stack.enter_async_context(session_from(container, discovered=discovered))
         try:
             self.model.models = await container.model_catalog().models()
@@ -108,8 +114,14 @@ class AcpSession:
             log.warning("session %s: agy's model catalog is unavailable (%s); no model option", self.id, exc)
 
     async def announce(self) -> None:
-        """What the client can do in this session besides prompting (sent once it knows the session)."""
+        """What the client can do in this session besides prompting, and agy's title for it (sent
+        once the client knows the session)."""
         await self.conn.session_update(self.id, commands.available())
+        if self.info is not None:
+            await self.info.ready()
+
+    async def _send_info(self, update: Any) -> None:
+        await self.conn.session_update(self.id, update)
 
     async def close(self) -> None:
         if self.turn is not None and not self.turn.done.done():
@@ -138,6 +150,8 @@ class AcpSession:
     async def on_event(self, event: Event) -> None:
         if isinstance(event, Rotation):  # agy's /clear: the conversation goes on in a new cascade
             self.cascades.add(event.new_cascade_id)
+            if self.info is not None:
+                self.info.moved(event.new_cascade_id)
             if self.turn is not None and not self.turn.done.done():
                 self.turn.done.set_result(("idle", "the conversation was cleared"))
             return

@@ -300,6 +300,9 @@ async def test_activity_in_agys_own_terminal_reaches_the_editor_across_a_clear()
             sid = agy.cascade_id
             await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
             assert client.text(sid) == GREETING
+            titles = lambda: [u.title for u in client.of(sid, "session_info_update")]  # noqa: E731
+            await client.wait_for(lambda: bool(titles()))
+            assert titles() == ["Say Hello In One Request"]  # agy's title for the loaded conversation
             await agy.submit_user_turn("/clear")
             await agy.submit_user_turn("autorun `ls`")
             new = agy.cascade_id
@@ -309,6 +312,8 @@ async def test_activity_in_agys_own_terminal_reaches_the_editor_across_a_clear()
             assert "README.md" in done()[0].content[0].content.text
             assert [u.content.text for u in client.of(sid, "user_message_chunk")][-1] == "autorun `ls`"
             await agy.wait_idle(timeout=30)
+            # the conversation goes on in the new cascade: its title, once agy gave it one
+            await client.wait_for(lambda: titles()[-1] == "Autorun Ls Request")
             # the editor's next prompt goes to the new conversation
             assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
             assert client.text(sid).endswith(GREETING)

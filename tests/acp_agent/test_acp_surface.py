@@ -4,6 +4,7 @@ cards of refused gates and answered questions, and the errors a user reads when 
 
 from __future__ import annotations
 
+import itertools
 import socket
 from typing import Any
 
@@ -83,6 +84,31 @@ async def test_session_list_resume_and_close() -> None:
         assert err.value.code == -32602
         assert sid in {s.session_id for s in (await conn.list_sessions()).sessions}
         await conn.load_session(cwd=workspace, session_id=sid, mcp_servers=[])  # and can be loaded again
+
+
+async def test_agys_title_and_last_activity_are_the_session_info() -> None:
+    """``session_info_update``: agy's title for the conversation (``summary``) once it gave one, and
+    its last activity (``lastModifiedTime``) when a turn is over, as ``session/list`` shows them."""
+    client = RecordingClient()
+    async with acp_agent(client, *PACE) as conn:
+        sid = await _new(conn)
+        infos = lambda: client.of(sid, "session_info_update")  # noqa: E731
+        await client.wait_for(lambda: bool(infos()))
+        assert infos()[0].title is None and infos()[0].updated_at  # a new conversation: no title yet
+        await prompt(conn, sid, "Say hello in one short sentence.")
+        listed = next(s for s in (await conn.list_sessions()).sessions if s.session_id == sid)
+        assert listed.title == "Say Hello In One Request"
+        await client.wait_for(
+            lambda: (infos()[-1].title, infos()[-1].updated_at) == (listed.title, listed.updated_at)
+        )
+        first = infos()[-1]
+        await prompt(conn, sid, "Say hello again.")
+        await client.wait_for(lambda: infos()[-1].updated_at != first.updated_at)
+        assert infos()[-1].title == first.title  # agy keeps its title
+        assert infos()[-1].updated_at > first.updated_at
+        shown = [(u.title, u.updated_at) for u in infos()]
+        assert all(a != b for a, b in itertools.pairwise(shown))  # sent on change only
+        assert len(shown) <= 5  # not on every step of a turn (each one moves lastModifiedTime)
 
 
 async def test_available_commands_and_the_model_command() -> None:
