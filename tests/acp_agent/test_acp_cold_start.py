@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -27,6 +28,24 @@ TUI = f"{shlex.quote(sys.executable)} -m agy_harness.adapters.simulator.tui --pa
 def _tmux(tmp: Path, *args: str) -> str:
     socket = tmp / f"tmux-{os.getuid()}" / "default"
     return subprocess.run(["tmux", "-S", str(socket), *args], capture_output=True, text=True).stdout
+
+
+async def pane_with_listeners(tmp: Path, name: str, command: str, listeners: int) -> tuple[str, list[Any]]:
+    """A tmux session ``name`` (server under ``tmp``) running ``command``, once ``listeners`` of its
+    pane's processes listen (discovery waits for nothing): the pane id and those processes."""
+    (tmp / f"tmux-{os.getuid()}").mkdir(mode=0o700, exist_ok=True)
+    socket = str(tmp / f"tmux-{os.getuid()}" / "default")
+    subprocess.run(
+        ["tmux", "-S", socket, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True
+    )
+    pane_pid = int(_tmux(tmp, "display-message", "-p", "-t", name, "#{pane_pid}"))
+    listening: list[Any] = []
+    for _ in range(300):
+        listening = [p for p in psutil.Process(pane_pid).children() if p.net_connections(kind="tcp")]
+        if len(listening) == listeners:
+            break
+        await asyncio.sleep(0.1)
+    return _tmux(tmp, "display-message", "-p", "-t", name, "#{pane_id}").strip(), listening
 
 
 async def test_start_agy_in_tmux_when_none_runs(tmp_path: Path) -> None:
@@ -74,19 +93,8 @@ async def test_two_agy_in_the_pane_is_ambiguous(tmp_path: Path) -> None:
     env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}
     sim = f"{shlex.quote(sys.executable)} -m agy_harness.adapters.simulator </dev/null"
     both = f"sh -c {shlex.quote(f'{sim} & {sim} & wait')}"
-    socket = str(tmp_path / f"tmux-{os.getuid()}" / "default")
-    (tmp_path / f"tmux-{os.getuid()}").mkdir(mode=0o700)
-    subprocess.run(
-        ["tmux", "-S", socket, "new-session", "-d", "-s", "two", "-x", "120", "-y", "40", both], check=True
-    )
     try:
-        pane_pid = int(_tmux(tmp_path, "display-message", "-p", "-t", "two", "#{pane_pid}"))
-        for _ in range(300):  # until both listen (discovery waits for nothing)
-            listening = [p for p in psutil.Process(pane_pid).children() if p.net_connections(kind="tcp")]
-            if len(listening) == 2:
-                break
-            await asyncio.sleep(0.1)
-        pane = _tmux(tmp_path, "display-message", "-p", "-t", "two", "#{pane_id}").strip()
+        pane, _ = await pane_with_listeners(tmp_path, "two", both, 2)
         client = RecordingClient()
         async with acp_agent(client, "--tmux", pane, where=(), env=env) as conn:
             with pytest.raises(RequestError) as err:

@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 from acp import RequestError
 
@@ -20,7 +18,7 @@ from agy_harness.adapters.simulator.scenarios import GREETING
 
 from ..safety.other_user import hostile_argv, logged_port, received, run_hostile, shared_dir
 from .helpers import RecordingClient, acp_agent, prompt
-from .test_acp_cold_start import ALONE, TUI, _tmux
+from .test_acp_cold_start import ALONE, TUI, _tmux, pane_with_listeners
 
 
 async def _hello(conn: object, sid: str) -> str:
@@ -62,26 +60,13 @@ async def test_start_agy_starts_the_users_own_agy_when_only_another_users_runs(t
 async def test_tmux_pane_discovery_binds_the_users_agy_not_another_users(tmp_path: Path) -> None:
     """``--tmux PANE``: discovery looks under that pane's process; another user's agy there is not
     a candidate (it used to make the pane ambiguous, or be bound), the user's own agy is bound."""
-    (tmp_path / f"tmux-{os.getuid()}").mkdir(mode=0o700)
-    socket = str(tmp_path / f"tmux-{os.getuid()}" / "default")
     with shared_dir() as here:
         hostile = shlex.join(hostile_argv(here, "--log-file", str(here / "agy.log")))
         sim = f"{shlex.quote(sys.executable)} -m agy_harness.adapters.simulator --pace 0 </dev/null"
         both = f"sh -c {shlex.quote(f'{hostile} >/dev/null 2>&1 & {sim} & wait')}"
-        subprocess.run(
-            ["tmux", "-S", socket, "new-session", "-d", "-s", "pane", "-x", "120", "-y", "40", both],
-            check=True,
-        )
         try:
-            await _until_listening(here)
-            pane_pid = int(_tmux(tmp_path, "display-message", "-p", "-t", "pane", "#{pane_pid}"))
-            for _ in range(300):  # until both listen (discovery waits for nothing)
-                listening = [p for p in psutil.Process(pane_pid).children() if p.net_connections(kind="tcp")]
-                if len(listening) == 2:
-                    break
-                await asyncio.sleep(0.1)
+            pane, listening = await pane_with_listeners(tmp_path, "pane", both, 2)
             assert {p.uids().real for p in listening} == {os.getuid(), os.stat(here / "agy.log").st_uid}
-            pane = _tmux(tmp_path, "display-message", "-p", "-t", "pane", "#{pane_id}").strip()
             client = RecordingClient()
             env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}
             async with acp_agent(client, "--tmux", pane, where=(), env=env) as conn:
