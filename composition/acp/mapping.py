@@ -136,6 +136,10 @@ def edit_diffs(name: str, args: dict[str, Any]) -> list[FileEditToolCallContent]
     return out
 
 
+#: the card of a gate only agy's own terminal can answer (no answer payload for it is known)
+TERMINAL_ONLY = "agy waits for this in its own terminal: answer it there (this client cannot answer it)."
+
+
 def text_content(text: str) -> list[ContentToolCallContent]:
     return [h.tool_content(h.text_block(text))] if text else []
 
@@ -183,6 +187,9 @@ class UpdateMapper:
                 event.cumulative_cache_read_input_tokens,
             )
             return []
+        if isinstance(event, GateOpened) and not event.answerable:  # nobody is asked: agy's terminal is
+            card = self.gate_card(event, TERMINAL_ONLY)
+            return [card] if card is not None else []
         if isinstance(event, Notice) and not history:
             text = f"agy-harness: {event.text}"
             if event.level == "info":
@@ -196,7 +203,7 @@ class UpdateMapper:
         self.streamed[message_id] = self.streamed.get(message_id, "") + delta
         return [h.update_agent_message_text(delta)]
 
-    def gate_card(self, gate: GateOpened) -> Update | None:
+    def gate_card(self, gate: GateOpened, note: str = "") -> Update | None:
         """The ``tool_call`` a gate is about, announced before agy commits it (pending)."""
         call_id = gate.step_key
         if call_id in self.tools:
@@ -209,6 +216,7 @@ class UpdateMapper:
             kind=tool_kind(name) if gate.kind == "permission" else "other",
             status="pending",
             raw_input=gate_input(gate),
+            content=text_content(note) or None,
         )
 
     def _tool_call(self, event: ToolCall) -> Update:

@@ -4,6 +4,7 @@ cards of refused gates and answered questions, and the errors a user reads when 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import socket
 from typing import Any
@@ -195,6 +196,35 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+async def test_a_gate_only_agys_terminal_can_answer_is_a_card_that_says_so() -> None:
+    """A file-write review (no known answer payload): a pending card that says to answer in agy's
+    terminal; the client is asked nothing, and the card follows what agy's terminal decided."""
+    async with Simulator(pace=0.05) as agy:
+        client = RecordingClient(permission=lambda tc, o: _allow())
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = await _new(conn)
+            turn = asyncio.create_task(prompt(conn, sid, "write the file notes.md"))
+            said = lambda: [  # noqa: E731
+                c.content.text
+                for u in client.of(sid)
+                if u.session_update in ("tool_call", "tool_call_update")
+                for c in (u.content or [])
+                if getattr(c, "type", "") == "content"
+            ]
+            await client.wait_for(lambda: "answer it there" in " ".join(said()))
+            assert said() == [
+                "agy waits for this in its own terminal: answer it there (this client cannot answer it)."
+            ]
+            cards = [u for u in client.of(sid, "tool_call") if u.status == "pending"]
+            assert cards and cards[-1].kind == "other"
+            assert client.permission_requests == [] and client.forms == []  # nobody is asked here
+            await agy.resolve_in_terminal(sid)
+            assert (await asyncio.wait_for(turn, 60)).stop_reason == "end_turn"
+            assert client.text(sid).endswith("I wrote notes.md.")
+            assert [u.status for u in _card(client, sid, cards[-1].tool_call_id)][-1] == "completed"
+            assert client.permission_requests == []
+
+
 async def test_no_agy_is_a_sentence_not_an_internal_error() -> None:
     client = RecordingClient()
     async with acp_agent(client, where=("--port", str(_closed_port()))) as conn:
@@ -212,11 +242,13 @@ async def test_a_conversation_agy_does_not_have_is_gone_and_a_session_binds_agy_
     async with Simulator(pace=0.05) as agy:
         client = RecordingClient()
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            before = len(agy.calls)
             with pytest.raises(RequestError) as err:
                 await conn.load_session(cwd="/tmp", session_id="no-such-conversation", mcp_servers=[])
             assert err.value.code == -32002
             assert str(err.value).startswith("agy has no conversation no-such-conversation")
             assert err.value.data["reason"] == "conversation_gone"
+            assert agy.calls[before:].count("Heartbeat") == 1  # told from "no agy" without a second bind
 
             # one bind per session (it was two: a probe, then the session bound agy again, asking
             # agy whether it hosts the conversation it had just started)
