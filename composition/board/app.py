@@ -6,6 +6,7 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     GET  /api/board/events?token=T         the board, again each time it changes (SSE)
     GET  /api/s/{cascade}/events?token=T   one conversation: its history, then live events (SSE)
     POST /api/s/{cascade}/answer           {"gate_id", "shown", "answer": "allow"|"deny"|"decline"
+                                            | {"deny": reason}
                                             | {"questions": [{"choices": [ids], "write_in": text}]}}
     POST /api/s/{cascade}/send             {"text"}
     POST /api/s/{cascade}/interrupt        {}
@@ -57,6 +58,11 @@ def answer_value(raw: Any) -> AnswerLike:
         return False
     if raw == "decline":
         return "decline"
+    if isinstance(raw, dict) and set(raw) == {"deny"}:  # deny, and tell agy why (userDenyInstruction)
+        reason = raw["deny"]
+        if not isinstance(reason, str):
+            raise AnswerError("a denial's reason is text")
+        return GateAnswer(allow=False, deny_reason=reason.strip())
     if isinstance(raw, dict) and isinstance(raw.get("questions"), list) and raw["questions"]:
         selections: list[tuple[str, ...]] = []
         write_ins: list[str] = []
@@ -70,7 +76,7 @@ def answer_value(raw: Any) -> AnswerLike:
             selections.append(tuple(choices))
             write_ins.append(write_in)
         return GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins))
-    raise AnswerError("an answer is 'allow', 'deny', 'decline' or {'questions': [...]}")
+    raise AnswerError("an answer is 'allow', 'deny', {'deny': reason}, 'decline' or {'questions': [...]}")
 
 
 def _error(status: int, text: str) -> JSONResponse:

@@ -162,3 +162,26 @@ async def test_agy_text_is_shown_as_text_never_as_html() -> None:
         assert await page.locator("img").count() == 0
         assert await page.evaluate("window.__pwned") is None
         assert page.errors == []
+
+
+async def test_deny_and_tell_agy_why() -> None:
+    async with (
+        Simulator(pace=0, gate_timeout=None) as sim,
+        running_board(agy_ports=[sim.port], tick=0.2) as board,
+        browser_page(board.url) as page,
+    ):
+        await sim.submit_user_turn("run: rm -rf build")
+        card = page.locator("#cards .card[data-kind=permission]")
+        await card.wait_for()
+        await card.get_by_label("why you deny (optional, agy is told)").fill("use make clean instead")
+        await card.get_by_role("button", name="Deny").click()
+        await card.wait_for(state="detached")
+        await until(lambda: not sim.is_running())
+        run = next(s for s in sim.steps() if s.get("type", "").endswith("RUN_COMMAND"))
+        response = run["completedInteractions"][-1]["response"]["permission"]
+        assert response == {"userDenyInstruction": "use make clean instead"}  # a denial, with why
+        assert sim.executed == []
+        await page.locator(".row").first.click()
+        said = page.locator("#stream .msg.assistant", has_text="you said: use make clean instead")
+        await said.first.wait_for()
+        assert page.errors == []

@@ -177,9 +177,14 @@
       node.append(el("pre", { class: "cmd" }, "$ " + c.command));
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
+      const why = el("input", { class: "deny-reason", type: "text", maxlength: "2000",
+        "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" });
+      const deny = () => (why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
+      why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
       node.append(el("div", { class: "actions" },
         el("button", { type: "button", class: "allow", "data-act": "allow", on: { click: () => send("allow") } }, "Allow once"),
-        el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: () => send("deny") } }, "Deny"),
+        el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, "Deny"),
+        why,
         el("span", { class: "key" }, "a"), el("span", { class: "key" }, "d")), msg);
       node.addEventListener("submit", (ev) => ev.preventDefault());
       return node;
