@@ -22,7 +22,6 @@ log = logging.getLogger("agy_harness.acp")
 async def serve(args: argparse.Namespace, protocol_fd: int) -> int:
     from acp import run_agent
 
-    from ..version_gate import agy_version
     from .agent import AgyAcpAgent
     from .binding import AgyTarget
     from .launcher import AgyLauncher
@@ -35,8 +34,7 @@ async def serve(args: argparse.Namespace, protocol_fd: int) -> int:
     sim: dict[str, Any] | None = None
     if args.sim:
         sim = {"profile": args.sim_profile, "pace": args.sim_pace, "gate_timeout": args.sim_gate_timeout}
-    else:
-        target.version_text = await agy_version()
+    # (a real agy's version is asked of the agy each session binds: composition.container.bind_endpoint)
     launcher = None
     if args.start_agy and not args.sim and args.port is None and not args.tmux:
         launcher = AgyLauncher(args.agy_command, args.agy_session)

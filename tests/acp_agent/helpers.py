@@ -99,10 +99,13 @@ async def acp_agent(
     where: tuple[str, ...] = ("--sim",),
     env: dict[str, str] | None = None,
     wrap: tuple[str, ...] = (),
+    log: list[str] | None = None,
+    verbose: bool = False,
 ) -> AsyncIterator[Any]:
     """``agy-harness acp --sim ...`` (or ``where=("--port", N)``) spawned and initialized; yields the
-    SDK's ClientSideConnection. ``wrap`` is a command line the agent runs under (``unshare ...``)."""
-    command = [*wrap, *agy_harness_command()]
+    SDK's ClientSideConnection. ``wrap`` is a command line the agent runs under (``unshare ...``);
+    ``log`` gets what the agent wrote to stderr (``verbose``: with ``-v``), once it has ended."""
+    command = [*wrap, *agy_harness_command(), *(["-v"] if verbose else [])]
     with tempfile.TemporaryFile("w+") as stderr:
         observers = [observe.append] if observe is not None else []
         async with spawn_agent_process(
@@ -131,6 +134,9 @@ async def acp_agent(
                 stderr.seek(0)
                 print("---- agy-harness acp stderr ----\n" + stderr.read()[-6000:], file=sys.stderr)
                 raise
+        if log is not None:
+            stderr.seek(0)
+            log.append(stderr.read())
 
 
 async def prompt(conn: Any, session_id: str, text: str) -> Any:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +13,7 @@ from acp import RequestError
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
 
-from .helpers import RecordingClient, acp_agent, prompt
+from .helpers import RecordingClient, acp_agent, agy_harness_command, prompt
 
 PACE = ("--sim-pace", "0.05")
 
@@ -320,3 +322,34 @@ async def test_activity_in_agys_own_terminal_reaches_the_editor_across_a_clear()
             assert [s["userInput"]["items"][0]["text"] for s in agy.steps(new) if "userInput" in s][-1] == (
                 "Say hello in one short sentence."
             )
+
+
+async def test_the_version_is_the_bound_agys_not_the_one_on_the_path(tmp_path: Path) -> None:
+    """The agent asked ``agy --version`` of whichever agy is first on the PATH, not of the agy it
+    binds: here a 1.0.4 agy (the simulator, as its own process) beside an ``agy`` 1.2.7 on the PATH."""
+    fake = tmp_path / "agy"
+    fake.write_text("#!/bin/sh\necho 'agy 1.2.7'\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    sim = await asyncio.create_subprocess_exec(
+        *agy_harness_command(), "sim", "--profile", "1.0.4", "--pace", "0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None
+        port = ""
+        async with asyncio.timeout(30):
+            while not port:
+                line = (await sim.stdout.readline()).decode()
+                assert line, "the simulator ended before it printed its port"
+                if line.startswith("port "):
+                    port = line.split()[1]
+        log: list[str] = []
+        client = RecordingClient()
+        async with acp_agent(client, where=("--port", port), env=env, log=log, verbose=True) as conn:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        assert "version gate: agy 1.0.4: polls its steps" in log[0]
+        assert "1.2.7" not in log[0]
+    finally:
+        sim.terminate()
+        await sim.wait()
