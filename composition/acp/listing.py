@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 from acp import RequestError
 from acp.schema import ListSessionsResponse, SessionInfo
 
+from agy_harness.core.display import one_line
 from agy_harness.ports.protocols import CascadeSummary
 
 PAGE = 50
@@ -55,6 +56,12 @@ def cwd_of(summary: CascadeSummary, agy_cwd: str | None) -> str | None:
         if path:
             return path
     return agy_cwd
+
+
+def title_of(summary: CascadeSummary) -> str | None:
+    """agy's title for the conversation, by the core's one rendering rule (it is agy's text: invisible
+    and bidi characters, line breaks made visible); None while agy has given none."""
+    return one_line(summary.title) if summary.title else None
 
 
 def encode_cursor(offset: int) -> str:
@@ -94,7 +101,7 @@ def session_list(
             SessionInfo(
                 session_id=summary.cascade_id,
                 cwd=where,
-                title=summary.title or None,
+                title=title_of(summary),
                 updated_at=summary.last_modified_time or None,
             )
         )

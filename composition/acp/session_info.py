@@ -26,6 +26,8 @@ from acp.schema import SessionInfoUpdate
 
 from agy_harness.ports.protocols import CascadeDirectory, CascadeSummary
 
+from .listing import title_of
+
 log = logging.getLogger("agy_harness.acp.session_info")
 
 Send = Callable[[SessionInfoUpdate], Awaitable[None]]
@@ -34,7 +36,7 @@ Send = Callable[[SessionInfoUpdate], Awaitable[None]]
 def info_update(summary: CascadeSummary) -> SessionInfoUpdate:
     return SessionInfoUpdate(
         session_update="session_info_update",
-        title=summary.title or None,
+        title=title_of(summary),
         updated_at=summary.last_modified_time or None,
     )
 

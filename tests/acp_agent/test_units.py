@@ -191,6 +191,23 @@ def test_session_list_pages_and_the_cwd_rule() -> None:
         session_list(summaries, agy_cwd=None, cwd="relative", cursor=None)
 
 
+def test_agys_titles_are_shown_by_the_one_rendering_rule() -> None:
+    """A title is agy's text: in session/list and session_info_update its bidi override, invisible
+    characters and line breaks are made visible, as on every card (core.display)."""
+    from agy_harness.composition.acp.listing import session_list
+    from agy_harness.composition.acp.session_info import info_update
+    from agy_harness.ports.protocols import CascadeSummary
+
+    hostile = CascadeSummary(
+        cascade_id="c", title="Fix \u202etxt.exe\u200b\nrm -rf ~", workspace_uris=("file:///w",)
+    )
+    listed = session_list([hostile], agy_cwd=None, cwd=None, cursor=None).sessions[0].title
+    assert listed == info_update(hostile).title
+    assert listed is not None and "\\u202e" in listed and "\\u200b" in listed and "⏎" in listed
+    assert not any(c in listed for c in "\u202e\u200b\n")
+    assert info_update(CascadeSummary(cascade_id="c")).title is None  # no title yet: none sent
+
+
 def test_plan_entries_from_agys_checklist() -> None:
     from agy_harness.composition.acp.plans import entries, plan_path
 
