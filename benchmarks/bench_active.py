@@ -26,7 +26,7 @@ from common import TimedSink, machine, percentile, quiet_logs, simulator_process
 
 from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 
 PROMPT = "Write a long story about a lighthouse keeper."
 

@@ -34,7 +34,7 @@ from bench_idle import make_cascades
 from common import machine, percentile, quiet_logs, simulator_process, write_summary
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.board.command import running_board
+from agy_harness.composition.entrypoints.board.command import running_board
 
 CHROMIUM = os.environ.get("AGY_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

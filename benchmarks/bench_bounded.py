@@ -36,7 +36,7 @@ from common import machine, quiet_logs, write_summary
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import RpcBadResponse
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import GateAnswer
 

@@ -34,8 +34,8 @@ from bench_mapper import FIXTURES, renumbered
 from common import TimedSink, quiet_logs, write_summary
 
 from agy_harness.adapters.store.cursor_file import FileCursorStore
-from agy_harness.composition.conversation import Conversation
-from agy_harness.composition.emitter import Emitter
+from agy_harness.composition.service.conversation import Conversation
+from agy_harness.composition.service.emitter import Emitter
 from agy_harness.ports.protocols import Cursor, StepBatch
 
 CASCADE = "bench"

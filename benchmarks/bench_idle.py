@@ -40,10 +40,10 @@ from dependency_injector import providers
 from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, parse_summaries
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.sources import RpcPollSource
-from agy_harness.composition.container import make_container
-from agy_harness.composition.harness import Harness
-from agy_harness.composition.session import session_from
-from agy_harness.composition.version_gate import Capabilities
+from agy_harness.composition.root.container import make_container
+from agy_harness.composition.root.session import session_from
+from agy_harness.composition.root.version_gate import Capabilities
+from agy_harness.composition.service.harness import Harness
 from agy_harness.ports.protocols import CascadeSummary
 
 FORCED = {  # mode -> what the version gate is told this agy can do

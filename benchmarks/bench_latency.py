@@ -34,9 +34,9 @@ from common import machine, percentile, quiet_logs, ratio, write_summary
 from dependency_injector import providers
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.container import make_container
-from agy_harness.composition.session import open_session, session_from
-from agy_harness.composition.version_gate import Capabilities
+from agy_harness.composition.root.container import make_container
+from agy_harness.composition.root.session import open_session, session_from
+from agy_harness.composition.root.version_gate import Capabilities
 from agy_harness.ports.events import Event, GateOpened, TextDelta
 from agy_harness.ports.protocols import GateAnswer
 

@@ -24,7 +24,7 @@ from common import machine, quiet_logs, write_summary
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.version_gate import stream_exists
+from agy_harness.composition.root.version_gate import stream_exists
 
 
 async def amain(mb: int) -> int:

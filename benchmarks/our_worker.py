@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import GateAnswer
 

@@ -9,23 +9,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .container import AgyContainer, make_container
-    from .harness import Harness, HarnessOptions, InterruptReport
-    from .session import QueueSink, Session, open_session, session_from, to_answer
+    from .root.container import AgyContainer, make_container
+    from .root.session import QueueSink, Session, open_session, session_from, to_answer
+    from .service.harness import Harness, HarnessOptions, InterruptReport
 
 #: Each public name and its module, imported on first use: the CLI imports this package for
 #: ``--help``/``--version``, which must not pay for the session machinery.
 _HOME = {
-    "AgyContainer": "container",
-    "make_container": "container",
-    "Harness": "harness",
-    "HarnessOptions": "harness",
-    "InterruptReport": "harness",
-    "QueueSink": "session",
-    "Session": "session",
-    "open_session": "session",
-    "session_from": "session",
-    "to_answer": "session",
+    "AgyContainer": "root.container",
+    "make_container": "root.container",
+    "Harness": "service.harness",
+    "HarnessOptions": "service.harness",
+    "InterruptReport": "service.harness",
+    "QueueSink": "root.session",
+    "Session": "root.session",
+    "open_session": "root.session",
+    "session_from": "root.session",
+    "to_answer": "root.session",
 }
 
 

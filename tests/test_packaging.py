@@ -14,7 +14,7 @@ LAYERS = {"core", "ports", "adapters", "composition"}
 
 
 PLUGIN = "omnigent.community.harness.agy_harness"
-PLUGIN_DIR = "composition/omnigent_plugin"
+PLUGIN_DIR = "composition/entrypoints/omnigent_plugin"
 
 
 def test_every_sub_package_is_listed() -> None:
@@ -50,7 +50,7 @@ def test_built_wheel_has_agy_harness_and_no_top_level_layers(tmp_path: Path) -> 
     assert f"{plugin}app.py" in names and f"{plugin}plugin.py" in names
     for owned in ("omnigent/", "omnigent/community/", "omnigent/community/harness/"):
         assert owned + "__init__.py" not in names
-    assert not any(n.startswith("agy_harness/composition/omnigent_plugin") for n in names)
+    assert not any(n.startswith("agy_harness/composition/entrypoints/omnigent_plugin") for n in names)
     # registered under omnigent's community group, with a module path omnigent accepts
     [dist_info] = {n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info")}
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from agy_harness.composition.acp.transport import StdioTransport
+from agy_harness.composition.entrypoints.acp.transport import StdioTransport
 
 
 async def test_an_answered_permission_request_is_no_longer_tracked() -> None:

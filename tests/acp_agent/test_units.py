@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from acp import RequestError
 
-from agy_harness.composition.acp.gates import GateAsker
-from agy_harness.composition.acp.mapping import (
+from agy_harness.composition.entrypoints.acp.gates import GateAsker
+from agy_harness.composition.entrypoints.acp.mapping import (
     UpdateMapper,
     code_span,
     edit_diffs,
@@ -20,7 +20,7 @@ from agy_harness.composition.acp.mapping import (
     tool_kind,
     tool_title,
 )
-from agy_harness.composition.acp.sessions import AcpSession
+from agy_harness.composition.entrypoints.acp.sessions import AcpSession
 from agy_harness.ports.events import (
     AssistantMessage,
     GateOpened,
@@ -118,7 +118,7 @@ async def test_a_failed_turn_is_a_json_rpc_error_after_its_visible_text() -> Non
 def test_stray_output_goes_to_stderr_not_to_the_protocol() -> None:
     code = (
         "import os\n"
-        "from agy_harness.composition.acp.transport import claim_stdout\n"
+        "from agy_harness.composition.entrypoints.acp.transport import claim_stdout\n"
         "fd = claim_stdout()\n"
         "print('a stray print')\n"
         "os.system('echo a child process')\n"
@@ -161,7 +161,7 @@ def test_what_the_human_approves_is_what_runs() -> None:
 def test_session_list_pages_and_the_cwd_rule() -> None:
     from acp import RequestError
 
-    from agy_harness.composition.acp.listing import PAGE, session_list
+    from agy_harness.composition.entrypoints.acp.listing import PAGE, session_list
     from agy_harness.ports.protocols import CascadeSummary
 
     summaries = [
@@ -194,8 +194,8 @@ def test_session_list_pages_and_the_cwd_rule() -> None:
 def test_agys_titles_are_shown_by_the_one_rendering_rule() -> None:
     """A title is agy's text: in session/list and session_info_update its bidi override, invisible
     characters and line breaks are made visible, as on every card (core.display)."""
-    from agy_harness.composition.acp.listing import session_list
-    from agy_harness.composition.acp.session_info import info_update
+    from agy_harness.composition.entrypoints.acp.listing import session_list
+    from agy_harness.composition.entrypoints.acp.session_info import info_update
     from agy_harness.ports.protocols import CascadeSummary
 
     hostile = CascadeSummary(
@@ -209,7 +209,7 @@ def test_agys_titles_are_shown_by_the_one_rendering_rule() -> None:
 
 
 def test_plan_entries_from_agys_checklist() -> None:
-    from agy_harness.composition.acp.plans import entries, plan_path
+    from agy_harness.composition.entrypoints.acp.plans import entries, plan_path
 
     text = "# Task\n\n- [x] Read\n* [/] Write\n1. [ ] Fix\n- plain bullet\n  - [~] Nested\n"
     assert [(e.content, e.status) for e in entries(text)] == [

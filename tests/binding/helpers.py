@@ -11,8 +11,8 @@ from typing import Any
 
 from agy_harness.adapters.reap import reap
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.conversation import HarnessOptions
-from agy_harness.composition.session import Session, open_session
+from agy_harness.composition.root.session import Session, open_session
+from agy_harness.composition.service.conversation import HarnessOptions
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, Notice
 
 FAST = HarnessOptions(

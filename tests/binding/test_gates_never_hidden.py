@@ -13,7 +13,7 @@ import os
 from agy_harness.adapters.reap import reap
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import flood_gates, foreign_done_steps
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 from tests.composition.fakes import RecordingSink

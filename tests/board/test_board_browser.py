@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.board.command import running_board
-from agy_harness.composition.board.notify import Webhook
+from agy_harness.composition.entrypoints.board.command import running_board
+from agy_harness.composition.entrypoints.board.notify import Webhook
 
 from .helpers import answer_in_terminal, browser_page, receiver, require_chromium, until
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from agy_harness.composition.board.app import answer_value
-from agy_harness.composition.board.cards import gate_card
-from agy_harness.composition.board.fleet import digest, epoch
-from agy_harness.composition.board.notify import Webhook
+from agy_harness.composition.entrypoints.board.app import answer_value
+from agy_harness.composition.entrypoints.board.cards import gate_card
+from agy_harness.composition.entrypoints.board.fleet import digest, epoch
+from agy_harness.composition.entrypoints.board.notify import Webhook
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened, PermissionRequest
 from agy_harness.ports.protocols import GateAnswer

@@ -12,7 +12,7 @@ from pathlib import Path
 STUCK = textwrap.dedent(
     """
     import pathlib, sys, time
-    from agy_harness.composition import cli, last_resort
+    from agy_harness.composition.entrypoints import cli, last_resort
     last_resort.GRACE = float(sys.argv[2])
     marker = pathlib.Path(sys.argv[1])
     last_resort.register(lambda: marker.write_text("cleaned"))

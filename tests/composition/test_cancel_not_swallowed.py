@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agy_harness.composition.demo import TapSink
+from agy_harness.composition.entrypoints.demo import TapSink
 
 
 class _Quiet:

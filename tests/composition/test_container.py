@@ -14,9 +14,9 @@ from dependency_injector import providers
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
-from agy_harness.composition.container import AgyContainer, bind, make_container
-from agy_harness.composition.session import QueueSink, session_from
-from agy_harness.composition.version_gate import AdapterChoice, Capabilities
+from agy_harness.composition.root.container import AgyContainer, bind, make_container
+from agy_harness.composition.root.session import QueueSink, session_from
+from agy_harness.composition.root.version_gate import AdapterChoice, Capabilities
 from tests.integration.helpers import FAST, run_turn
 
 from .fakes import RecordingSink

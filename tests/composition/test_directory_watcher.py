@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agy_harness.composition.conversation import Conversation, HarnessOptions
-from agy_harness.composition.directory_watcher import DirectoryWatcher
+from agy_harness.composition.service.conversation import Conversation, HarnessOptions
+from agy_harness.composition.service.directory_watcher import DirectoryWatcher
 from agy_harness.ports.events import ToolResult
 from agy_harness.ports.protocols import CascadeSummary
 from tests.core.fixtures import CASCADE, fixture

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
-from agy_harness.composition.conversation import Conversation, HarnessOptions, HarnessStats
-from agy_harness.composition.emitter import Emitter
+from agy_harness.composition.service.conversation import Conversation, HarnessOptions, HarnessStats
+from agy_harness.composition.service.emitter import Emitter
 from agy_harness.ports.events import Event, Notice
 from agy_harness.ports.protocols import StepBatch
 from tests.core.fixtures import CASCADE, fixture

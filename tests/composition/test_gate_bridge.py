@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agy_harness.composition.conversation import HarnessOptions
-from agy_harness.composition.gate_bridge import GateBridge
+from agy_harness.composition.service.conversation import HarnessOptions
+from agy_harness.composition.service.gate_bridge import GateBridge
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected

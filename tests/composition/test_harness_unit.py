@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
-from agy_harness.composition.harness import Harness, HarnessOptions
+from agy_harness.composition.service.harness import Harness, HarnessOptions
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected, SourceUnavailable

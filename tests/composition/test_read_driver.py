@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from agy_harness.composition.conversation import Conversation, HarnessOptions, HarnessStats
-from agy_harness.composition.read_driver import ReadDriver
+from agy_harness.composition.service.conversation import Conversation, HarnessOptions, HarnessStats
+from agy_harness.composition.service.read_driver import ReadDriver
 from agy_harness.ports.protocols import SourceUnavailable
 from tests.core.fixtures import CASCADE, fixture
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.recording import load_recording
-from agy_harness.composition.cli import main
-from agy_harness.composition.record import record
-from agy_harness.composition.replay import replay
-from agy_harness.composition.session import open_session
+from agy_harness.composition.entrypoints.cli import main
+from agy_harness.composition.entrypoints.record import record
+from agy_harness.composition.entrypoints.replay import replay
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened
 from tests.integration.helpers import FAST
 

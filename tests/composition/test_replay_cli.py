@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agy_harness.composition.cli import main
+from agy_harness.composition.entrypoints.cli import main
 from tests.core.fixtures import FIXTURES, fixture
 
 TURN = [
@@ -134,7 +134,13 @@ def test_missing_file(tmp_path: Path, capsys: Any) -> None:
 
 def test_console_script_is_installed() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "replay", str(FIXTURES / "user_input.json")],
+        [
+            sys.executable,
+            "-m",
+            "agy_harness.composition.entrypoints.cli",
+            "replay",
+            str(FIXTURES / "user_input.json"),
+        ],
         capture_output=True,
         text=True,
         check=True,

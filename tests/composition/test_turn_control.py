@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agy_harness.composition.conversation import Conversation, HarnessStats
-from agy_harness.composition.gate_bridge import GateBridge
-from agy_harness.composition.turn_control import TurnControl
+from agy_harness.composition.service.conversation import Conversation, HarnessStats
+from agy_harness.composition.service.gate_bridge import GateBridge
+from agy_harness.composition.service.turn_control import TurnControl
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer, SourceUnavailable
 

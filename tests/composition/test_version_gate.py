@@ -7,7 +7,7 @@ import sys
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.version_gate import detect_capabilities, method_exists, parse_version
+from agy_harness.composition.root.version_gate import detect_capabilities, method_exists, parse_version
 
 
 def test_the_first_x_y_z_is_the_version() -> None:

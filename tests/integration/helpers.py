@@ -9,8 +9,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.harness import HarnessOptions
-from agy_harness.composition.session import Session, open_session
+from agy_harness.composition.root.session import Session, open_session
+from agy_harness.composition.service.harness import HarnessOptions
 from agy_harness.ports.events import Event
 from tests.composition.fakes import RecordingSink
 

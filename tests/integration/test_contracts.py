@@ -27,8 +27,8 @@ from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy, elici
 from agy_harness.adapters.sinks.terminal import TerminalSink
 from agy_harness.adapters.store.cursor_file import FileCursorStore, MemoryCursorStore
 from agy_harness.adapters.transcript.tail import TranscriptTailSource
-from agy_harness.composition.container import AgyContainer, make_container
-from agy_harness.composition.session import QueueSink
+from agy_harness.composition.root.container import AgyContainer, make_container
+from agy_harness.composition.root.session import QueueSink
 from agy_harness.ports.events import Event, GateOpened, StatusChanged, UserMessage
 from agy_harness.ports.protocols import Cursor, CursorStore, EventSink, GateAnswer, StepSource
 from tests.composition.fakes import RecordingSink

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import Event, GateOpened
 
 from .helpers import FAST

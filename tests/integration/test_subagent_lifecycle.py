@@ -61,8 +61,8 @@ class _Snapshot:
 
 
 async def test_a_quiet_child_agy_lists_idle_gets_its_own_backstop() -> None:
-    from agy_harness.composition.conversation import Conversation
-    from agy_harness.composition.directory_watcher import DirectoryWatcher
+    from agy_harness.composition.service.conversation import Conversation
+    from agy_harness.composition.service.directory_watcher import DirectoryWatcher
 
     emitter = _Emitter()
     watcher = DirectoryWatcher(
@@ -87,8 +87,8 @@ async def test_a_quiet_child_agy_lists_idle_gets_its_own_backstop() -> None:
 
 
 async def test_a_relayed_sub_agent_step_goes_to_its_mirror_and_nowhere_else() -> None:
-    from agy_harness.composition.conversation import Conversation
-    from agy_harness.composition.directory_watcher import DirectoryWatcher
+    from agy_harness.composition.service.conversation import Conversation
+    from agy_harness.composition.service.directory_watcher import DirectoryWatcher
     from tests.core.fixtures import fixture
 
     emitter = _Emitter()

@@ -289,7 +289,16 @@ async def test_the_harness_log_names_the_version_of_the_agy_it_bound(
     import sys
 
     sim = subprocess.Popen(
-        [sys.executable, "-m", "agy_harness.composition.cli", "sim", "--profile", "1.0.10", "--pace", "0.05"],
+        [
+            sys.executable,
+            "-m",
+            "agy_harness.composition.entrypoints.cli",
+            "sim",
+            "--profile",
+            "1.0.10",
+            "--pace",
+            "0.05",
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

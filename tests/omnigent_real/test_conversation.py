@@ -26,8 +26,8 @@ import pytest_asyncio
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import QUESTION_OPTIONS
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy, elicitation_id
-from agy_harness.composition.harness import HarnessOptions
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
+from agy_harness.composition.service.harness import HarnessOptions
 from agy_harness.ports.events import AssistantMessage, Event, SubagentStarted, TextDelta, Usage
 from tests.real_omnigent import create_session
 

@@ -100,7 +100,16 @@ async def test_a_stale_log_falls_back_to_the_socket_scan(tmp_path: Path) -> None
 async def test_agy_harness_sim_log_file_is_found_by_its_log(tmp_path: Path) -> None:
     log = tmp_path / "agy.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agy_harness.composition.cli", "sim", "--pace", "0", "--log-file", str(log)],
+        [
+            sys.executable,
+            "-m",
+            "agy_harness.composition.entrypoints.cli",
+            "sim",
+            "--pace",
+            "0",
+            "--log-file",
+            str(log),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

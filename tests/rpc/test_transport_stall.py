@@ -28,7 +28,7 @@ from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import RpcTimeout
 from agy_harness.adapters.rpc.sources import RpcStreamSource
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.version_gate import stream_exists
+from agy_harness.composition.root.version_gate import stream_exists
 
 BOUND = 60.0  # seconds before a regression is declared a hang (never reached when it works)
 

@@ -18,7 +18,7 @@ import pytest
 from agy_harness.adapters.rpc.discovery import Candidate, Resolver, Verdict, probe
 from agy_harness.adapters.rpc.errors import NoAgyFound
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from tests.rpc.stub import Reply, Request, StubServer, const
 
 

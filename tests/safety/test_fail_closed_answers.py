@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.session import Session, open_session
+from agy_harness.composition.root.session import Session, open_session
 from agy_harness.core.answers import AnswerError, check_answer, parse_answer
 from agy_harness.core.elicitation import interaction_payload
 from agy_harness.ports.events import Event, GateOpened, PermissionRequest, Question, QuestionOption

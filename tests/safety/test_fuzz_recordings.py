@@ -30,7 +30,7 @@ from agy_harness.adapters.simulator.steps import stream_projection
 from agy_harness.adapters.sinks.jsonl import JsonlSink
 from agy_harness.adapters.sinks.terminal import TerminalSink
 from agy_harness.adapters.store.cursor_file import FileCursorStore
-from agy_harness.composition.replay import run as replay_run
+from agy_harness.composition.entrypoints.replay import run as replay_run
 from agy_harness.core import safejson
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.core.steps import steps_from_update

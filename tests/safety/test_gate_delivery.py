@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.conversation import HarnessOptions
-from agy_harness.composition.session import Session, open_session
+from agy_harness.composition.root.session import Session, open_session
+from agy_harness.composition.service.conversation import HarnessOptions
 from agy_harness.ports.events import Event, GateOpened, Notice
 
 OPTIONS = HarnessOptions(fallback_backoff=0.05, max_backoff=0.2, sink_retry=0.01, directory_interval=0.1)

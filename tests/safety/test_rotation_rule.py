@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.conversation import HarnessOptions
+from agy_harness.composition.service.conversation import HarnessOptions
 from tests.composition.fakes import RecordingSink
 from tests.integration.helpers import FAST, harness_on, run_turn
 

@@ -10,7 +10,7 @@ from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.cursor_file import FileCursorStore
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened
 from agy_harness.ports.protocols import Cursor

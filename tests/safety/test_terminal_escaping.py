@@ -14,7 +14,7 @@ from rich.console import Console
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal import TerminalSink
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import ToolResult
 from tests.integration.helpers import FAST
 from tests.sinks.samples import SAMPLES

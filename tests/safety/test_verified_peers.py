@@ -16,7 +16,7 @@ import pytest
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.rpc.errors import NoAgyFound, RpcUnreachable
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 
 from .other_user import received, run_hostile, shared_dir
 

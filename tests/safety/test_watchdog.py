@@ -6,7 +6,7 @@ import asyncio
 import os
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import Event, GateOpened
 from tests.integration.helpers import FAST
 

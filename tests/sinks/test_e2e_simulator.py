@@ -34,8 +34,8 @@ from typing import Any
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
-from agy_harness.composition.harness import HarnessOptions
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
+from agy_harness.composition.service.harness import HarnessOptions
 
 from .omnigent_app import OmnigentApp, real_rules
 

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
-from agy_harness.composition.harness import Harness, HarnessOptions
+from agy_harness.composition.service.harness import Harness, HarnessOptions
 from agy_harness.ports.events import Event
 from tests.composition.fakes import MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
 from tests.core.fixtures import CASCADE, fixture

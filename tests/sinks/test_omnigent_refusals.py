@@ -8,8 +8,8 @@ import asyncio
 
 import pytest
 
-from agy_harness.composition.conversation import Conversation, HarnessOptions, HarnessStats
-from agy_harness.composition.emitter import Emitter
+from agy_harness.composition.service.conversation import Conversation, HarnessOptions, HarnessStats
+from agy_harness.composition.service.emitter import Emitter
 from agy_harness.ports.events import StatusChanged, SubagentStarted, UserMessage
 from tests.composition.fakes import MemorySnapshot
 

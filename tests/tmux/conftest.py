@@ -25,7 +25,7 @@ if shutil.which("tmux") is None:
 
 import libtmux  # noqa: E402  (after the skip: libtmux needs the binary)
 
-from agy_harness.composition.demo_tmux import start_tui as launch_tui  # noqa: E402
+from agy_harness.composition.entrypoints.demo_tmux import start_tui as launch_tui  # noqa: E402
 
 
 @dataclass

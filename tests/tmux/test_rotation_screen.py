@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.composition.session import open_session
+from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import Notice, Rotation
 from tests.composition.fakes import RecordingSink
 from tests.integration.helpers import FAST

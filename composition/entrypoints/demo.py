@@ -153,8 +153,8 @@ async def _demo_on_simulator(
 ) -> None:
     from agy_harness.adapters.simulator import Simulator
 
-    from .container import make_container
-    from .session import session_from
+    from ..root.container import make_container
+    from ..root.session import session_from
 
     async with Simulator(profile=profile, pace=pace) as sim:
         terminal.info(f"agy simulator {sim.version} listening on 127.0.0.1:{sim.port}")
@@ -166,9 +166,9 @@ async def _demo_on_simulator(
 
 
 async def _demo_in_tmux(terminal: Any, tap: TapSink, *, profile: str, pace: float, timeout: float) -> None:
-    from .container import make_container
+    from ..root.container import make_container
+    from ..root.session import session_from
     from .demo_tmux import tui_in_tmux
-    from .session import session_from
 
     async with tui_in_tmux(profile, pace) as tui:
         terminal.info(

@@ -19,8 +19,8 @@ from typing import Any
 from dependency_injector import providers
 from omnigent.inner.executor import ExecutorError, ExecutorEvent, TurnCancelled, TurnComplete
 
-from agy_harness.composition.container import AgyContainer, make_container
-from agy_harness.composition.session import Session, session_from
+from agy_harness.composition.root.container import AgyContainer, make_container
+from agy_harness.composition.root.session import Session, session_from
 from agy_harness.ports.events import (
     Event,
     GateOpened,

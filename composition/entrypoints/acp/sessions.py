@@ -36,8 +36,8 @@ from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event, GateOpened, ModelChanged, Rotation, StatusChanged, UserMessage
 from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 
-from ..container import AgyContainer
-from ..session import Session, session_from
+from ...root.container import AgyContainer
+from ...root.session import Session, session_from
 from . import commands
 from .gates import CancelOutgoing, GateAsker
 from .mapping import UpdateMapper, UsageTotals

@@ -17,8 +17,8 @@ takes its reconciler from it. ``doctor`` and ``record`` only read agy (a ``Resol
 A new entry point is a few lines over this root::
 
     from dependency_injector import providers
-    from agy_harness.composition.container import make_container
-    from agy_harness.composition.session import session_from
+    from agy_harness.composition.root.container import make_container
+    from agy_harness.composition.root.session import session_from
 
     container = make_container(port=port, cascade_id=cascade, sink=my_sink)  # open_session's keywords
     async with session_from(container) as session:      # bind, build the harness, start, stop
@@ -69,7 +69,7 @@ from agy_harness.ports.protocols import (
     TurnSender,
 )
 
-from .harness import Harness, HarnessOptions
+from ..service.harness import Harness, HarnessOptions
 from .version_gate import Capabilities, choose_adapters, detect_capabilities
 
 
@@ -254,7 +254,7 @@ def make_container(
     stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
 ) -> AgyContainer:
-    """A container configured from :func:`~agy_harness.composition.session.open_session`'s keywords."""
+    """A container configured from :func:`~agy_harness.composition.root.session.open_session`'s keywords."""
     container = AgyContainer()
     container.config.from_dict(
         {

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
 
-from ..container import bind_endpoint
+from ...root.container import bind_endpoint
 from . import errors
 from .binding import AgyTarget, close_client
 

@@ -1,7 +1,7 @@
 """One conversation followed live: a harness session (the public API) whose events the board keeps
 and fans out to the pages that watch it.
 
-The session is :func:`~agy_harness.composition.session.session_from` over the composition root with
+The session is :func:`~agy_harness.composition.root.session.session_from` over the composition root with
 the default queue sink, so gates are answered by ``Session.answer`` and its fail-closed parser, and
 the harness's gate bridge (re-read, re-target, retry) does the delivery. A board session never follows
 ``/clear`` (a new conversation is a new row) and claims nothing in the per-user claims directory
@@ -39,10 +39,10 @@ from agy_harness.ports.events import (
     UserMessage,
 )
 
-from ..claims import ClaimRegistry
-from ..container import make_container
-from ..harness import HarnessOptions, InterruptReport
-from ..session import AnswerLike, Session, session_from
+from ...root.container import make_container
+from ...root.session import AnswerLike, Session, session_from
+from ...service.claims import ClaimRegistry
+from ...service.harness import HarnessOptions, InterruptReport
 from .cards import event_view, gate_card
 
 log = logging.getLogger("agy_harness.board")

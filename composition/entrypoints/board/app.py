@@ -35,7 +35,7 @@ from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.protocols import GateAnswer
 
-from ..session import AnswerLike
+from ...root.session import AnswerLike
 from .guard import BodyTooLarge, Guard
 from .hub import Board
 from .live import GateGone, LiveSession, StaleCard
@@ -47,7 +47,11 @@ MAX_TURN = 32 * 1024
 
 
 def _asset(name: str) -> str:
-    return resources.files("agy_harness.composition.board").joinpath("static", name).read_text("utf-8")
+    return (
+        resources.files("agy_harness.composition.entrypoints.board")
+        .joinpath("static", name)
+        .read_text("utf-8")
+    )
 
 
 def answer_value(raw: Any) -> AnswerLike:

@@ -165,7 +165,7 @@ def recorded_steps(paths: Sequence[str], stdin: TextIO | None = None) -> list[An
 
 
 def events_of(raws: list[Any]) -> list[Event]:
-    from .container import AgyContainer  # the composition root; imported late: replay needs no agy
+    from ..root.container import AgyContainer  # the composition root; imported late: replay needs no agy
 
     return AgyContainer().reconciler(cascade_of(raws)).feed_all(raws)
 

@@ -125,7 +125,7 @@ async def _run(args: argparse.Namespace) -> int:
     from agy_harness.adapters.rpc.client import RpcClient
     from agy_harness.adapters.rpc.discovery import Resolver
 
-    from .container import latest_cascade
+    from ..root.container import latest_cascade
 
     binding = await Resolver(args.cascade, port=args.port).resolve()
     stop = asyncio.Event()

@@ -23,7 +23,7 @@ from acp import RequestError
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
 
-from ..container import AgyContainer, bind_endpoint, make_container
+from ...root.container import AgyContainer, bind_endpoint, make_container
 from . import errors
 
 log = logging.getLogger("agy_harness.acp.binding")

@@ -22,10 +22,10 @@ from agy_harness.adapters.rpc.codec import unwrap_update
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.core.steps import as_dict, as_list, as_str, steps_from_update
 
+from ..root.container import newest_root
+from ..root.version_gate import bound_agy_version, method_exists
 from . import doctor_schema as K
-from .container import newest_root
 from .errors import EXIT_OK
-from .version_gate import bound_agy_version, method_exists
 
 READ_METHODS = ("Heartbeat", "GetAllCascadeTrajectories", "GetAvailableModels")
 EMPTY_PROBED = (

@@ -1,7 +1,7 @@
 """The harness for one agy conversation: its roles, started, stopped and moved together.
 
 Built only on ports, so every adapter (RPC stream, RPC poll, transcript tail; RPC or tmux turn-send;
-any event sink) plugs in. :func:`agy_harness.composition.session.open_session` builds one from a
+any event sink) plugs in. :func:`agy_harness.composition.root.session.open_session` builds one from a
 running agy (or the simulator) through the version gate.
 
 One job per role, each in its own module, sharing the bound :class:`Conversation`:

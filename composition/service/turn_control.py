@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from agy_harness.ports.protocols import GateAnswer, Interrupter, SourceUnavailable, TurnSender
 
+from ..entrypoints.errors import NoTurnSender
 from .conversation import Conversation, HarnessStats
 from .emitter import Emitter
-from .errors import NoTurnSender
 from .gate_bridge import GateBridge
 
 log = logging.getLogger("agy_harness.harness")

@@ -36,9 +36,9 @@ async def run_attach(
 async def _attached(
     terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None
 ) -> int:
-    from .container import make_container
+    from ..root.container import make_container
+    from ..root.session import session_from
     from .demo import model_names
-    from .session import session_from
 
     pane_pid = None
     if tmux_target is not None and port is None:  # agy is in that pane: look for it there only

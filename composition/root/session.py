@@ -12,8 +12,8 @@
 
 ``open_session`` binds agy's loopback port (discovery, or the ``port``/``base_url`` you give), runs the
 version gate to pick adapters (stream or poll or transcript tail; RPC or tmux turn-send), and starts a
-:class:`~agy_harness.composition.harness.Harness`, all built by the composition root
-(:mod:`agy_harness.composition.container`; :func:`session_from` runs a container you configured).
+:class:`~agy_harness.composition.service.harness.Harness`, all built by the composition root
+(:mod:`agy_harness.composition.root.container`; :func:`session_from` runs a container you configured).
 Events arrive on ``s.events()`` unless you pass your own ``sink`` (the terminal renderer, the
 omnigent sink).
 """
@@ -36,8 +36,8 @@ from agy_harness.core.answers import parse_answer
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer
 
+from ..service.harness import Harness, HarnessOptions, InterruptReport
 from .container import AgyContainer, bind_conversation, bind_endpoint, make_container
-from .harness import Harness, HarnessOptions, InterruptReport
 from .version_gate import Capabilities
 
 __all__ = ["AnswerLike", "QueueSink", "Session", "open_session", "session_from", "to_answer"]
@@ -158,7 +158,7 @@ async def session_from(container: AgyContainer, *, discovered: bool | None = Non
     """Bind agy through ``container``, build its harness, yield a started :class:`Session`.
 
     Everything is stopped on exit; the RPC client too, unless it was given (``container.client``
-    overridden). See :mod:`agy_harness.composition.container` for building the container.
+    overridden). See :mod:`agy_harness.composition.root.container` for building the container.
     ``discovered`` (what :func:`bind_endpoint` returned) says the caller bound the endpoint already:
     it is not bound a second time.
     """

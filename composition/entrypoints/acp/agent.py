@@ -31,7 +31,7 @@ from acp.schema import (
     SetSessionConfigOptionResponse,
 )
 
-from ..container import AgyContainer
+from ...root.container import AgyContainer
 from .binding import AgyTarget, close_client, start_cascade
 from .listing import process_cwd, session_list
 from .sessions import AcpSession, prompt_text
