@@ -40,7 +40,7 @@ _SIMULATOR_MODULES = ("agy_harness.adapters.simulator",)
 
 
 def _is_simulator(cmdline: Sequence[str]) -> bool:
-    """``agy-harness [-v] sim ...`` (also as ``python -m agy_harness.composition.entrypoints.cli sim``) or the
+    """``agy-harness [-v] sim ...`` (also as ``python -m agy_harness.composition.cli sim``) or the
     simulator's modules run with ``python -m``."""
     args = list(cmdline[:8])
     rest: list[str] | None = None
@@ -49,7 +49,11 @@ def _is_simulator(cmdline: Sequence[str]) -> bool:
             module = args[i + 1]
             if module.startswith(_SIMULATOR_MODULES):
                 return True
-            if module in ("agy_harness.composition.entrypoints.cli", "agy_harness.composition"):
+            if module in (
+                "agy_harness.composition.cli",
+                "agy_harness.composition.entrypoints.cli",
+                "agy_harness.composition",
+            ):
                 rest = args[i + 2 :]
             break
         if os.path.basename(arg) == "agy-harness":

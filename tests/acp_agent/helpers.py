@@ -39,7 +39,7 @@ def agy_harness_command() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("agy-harness")
-    return [found] if found else [sys.executable, "-m", "agy_harness.composition.entrypoints.cli"]
+    return [found] if found else [sys.executable, "-m", "agy_harness.composition.cli"]
 
 
 class RecordingClient:

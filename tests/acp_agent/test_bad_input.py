@@ -107,7 +107,7 @@ async def test_malformed_input_gets_errors_and_the_agent_lives_on() -> None:
 async def test_without_the_sdk_the_command_says_how_to_install_it() -> None:
     code = (
         "import sys; sys.modules['acp'] = None\n"
-        "from agy_harness.composition.entrypoints.cli import main\n"
+        "from agy_harness.composition.cli import main\n"
         "raise SystemExit(main(['acp', '--sim']))\n"
     )
     proc = await asyncio.create_subprocess_exec(

@@ -147,7 +147,7 @@ async def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c() -> None:
     import sys
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "board", "--sim", "--sim-pace", "0",
+        sys.executable, "-m", "agy_harness.composition.cli", "board", "--sim", "--sim-pace", "0",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
     try:
@@ -178,13 +178,13 @@ def test_a_bad_webhook_is_a_usage_error() -> None:
     import sys
 
     bad = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "board", "--webhook", "ftp://x"],
+        [sys.executable, "-m", "agy_harness.composition.cli", "board", "--webhook", "ftp://x"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert bad.returncode == 2
     assert bad.stderr.strip() == "agy-harness board: webhook URL must be http:// or https://, got 'ftp://x'"
     shown = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "board", "--help"],
+        [sys.executable, "-m", "agy_harness.composition.cli", "board", "--help"],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert shown.returncode == 0 and "examples:" in shown.stdout and "--webhook URL" in shown.stdout

@@ -30,7 +30,7 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 
 
 def cli(*args: str) -> str:
-    return shlex.join([sys.executable, "-m", "agy_harness.composition.entrypoints.cli", *args])
+    return shlex.join([sys.executable, "-m", "agy_harness.composition.cli", *args])
 
 
 class Pane:

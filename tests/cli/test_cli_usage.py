@@ -16,7 +16,7 @@ from agy_harness.composition.entrypoints.cli import version
 def agy_harness(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     return subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", *args],
+        [sys.executable, "-m", "agy_harness.composition.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,

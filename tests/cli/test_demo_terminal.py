@@ -137,7 +137,7 @@ def test_the_old_profile_demo_says_what_to_install_without_tmux(tmp_path: Path) 
     bare.mkdir()  # a PATH without tmux
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "agy_harness.composition.entrypoints.cli", "demo", "--profile", "1.0.4", "--auto"],
+        ["-m", "agy_harness.composition.cli", "demo", "--profile", "1.0.4", "--auto"],
         env={**os.environ, "PATH": str(bare)},
         encoding="utf-8",
         timeout=60,
@@ -154,7 +154,7 @@ def test_no_color_turns_colour_off(tmp_path: Path) -> None:
     def run(env: dict[str, str]) -> str:
         child = pexpect.spawn(
             sys.executable,
-            ["-m", "agy_harness.composition.entrypoints.cli", "demo", "--auto", "--pace", "0"],
+            ["-m", "agy_harness.composition.cli", "demo", "--auto", "--pace", "0"],
             env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "TERM": "xterm-256color", **env},
             encoding="utf-8",
             timeout=90,
@@ -173,7 +173,7 @@ def test_no_color_turns_colour_off(tmp_path: Path) -> None:
 def test_sigterm_cleans_up_the_demo_and_its_tmux(tmp_path: Path) -> None:
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "agy_harness.composition.entrypoints.cli", "demo", "--profile", "1.0.4", "--pace", "0.05"],
+        ["-m", "agy_harness.composition.cli", "demo", "--profile", "1.0.4", "--pace", "0.05"],
         encoding="utf-8",
         timeout=60,
         dimensions=(50, 160),

@@ -23,7 +23,7 @@ COMMANDS = ["demo", "attach", "replay", "sim", "acp", "doctor", "record", "board
 def agy_harness(*args: str, stdin: str = "", extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     return subprocess.run(
-        [sys.executable, *extra, "-m", "agy_harness.composition.entrypoints.cli", *args],
+        [sys.executable, *extra, "-m", "agy_harness.composition.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,

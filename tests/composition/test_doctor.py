@@ -10,7 +10,7 @@ import time
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.entrypoints.cli import main
+from agy_harness.composition.cli import main
 from agy_harness.composition.entrypoints.doctor import diagnose, render
 
 
@@ -65,7 +65,7 @@ async def test_doctor_flags_an_unknown_step_type_and_interaction_kind() -> None:
 
 def test_the_doctor_command_binds_by_port_and_prints_json() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "sim", "--pace", "0"],
+        [sys.executable, "-m", "agy_harness.composition.cli", "sim", "--pace", "0"],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -75,7 +75,7 @@ def test_the_doctor_command_binds_by_port_and_prints_json() -> None:
         deadline = time.monotonic() + 10
         while True:
             out = subprocess.run(
-                [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "doctor", "--port", port, "--json",
+                [sys.executable, "-m", "agy_harness.composition.cli", "doctor", "--port", port, "--json",
                  "--agy-version", "1.0.10"],
                 capture_output=True, text=True, timeout=60,
             )  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.recording import load_recording
-from agy_harness.composition.entrypoints.cli import main
+from agy_harness.composition.cli import main
 from agy_harness.composition.entrypoints.record import record
 from agy_harness.composition.entrypoints.replay import replay
 from agy_harness.composition.root.session import open_session

@@ -35,7 +35,7 @@ def test_what_is_not_agy_steps_exits_2_with_one_line(
     bad = tmp_path / "bad.json"
     bad.write_text(text)
     run = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "replay", str(bad)],
+        [sys.executable, "-m", "agy_harness.composition.cli", "replay", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -53,7 +53,7 @@ def test_a_cut_multi_line_file_is_reported_where_it_breaks(tmp_path: Path) -> No
     bad = tmp_path / "cut.json"
     bad.write_text(cut)
     run = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "replay", str(bad)],
+        [sys.executable, "-m", "agy_harness.composition.cli", "replay", str(bad)],
         capture_output=True,
         text=True,
         timeout=60,

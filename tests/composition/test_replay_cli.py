@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agy_harness.composition.entrypoints.cli import main
+from agy_harness.composition.cli import main
 from tests.core.fixtures import FIXTURES, fixture
 
 TURN = [
@@ -137,7 +137,7 @@ def test_console_script_is_installed() -> None:
         [
             sys.executable,
             "-m",
-            "agy_harness.composition.entrypoints.cli",
+            "agy_harness.composition.cli",
             "replay",
             str(FIXTURES / "user_input.json"),
         ],

@@ -292,7 +292,7 @@ async def test_the_harness_log_names_the_version_of_the_agy_it_bound(
         [
             sys.executable,
             "-m",
-            "agy_harness.composition.entrypoints.cli",
+            "agy_harness.composition.cli",
             "sim",
             "--profile",
             "1.0.10",

@@ -103,7 +103,7 @@ async def test_agy_harness_sim_log_file_is_found_by_its_log(tmp_path: Path) -> N
         [
             sys.executable,
             "-m",
-            "agy_harness.composition.entrypoints.cli",
+            "agy_harness.composition.cli",
             "sim",
             "--pace",
             "0",

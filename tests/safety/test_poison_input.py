@@ -24,7 +24,7 @@ from agy_harness.adapters.rpc.codec import FLAG_END_STREAM, encode_envelope
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.adapters.sinks.jsonl import JsonlSink
 from agy_harness.adapters.store.cursor_file import FileCursorStore
-from agy_harness.composition.entrypoints.cli import main as cli_main
+from agy_harness.composition.cli import main as cli_main
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import ToolCall
 from agy_harness.ports.protocols import Cursor
@@ -163,7 +163,7 @@ def test_replay_to_a_non_utf8_stdout_prints_everything_or_nothing(tmp_path: Path
     path.write_text(poisoned_steps(), encoding="utf-8")
     env = {**os.environ, "PYTHONIOENCODING": "ascii"}
     done = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.entrypoints.cli", "replay", str(path)],
+        [sys.executable, "-m", "agy_harness.composition.cli", "replay", str(path)],
         capture_output=True, env=env, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-500:]
