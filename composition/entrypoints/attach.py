@@ -7,9 +7,12 @@ Ctrl-D at the prompt detaches (exit 0); Ctrl-C detaches at any time (exit 130, f
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import logging
 from typing import Any
 
+from .cli_args import GATE_HELP, PANE, add_cascade, add_port, command
 from .errors import NO_TMUX_TURNS, UserFacingError, explain
 
 log = logging.getLogger("agy_harness.attach")
@@ -38,7 +41,6 @@ async def _attached(
 ) -> int:
     from ..root.container import make_container
     from ..root.session import session_from
-    from .demo import model_names
 
     pane_pid = None
     if tmux_target is not None and port is None:  # agy is in that pane: look for it there only
@@ -52,7 +54,7 @@ async def _attached(
         port=port, cascade_id=cascade_id, pane_pid=pane_pid, sink=terminal, tmux_target=tmux_target
     )  # agy's version: asked of the agy that discovery binds
     async with session_from(container) as session:
-        terminal.model_names.update(await model_names(session.client))
+        terminal.model_names.update(await session.model_names())
         terminal.info(f"attached · {session.capabilities.describe()}")
         can_send = session.capabilities.rpc_turns or tmux_target is not None
         if not can_send:
@@ -82,3 +84,46 @@ async def _attached(
                 except Exception as exc:  # the turn failed; the session goes on
                     log.debug("send failed", exc_info=True)
                     terminal.info(f"the turn was not sent: {explain(exc)}")
+
+
+def _attach(args: argparse.Namespace) -> int:
+    return asyncio.run(run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux))
+
+
+ATTACH_DESCRIPTION = """\
+Follow a running agy in this terminal: its conversation rendered live, your lines sent as turns,
+its gates put to you. agy's port is found by itself (agy processes -> loopback ports -> the one
+that knows the conversation); `agy-harness sim` in another terminal is found the same way."""
+
+ATTACH_EPILOG = f"""\
+at the ❯ prompt:
+  text + Enter      a new turn
+  /interrupt        stop agy's current work
+  Ctrl-D            detach (exit 0); Ctrl-C detaches too (exit 130)
+
+{GATE_HELP}
+
+examples:
+  agy-harness attach                          the only agy running
+  agy-harness attach --cascade 2399249c-...   that conversation, wherever it runs
+  agy-harness attach --port 41234             skip the scan (the port is still verified)
+  agy-harness attach --tmux %3                an agy before 1.0.10: type turns into its tmux pane"""
+
+
+def add_attach_command(sub: Any) -> None:
+    p = command(
+        sub,
+        "attach",
+        summary="follow a running agy in this terminal (type turns, /interrupt, answer gates)",
+        description=ATTACH_DESCRIPTION,
+        epilog=ATTACH_EPILOG,
+    )
+    add_cascade(p)
+    add_port(p)
+    p.add_argument(
+        "--tmux",
+        metavar=PANE,
+        help="agy's tmux pane (e.g. %%3): agy is looked for in that pane only, and turns are typed "
+        "there where RPC cannot take them (default: no pane)",
+    )
+    p.set_defaults(handler=_attach)

@@ -108,9 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    from .demo import add_demo_commands
+    from .attach import add_attach_command
+    from .demo import add_demo_command
 
-    add_demo_commands(sub)
+    add_demo_command(sub)
+    add_attach_command(sub)
 
     p = command(
         sub, "replay", summary="recorded agy steps -> events as JSON lines on stdout",

@@ -12,6 +12,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+#: How a gate is answered at the terminal (``demo`` and ``attach`` show it in their help).
+GATE_HELP = """\
+at a gate:
+  allow? [y/n]      y allows the command, n denies it
+  answer (1-N ...)  an option's number (comma-separated for several), or type an answer
+  /cancel, /decline refuse the gate; Ctrl-D (end of input) cancels it
+  Gates wait for you as long as you need; agy itself may time a gate out (the prompt then closes).
+  Ctrl-C stops (exit 130)."""
+
 #: Placeholders, the same in every command's help.
 PORT, CASCADE, PANE, FILE, SECONDS = "N", "ID", "PANE", "FILE", "SECONDS"
 

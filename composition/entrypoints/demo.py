@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .cli_args import PANE, SECONDS, add_cascade, add_port, command, non_negative, positive
+from .cli_args import GATE_HELP, SECONDS, command, non_negative, positive
 
 if TYPE_CHECKING:  # (the CLI imports this module for its arguments: --help stays light)
     from agy_harness.ports.events import Event, GateOpened
@@ -108,17 +108,6 @@ def _turn_over(e: Event) -> bool:
     return e.type == "status" and e.status in ("idle", "failed")  # type: ignore[union-attr]
 
 
-async def model_names(client: Any) -> dict[str, str]:
-    """agy's model ids -> display names, from its catalog (empty when agy does not say)."""
-    from agy_harness.adapters.rpc.actions import RpcModelCatalog
-
-    try:
-        return {m.model: m.label for m in await RpcModelCatalog(client).models() if m.label}
-    except Exception as exc:  # a display nicety: never fail the session for it
-        log.info("no model catalog: %s", exc)
-        return {}
-
-
 async def run_demo(
     *,
     auto: bool,
@@ -188,7 +177,7 @@ async def _demo_in_tmux(terminal: Any, tap: TapSink, *, profile: str, pace: floa
 
 
 async def _play(session: Any, terminal: Any, tap: TapSink, timeout: float) -> None:
-    terminal.model_names.update(await model_names(session.client))
+    terminal.model_names.update(await session.model_names())
     terminal.info(session.capabilities.describe())
     for text, action in SCRIPT:
         start = len(tap.seen)
@@ -211,24 +200,10 @@ def _demo(args: argparse.Namespace) -> int:
     )
 
 
-def _attach(args: argparse.Namespace) -> int:
-    from .attach import run_attach
-
-    return asyncio.run(run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux))
-
-
 DEMO_DESCRIPTION = """\
 A scripted session on the embedded agy simulator, rendered live: a text turn, a command you approve,
 one you deny, a question, and an interrupt while agy is still writing. Gates are put to you at the
 keyboard; --auto answers them by a visible policy instead (what CI runs)."""
-
-GATE_HELP = """\
-at a gate:
-  allow? [y/n]      y allows the command, n denies it
-  answer (1-N ...)  an option's number (comma-separated for several), or type an answer
-  /cancel, /decline refuse the gate; Ctrl-D (end of input) cancels it
-  Gates wait for you as long as you need; agy itself may time a gate out (the prompt then closes).
-  Ctrl-C stops (exit 130)."""
 
 DEMO_EPILOG = f"""\
 {GATE_HELP}
@@ -239,27 +214,8 @@ examples:
   agy-harness demo --profile 1.0.4    an agy without RPC turn-send: the demo runs it in a tmux pane
                                       of its own and types the turns there (needs tmux)"""
 
-ATTACH_DESCRIPTION = """\
-Follow a running agy in this terminal: its conversation rendered live, your lines sent as turns,
-its gates put to you. agy's port is found by itself (agy processes -> loopback ports -> the one
-that knows the conversation); `agy-harness sim` in another terminal is found the same way."""
 
-ATTACH_EPILOG = f"""\
-at the ❯ prompt:
-  text + Enter      a new turn
-  /interrupt        stop agy's current work
-  Ctrl-D            detach (exit 0); Ctrl-C detaches too (exit 130)
-
-{GATE_HELP}
-
-examples:
-  agy-harness attach                          the only agy running
-  agy-harness attach --cascade 2399249c-...   that conversation, wherever it runs
-  agy-harness attach --port 41234             skip the scan (the port is still verified)
-  agy-harness attach --tmux %3                an agy before 1.0.10: type turns into its tmux pane"""
-
-
-def add_demo_commands(sub: Any) -> None:
+def add_demo_command(sub: Any) -> None:
     from agy_harness.adapters.simulator.profiles import DEFAULT_PROFILE, PROFILES
 
     p = command(
@@ -293,19 +249,3 @@ def add_demo_commands(sub: Any) -> None:
         help="give up when agy does nothing for this long (default 60; a gate waiting for you does not count)",
     )
     p.set_defaults(handler=_demo)
-    p = command(
-        sub,
-        "attach",
-        summary="follow a running agy in this terminal (type turns, /interrupt, answer gates)",
-        description=ATTACH_DESCRIPTION,
-        epilog=ATTACH_EPILOG,
-    )
-    add_cascade(p)
-    add_port(p)
-    p.add_argument(
-        "--tmux",
-        metavar=PANE,
-        help="agy's tmux pane (e.g. %%3): agy is looked for in that pane only, and turns are typed "
-        "there where RPC cannot take them (default: no pane)",
-    )
-    p.set_defaults(handler=_attach)

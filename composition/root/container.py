@@ -59,6 +59,7 @@ from agy_harness.adapters.rpc.actions import (
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver, verify_endpoint
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
+from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.protocols import (
     CascadeSummary,
@@ -131,12 +132,6 @@ def _tui_screen(target: str | None, server: Any) -> Any:
     return TmuxScreen(target, server)
 
 
-def _queue_sink() -> EventSink:
-    from .session import QueueSink  # session.py builds on this module
-
-    return QueueSink()
-
-
 def _given(value: Any) -> bool:
     return value is not None
 
@@ -151,7 +146,7 @@ class AgyContainer(containers.DeclarativeContainer):
     config = providers.Configuration()
 
     # -- given by the entry point (override these) -----------------------------------------
-    sink = providers.Singleton(_queue_sink)
+    sink = providers.Singleton(QueueSink)
     cursor_store: providers.Object[CursorStore | None] = providers.Object(None)
     options: providers.Object[HarnessOptions | None] = providers.Object(None)
     tmux_server: providers.Object[Any] = providers.Object(None)  # a libtmux.Server, None: the default

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,9 +32,10 @@ from agy_harness.adapters.reap import reap
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
+from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.core.answers import parse_answer
 from agy_harness.ports.events import Event, GateOpened
-from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer
+from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, ModelCatalog
 
 from ..service.harness import Harness, HarnessOptions, InterruptReport
 from .container import AgyContainer, bind_conversation, bind_endpoint, make_container
@@ -59,59 +60,35 @@ def to_answer(gate: GateOpened, value: AnswerLike) -> GateAnswer:
     return parse_answer(gate, value)
 
 
-class QueueSink:
-    """The default sink of :func:`open_session`: events on a queue, gates answered by ``Session.answer``."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
-        self._asks: dict[str, asyncio.Future[GateAnswer]] = {}
-        self._gates: dict[str, GateOpened] = {}
-
-    async def deliver(self, events: Sequence[Event]) -> int:
-        for event in events:
-            self.queue.put_nowait(event)
-        return len(events)
-
-    async def ask(self, gate: GateOpened) -> GateAnswer:
-        future: asyncio.Future[GateAnswer] = asyncio.get_running_loop().create_future()
-        self._asks[gate.gate_id] = future
-        self._gates[gate.gate_id] = gate
-        try:
-            return await future
-        finally:
-            self._asks.pop(gate.gate_id, None)
-            self._gates.pop(gate.gate_id, None)
-
-    async def withdraw(self, gate_id: str) -> None:
-        future = self._asks.pop(gate_id, None)
-        if future is not None:
-            future.cancel()
-
-    def pending_gate(self, gate_id: str) -> GateOpened | None:
-        """The gate the harness is asking about under ``gate_id`` right now, if any."""
-        return self._gates.get(gate_id)
-
-    def resolve(self, gate_id: str, answer: GateAnswer) -> bool:
-        """Hand ``answer`` to the harness's pending ask for ``gate_id``; False when none is pending."""
-        future = self._asks.get(gate_id)
-        if future is None or future.done():
-            return False
-        future.set_result(answer)
-        return True
-
-
 @dataclass
 class Session:
     harness: Harness
     capabilities: Capabilities
-    client: RpcClient
     sink: EventSink
     _gates: dict[str, GateOpened]
+    _models: ModelCatalog | None = None
+    _endpoint: Callable[[], str] = str
 
     @property
     def cascade_id(self) -> str:
         """The bound cascade (it moves on ``/clear``)."""
         return self.harness.cascade_id
+
+    @property
+    def base_url(self) -> str:
+        """Where agy's language server is bound (it follows agy to a new port after a restart)."""
+        return self._endpoint()
+
+    async def model_names(self) -> dict[str, str]:
+        """agy's model ids -> display names, from its catalog (empty when agy does not say: a display
+        nicety never fails the session)."""
+        if self._models is None:
+            return {}
+        try:
+            return {m.model: m.label for m in await self._models.models() if m.label}
+        except Exception as exc:
+            log.info("no model catalog: %s", exc)
+            return {}
 
     async def events(self) -> AsyncIterator[Event]:
         """Every event, in order, as it happens. Only with the default sink."""
@@ -174,7 +151,14 @@ async def session_from(container: AgyContainer, *, discovered: bool | None = Non
                 _follow_restarts(client, container.discovery()), name="agy-harness-port-watch"
             )
         async with harness:
-            yield Session(harness, container.capabilities(), client, container.sink(), {})
+            yield Session(
+                harness,
+                container.capabilities(),
+                container.sink(),
+                {},
+                container.model_catalog(),
+                lambda: client.base_url,
+            )
     finally:
         if watcher is not None:
             watcher.cancel()

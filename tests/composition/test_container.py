@@ -120,7 +120,7 @@ async def test_a_client_you_give_is_yours_and_so_are_the_cursor_store_and_sink()
         )
         container.client.override(providers.Object(shared))
         async with session_from(container) as session:
-            assert session.client is shared and isinstance(session.sink, QueueSink)
+            assert session.base_url == shared.base_url and isinstance(session.sink, QueueSink)
             assert session.harness.cursor_store is cursors
             await session.send("Say hello in one short sentence.")
             async for event in session.events():

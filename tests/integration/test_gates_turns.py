@@ -130,8 +130,8 @@ class MisplacedTrajectoryDelivery:
 
 async def test_a_500_shape_error_is_reported_once(sim: Simulator) -> None:
     sink = RecordingSink()
-    async with harness_on(sim, sink) as session:
-        broken = MisplacedTrajectoryDelivery(session.client)
+    async with harness_on(sim, sink) as session, RpcClient(session.base_url) as client:
+        broken = MisplacedTrajectoryDelivery(client)
         session.harness.delivery = broken
         await sink.answers.put(GateAnswer(allow=True))
         await session.send("run: pwd")

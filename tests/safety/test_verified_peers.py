@@ -59,8 +59,8 @@ async def test_another_users_agy_is_never_bound_nor_sent_the_token(
     hostile_port, got = hostile_agy
     port, cascade = own_agy
     async with open_session(cascade_id=cascade, csrf_token=SECRET) as session:
-        assert session.client.base_url.endswith(f":{port}")  # the user's own agy
-        assert session.client.base_url != f"https://127.0.0.1:{hostile_port}"
+        assert session.base_url.endswith(f":{port}")  # the user's own agy
+        assert session.base_url != f"https://127.0.0.1:{hostile_port}"
     assert received(got) == []  # not a byte: no Heartbeat, no token, no turn
 
 
