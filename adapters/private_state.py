@@ -22,11 +22,13 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from agy_harness.ports.errors import UnsafeState
+
 ENV_STATE_DIR = "AGY_HARNESS_STATE_DIR"
 
 
-class UnsafeStateError(OSError):
-    """A state location another local user could read, replace or write: the library refuses it."""
+#: A state location another local user could read, replace or write (the vocabulary's UnsafeState).
+UnsafeStateError = UnsafeState
 
 
 def _uid() -> int:

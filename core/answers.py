@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -52,7 +53,7 @@ QUESTION_FORMS = (
 )
 
 
-class AnswerError(ValueError):
+class AnswerError(AgyHarnessError, ValueError):
     """The answer cannot be read unambiguously for this gate; nothing was sent to agy."""
 
 

@@ -169,7 +169,8 @@ Rejection = Literal["stale", "shape", "gone"]
 
 
 def classify_rejection(gate: GateOpened, step_index: int, raws: list[Any]) -> Rejection:
-    """agy's 500 "input not registered for step N" means a stale step OR a payload of the wrong shape.
+    """agy's ``not_registered`` refusal (:class:`~agy_harness.ports.errors.InteractionRejected`) means a
+    stale step OR a payload of the wrong shape, and so does a refusal whose cause agy does not say.
 
     Read the step's status to tell: still WAITING means agy refused the shape (report, do not loop);
     ERROR (timed out) or a newer WAITING retry means it was stale; anything else means it is gone.
@@ -185,22 +186,6 @@ def classify_rejection(gate: GateOpened, step_index: int, raws: list[Any]) -> Re
     if status == "ERROR" or (isinstance(target, Target) and target.step_index != step_index):
         return "stale"
     return "gone"
-
-
-def rejection_is_transient(status: int, code: str, message: str) -> bool:
-    """Whether agy's refusal of an answer is worth retrying as long as the step waits.
-
-    agy overloads HTTP 500 "input not registered for step N" for a stale step AND a payload of the
-    wrong shape: that one is told apart by re-reading the step (:func:`classify_rejection`), never
-    retried blind. Any other 5xx, a timeout/unavailable/overload code, or no status at all (the
-    connection broke) is transient. A 4xx other than 408/429 is agy saying the request is wrong:
-    final.
-    """
-    if "input not registered" in message.lower():
-        return False
-    if code in ("unavailable", "deadline_exceeded", "resource_exhausted", "aborted"):
-        return True
-    return status == 0 or status >= 500 or status in (408, 429)
 
 
 def freshest_open(

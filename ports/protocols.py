@@ -11,7 +11,15 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# (the errors the ports raise live in the vocabulary, :mod:`.errors`; these names stay importable here)
+from .errors import EventRefused as EventRefused
+from .errors import InteractionRejected as InteractionRejected
+from .errors import MethodMissing
 from .events import Event, GateOpened
+
+#: A step source or turn sender that cannot serve this agy raises the vocabulary's MethodMissing;
+#: this is its older name.
+SourceUnavailable = MethodMissing
 
 RawStep = Any  # a JSON value that should be a step object; the core skips what is not
 
@@ -31,10 +39,6 @@ class StepBatch(BaseModel):
     source: str = ""
 
 
-class SourceUnavailable(Exception):
-    """A step source cannot serve this agy (method missing, 404): demote to the next source."""
-
-
 @runtime_checkable
 class StepSource(Protocol):
     """Reads a cascade's steps. ``live`` sources show GENERATING snapshots (text deltas)."""
@@ -43,7 +47,7 @@ class StepSource(Protocol):
     live: bool
 
     def batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
-        """Yield batches until the source ends (raise SourceUnavailable, or a transport error)."""
+        """Yield batches until the source ends (raise MethodMissing, SourceIdle, or another error)."""
         ...
 
 
@@ -54,20 +58,11 @@ class StepSnapshot(Protocol):
     async def read_steps(self, cascade_id: str) -> list[RawStep]: ...
 
 
-class InteractionRejected(Exception):
-    """agy refused an interaction (HTTP 500 "input not registered for step N", or another error)."""
-
-    def __init__(self, message: str, *, status: int = 0, code: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.code = code
-
-
 @runtime_checkable
 class InteractionDelivery(Protocol):
     async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
-        """``HandleCascadeUserInteraction``; raises InteractionRejected when agy refuses."""
+        """``HandleCascadeUserInteraction``; raises InteractionRejected when agy refuses the answer,
+        AgyUnreachable when agy did not answer."""
         ...
 
 
@@ -195,11 +190,6 @@ class Cursor(BaseModel):
     cascade_id: str
     committed: list[str] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
-
-
-class EventRefused(ValueError):
-    """What a sink raises when its consumer refuses an event for its content, for good (not because
-    it is down): the harness quarantines that event with a notice instead of retrying it."""
 
 
 @runtime_checkable

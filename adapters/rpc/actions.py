@@ -16,7 +16,7 @@ from agy_harness.ports.protocols import (
 )
 
 from .client import RpcClient
-from .errors import RpcError, RpcUnreachable, TurnSendUnavailable
+from .errors import RpcError, RpcUnreachable
 from .shared_listing import shared_listing
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,9 @@ ModelResolver = Callable[[str], Awaitable[str | None]]
 class RpcInteractionDelivery:
     """``HandleCascadeUserInteraction {cascadeId, interaction}``.
 
-    An HTTP-level refusal becomes InteractionRejected(status, code); no answer at all (agy down)
-    stays an RpcUnreachable so the caller can tell "refused" from "not delivered".
+    An HTTP-level refusal becomes InteractionRejected (its ``reason`` classified there, once); no
+    answer at all (agy down) stays an AgyUnreachable so the caller can tell "refused" from "not
+    delivered".
     """
 
     def __init__(self, client: RpcClient) -> None:
@@ -87,7 +88,8 @@ class PlanModelResolver:
 
 
 class RpcTurnSender:
-    """``SendUserCascadeMessage``; raises TurnSendUnavailable on 404 so composition can demote to tmux."""
+    """``SendUserCascadeMessage``; a 404 is MethodMissing (the client's RpcMethodNotFound), so turn
+    control demotes to tmux."""
 
     name = "rpc"
 
@@ -102,12 +104,7 @@ class RpcTurnSender:
             body["cascadeConfig"] = {"plannerConfig": {"planModel": model}}
         else:
             log.warning("sending a turn to %s without a planModel (none known)", cascade_id)
-        try:
-            await self._client.call("SendUserCascadeMessage", body)
-        except RpcError as exc:
-            if exc.method_missing:
-                raise TurnSendUnavailable(f"SendUserCascadeMessage unavailable: {exc.message}") from exc
-            raise
+        await self._client.call("SendUserCascadeMessage", body)
 
 
 class RpcInterrupter:

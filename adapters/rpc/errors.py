@@ -1,13 +1,23 @@
-"""Typed errors of the RPC adapters. Everything a caller must tell apart has its own class."""
+"""Typed errors of the RPC adapters, each a member of the library's vocabulary
+(:mod:`agy_harness.ports.errors`): callers outside this package catch the vocabulary's types."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agy_harness.ports.protocols import SourceUnavailable
+from agy_harness.ports.errors import (
+    AgyAmbiguous,
+    AgyCallFailed,
+    AgyHarnessError,
+    AgyNotBound,
+    AgyNotFound,
+    AgyUnreachable,
+    MethodMissing,
+    SourceIdle,
+)
 
 
-class CodecError(Exception):
+class CodecError(AgyCallFailed):
     """The envelope stream itself is unusable (cannot resynchronise)."""
 
 
@@ -28,11 +38,11 @@ class FrameTooLargeError(CodecError):
         self.limit = limit
 
 
-class NonLoopbackError(ValueError):
+class NonLoopbackError(AgyHarnessError, ValueError):
     """A base URL whose host is not a loopback address (refused before any byte is sent)."""
 
 
-class RpcError(Exception):
+class RpcError(AgyCallFailed):
     """A failed RPC: a connect error body, an unusable response, or a transport failure (status 0)."""
 
     def __init__(self, method: str, status: int, code: str, message: str) -> None:
@@ -42,18 +52,8 @@ class RpcError(Exception):
         self.code = code
         self.message = message
 
-    @property
-    def method_missing(self) -> bool:
-        """The server does not serve this method (HTTP 404 or connect ``unimplemented``)."""
-        return self.status == 404 or self.code == "unimplemented"
 
-    @property
-    def input_not_registered(self) -> bool:
-        """agy's answer to both a stale gate step and a wrong interaction shape."""
-        return "input not registered" in self.message.lower()
-
-
-class RpcMethodNotFound(RpcError):
+class RpcMethodNotFound(RpcError, MethodMissing):
     """HTTP 404 / ``unimplemented``: this agy does not have the method."""
 
 
@@ -65,7 +65,7 @@ class RpcBadResponse(RpcError):
     """A 2xx answer that is not a JSON object."""
 
 
-class RpcUnreachable(RpcError):
+class RpcUnreachable(RpcError, AgyUnreachable):
     """No HTTP answer at all (connection refused/reset, TLS failure, timeout). ``status`` is 0."""
 
 
@@ -81,7 +81,7 @@ class CompressedFrameRefused(RpcError):
     """The server sent a compressed envelope although we never offered compression."""
 
 
-class StreamIdle(Exception):
+class StreamIdle(SourceIdle):
     """The stream was silent past its idle deadline while the cascade was running: re-open it."""
 
     def __init__(self, cascade_id: str, idle_seconds: float) -> None:
@@ -90,24 +90,18 @@ class StreamIdle(Exception):
         self.idle_seconds = idle_seconds
 
 
-class TurnSendUnavailable(SourceUnavailable):
-    """``SendUserCascadeMessage`` is not served by this agy: demote turn-sending to tmux."""
-
-
-class DiscoveryError(Exception):
+class DiscoveryError(AgyNotBound):
     """Port discovery could not bind a port."""
 
 
-class NoAgyFound(DiscoveryError):
-    """No candidate port answered for our cascade. ``others``: ports found whose socket is another
-    user's (nothing was sent to them), so that a caller can say why they were not taken."""
+class NoAgyFound(DiscoveryError, AgyNotFound):
+    """No candidate port answered for our cascade (``wrong_cascade``: a live agy answered, but it
+    hosts other conversations: the id is the problem, not agy). ``others``: ports found whose socket
+    is another user's (nothing was sent to them), so that a caller can say why they were not taken."""
 
     def __init__(self, message: str, others: tuple[int, ...] = ()) -> None:
         super().__init__(message)
         self.others = others
-
-    #: a live agy answered, but it hosts other conversations: the id is the problem, not agy
-    wrong_cascade = False
 
     @classmethod
     def instead(
@@ -139,7 +133,7 @@ def _ports(numbers: Sequence[int]) -> str:
     return f"port {numbers[0]}" if len(numbers) == 1 else f"ports {list(numbers)}"
 
 
-class AmbiguousAgy(DiscoveryError):
+class AmbiguousAgy(DiscoveryError, AgyAmbiguous):
     """More than one port answered; refusing to guess."""
 
     def __init__(self, message: str, ports: list[int]) -> None:

@@ -9,11 +9,11 @@ from typing import Any
 
 from agy_harness.adapters.reap import reap
 from agy_harness.core.steps import steps_from_update
-from agy_harness.ports.protocols import Clock, RawStep, SourceUnavailable, StepBatch
+from agy_harness.ports.protocols import Clock, RawStep, StepBatch
 
 from .client import RpcClient, StreamProgress
 from .codec import BadFrame, Frame, unwrap_update
-from .errors import RpcError, StreamIdle
+from .errors import StreamIdle
 
 log = logging.getLogger(__name__)
 
@@ -30,14 +30,10 @@ def object_steps(raw_steps: list[Any], *, source: str, cascade_id: str) -> tuple
     return kept
 
 
-def _unavailable(exc: RpcError) -> SourceUnavailable:
-    return SourceUnavailable(f"{exc.method} is not served by this agy: {exc.message}")
-
-
 class RpcStreamSource:
     """``StreamAgentStateUpdates {conversationId}``: one StepBatch per frame, the first a snapshot.
 
-    Ends with StopAsyncIteration on a clean trailer, raises SourceUnavailable on 404/unimplemented,
+    Ends with StopAsyncIteration on a clean trailer, raises MethodMissing on 404/unimplemented,
     RpcError/StreamBroken on transport trouble, and StreamIdle when no byte arrived for
     ``idle_timeout`` seconds while ``is_running()`` says the cascade runs (default: the last
     update's ``status`` was RUNNING); the bytes of a big frame still arriving are not idleness.
@@ -87,10 +83,6 @@ class RpcStreamSource:
                     frame = task.result()
                 except StopAsyncIteration:
                     return
-                except RpcError as exc:
-                    if exc.method_missing:
-                        raise _unavailable(exc) from exc
-                    raise
                 batch = self._batch(cascade_id, frame, snapshot=first)
                 if batch is None:
                     continue
@@ -133,12 +125,7 @@ class RpcPollSource:
         self.polls = 0
 
     async def read_steps(self, cascade_id: str) -> list[RawStep]:
-        try:
-            answer = await self._client.call(STEPS_METHOD, {"cascadeId": cascade_id})
-        except RpcError as exc:
-            if exc.method_missing:
-                raise _unavailable(exc) from exc
-            raise
+        answer = await self._client.call(STEPS_METHOD, {"cascadeId": cascade_id})
         raw = answer.get("steps")
         if raw is None:
             return []

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agy_harness.ports.errors import AgyHarnessError
 
-class TmuxError(Exception):
-    """Base of the tmux adapter's errors."""
+
+class TmuxError(AgyHarnessError):
+    """Base of the tmux adapter's errors (a member of the vocabulary, :mod:`agy_harness.ports.errors`)."""
 
 
 class TmuxCommandFailed(TmuxError):

@@ -21,6 +21,7 @@ from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.codec import unwrap_update
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.core.steps import as_dict, as_list, as_str, steps_from_update
+from agy_harness.ports.errors import MethodMissing
 
 from ..root.container import newest_root
 from ..root.version_gate import bound_agy_version, method_exists
@@ -140,7 +141,7 @@ async def diagnose(client: RpcClient, cascade_id: str | None, version_text: str 
             answers[method] = await client.call(method, {}, timeout=5.0)
             methods[method] = "present"
         except Exception as exc:
-            methods[method] = "missing" if getattr(exc, "status", None) == 404 else f"error: {exc}"
+            methods[method] = "missing" if isinstance(exc, MethodMissing) else f"error: {exc}"
     for method in EMPTY_PROBED:
         methods[method] = "present" if await method_exists(client, method) else "missing"
     for method, why in NOT_PROBED.items():

@@ -1,6 +1,15 @@
-"""What the CLI says when a command fails: exit codes, and one readable line per known error."""
+"""What the CLI says when a command fails: exit codes, and one readable line per kind of error."""
 
 from __future__ import annotations
+
+from agy_harness.ports.errors import (
+    AgyAmbiguous,
+    AgyCallFailed,
+    AgyHarnessError,
+    AgyNotFound,
+    AgyUnreachable,
+    NoTurnSender,
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -21,29 +30,25 @@ NO_TMUX_TURNS = (
 )
 
 
-class UserFacingError(RuntimeError):
+class UserFacingError(AgyHarnessError, RuntimeError):
     """A failure whose message already says what to do; shown as it is."""
 
 
-class NoTurnSender(RuntimeError):
-    """No turn sender can reach this agy (an old agy, and no tmux pane to type into)."""
-
-
 def explain(exc: BaseException) -> str:
-    """One line for a human: what failed and, where we know it, what to do."""
-    from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound, RpcError, RpcUnreachable
-
+    """One line for a human: what failed and, where we know it, what to do. Read from the error
+    vocabulary (:mod:`agy_harness.ports.errors`) alone: an adapter's own error is one of its types.
+    Every failure exits :data:`EXIT_FAILURE` (argparse's usage errors and replay's bad input: 2)."""
     if isinstance(exc, UserFacingError):
         return str(exc)
-    if isinstance(exc, NoAgyFound):
+    if isinstance(exc, AgyNotFound):
         if exc.wrong_cascade:  # agy runs: the conversation id is the problem
             return f"no agy found: {exc}. {WRONG_CASCADE_HINT}"
         return f"no agy found: {exc}. {NO_AGY_HINT}"
-    if isinstance(exc, AmbiguousAgy):
+    if isinstance(exc, AgyAmbiguous):
         return f"more than one agy answers: {exc}"
-    if isinstance(exc, RpcUnreachable):
+    if isinstance(exc, AgyUnreachable):
         return f"agy's language server does not answer: {exc.message or exc}. {NO_AGY_HINT}"
-    if isinstance(exc, RpcError):
+    if isinstance(exc, AgyCallFailed):
         return f"agy refused a call: {exc}"
     if isinstance(exc, NoTurnSender):
         return NO_TMUX_TURNS

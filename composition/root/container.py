@@ -61,6 +61,7 @@ from agy_harness.adapters.rpc.discovery import Resolver, verify_endpoint
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.core.reconciler import Reconciler
+from agy_harness.ports.errors import NoConversation
 from agy_harness.ports.protocols import (
     CascadeSummary,
     CursorStore,
@@ -283,10 +284,10 @@ def newest_root(summaries: Sequence[CascadeSummary]) -> str | None:
 
 
 async def latest_cascade(directory: RpcCascadeDirectory) -> str:
-    """:func:`newest_root` of agy's listing; RuntimeError when agy has none yet."""
+    """:func:`newest_root` of agy's listing; NoConversation when agy has none yet."""
     newest = newest_root(await directory.list_cascades())
     if newest is None:
-        raise RuntimeError("agy has no conversation yet; name one (cascade_id, --cascade)")
+        raise NoConversation("agy has no conversation yet; name one (cascade_id, --cascade)")
     return newest
 
 

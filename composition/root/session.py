@@ -31,9 +31,9 @@ from typing import Any
 from agy_harness.adapters.reap import reap
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
-from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
 from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.core.answers import parse_answer
+from agy_harness.ports.errors import AgyCallFailed, AgyUnreachable, AnswerNotDelivered, UnknownGate
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, ModelCatalog
 
@@ -109,21 +109,22 @@ class Session:
     async def answer(self, gate_id: str, value: AnswerLike) -> None:
         """Answer a gate (see :func:`to_answer` for the accepted values).
 
-        Returns once agy took it. Raises KeyError for a gate this session never saw, ValueError
-        (:class:`~agy_harness.core.answers.AnswerError`) for an answer that is not an unambiguous
-        answer to this gate (nothing is sent), RuntimeError when agy took no answer: the gate already
-        took one, it closed, or agy now asks something else (a notice event says which).
+        Returns once agy took it. Raises UnknownGate (a KeyError) for a gate this session never saw,
+        :class:`~agy_harness.core.answers.AnswerError` (a ValueError) for an answer that is not an
+        unambiguous answer to this gate (nothing is sent), AnswerNotDelivered (a RuntimeError) when
+        agy took no answer: the gate already took one, it closed, or agy now asks something else (a
+        notice event says which). All three are :class:`~agy_harness.ports.errors.AgyHarnessError`.
         """
         gate = self._gates.get(gate_id)
         if gate is None and isinstance(self.sink, QueueSink):
             gate = self.sink.pending_gate(gate_id)
         if gate is None:
-            raise KeyError(f"unknown gate {gate_id!r}")
+            raise UnknownGate(f"unknown gate {gate_id!r}")
         answer = to_answer(gate, value)
         # the harness delivers it to exactly this gate's request (or to agy's re-ask of it after a
         # timeout), ends the pending ask, and refuses a second answer or a request that changed
         if not await self.harness.answer(gate, answer):
-            raise RuntimeError(f"gate {gate_id} could not be answered (see the notice events)")
+            raise AnswerNotDelivered(f"gate {gate_id} could not be answered (see the notice events)")
 
     async def interrupt(self) -> InterruptReport:
         """Stop agy's current work (a parked gate is denied)."""
@@ -223,9 +224,9 @@ async def _follow_restarts(client: RpcClient, resolver: Resolver, interval: floa
             await client.call("Heartbeat", {}, timeout=2.0)
             misses = 0
             continue
-        except RpcUnreachable:
+        except AgyUnreachable:
             misses += 1
-        except RpcError:
+        except AgyCallFailed:
             continue
         if misses < 2:
             continue

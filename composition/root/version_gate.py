@@ -1,7 +1,7 @@
 """The version gate: what this agy can do, and therefore which adapters the harness uses.
 
 The version comes from ``agy --version`` (first ``x.y.z``); the capabilities from probing the RPC
-surface (a method that answers 404 is missing). A version alone never enables a method the probe
+surface (a method agy does not serve raises MethodMissing). A version alone never enables a method the probe
 found missing; a method that disappears at run time still demotes its adapter (the harness does that).
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.errors import RpcError
+from agy_harness.ports.errors import AgyCallFailed, MethodMissing
 
 log = logging.getLogger("agy_harness.version_gate")
 
@@ -105,26 +105,22 @@ class Capabilities:
         return f"agy {v}: {reads}, {turns}{transcript}"
 
 
-def _is_not_found(exc: Exception) -> bool:
-    status = getattr(exc, "status", None)
-    code = str(getattr(exc, "code", ""))
-    return status == 404 or (code in ("unimplemented", "not_found") and status in (404, None))
-
-
 async def method_exists(client: _Caller, method: str) -> bool:
-    """Probe ``method`` with an empty request: anything but a 404 means agy has it.
+    """Probe ``method`` with an empty request: anything but MethodMissing means agy has it.
 
     The empty request names no cascade, so agy refuses it without side effects.
     """
     try:
         await client.call(method, {}, timeout=2.0)
-    except Exception as exc:
-        return not _is_not_found(exc)
+    except MethodMissing:
+        return False
+    except Exception:
+        return True
     return True
 
 
 async def stream_exists(client: RpcClient, cascade_id: str) -> bool:
-    """Open ``StreamAgentStateUpdates`` briefly: a 404 means this agy has no stream.
+    """Open ``StreamAgentStateUpdates`` briefly: MethodMissing means this agy has no stream.
 
     The probe stream is closed before this returns (``aclosing``): a stream left open keeps agy
     sending to it for the life of the connection.
@@ -134,8 +130,10 @@ async def stream_exists(client: RpcClient, cascade_id: str) -> bool:
         async with contextlib.aclosing(frames), asyncio.timeout(2.0):
             async for _frame in frames:
                 return True
-    except RpcError as exc:
-        return not exc.method_missing
+    except MethodMissing:
+        return False
+    except AgyCallFailed:
+        return True  # refused or broken, but served
     except TimeoutError:
         return True  # open and idle: it exists
     return True

@@ -31,7 +31,6 @@ from agy_harness.core.elicitation import (
     delivery_target,
     freshest_open,
     interaction_payload,
-    rejection_is_transient,
 )
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import (
@@ -268,14 +267,8 @@ class AnswerDelivery:
         return True
 
     async def _rejected(self, gate: GateOpened, target: Target, exc: InteractionRejected) -> bool | None:
-        if rejection_is_transient(exc.status, exc.code, exc.message):
-            log.warning(
-                "gate %s: agy failed transiently (HTTP %s %s: %s)",
-                gate.gate_id,
-                exc.status,
-                exc.code,
-                exc.message,
-            )
+        if exc.reason == "transient":  # (classified where it was raised: ports.errors)
+            log.warning("gate %s: agy failed transiently (%s)", gate.gate_id, exc)
             return None
         raws: list[Any] = await self.snapshot.read_steps(gate.cascade_id)  # a failure: retried
         kind = classify_rejection(gate, target.step_index, raws)
@@ -287,7 +280,7 @@ class AnswerDelivery:
         if kind == "shape":
             await self.emitter.notice(
                 gate.id,
-                f"agy refused the answer to gate {gate.gate_id} (HTTP {exc.status}: {exc.message}); not retrying",
+                f"agy refused the answer to gate {gate.gate_id} ({exc.detail}); not retrying",
                 "error",
             )
         else:

@@ -2,7 +2,7 @@
 
 The sources are tried in preference order (stream, then poll, then tail). A source that fails is
 left for the next one for a backoff period, then the preferred one is tried again; one that says it
-cannot serve this agy at all (:class:`SourceUnavailable`, an HTTP 404) is dropped with one log line.
+cannot serve this agy at all (:class:`~agy_harness.ports.errors.MethodMissing`) is dropped with one log line.
 Every batch goes through the :class:`~.emitter.Emitter` (the reconciler dedups the stream's replay
 after a reconnect and a poll after a stream). Nothing unexpected kills the driver: it logs, counts and
 restarts with backoff. A rotation restarts it on the new cascade.
@@ -17,9 +17,9 @@ import random
 from collections.abc import Sequence
 
 from agy_harness.adapters.reap import reap
-from agy_harness.adapters.rpc.errors import StreamIdle
+from agy_harness.ports.errors import MethodMissing, SourceIdle
 from agy_harness.ports.events import Notice
-from agy_harness.ports.protocols import SourceUnavailable, StepSource
+from agy_harness.ports.protocols import StepSource
 
 from .conversation import Conversation, HarnessOptions, HarnessStats
 from .emitter import Emitter
@@ -103,7 +103,7 @@ class ReadDriver:
                         backoff = self.options.fallback_backoff
                     await asyncio.sleep(0.05)  # a clean end (trailer): re-open
                 index = 0
-            except SourceUnavailable as exc:
+            except MethodMissing as exc:
                 self.sources.remove(source)
                 self.stats.demotions.append(source.name)
                 log.warning(
@@ -117,7 +117,7 @@ class ReadDriver:
                 raise
             except Exception as exc:
                 self.stats.source_errors += 1
-                self._idles = self._idles + 1 if isinstance(exc, StreamIdle) else 0
+                self._idles = self._idles + 1 if isinstance(exc, SourceIdle) else 0
                 (log.warning if self._idles <= 1 else log.info)(  # a stalled stream: said once
                     "step source %r failed (%s: %s); %s",
                     source.name,

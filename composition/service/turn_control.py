@@ -1,7 +1,7 @@
 """Turn control: starting user turns (with demotion across turn senders) and interrupting agy.
 
 Turn senders are tried in preference order (RPC, then tmux); one that says it cannot serve this agy
-(:class:`SourceUnavailable`) is dropped for good with one log line. An interrupt denies a parked gate
+(:class:`~agy_harness.ports.errors.MethodMissing`) is dropped for good with one log line. An interrupt denies a parked gate
 first (agy's cancel does not free it), then cancels the running steps, and reports what it did.
 """
 
@@ -11,9 +11,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agy_harness.ports.protocols import GateAnswer, Interrupter, SourceUnavailable, TurnSender
+from agy_harness.ports.errors import MethodMissing, NoTurnSender
+from agy_harness.ports.protocols import GateAnswer, Interrupter, TurnSender
 
-from ..entrypoints.errors import NoTurnSender
 from .conversation import Conversation, HarnessStats
 from .emitter import Emitter
 from .gate_bridge import GateBridge
@@ -59,7 +59,7 @@ class TurnControl:
                 self._turn_at_send = self.conversation.reconciler.state.turn
                 await sender.send(self.conversation.cascade_id, text)
                 return sender.name
-            except SourceUnavailable as exc:
+            except MethodMissing as exc:
                 self.turn_senders.pop(0)
                 self.stats.demotions.append(sender.name)
                 log.warning(

@@ -20,7 +20,8 @@ from agy_harness.adapters.rpc.actions import (
     preferred_model,
 )
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable, TurnSendUnavailable
+from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
+from agy_harness.ports.errors import MethodMissing
 from agy_harness.ports.protocols import (
     CascadeDirectory,
     InteractionDelivery,
@@ -67,6 +68,29 @@ async def test_interaction_delivery_shape_and_rejection(stub: StubServer) -> Non
     assert json.loads(stub.requests[0].body) == {"cascadeId": "c", "interaction": interaction}
     assert (info.value.status, info.value.code, info.value.message) == (
         500, "unknown", "input not registered for step 4")  # fmt: skip
+    assert info.value.reason == "not_registered"  # classified where it was raised
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (500, b'{"code":"unknown","message":"input not registered for step 4"}', "not_registered"),
+        (500, b'{"code":"internal","message":"busy"}', "transient"),
+        (503, b"<html>overloaded</html>", "transient"),
+        (429, b'{"code":"resource_exhausted","message":"slow down"}', "transient"),
+        (400, b'{"code":"invalid_argument","message":"bad interaction"}', "final"),
+        (404, b'{"code":"not_found","message":"cascade not found"}', "final"),
+    ],
+)
+async def test_a_refused_answer_says_why_in_the_vocabulary(
+    stub: StubServer, status: int, body: bytes, reason: str
+) -> None:
+    """agy's refusal is read once, in the adapter's error: the gate delivery reads only ``reason``."""
+    stub.routes["HandleCascadeUserInteraction"] = const(status, body)
+    async with RpcClient(stub.base_url) as client:
+        with pytest.raises(InteractionRejected) as info:
+            await RpcInteractionDelivery(client).deliver("c", {"trajectoryId": "t", "stepIndex": 1})
+    assert info.value.reason == reason
 
 
 async def test_interaction_delivery_to_a_dead_port_is_not_a_rejection() -> None:
@@ -94,13 +118,13 @@ async def test_turn_sender_sends_the_resolved_model(stub: StubServer) -> None:
 
 async def test_turn_sender_404_demotes(stub: StubServer) -> None:
     async with RpcClient(stub.base_url) as client:
-        with pytest.raises(TurnSendUnavailable) as info:
+        with pytest.raises(MethodMissing) as info:
             await RpcTurnSender(client, lambda _c: _none()).send("c", "hi")
-        assert isinstance(info.value, SourceUnavailable)
+        assert isinstance(info.value, SourceUnavailable)  # (MethodMissing's older name)
         stub.routes["SendUserCascadeMessage"] = const(500, b'{"code":"internal","message":"busy"}')
         with pytest.raises(RpcError) as err:
             await RpcTurnSender(client, lambda _c: _none()).send("c", "hi")
-    assert not isinstance(err.value, TurnSendUnavailable)
+    assert not isinstance(err.value, MethodMissing)
 
 
 class FakeSnapshot:

@@ -39,6 +39,7 @@ from rich.markup import escape as escape_markup
 from agy_harness.core.answers import AnswerError, fold, parse_answer, texts
 from agy_harness.core.display import command_view, one_line, visible
 from agy_harness.core.tui_keys import persist_offered
+from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
@@ -48,7 +49,7 @@ MESSAGE_CHARS = 400  # the message (what omnigent's chat prints) holds the comma
 PERMISSION_KEYS = ("allow", "approve", "answer", "0")
 
 
-class OmnigentProtocolError(Exception):
+class OmnigentProtocolError(AgyHarnessError):
     """omnigent answered the hook with something that is not an ``{action, content}`` verdict."""
 
 

@@ -12,6 +12,7 @@ from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
+from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import Clock, GateAnswer
 
@@ -23,7 +24,7 @@ HOOK_NAME = "antigravity-elicitation-request"
 REPOLL_STATUSES = frozenset({202, 204})
 
 
-class OmnigentRejected(Exception):
+class OmnigentRejected(AgyHarnessError):
     """omnigent refused a request permanently (a 4xx that retrying cannot fix)."""
 
     def __init__(self, message: str, *, status: int = 0) -> None:
