@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agy_harness.adapters.reap import reap
+from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, Rotation
 from agy_harness.ports.protocols import (
@@ -44,7 +45,6 @@ from agy_harness.ports.protocols import (
     TurnSender,
 )
 
-from .claims import ClaimRegistry
 from .conversation import Conversation, HarnessOptions, HarnessStats
 from .directory_watcher import DirectoryWatcher
 from .emitter import Emitter

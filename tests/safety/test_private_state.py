@@ -13,7 +13,7 @@ import pytest
 
 from agy_harness.adapters.private_state import UnsafeStateError, private_dir, state_root
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.service.claims import RETENTION, ClaimRegistry
+from agy_harness.adapters.store.claims import RETENTION, ClaimRegistry
 from agy_harness.ports.events import Notice, Rotation
 from tests.composition.fakes import RecordingSink
 from tests.integration.helpers import harness_on

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agy_harness.adapters.reap import reap
+from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -41,7 +42,6 @@ from agy_harness.ports.events import (
 
 from ...root.container import make_container
 from ...root.session import AnswerLike, Session, session_from
-from ...service.claims import ClaimRegistry
 from ...service.harness import HarnessOptions, InterruptReport
 from .cards import event_view, gate_card
 
