@@ -7,9 +7,9 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.core.steps import steps_from_update
 from agy_harness.ports.protocols import Clock, RawStep, StepBatch
+from agy_harness.ports.tasks import reap
 
 from .client import RpcClient, StreamProgress
 from .codec import BadFrame, Frame, unwrap_update

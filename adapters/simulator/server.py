@@ -21,7 +21,7 @@ from hypercorn.asyncio.worker_context import WorkerContext
 from hypercorn.config import Config
 from hypercorn.utils import wrap_app
 
-from agy_harness.adapters.reap import reap
+from agy_harness.ports.tasks import reap
 
 from . import envelope
 from .faults import with_drift

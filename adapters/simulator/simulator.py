@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agy_harness.adapters.reap import reap
+from agy_harness.ports.tasks import reap
 
 from . import interactions, unary
 from . import steps as st

@@ -45,8 +45,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.core.steps import Step, parse_step, waiting_interaction
+from agy_harness.ports.tasks import reap
 
 from .simulator import Simulator
 from .tui_render import answer_interaction, gate_lines, render_screen, write_port_file

@@ -7,7 +7,7 @@ import contextlib
 import logging
 from pathlib import Path
 
-from agy_harness.adapters.reap import reap
+from agy_harness.ports.tasks import reap
 
 log = logging.getLogger("agy_harness.adapters.transcript.tail")
 

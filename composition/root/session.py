@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.sinks.queue import QueueSink
@@ -36,6 +35,7 @@ from agy_harness.core.answers import parse_answer
 from agy_harness.ports.errors import AgyCallFailed, AgyUnreachable, AnswerNotDelivered, UnknownGate
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, ModelCatalog
+from agy_harness.ports.tasks import reap
 
 from ..service.harness import Harness, HarnessOptions, InterruptReport
 from .container import AgyContainer, bind_conversation, bind_endpoint, make_container

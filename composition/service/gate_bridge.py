@@ -23,12 +23,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.core.answers import AnswerError, check_answer
 from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import EventSink, GateAnswer, InteractionDelivery, StepSnapshot, TuiKeys
+from agy_harness.ports.tasks import reap
 
 from .conversation import HarnessOptions
 from .emitter import Emitter

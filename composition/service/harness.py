@@ -27,7 +27,6 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, Rotation
@@ -44,6 +43,7 @@ from agy_harness.ports.protocols import (
     TuiScreen,
     TurnSender,
 )
+from agy_harness.ports.tasks import reap
 
 from .conversation import Conversation, HarnessOptions, HarnessStats
 from .directory_watcher import DirectoryWatcher

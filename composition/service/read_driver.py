@@ -16,10 +16,10 @@ import logging
 import random
 from collections.abc import Sequence
 
-from agy_harness.adapters.reap import reap
 from agy_harness.ports.errors import MethodMissing, SourceIdle
 from agy_harness.ports.events import Notice
 from agy_harness.ports.protocols import StepSource
+from agy_harness.ports.tasks import reap
 
 from .conversation import Conversation, HarnessOptions, HarnessStats
 from .emitter import Emitter

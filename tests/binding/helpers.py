@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.root.session import Session, open_session
 from agy_harness.composition.service.conversation import HarnessOptions
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, Notice
+from agy_harness.ports.tasks import reap
 
 FAST = HarnessOptions(
     fallback_backoff=0.05, max_backoff=0.2, sink_retry=0.01, directory_interval=0.1, answer_deadline=3.0

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import flood_gates, foreign_done_steps
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
+from agy_harness.ports.tasks import reap
 from tests.composition.fakes import RecordingSink
 
 from .helpers import FAST, watched

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agy_harness.adapters.reap import reap
+from agy_harness.ports.tasks import reap
 
 
 async def test_a_cancel_of_the_waiter_propagates() -> None:

@@ -8,13 +8,13 @@ from typing import Any
 
 import httpx
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import Clock, GateAnswer
+from agy_harness.ports.tasks import reap
 
 from .gates import OmnigentProtocolError, answer_from_result, elicitation_id, gate_params
 from .transport import TRANSIENT_STATUSES, OmnigentStats, Poster, RetryPolicy, log

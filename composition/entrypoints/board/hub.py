@@ -15,8 +15,8 @@ import logging
 import time
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.ports.events import Event, GateOpened, StatusChanged
+from agy_harness.ports.tasks import reap
 
 from .fleet import Fleet, Row
 from .live import LiveSession

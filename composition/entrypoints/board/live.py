@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -39,6 +38,7 @@ from agy_harness.ports.events import (
     Usage,
     UserMessage,
 )
+from agy_harness.ports.tasks import reap
 
 from ...root.container import make_container
 from ...root.session import AnswerLike, Session, session_from

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.escape import visible
+from agy_harness.ports.tasks import reap
 
 log = logging.getLogger("agy_harness.board")
 

@@ -19,10 +19,10 @@ import asyncio
 import contextlib
 import logging
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.omnigent import OmnigentSink
 from agy_harness.ports.events import AssistantMessage, Event, Rotation, ToolCall, ToolResult, UserMessage
 from agy_harness.ports.protocols import ModelCatalog
+from agy_harness.ports.tasks import reap
 
 log = logging.getLogger("agy_harness.omnigent_plugin")
 
