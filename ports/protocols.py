@@ -6,6 +6,7 @@ reads them. Adapters never interpret steps beyond what their transport needs.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -179,9 +180,43 @@ class EventSink(Protocol):
 
 @runtime_checkable
 class Clock(Protocol):
+    """Time as a component sees it: the event loop's in a session, a virtual one in unit tests."""
+
     def monotonic(self) -> float: ...
 
     async def sleep(self, seconds: float) -> None: ...
+
+
+@runtime_checkable
+class SessionClock(Clock, Protocol):
+    """The clock of a session's roles: a Clock that also waits for something to happen, up to a time
+    (every wait and backoff of the harness goes through it, so a unit test never really sleeps)."""
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        """Until ``event`` is set (True) or ``timeout`` seconds have passed (False)."""
+        ...
+
+
+@runtime_checkable
+class Claims(Protocol):
+    """Which conversations the sessions of this library are, or were, bound to: a conversation another
+    session worked on is never this session's ``/clear`` (the rotation rule)."""
+
+    def claim(self, cascade_id: str) -> None:
+        """Record that this session is bound to ``cascade_id``. Never raises."""
+        ...
+
+    def others(self) -> set[str]:
+        """The conversations other sessions claimed; raises UnsafeState when they cannot be read safely."""
+        ...
+
+
+@runtime_checkable
+class ShowsModelNames(Protocol):
+    """A sink that shows agy's model display names: the session hands it agy's catalog when it is
+    built (the sink is made by the entry point, before agy is bound)."""
+
+    def bind_model_catalog(self, catalog: ModelCatalog) -> None: ...
 
 
 class Cursor(BaseModel):

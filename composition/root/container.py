@@ -10,9 +10,10 @@ takes its reconciler from it. ``doctor`` and ``record`` only read agy (a ``Resol
     version_gate  = choose_adapters(capabilities)            ← the version gate: ONE provider
     step_sources  = Selector(version_gate.read)   stream? + poll + transcript?
     turn_senders  = Selector(version_gate.turns)  rpc? + tmux?
-    snapshot (the poll), interaction_delivery, interrupter, directory, model_catalog,
-    cursor_store, sink, options
-    harness       = Harness(all of the above)
+    subagent_source = subagent_source(step_sources)  streamed when the conversation is, else polled
+    snapshot (the poll), interaction_delivery, interrupter, directory, model_catalog, claims,
+    conversation, clock, bus, cursor_store, sink, options
+    harness       = Harness(all of the above)           nothing is wired into it after it is built
 
 A new entry point is a few lines over this root::
 
@@ -42,7 +43,7 @@ built only when something needs it, once per container (one container per sessio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,34 +61,26 @@ from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver, verify_endpoint
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.adapters.sinks.queue import QueueSink
+from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.errors import NoConversation
 from agy_harness.ports.protocols import (
     CascadeSummary,
     CursorStore,
     EventSink,
+    ModelCatalog,
+    ShowsModelNames,
     StepSnapshot,
     StepSource,
     TurnSender,
 )
 
+from ..service.bus import SessionBus
+from ..service.clock import LoopClock
+from ..service.conversation import Conversation
 from ..service.harness import Harness, HarnessOptions
 from .version_gate import Capabilities, choose_adapters, detect_capabilities
-
-
-class RunningProbe:
-    """Tells the stream source whether agy should be producing frames (the harness exists only later):
-    a turn runs and no gate waits. While a gate waits on the human (for hours, maybe) or the cascade
-    is idle, a silent stream is agy being quiet, not a dead stream (the stream's idle watchdog)."""
-
-    def __init__(self) -> None:
-        self.harness: Harness | None = None
-
-    def __call__(self) -> bool:
-        if self.harness is None:
-            return False
-        state = self.harness.reconciler.state
-        return state.status == "running" and not state.gates
+from .version_gate import subagent_source as subagent_source_for
 
 
 def _transcript_tail(caps: Capabilities) -> StepSource:
@@ -103,16 +96,12 @@ def _tmux_sender(target: str, server: Any, step_reader: StepSnapshot) -> TurnSen
     return TmuxTurnSender(target, server=server, step_reader=step_reader)
 
 
-def _harness(probe: RunningProbe, model_catalog: Any, client: RpcClient, **parts: Any) -> Harness:
-    bind_catalog = getattr(parts["sink"], "bind_model_catalog", None)
-    if callable(bind_catalog):  # a sink showing agy's model display names (the omnigent sink)
-        bind_catalog(model_catalog)
-    harness = Harness(**parts)
-    probe.harness = harness
-    if any(isinstance(s, RpcStreamSource) for s in parts["sources"]):
-        # this agy streams: sub-agents are streamed too (each stream has its own connection)
-        harness.watcher.child_source = lambda: RpcStreamSource(client)
-    return harness
+def _shown_models(sink: EventSink, catalog: ModelCatalog) -> EventSink:
+    """The sink, handed agy's model catalog when it shows model display names (the omnigent sink,
+    the terminal): it was made by the entry point before agy was bound."""
+    if isinstance(sink, ShowsModelNames):
+        sink.bind_model_catalog(catalog)
+    return sink
 
 
 def _tui_keys(target: str | None, server: Any) -> Any:
@@ -173,12 +162,14 @@ class AgyContainer(containers.DeclarativeContainer):
     # -- the adapters ----------------------------------------------------------------------
     poll = providers.Singleton(RpcPollSource, client, interval=config.poll_interval.as_float())
     snapshot = providers.Callable(_same, poll)
-    running = providers.Singleton(RunningProbe)
+    # the bound conversation: the harness's, and what the stream's idle watchdog asks (a silent
+    # stream is a dead one only while agy should be producing: a turn runs and no gate waits)
+    conversation = providers.Singleton(Conversation, cascade_id, cursor_store)
     stream = providers.Singleton(
         RpcStreamSource,
         client,
         idle_timeout=config.stream_idle_timeout.as_float(),
-        is_running=running,
+        is_running=conversation.provided.producing,
     )
     transcript = providers.Singleton(_transcript_tail, capabilities)
     step_sources = providers.Selector(
@@ -188,8 +179,12 @@ class AgyContainer(containers.DeclarativeContainer):
         poll=providers.List(poll),
         poll_transcript=providers.List(poll, transcript),
     )
+    # a sub-agent's own live source, by the version gate's rule: streamed when the conversation is
+    subagent_stream = providers.Factory(RpcStreamSource, client)
+    subagent_source = providers.Callable(subagent_source_for, step_sources, subagent_stream.provider)
     model_catalog = providers.Singleton(RpcModelCatalog, client)
-    model_choice = providers.Object(None)  # a () -> model id the user chose (ACP, the plugin), or None
+    # a () -> model id the user chose (ACP, the plugin), or None
+    model_choice: providers.Object[Callable[[], str | None] | None] = providers.Object(None)
     model_resolver = providers.Singleton(PlanModelResolver, snapshot, model_catalog, model_choice)
     rpc_turns = providers.Singleton(RpcTurnSender, client, model_resolver)
     tmux_turns = providers.Singleton(
@@ -207,17 +202,19 @@ class AgyContainer(containers.DeclarativeContainer):
     tui_screen = providers.Singleton(_tui_screen, config.tmux_target, tmux_server)
     interrupter = providers.Singleton(RpcInterrupter, client)
     directory = providers.Singleton(RpcCascadeDirectory, client)
+    # the other sessions' conversations, in a private per-user directory (never our /clear)
+    claims = providers.Singleton(ClaimRegistry)
 
-    # -- the harness -----------------------------------------------------------------------
+    # -- the harness: its roles share one clock and one bus ----------------------------------
+    clock = providers.Singleton(LoopClock)
+    bus = providers.Singleton(SessionBus)
     harness = providers.Singleton(
-        _harness,
-        running,
-        model_catalog,
-        client,
+        Harness,
         cascade_id=cascade_id,
+        conversation=conversation,
         sources=step_sources,
         snapshot=snapshot,
-        sink=sink,
+        sink=providers.Callable(_shown_models, sink, model_catalog),
         delivery=interaction_delivery,
         turn_senders=turn_senders,
         interrupter=interrupter,
@@ -226,6 +223,10 @@ class AgyContainer(containers.DeclarativeContainer):
         options=options,
         tui=tui_keys,
         screen=tui_screen,
+        claims=claims,
+        clock=clock,
+        bus=bus,
+        subagent_source=subagent_source,
     )
 
     # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------

@@ -12,12 +12,14 @@ import contextlib
 import logging
 import re
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.ports.errors import AgyCallFailed, MethodMissing
+from agy_harness.ports.protocols import StepSource
 
 log = logging.getLogger("agy_harness.version_gate")
 
@@ -174,8 +176,9 @@ class AdapterChoice:
     """What the version gate picked: the step sources and turn senders, in preference order.
 
     ``read`` and ``turns`` are the keys the container's selectors use (``stream_poll``,
-    ``poll_transcript``, ``rpc_tmux``, ``none``...). Run-time demotion (a method that answers 404
-    later) is the harness's: it drops an adapter from these lists, it never adds one.
+    ``poll_transcript``, ``rpc_tmux``, ``none``...); sub-agents follow ``read``
+    (:func:`subagent_source`). Run-time demotion (a method agy stops serving) is the harness's: it
+    drops an adapter from these lists, it never adds one.
     """
 
     read: str
@@ -188,3 +191,11 @@ def choose_adapters(caps: Capabilities, *, tmux: bool = False) -> AdapterChoice:
     read = (["stream"] if caps.stream else []) + ["poll"] + (["transcript"] if caps.transcript_root else [])
     turns = (["rpc"] if caps.rpc_turns else []) + (["tmux"] if tmux else [])
     return AdapterChoice("_".join(read), "_".join(turns) or "none")
+
+
+def subagent_source(
+    sources: Sequence[StepSource], stream: Callable[[], StepSource]
+) -> Callable[[], StepSource] | None:
+    """A sub-agent's own source: streamed when the sources chosen for the conversation stream (each
+    stream has its own connection), else None: sub-agents are polled."""
+    return stream if any(source.name == "stream" for source in sources) else None

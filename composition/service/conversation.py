@@ -85,6 +85,13 @@ class Conversation:
             state = rotated_state(carry)
         return Reconciler(cascade_id, state)
 
+    def producing(self) -> bool:
+        """Whether agy should be producing steps now: a turn runs and no gate waits. (While a gate waits
+        on the human, for hours maybe, or the conversation is idle, a silent stream is agy being quiet,
+        not a dead stream: the stream's idle watchdog asks this.)"""
+        state = self.reconciler.state
+        return state.status == "running" and not state.gates
+
     def rebind(self, new_cascade: str) -> None:
         """Follow a rotation: the new cascade, its cursor or the old turn's carried state."""
         carry = self.reconciler.state

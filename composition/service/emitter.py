@@ -3,15 +3,16 @@
 :meth:`Emitter.apply` feeds a batch through a reconciler (the bound conversation's, or a sub-agent's)
 and delivers what it yields; the delivery is shielded, so events of a fed step reach the sink even if
 the reader is cancelled meanwhile. :meth:`Emitter.emit` retries the sink until it accepted everything,
-then advances the cursor (only for the bound conversation's events), then tells the observers (the
-gate bridge, the directory watcher) what was delivered.
+then advances the cursor (only for the bound conversation's events), then publishes what was
+delivered on the session's bus (:mod:`.bus`: the gate bridge, the directory watcher and the sub-agent
+mirrors subscribe there). A step of another conversation found in a batch of ours goes to the bus too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from agy_harness.core.elicitation import with_poll_details
@@ -22,10 +23,13 @@ from agy_harness.ports.protocols import (
     CursorJournal,
     CursorStore,
     EventSink,
+    SessionClock,
     StepBatch,
     StepSnapshot,
 )
 
+from .bus import SessionBus
+from .clock import LoopClock
 from .conversation import Conversation, HarnessOptions, HarnessStats
 
 #: What a sink raises when it cannot take an event for its content (not because it is down):
@@ -36,7 +40,6 @@ log = logging.getLogger("agy_harness.harness")
 
 _CURSOR_TYPES = COMMITTED_TYPES | {"text_delta", "reasoning_delta"}
 
-Observer = Callable[[Sequence[Event]], None]
 Level = Literal["info", "warning", "error"]
 
 
@@ -50,7 +53,8 @@ class Emitter:
         cursor_store: CursorStore | None = None,
         options: HarnessOptions | None = None,
         stats: HarnessStats | None = None,
-        observers: Sequence[Observer] = (),
+        bus: SessionBus | None = None,
+        clock: SessionClock | None = None,
     ) -> None:
         self.conversation = conversation
         self.snapshot = snapshot
@@ -58,10 +62,8 @@ class Emitter:
         self.cursor_store = cursor_store
         self.options = options or HarnessOptions()
         self.stats = stats or HarnessStats()
-        self.observers = list(observers)
-        #: where a step of another conversation found in ours goes (the directory watcher: a
-        #: sub-agent's mirror); None: fed to ours as before
-        self.relayed: Callable[[str, Any], Awaitable[None]] | None = None
+        self.bus = bus if bus is not None else SessionBus()
+        self.clock = clock if clock is not None else LoopClock()
         self.inflight: set[asyncio.Future[None]] = set()
         self._lock = asyncio.Lock()
         # a journal store takes only what changed (O(1) per delivery); see _advance_cursor
@@ -71,20 +73,20 @@ class Emitter:
         self._sync_due: set[str] = set()  # cascades whose journal records await their fsync
 
     async def apply(self, batch: StepBatch, reconciler: Reconciler | None = None) -> None:
-        if reconciler is None and self.relayed is not None:
+        if reconciler is None and self.bus.takes_foreign_steps:
             # a step of another conversation on ours (agy >= 1.1.1 relays sub-agents' updates on the
             # root's stream): it is that conversation's, never ours
-            ours, steps = self.conversation.cascade_id, []
+            ours, kept = self.conversation.cascade_id, []
             for raw in batch.steps:
                 other = _other_cascade(raw, ours)
                 if other:
-                    await self.relayed(other, raw)
+                    await self.bus.foreign_step(other, raw)
                 else:
-                    steps.append(raw)
-            if len(steps) != len(batch.steps):
+                    kept.append(raw)
+            if len(kept) != len(batch.steps):
                 batch = StepBatch(
                     cascade_id=batch.cascade_id,
-                    steps=tuple(steps),
+                    steps=tuple(kept),
                     snapshot=batch.snapshot,
                     source=batch.source,
                 )
@@ -161,7 +163,7 @@ class Emitter:
                 self.stats.events += accepted
                 pending = pending[accepted:]
                 if pending:
-                    await asyncio.sleep(pause)
+                    await self.clock.sleep(pause)
                     pause = min(pause * 2, self.options.max_backoff)
             # after every acknowledged delivery (deltas too: a restart resumes a reply where the
             # consumer's copy ends, so no delta is re-cut under an id it already has)
@@ -169,8 +171,7 @@ class Emitter:
             mine = bool(events) and events[0].cascade_id == reconciler.cascade_id  # a sub-agent's are not
             if self.cursor_store is not None and mine and any(e.type in _CURSOR_TYPES for e in events):
                 await self._advance_cursor(reconciler)
-        for observe in self.observers:
-            observe(events)
+        self.bus.delivered(events)
 
     async def _isolate(self, pending: list[Event], exc: Exception) -> int:
         """The sink refused a delivery for its content (an encoding or value error): deliver the first

@@ -1,7 +1,7 @@
 """The gate bridge: gates agy opened, put to the human, and each answer delivered to exactly the
 request the human saw.
 
-Gates arrive from the :class:`~.emitter.Emitter` (observer). Each is asked in its own task, so a gate
+Gates arrive on the session's bus (:mod:`.bus`: what the emitter delivered). Each is asked in its own task, so a gate
 never waits for another's answer; a sink shows a bounded number of asks at once
 (``max_concurrent_asks``, default :data:`MAX_ASKS`; the terminal shows one): when a new gate finds no
 room, the oldest ask gives way and goes back to a backlog that is served newest first, so a flood of
@@ -27,7 +27,14 @@ from agy_harness.core.answers import AnswerError, check_answer
 from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
-from agy_harness.ports.protocols import EventSink, GateAnswer, InteractionDelivery, StepSnapshot, TuiKeys
+from agy_harness.ports.protocols import (
+    EventSink,
+    GateAnswer,
+    InteractionDelivery,
+    SessionClock,
+    StepSnapshot,
+    TuiKeys,
+)
 from agy_harness.ports.tasks import reap
 
 from .conversation import HarnessOptions
@@ -51,6 +58,7 @@ class GateBridge:
         delivery: InteractionDelivery | None = None,
         options: HarnessOptions | None = None,
         tui: TuiKeys | None = None,
+        clock: SessionClock | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.sink = sink
@@ -70,9 +78,10 @@ class GateBridge:
             claim_re_ask=self._claim_re_ask,
             delivery=delivery,
             tui=tui,
+            clock=clock,
         )
-
         self._stopped = False
+        emitter.bus.on_delivered(self.observe)
 
     @property
     def delivery(self) -> InteractionDelivery | None:
@@ -107,7 +116,7 @@ class GateBridge:
     # -- gates in --------------------------------------------------------------------------
 
     def observe(self, events: Sequence[Event]) -> None:
-        """Emitter observer: open what was opened, withdraw what was withdrawn, in order."""
+        """What the sink acknowledged (the bus): open what was opened, withdraw what was withdrawn, in order."""
         for event in events:
             if isinstance(event, GateOpened):
                 self._open[event.gate_id] = event

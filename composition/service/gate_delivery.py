@@ -37,10 +37,12 @@ from agy_harness.ports.protocols import (
     GateAnswer,
     InteractionDelivery,
     InteractionRejected,
+    SessionClock,
     StepSnapshot,
     TuiKeys,
 )
 
+from .clock import LoopClock
 from .conversation import HarnessOptions
 from .emitter import Emitter, Level
 
@@ -79,8 +81,10 @@ class AnswerDelivery:
         claim_re_ask: ClaimReAsk,
         delivery: InteractionDelivery | None = None,
         tui: TuiKeys | None = None,
+        clock: SessionClock | None = None,
     ) -> None:
         self.claim_re_ask = claim_re_ask
+        self.clock = clock if clock is not None else LoopClock()
         self.snapshot = snapshot
         self.emitter = emitter
         self.options = options
@@ -181,10 +185,9 @@ class AnswerDelivery:
 
     async def _recorded(self, gate: GateOpened, step_index: int) -> dict[str, Any] | None:
         """The answer agy recorded for the step, once it left WAITING (None: none within the time)."""
-        loop = asyncio.get_running_loop()
-        end = loop.time() + TYPED_CONFIRM
-        while loop.time() < end:
-            await asyncio.sleep(0.05)
+        end = self.clock.monotonic() + TYPED_CONFIRM
+        while self.clock.monotonic() < end:
+            await self.clock.sleep(0.05)
             try:
                 raws = await self.snapshot.read_steps(gate.cascade_id)
             except asyncio.CancelledError:
@@ -204,9 +207,8 @@ class AnswerDelivery:
     # -- RPC -------------------------------------------------------------------------------------
 
     async def rpc(self, gate: GateOpened, answer: GateAnswer, deadline: float | None) -> bool:
-        loop = asyncio.get_running_loop()
         limit = self.options.answer_deadline if deadline is None else deadline
-        end = loop.time() + limit
+        end = self.clock.monotonic() + limit
         pause = self.options.fallback_backoff
         attempts = 0
         while True:
@@ -226,7 +228,7 @@ class AnswerDelivery:
                 outcome = None
             if outcome is not None:
                 return outcome
-            if loop.time() + pause > end:
+            if self.clock.monotonic() + pause > end:
                 await self.emitter.notice(
                     gate.id,
                     f"gate {gate.gate_id}: agy did not take the answer within {limit:g}s ({attempts} attempts);"
@@ -234,7 +236,7 @@ class AnswerDelivery:
                     "error",
                 )
                 return False
-            await asyncio.sleep(pause)
+            await self.clock.sleep(pause)
             pause = min(pause * 2, self.options.max_backoff)
 
     async def _once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:

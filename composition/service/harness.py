@@ -4,19 +4,22 @@ Built only on ports, so every adapter (RPC stream, RPC poll, transcript tail; RP
 any event sink) plugs in. :func:`agy_harness.composition.root.session.open_session` builds one from a
 running agy (or the simulator) through the version gate.
 
-One job per role, each in its own module, sharing the bound :class:`Conversation`:
+One job per role, each in its own module, sharing the bound :class:`Conversation`, one clock and one
+bus (:mod:`.bus`: what the emitter delivered, which the other roles subscribe to when they are built):
 
 * :class:`~.read_driver.ReadDriver` — picks the step source (stream, then poll, then tail), falls back
   and returns, demotes a source agy cannot serve, supervises itself.
 * :class:`~.emitter.Emitter` — feeds steps through the reconciler, delivers events to the sink in
-  order, advances the cursor past what the sink acknowledged, tells the observers below.
+  order, advances the cursor past what the sink acknowledged, publishes what was delivered.
 * :class:`~.gate_bridge.GateBridge` — puts gates to the human (each in its own ask), withdraws them, delivers
   answers (re-target a stale step, report a shape error, retry a transport failure).
-* :class:`~.directory_watcher.DirectoryWatcher` — the run-status backstop, sub-agent mirrors, rotation.
+* :class:`~.directory_watcher.DirectoryWatcher` — lists agy's cascades: the run-status backstop, and
+  the listing for the sub-agent mirrors (:mod:`.subagents`) and the ``/clear`` rule (:mod:`.clear_follower`).
 * :class:`~.turn_control.TurnControl` — user turns (with turn-sender demotion) and interrupt.
 
-:class:`Harness` is the facade: it wires the roles, runs their tasks, and does the one thing that
-moves them all, :meth:`Harness.rotate`.
+:class:`Harness` is the facade: it builds the roles from the ports it is given (the composition root
+gives them all; nothing is wired in after), runs their tasks, and does the one thing that moves them
+all, :meth:`Harness.rotate`.
 """
 
 from __future__ import annotations
@@ -24,19 +27,20 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, Rotation
 from agy_harness.ports.protocols import (
     CascadeDirectory,
+    Claims,
     CursorStore,
     EventSink,
     GateAnswer,
     InteractionDelivery,
     Interrupter,
+    SessionClock,
     StepSnapshot,
     StepSource,
     TuiKeys,
@@ -45,6 +49,8 @@ from agy_harness.ports.protocols import (
 )
 from agy_harness.ports.tasks import reap
 
+from .bus import SessionBus
+from .clock import LoopClock
 from .conversation import Conversation, HarnessOptions, HarnessStats
 from .directory_watcher import DirectoryWatcher
 from .emitter import Emitter
@@ -72,9 +78,17 @@ class Harness:
         cursor_store: CursorStore | None = None,
         options: HarnessOptions | None = None,
         tui: TuiKeys | None = None,
-        claims: ClaimRegistry | None = None,
+        claims: Claims | None = None,
         screen: TuiScreen | None = None,
+        clock: SessionClock | None = None,
+        bus: SessionBus | None = None,
+        subagent_source: Callable[[], StepSource] | None = None,
+        conversation: Conversation | None = None,
     ) -> None:
+        """``claims``: the other sessions' conversations (None: this session claims nothing and knows
+        of no other); ``subagent_source``: a live source for a sub-agent (None: they are polled);
+        ``conversation``: the bound conversation when the caller built it (the composition root does:
+        the stream's idle watchdog reads it), else built here from ``cascade_id`` and ``cursor_store``."""
         if not sources:
             raise ValueError("a harness needs at least one step source")
         self.snapshot = snapshot
@@ -82,33 +96,36 @@ class Harness:
         self.cursor_store = cursor_store
         self.options = options or HarnessOptions()
         self.stats = HarnessStats()
-        self.conversation = Conversation(cascade_id, cursor_store)
+        self.clock = clock if clock is not None else LoopClock()
+        self.bus = bus if bus is not None else SessionBus()
+        self.claims = claims
+        self.conversation = conversation or Conversation(cascade_id, cursor_store)
+        if self.conversation.cascade_id != cascade_id:
+            raise ValueError(f"the conversation is bound to {self.conversation.cascade_id}, not {cascade_id}")
+        shared: dict[str, Any] = {"options": self.options, "clock": self.clock}
         self.emitter = Emitter(
             self.conversation,
             snapshot=snapshot,
             sink=sink,
             cursor_store=cursor_store,
-            options=self.options,
             stats=self.stats,
+            bus=self.bus,
+            **shared,
         )
-        self.reader = ReadDriver(
-            self.conversation, sources, self.emitter, options=self.options, stats=self.stats
-        )
-        self.gates = GateBridge(
-            snapshot=snapshot,
-            sink=sink,
-            emitter=self.emitter,
-            delivery=delivery,
-            options=self.options,
-            tui=tui,
-        )
+        self.reader = ReadDriver(self.conversation, sources, self.emitter, stats=self.stats, **shared)
         self.watcher = DirectoryWatcher(
             self.conversation,
             snapshot=snapshot,
             emitter=self.emitter,
             rotate=self.rotate,
             directory=directory,
-            options=self.options,
+            claims=claims,
+            screen=screen,
+            subagent_source=subagent_source,
+            **shared,
+        )
+        self.gates = GateBridge(
+            snapshot=snapshot, sink=sink, emitter=self.emitter, delivery=delivery, tui=tui, **shared
         )
         self.turns = TurnControl(
             self.conversation,
@@ -118,11 +135,6 @@ class Harness:
             interrupter=interrupter,
             stats=self.stats,
         )
-        self.watcher.screen = screen
-        self.emitter.observers += [self.watcher.observe, self.gates.observe]
-        self.emitter.relayed = self.watcher.relayed
-        self.claims = ClaimRegistry() if claims is None else claims
-        self.watcher.claimed = self.claims.others
 
     # -- the adapters, as the roles hold them ----------------------------------------------
 
@@ -161,7 +173,7 @@ class Harness:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.claims.claim(self.cascade_id)  # other sessions never take it for their /clear
+        self._claim(self.cascade_id)  # other sessions never take it for their /clear
         await self._tell_damage()
         await self.watcher.bind()
         self.reader.start()
@@ -214,10 +226,14 @@ class Harness:
         self.gates.withdraw_all()
         await self.emitter.emit([event])
         self.watcher.left(old)
-        self.claims.claim(new_cascade)
+        self._claim(new_cascade)
         self.conversation.rebind(new_cascade)
         await self._tell_damage()
         await self.reader.restart()
+
+    def _claim(self, cascade_id: str) -> None:
+        if self.claims is not None:
+            self.claims.claim(cascade_id)
 
     async def _tell_damage(self) -> None:
         """A cursor that could not be used was set aside: say so, and what the session repeats."""

@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from agy_harness.ports.errors import MethodMissing, SourceIdle
 from agy_harness.ports.events import Notice
-from agy_harness.ports.protocols import StepSource
+from agy_harness.ports.protocols import SessionClock, StepBatch, StepSource
 from agy_harness.ports.tasks import reap
 
+from .clock import LoopClock
 from .conversation import Conversation, HarnessOptions, HarnessStats
 from .emitter import Emitter
 
@@ -36,6 +37,7 @@ class ReadDriver:
         *,
         options: HarnessOptions | None = None,
         stats: HarnessStats | None = None,
+        clock: SessionClock | None = None,
     ) -> None:
         if not sources:
             raise ValueError("a harness needs at least one step source")
@@ -44,6 +46,7 @@ class ReadDriver:
         self.emitter = emitter
         self.options = options or HarnessOptions()
         self.stats = stats or HarnessStats()
+        self.clock = clock if clock is not None else LoopClock()
         self._idles = 0  # consecutive stream-idle restarts (logged as a warning once)
         self.task: asyncio.Task[None] | None = None
 
@@ -72,7 +75,7 @@ class ReadDriver:
                     self.stats.driver_restarts,
                     backoff,
                 )
-                await asyncio.sleep(backoff)
+                await self.clock.sleep(backoff)
                 backoff = min(backoff * 2, self.options.max_backoff)
 
     async def _read(self) -> None:
@@ -97,11 +100,11 @@ class ReadDriver:
             self.stats.current_source = source.name
             try:
                 if fallback:  # stay on the fallback for a while, then return to the preferred source
-                    await self._consume(source, deadline=asyncio.get_running_loop().time() + backoff)
+                    await self._consume(source, deadline=self.clock.monotonic() + backoff)
                 else:
                     if await self._consume(source):
                         backoff = self.options.fallback_backoff
-                    await asyncio.sleep(0.05)  # a clean end (trailer): re-open
+                    await self.clock.sleep(0.05)  # a clean end (trailer): re-open
                 index = 0
             except MethodMissing as exc:
                 self.sources.remove(source)
@@ -128,7 +131,7 @@ class ReadDriver:
                     else f"falling back to {self.sources[1].name!r} for {backoff:.1f}s",
                 )
                 if fallback or len(self.sources) == 1:
-                    await asyncio.sleep(backoff)
+                    await self.clock.sleep(backoff)
                     index = 0
                 else:
                     index = 1
@@ -140,7 +143,6 @@ class ReadDriver:
         The deadline only ever interrupts the wait for the next batch, never an event delivery.
         """
         cascade = self.conversation.cascade_id
-        loop = asyncio.get_running_loop()
         batches = source.batches(cascade)
         count = 0
         try:
@@ -148,14 +150,10 @@ class ReadDriver:
                 if deadline is None:
                     batch = await anext(batches)
                 else:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
+                    found = await self._next_before(batches, deadline)
+                    if found is None:
                         return count
-                    try:
-                        async with asyncio.timeout(remaining):  # (wait_for can swallow a cancel on 3.11)
-                            batch = await anext(batches)
-                    except TimeoutError:
-                        return count
+                    batch = found
                 if cascade != self.conversation.cascade_id:
                     return count  # rotated away
                 await self.emitter.apply(batch)
@@ -165,3 +163,21 @@ class ReadDriver:
         finally:
             with contextlib.suppress(Exception):
                 await batches.aclose()  # type: ignore[attr-defined]
+
+    async def _next_before(self, batches: AsyncIterator[StepBatch], deadline: float) -> StepBatch | None:
+        """The next batch, or None when ``deadline`` (on the clock) passes first: the wait for it is
+        cancelled then (StopAsyncIteration when the source ended)."""
+        remaining = deadline - self.clock.monotonic()
+        if remaining <= 0:
+            return None
+        pending = asyncio.ensure_future(anext(batches))
+        ready = asyncio.Event()
+        pending.add_done_callback(lambda _: ready.set())
+        try:
+            if not await self.clock.wait(ready, remaining):
+                return None
+        finally:
+            if not pending.done():
+                pending.cancel()
+                await reap(pending)
+        return pending.result()

@@ -3,12 +3,99 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from agy_harness.adapters.sinks.asks import PendingAsks
+from agy_harness.composition.service.bus import SessionBus
+from agy_harness.ports.errors import UnsafeState
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected, StepBatch
+
+
+class FakeClock:
+    """Virtual time (the SessionClock port): nothing in a unit test really sleeps.
+
+    Sleeps and timed waits are timers on a virtual clock. Once the loop has run what is ready (a few
+    turns), the earliest timer fires and time jumps to it; a wait whose event is set first ends then.
+    ``waited`` records every sleep and timed wait asked for; while ``held`` is an unset event, sleeps
+    wait for it (a test acts in the middle of a backoff). A test waiting for virtual progress should
+    poll with ``asyncio.sleep(0)``, not a real sleep, so that it sees each step as it happens.
+    """
+
+    TURNS = 5
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+        self.waited: list[float] = []
+        self.held: asyncio.Event | None = None
+        self._timers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+        self._driver: asyncio.Task[None] | None = None
+
+    def monotonic(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waited.append(seconds)
+        if self.held is not None:
+            await self.held.wait()
+        await self._timer(seconds)
+
+    async def wait(self, event: asyncio.Event, timeout: float) -> bool:
+        self.waited.append(timeout)
+        if event.is_set():
+            return True
+        timer = asyncio.ensure_future(self._timer(timeout))
+        setter = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait({timer, setter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            setter.cancel()
+        return event.is_set()
+
+    async def _timer(self, seconds: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._timers, (self.now + max(0.0, seconds), next(self._seq), future))
+        if self._driver is None or self._driver.done():
+            self._driver = asyncio.ensure_future(self._drive())
+        await future
+
+    async def _drive(self) -> None:
+        while True:
+            for _ in range(self.TURNS):
+                await asyncio.sleep(0)
+            while self._timers and self._timers[0][2].done():  # cancelled meanwhile
+                heapq.heappop(self._timers)
+            if not self._timers:
+                return
+            deadline, _, future = heapq.heappop(self._timers)
+            self.now = max(self.now, deadline)
+            future.set_result(None)
+
+
+class MemoryClaims:
+    """The Claims port in memory: what the sessions of one ``world`` (a shared dict) claimed; no file
+    is written. ``unsafe`` makes ``others()`` refuse, as an unsafe claims directory does."""
+
+    def __init__(self, world: dict[str, str] | None = None, *, unsafe: str = "") -> None:
+        self.world = world if world is not None else {}
+        self.token = uuid.uuid4().hex
+        self.unsafe = unsafe
+        self.reads = 0
+
+    def claim(self, cascade_id: str) -> None:
+        self.world.setdefault(cascade_id, self.token)
+
+    def others(self) -> set[str]:
+        self.reads += 1
+        if self.unsafe:
+            raise UnsafeState(self.unsafe)
+        return {cascade for cascade, token in self.world.items() if token != self.token}
 
 
 class ScriptedSource:
@@ -111,6 +198,7 @@ class RecordingEmitter:
         self.inflight: set[asyncio.Future[None]] = set()
         self.fail_apply = 0  # raise on the next N applies
         self.fail_emit = 0  # raise on the next N emits
+        self.bus = SessionBus()  # what the roles under test subscribe to
 
     async def apply(self, batch: StepBatch, reconciler: Any = None) -> None:
         if self.fail_apply:

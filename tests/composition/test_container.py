@@ -19,7 +19,7 @@ from agy_harness.composition.root.session import QueueSink, session_from
 from agy_harness.composition.root.version_gate import AdapterChoice, Capabilities
 from tests.integration.helpers import FAST, run_turn
 
-from .fakes import RecordingSink
+from .fakes import MemoryClaims, RecordingSink
 
 
 def offline(caps: Capabilities, **kw: object) -> AgyContainer:
@@ -59,6 +59,22 @@ async def test_the_version_gate_is_one_provider_and_its_choice_follows_the_capab
     harness = container.harness()
     assert [s.name for s in harness.sources] == read and [t.name for t in harness.turn_senders] == turns
     assert harness.snapshot is container.poll() and harness.cascade_id == "c1"
+    # sub-agents too are the version gate's: streamed when this agy streams, else polled
+    subagent_source = harness.watcher.subagents.source
+    assert (subagent_source().name if subagent_source else "poll") == ("stream" if stream else "poll")
+    await container.client().aclose()
+
+
+async def test_every_part_of_the_harness_is_built_by_the_container_none_wired_in_after() -> None:
+    """The claims, the clock and the bus are providers: a test or an entry point overrides them."""
+    container = offline(Capabilities((1, 0, 10), stream=True, rpc_turns=True))
+    claims = MemoryClaims()
+    container.claims.override(providers.Object(claims))
+    harness = container.harness()
+    assert harness.claims is claims and harness.watcher.clear.claims is claims
+    assert harness.clock is container.clock() and harness.watcher.clock is harness.clock
+    assert harness.bus is container.bus() and harness.emitter.bus is harness.bus
+    assert harness.conversation is container.conversation()
     await container.client().aclose()
 
 
@@ -73,10 +89,12 @@ async def test_overriding_the_version_gate_itself_replaces_the_choice() -> None:
 async def test_the_stream_knows_whether_the_bound_turn_runs() -> None:
     container = offline(Capabilities((1, 0, 10), stream=True, rpc_turns=True))
     harness = container.harness()
-    probe = container.running()
-    assert probe.harness is harness and not probe()
+    producing = container.stream()._is_running  # the stream's idle watchdog asks this
+    assert not producing()
     harness.reconciler.state.status = "running"
-    assert probe()
+    assert producing()
+    harness.reconciler.state.gates["t/7"] = "t/7/gate"
+    assert not producing()  # a gate waits on the human: agy is quiet, not stalled
     await container.client().aclose()
 
 

@@ -1,4 +1,5 @@
-"""The directory watcher on its own: the run-status backstop, sub-agent mirrors, rotation."""
+"""The directory watcher on its own, with what it hands each listing to: the run-status backstop, the
+sub-agent mirrors (service/subagents.py), the /clear rule (service/clear_follower.py). On a virtual clock."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from agy_harness.ports.events import ToolResult
 from agy_harness.ports.protocols import CascadeSummary
 from tests.core.fixtures import CASCADE, fixture
 
-from .fakes import ListedDirectory, MemorySnapshot, RecordingEmitter
+from .fakes import FakeClock, ListedDirectory, MemoryClaims, MemorySnapshot, RecordingEmitter
 
 FAST = HarnessOptions(directory_interval=0.001, idle_reports_to_close=2, subagent_poll=0.001)
 
@@ -29,7 +30,10 @@ class Rotations:
 
 
 def make(
-    listed: list[CascadeSummary], steps: list[Any] | None = None, conversation: Conversation | None = None
+    listed: list[CascadeSummary],
+    steps: list[Any] | None = None,
+    conversation: Conversation | None = None,
+    claims: MemoryClaims | None = None,
 ) -> tuple[DirectoryWatcher, ListedDirectory, RecordingEmitter, Rotations]:
     directory, emitter, rotations = ListedDirectory(listed), RecordingEmitter(), Rotations()
     watcher = DirectoryWatcher(
@@ -39,6 +43,8 @@ def make(
         rotate=rotations,
         directory=directory,
         options=FAST,
+        clock=FakeClock(),
+        claims=claims,
     )
     return watcher, directory, emitter, rotations
 
@@ -92,7 +98,7 @@ async def test_a_sub_agent_is_mirrored_once_linked_to_the_call_that_started_it()
     child = summary("child-1", parent_id=CASCADE)
     other = summary("child-x", parent_id="somebody-else")
     watcher, directory, emitter, rotations = make([summary(CASCADE), child, other], [fixture("user_input")])
-    watcher.observe(
+    emitter.bus.delivered(
         [
             ToolResult(
                 id="r1", cascade_id=CASCADE, call_id="c1", name="invoke_subagent", output="started child-1"
@@ -120,13 +126,13 @@ async def test_a_sub_agent_listed_before_the_result_naming_it_waits_for_that_res
     watcher, directory, emitter, _ = make(
         [summary(CASCADE), summary("child-1", parent_id=CASCADE)], [], conversation
     )
-    watcher.observe(  # an earlier sub-agent of this turn: the wrong guess
+    emitter.bus.delivered(  # an earlier sub-agent of this turn: the wrong guess
         [ToolResult(id="r0", cascade_id=CASCADE, call_id="c0", name="invoke_subagent", output="child-0")]
     )
     watcher.start()
     await listings(directory, 3)
     assert emitter.emitted == []  # not linked yet, and nothing of the child emitted before its link
-    watcher.observe(
+    emitter.bus.delivered(
         [ToolResult(id="r1", cascade_id=CASCADE, call_id="c1", name="invoke_subagent", output="child-1 ok")]
     )
     await emitter.wait_for(lambda: emitter.emitted)
@@ -136,7 +142,7 @@ async def test_a_sub_agent_listed_before_the_result_naming_it_waits_for_that_res
 
 async def test_with_no_turn_running_a_sub_agent_is_linked_at_once_to_the_best_guess() -> None:
     watcher, _, emitter, _ = make([summary(CASCADE), summary("child-1", parent_id=CASCADE)], [])
-    watcher.observe(
+    emitter.bus.delivered(
         [ToolResult(id="r0", cascade_id=CASCADE, call_id="c0", name="invoke_subagent", output="started")]
     )
     watcher.start()
@@ -252,29 +258,52 @@ async def test_a_delivery_wakes_it_back_to_the_short_interval() -> None:
 
 
 async def test_deliveries_of_our_cascade_wake_it() -> None:
-    watcher, _, _, _ = make([])
+    watcher, _, emitter, _ = make([])
     other = ToolResult(id="x/1/r", cascade_id="someone-else", call_id="c", name="n", output="")
-    watcher.observe([other])
+    emitter.bus.delivered([other])
     assert not watcher._wake.is_set()
     ours = ToolResult(id="x/2/r", cascade_id=CASCADE, call_id="c", name="n", output="")
-    watcher.observe([ours])
+    emitter.bus.delivered([ours])
     assert watcher._wake.is_set()
 
 
 async def test_claims_are_read_only_when_a_conversation_could_be_our_clear() -> None:
     """Reading the claims means reading a file per session on the machine (1,500 here took 130 ms on
     the loop, every check); with nothing new listed there is nothing they could exclude."""
-    reads: list[int] = []
-
-    def claimed() -> set[str]:
-        reads.append(1)
-        return set()
-
-    watcher, directory, _, _ = make([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")])
-    watcher.claimed = claimed
+    claims = MemoryClaims()
+    watcher, directory, _, _ = make([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")], claims=claims)
     watcher.start()
     try:
         await listings(directory, 5)
     finally:
         stop(watcher)
-    assert reads == []
+    assert claims.reads == 0
+
+
+async def test_a_conversation_another_session_claimed_is_no_clear_and_unsafe_claims_follow_none() -> None:
+    """The Claims port (a memory one here: no file is written): a new conversation another session of
+    this library claimed is never our /clear; claims that cannot be read safely follow none, said
+    once in a notice; once they can be read, the one fresh unclaimed conversation is followed."""
+    t = "2026-01-01T00:00:0{}Z"
+    bound = summary(CASCADE, last_user_input_time=t.format(1))
+    world: dict[str, str] = {}
+    MemoryClaims(world).claim("theirs")  # another session's
+    claims = MemoryClaims(world)
+    watcher, directory, emitter, rotations = make([bound], claims=claims)
+    await watcher.bind()
+    watcher.start()
+    try:
+        directory.summaries = [bound, summary("theirs", last_user_input_time=t.format(3))]
+        await listings(directory, 3)
+        assert rotations.targets == []
+        claims.unsafe = "writable by other users"
+        directory.summaries.append(summary("mine", last_user_input_time=t.format(4)))
+        await listings(directory, 3)
+        assert rotations.targets == []
+        claims.unsafe = ""
+        await listings(directory, 2)
+    finally:
+        stop(watcher)
+    unsafe = [text for _, text, _ in emitter.notices if "claims cannot be read safely" in text]
+    assert len(unsafe) == 1 and "writable by other users" in unsafe[0]
+    assert set(rotations.targets) == {"mine"}

@@ -1,4 +1,4 @@
-"""The emitter on its own: order, the accepted prefix, the cursor after acks, observers last."""
+"""The emitter on its own: order, the accepted prefix, the cursor after acks, the bus last."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from agy_harness.ports.events import Event, Notice
 from agy_harness.ports.protocols import StepBatch
 from tests.core.fixtures import CASCADE, fixture
 
-from .fakes import MemorySnapshot, RecordingSink
+from .fakes import FakeClock, MemorySnapshot, RecordingSink
 
 FAST = HarnessOptions(sink_retry=0.001, max_backoff=0.01)
 
@@ -32,6 +32,7 @@ def make(
         cursor_store=cursors,
         options=FAST,
         stats=HarnessStats(),
+        clock=FakeClock(),
     )
 
 
@@ -68,7 +69,7 @@ async def test_the_cursor_is_saved_only_after_the_sink_took_everything() -> None
     assert saved_when == [len(sink.events)] and saved_when[0] > 0
 
 
-async def test_observers_see_what_was_delivered_after_the_sink_took_it() -> None:
+async def test_the_bus_is_told_what_was_delivered_after_the_sink_took_it() -> None:
     sink = RecordingSink()
     emitter = make(sink)
     seen: list[tuple[list[str], int]] = []
@@ -76,7 +77,7 @@ async def test_observers_see_what_was_delivered_after_the_sink_took_it() -> None
     def observe(events: Sequence[Event]) -> None:
         seen.append(([e.id for e in events], len(sink.events)))
 
-    emitter.observers.append(observe)
+    emitter.bus.on_delivered(observe)
     await emitter.emit([notice(1), notice(2)])
     assert seen == [(["n1", "n2"], 2)]
 
@@ -100,9 +101,11 @@ async def test_committed_events_reach_the_sink_even_when_the_applier_is_cancelle
     sink = RecordingSink()
     sink.fail_next = 3  # the sink is down while the reader is cancelled
     emitter = make(sink)
+    held = emitter.clock.held = asyncio.Event()  # type: ignore[attr-defined]
     task = asyncio.ensure_future(emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),))))
     await sink.wait_for(lambda: sink.fail_next < 3)
     task.cancel()
+    held.set()  # the sink's backoff ends after the reader was cancelled
     await asyncio.wait(emitter.inflight, timeout=2.0)
     assert [e.type for e in sink.events] == ["status", "model_change", "user_message"]
 
@@ -111,10 +114,12 @@ async def test_a_cancelled_batch_delivers_the_fed_step_and_feeds_no_more() -> No
     sink = RecordingSink()
     sink.fail_next = 3  # the sink is down while the reader is cancelled
     emitter = make(sink)
+    held = emitter.clock.held = asyncio.Event()  # type: ignore[attr-defined]
     steps = (fixture("user_input"), fixture("planner_response_text"))
     task = asyncio.ensure_future(emitter.apply(StepBatch(cascade_id=CASCADE, steps=steps)))
     await sink.wait_for(lambda: sink.fail_next < 3)
     task.cancel()
+    held.set()  # the sink's backoff ends after the reader was cancelled
     await asyncio.wait(emitter.inflight, timeout=2.0)
     assert [e.type for e in sink.events] == ["status", "model_change", "user_message"]
     # the second step was never fed: a later read of it yields its events then
@@ -135,7 +140,7 @@ async def test_a_notice_names_the_bound_conversation() -> None:
 
 async def test_a_step_of_another_conversation_on_ours_is_routed_not_fed_to_ours() -> None:
     """agy >= 1.1.1 relays sub-agents' updates on the root's stream: a step naming another
-    conversation goes to the relay hook (a sub-agent's mirror), never into our conversation."""
+    conversation goes to the bus (a sub-agent's mirror takes it), never into our conversation."""
     sink = RecordingSink()
     emitter = make(sink)
     routed: list[tuple[str, Any]] = []
@@ -143,7 +148,7 @@ async def test_a_step_of_another_conversation_on_ours_is_routed_not_fed_to_ours(
     async def relayed(cascade: str, raw: Any) -> None:
         routed.append((cascade, raw))
 
-    emitter.relayed = relayed
+    emitter.bus.on_foreign_step(relayed)
     theirs = fixture("planner_response_text")
     theirs["metadata"]["sourceTrajectoryStepInfo"]["cascadeId"] = "child-cascade"
     await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"), theirs), source="stream"))

@@ -13,7 +13,7 @@ from agy_harness.ports.events import GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected
 from tests.core.fixtures import CASCADE, fixture
 
-from .fakes import MemorySnapshot, RecordingDelivery, RecordingEmitter, RecordingSink
+from .fakes import FakeClock, MemorySnapshot, RecordingDelivery, RecordingEmitter, RecordingSink
 
 FAST = HarnessOptions(fallback_backoff=0.001, max_backoff=0.01, answer_deadline=0.1)
 
@@ -31,7 +31,9 @@ def bridge(
 ) -> tuple[GateBridge, RecordingSink, RecordingEmitter, MemorySnapshot]:
     sink, emitter, snap = sink or RecordingSink(), RecordingEmitter(), MemorySnapshot(steps)
     return (
-        GateBridge(snapshot=snap, sink=sink, emitter=emitter, delivery=delivery, options=FAST),
+        GateBridge(
+            snapshot=snap, sink=sink, emitter=emitter, delivery=delivery, options=FAST, clock=FakeClock()
+        ),
         sink,
         emitter,
         snap,
@@ -239,7 +241,9 @@ async def test_a_gate_only_agys_terminal_answers_is_never_asked_nor_answered() -
     )
     delivery = RecordingDelivery()
     sink, emitter = RecordingSink(), RecordingEmitter()
-    gates = GateBridge(snapshot=_Unreadable(), sink=sink, emitter=emitter, delivery=delivery, options=FAST)  # type: ignore[arg-type]
+    gates = GateBridge(
+        snapshot=_Unreadable(), sink=sink, emitter=emitter, delivery=delivery, options=FAST, clock=FakeClock()
+    )  # type: ignore[arg-type]
     gates.start()
     gates.observe([other])
     for answer in (GateAnswer(allow=True), GateAnswer(allow=False), GateAnswer(action="decline")):

@@ -12,7 +12,7 @@ from agy_harness.ports.events import Event
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected, SourceUnavailable
 from tests.core.fixtures import CASCADE, fixture
 
-from .fakes import MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
+from .fakes import FakeClock, MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
 
 FAST = HarnessOptions(fallback_backoff=0.01, max_backoff=0.05, sink_retry=0.001, directory_interval=0)
 TURN = ["user_input", "planner_response_tool_call_run_command", "run_command_done", "planner_response_text"]
@@ -34,6 +34,7 @@ async def clean_run() -> list[str]:
         snapshot=MemorySnapshot(),
         sink=sink,
         options=FAST,
+        clock=FakeClock(),
     ):
         await sink.wait_for(lambda: any(e.type == "assistant_message" for e in sink.events))
     return committed(sink.events)
@@ -54,7 +55,12 @@ async def test_stream_error_falls_back_to_poll_and_returns_to_the_stream() -> No
     )
     sink = RecordingSink()
     h = Harness(
-        cascade_id=CASCADE, sources=[stream, poll], snapshot=MemorySnapshot(), sink=sink, options=FAST
+        cascade_id=CASCADE,
+        sources=[stream, poll],
+        snapshot=MemorySnapshot(),
+        sink=sink,
+        options=FAST,
+        clock=FakeClock(),
     )
     async with h:
         await sink.wait_for(lambda: any(e.type == "assistant_message" for e in sink.events))
@@ -70,7 +76,12 @@ async def test_a_missing_method_demotes_the_source_for_good(caplog: Any) -> None
     sink = RecordingSink()
     with caplog.at_level(logging.WARNING, logger="agy_harness.harness"):
         h = Harness(
-            cascade_id=CASCADE, sources=[stream, poll], snapshot=MemorySnapshot(), sink=sink, options=FAST
+            cascade_id=CASCADE,
+            sources=[stream, poll],
+            snapshot=MemorySnapshot(),
+            sink=sink,
+            options=FAST,
+            clock=FakeClock(),
         )
         async with h:
             await sink.wait_for(lambda: any(e.type == "assistant_message" for e in sink.events))
@@ -93,6 +104,7 @@ async def test_sink_outage_costs_nothing_and_the_cursor_follows_acks() -> None:
         sink=sink,
         cursor_store=cursors,
         options=FAST,
+        clock=FakeClock(),
     ):
         await sink.wait_for(lambda: any(e.type == "assistant_message" for e in sink.events))
         await sink.wait_for(lambda: sink.events[-1].type == "status")
@@ -114,6 +126,7 @@ async def test_a_restart_with_a_cursor_emits_nothing_already_delivered() -> None
         sink=first,
         cursor_store=cursors,
         options=FAST,
+        clock=FakeClock(),
     ):
         await first.wait_for(lambda: any(e.type == "usage" for e in first.events))
     second = RecordingSink()
@@ -124,6 +137,7 @@ async def test_a_restart_with_a_cursor_emits_nothing_already_delivered() -> None
         sink=second,
         cursor_store=cursors,
         options=FAST,
+        clock=FakeClock(),
     ):
         await second.wait_for(lambda: any(e.type == "assistant_message" for e in second.events))
     union = committed(first.events) + committed(second.events)
@@ -135,7 +149,14 @@ async def test_a_restart_with_a_cursor_emits_nothing_already_delivered() -> None
 async def test_the_driver_survives_unexpected_errors() -> None:
     stream = ScriptedSource("stream", [[RuntimeError("boom")], [ValueError("bad")], [steps(*TURN)]])
     sink = RecordingSink()
-    h = Harness(cascade_id=CASCADE, sources=[stream], snapshot=MemorySnapshot(), sink=sink, options=FAST)
+    h = Harness(
+        cascade_id=CASCADE,
+        sources=[stream],
+        snapshot=MemorySnapshot(),
+        sink=sink,
+        options=FAST,
+        clock=FakeClock(),
+    )
     async with h:
         await sink.wait_for(lambda: any(e.type == "assistant_message" for e in sink.events))
     assert h.stats.source_errors == 2
@@ -159,6 +180,7 @@ async def test_gate_answered_and_delivered_to_the_surfaced_step() -> None:
         sink=sink,
         delivery=delivery,
         options=FAST,
+        clock=FakeClock(),
     ):
         await sink.wait_for(lambda: sink.asked)
         await sink.answers.put(GateAnswer(allow=True))
@@ -178,6 +200,7 @@ async def test_a_gate_that_timed_out_while_the_human_thought_goes_to_the_retry()
         sink=sink,
         delivery=delivery,
         options=FAST,
+        clock=FakeClock(),
     ) as h:
         await sink.wait_for(lambda: sink.asked)
         snap.steps = [fixture("run_command_error"), waiting_at(8)]  # agy timed out and re-asked
@@ -199,6 +222,7 @@ async def test_a_shape_error_is_reported_once_and_not_retried() -> None:
         sink=sink,
         delivery=delivery,
         options=FAST,
+        clock=FakeClock(),
     ):
         await sink.wait_for(lambda: sink.asked)
         await sink.answers.put(GateAnswer(allow=True))
@@ -229,6 +253,7 @@ async def test_a_stale_rejection_is_retargeted_to_agys_retry() -> None:
         sink=sink,
         delivery=delivery,
         options=FAST,
+        clock=FakeClock(),
     ):
         await sink.wait_for(lambda: sink.asked)
         await sink.answers.put(GateAnswer(allow=True))
@@ -247,6 +272,7 @@ async def test_a_gate_answered_elsewhere_is_withdrawn_from_the_human() -> None:
         sink=sink,
         delivery=RecordingDelivery(),
         options=FAST,
+        clock=FakeClock(),
     )
     async with h:
         await sink.wait_for(lambda: sink.asked)
@@ -275,6 +301,7 @@ async def test_interrupt_during_a_parked_gate_denies_it() -> None:
         delivery=delivery,
         interrupter=interrupter,
         options=FAST,
+        clock=FakeClock(),
     ) as h:
         await sink.wait_for(lambda: sink.asked)
         report = await h.interrupt()
@@ -303,6 +330,7 @@ async def test_a_turn_sender_that_answers_404_is_demoted_to_the_next(caplog: Any
         sink=RecordingSink(),
         turn_senders=[rpc, tmux],
         options=FAST,
+        clock=FakeClock(),
     )
     with caplog.at_level(logging.WARNING, logger="agy_harness.harness"):
         assert await h.send("one") == "tmux"
@@ -333,6 +361,7 @@ async def test_an_answer_survives_agy_being_briefly_unreachable() -> None:
         sink=sink,
         delivery=delivery,
         options=FAST,
+        clock=FakeClock(),
     ):
         await sink.wait_for(lambda: sink.asked)
         snap.failures = 2  # the re-reads at delivery fail twice

@@ -11,7 +11,7 @@ from agy_harness.composition.service.read_driver import ReadDriver
 from agy_harness.ports.protocols import SourceUnavailable
 from tests.core.fixtures import CASCADE, fixture
 
-from .fakes import RecordingEmitter, ScriptedSource
+from .fakes import FakeClock, RecordingEmitter, ScriptedSource
 
 FAST = HarnessOptions(fallback_backoff=0.01, max_backoff=0.05)
 STEP = [fixture("user_input")]
@@ -41,7 +41,7 @@ async def test_the_preferred_source_feeds_the_bound_conversation() -> None:
     emitter = RecordingEmitter()
     stream = ScriptedSource("stream", [[STEP, STEP]])
     poll = ScriptedSource("poll", [[STEP]], live=False)
-    driver = ReadDriver(Conversation(CASCADE), [stream, poll], emitter, options=FAST)  # type: ignore[arg-type]
+    driver = ReadDriver(Conversation(CASCADE), [stream, poll], emitter, options=FAST, clock=FakeClock())  # type: ignore[arg-type]
     await run(driver, lambda: len(emitter.applied) == 2, emitter)
     assert sources_of(emitter) == ["stream", "stream"] and poll.opened == 0
     assert {b.cascade_id for b, _ in emitter.applied} == {CASCADE}
@@ -57,6 +57,7 @@ async def test_a_failing_source_falls_back_for_a_while_then_returns() -> None:
         [stream, poll],
         emitter,
         options=FAST,
+        clock=FakeClock(),
         stats=stats,  # type: ignore[arg-type]
     )
     await run(driver, lambda: "stream" in sources_of(emitter), emitter)
@@ -73,6 +74,7 @@ async def test_a_source_agy_cannot_serve_is_dropped_for_good() -> None:
         [stream, poll],
         emitter,
         options=FAST,
+        clock=FakeClock(),
         stats=stats,  # type: ignore[arg-type]
     )
     await run(driver, lambda: emitter.applied, emitter)
@@ -85,7 +87,8 @@ async def test_with_no_source_left_it_says_so_and_stops() -> None:
         Conversation(CASCADE),
         [ScriptedSource("poll", [[SourceUnavailable("404")]])],
         emitter,
-        options=FAST,  # type: ignore[arg-type]
+        options=FAST,
+        clock=FakeClock(),  # type: ignore[arg-type]
     )
     driver.start()
     assert driver.task is not None
@@ -99,7 +102,9 @@ async def test_a_batch_that_fails_downstream_counts_against_the_source_which_is_
     emitter, stats = RecordingEmitter(), HarnessStats()
     emitter.fail_apply = 1
     stream = ScriptedSource("stream", [[STEP], [STEP]])
-    driver = ReadDriver(Conversation(CASCADE), [stream], emitter, options=FAST, stats=stats)  # type: ignore[arg-type]
+    driver = ReadDriver(
+        Conversation(CASCADE), [stream], emitter, options=FAST, clock=FakeClock(), stats=stats
+    )  # type: ignore[arg-type]
     await run(driver, lambda: emitter.applied, emitter)
     assert stats.source_errors == 1 and stream.opened == 2
 
@@ -108,7 +113,7 @@ async def test_a_failure_of_the_driver_itself_is_supervised_and_restarted() -> N
     emitter, stats = RecordingEmitter(), HarnessStats()
     emitter.fail_emit = 1  # the no-source notice fails once: it escapes the read loop
     only = ScriptedSource("poll", [[SourceUnavailable("404")]])
-    driver = ReadDriver(Conversation(CASCADE), [only], emitter, options=FAST, stats=stats)  # type: ignore[arg-type]
+    driver = ReadDriver(Conversation(CASCADE), [only], emitter, options=FAST, clock=FakeClock(), stats=stats)  # type: ignore[arg-type]
     driver.start()
     assert driver.task is not None
     await asyncio.wait_for(driver.task, 2)
@@ -119,7 +124,7 @@ async def test_a_restart_reads_the_new_cascade() -> None:
     emitter = RecordingEmitter()
     conversation = Conversation(CASCADE)
     stream = ScriptedSource("stream", [[STEP, "wait"], [STEP]])
-    driver = ReadDriver(conversation, [stream], emitter, options=FAST)  # type: ignore[arg-type]
+    driver = ReadDriver(conversation, [stream], emitter, options=FAST, clock=FakeClock())  # type: ignore[arg-type]
     driver.start()
     await emitter.wait_for(lambda: emitter.applied)
     conversation.rebind("new")

@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.service.bus import SessionBus
+from agy_harness.composition.service.conversation import Conversation
+from agy_harness.composition.service.subagents import SubagentMirrors
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import SubagentStarted, ToolResult
 from agy_harness.ports.protocols import CascadeSummary
@@ -37,7 +40,7 @@ async def test_a_sub_agent_is_linked_while_its_spawning_step_runs_and_its_mirror
             )
             await sim.wait_idle(timeout=30)
             watcher = session.harness.watcher
-            await sink.wait_for(lambda: watcher._children[child].done(), 20)  # the mirror ended
+            await sink.wait_for(lambda: watcher.subagents.children[child].done(), 20)  # the mirror ended
             closing = [e for e in sink.events if e.cascade_id == child and e.type == "status"]
             assert closing and closing[-1].status == "idle"  # type: ignore[union-attr]
             assert [e for e in sink.events if isinstance(e, SubagentStarted)] == [link]  # linked once
@@ -46,6 +49,7 @@ async def test_a_sub_agent_is_linked_while_its_spawning_step_runs_and_its_mirror
 class _Emitter:
     def __init__(self) -> None:
         self.emitted: list = []
+        self.bus = SessionBus()
 
     async def apply(self, batch, reconciler) -> None:  # type: ignore[no-untyped-def]
         for raw in batch.steps:
@@ -61,48 +65,34 @@ class _Snapshot:
 
 
 async def test_a_quiet_child_agy_lists_idle_gets_its_own_backstop() -> None:
-    from agy_harness.composition.service.conversation import Conversation
-    from agy_harness.composition.service.directory_watcher import DirectoryWatcher
-
     emitter = _Emitter()
-    watcher = DirectoryWatcher(
-        Conversation("parent", None),
-        snapshot=_Snapshot(),
-        emitter=emitter,
-        rotate=lambda _c: asyncio.sleep(0),  # type: ignore[arg-type]
-    )
+    mirrors = SubagentMirrors(Conversation("parent", None), snapshot=_Snapshot(), emitter=emitter)  # type: ignore[arg-type]
     child = Reconciler("child")
     child.state.status = "running"  # its turn opened; agy never sent a closing planner
-    watcher._child_state["child"] = child
+    mirrors.reconcilers["child"] = child
     task = asyncio.create_task(asyncio.sleep(60))
     idle = CascadeSummary(
         cascade_id="child", parent_id="parent", status="CASCADE_RUN_STATUS_IDLE", step_count=3
     )
-    await watcher._child_backstop(idle, task)
+    mirrors.children["child"] = task  # its mirror runs
+    await mirrors.follow([idle])
     assert not task.cancelled() and emitter.emitted == []  # one report is not enough
-    await watcher._child_backstop(idle, task)
+    await mirrors.follow([idle])
     await asyncio.sleep(0)
     assert task.cancelled()
     assert [(e.type, e.cascade_id, e.status) for e in emitter.emitted] == [("status", "child", "idle")]  # type: ignore[attr-defined]
 
 
 async def test_a_relayed_sub_agent_step_goes_to_its_mirror_and_nowhere_else() -> None:
-    from agy_harness.composition.service.conversation import Conversation
-    from agy_harness.composition.service.directory_watcher import DirectoryWatcher
     from tests.core.fixtures import fixture
 
     emitter = _Emitter()
-    watcher = DirectoryWatcher(
-        Conversation("parent", None),
-        snapshot=_Snapshot(),
-        emitter=emitter,
-        rotate=lambda _c: asyncio.sleep(0),  # type: ignore[arg-type]
-    )
+    mirrors = SubagentMirrors(Conversation("parent", None), snapshot=_Snapshot(), emitter=emitter)  # type: ignore[arg-type]
     step = fixture("user_input")
     step["metadata"]["sourceTrajectoryStepInfo"]["cascadeId"] = "child"
-    await watcher.relayed("child", step)  # not mirrored (yet): not ours, dropped
+    await emitter.bus.foreign_step("child", step)  # not mirrored (yet): not ours, dropped
     assert emitter.emitted == []
-    watcher._child_state["child"] = Reconciler("child")
-    await watcher.relayed("child", step)
+    mirrors.reconcilers["child"] = Reconciler("child")
+    await emitter.bus.foreign_step("child", step)
     assert {e.cascade_id for e in emitter.emitted} == {"child"}
     assert [e.type for e in emitter.emitted if e.type == "user_message"] == ["user_message"]

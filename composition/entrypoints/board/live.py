@@ -17,14 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from agy_harness.adapters.store.claims import ClaimRegistry
+from dependency_injector import providers
+
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -57,10 +56,6 @@ class StaleCard(Exception):
 
 class GateGone(Exception):
     """No such gate waits (answered in agy's terminal, timed out, or never asked here)."""
-
-
-def _claims_root() -> Path:
-    return Path(tempfile.mkdtemp(prefix="agy-board-claims-"))
 
 
 class LiveSession:
@@ -116,7 +111,7 @@ class LiveSession:
             csrf_token=self._csrf,
             options=HarnessOptions(follow_clear=False),
         )
-        container.harness.add_kwargs(claims=ClaimRegistry(_claims_root()))
+        container.claims.override(providers.Object(None))  # claims nothing (see the module doc)
         try:
             async with session_from(container) as session:
                 self.session = session
