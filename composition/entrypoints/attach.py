@@ -39,15 +39,13 @@ async def run_attach(
 async def _attached(
     terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None
 ) -> int:
-    from ..root.container import make_container
+    from ..root.container import make_container, pane_process
     from ..root.session import session_from
 
     pane_pid = None
     if tmux_target is not None and port is None:  # agy is in that pane: look for it there only
-        from agy_harness.adapters.tmux import find_pane_pid
-
         try:
-            pane_pid = find_pane_pid(tmux_target)
+            pane_pid = pane_process(tmux_target)
         except Exception as exc:
             raise UserFacingError(f"no tmux pane {tmux_target}: {explain(exc)}") from exc
     container = make_container(

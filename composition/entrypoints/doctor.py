@@ -2,42 +2,26 @@
 
 It reports agy's version, which RPC methods this project uses are present or missing, and every
 field, step type and enum value it saw that the project does not know (a drift report a user can
-paste into an issue). It only reads: unary methods that could change something are probed with an
-empty request that names no conversation (agy refuses it; a 404 means the method is missing), the
-stream is opened for its first frame and closed, and ``StartCascade`` is not probed at all.
+paste into an issue). It only reads: the probes are the version gate's, from the one table of agy's
+surface (:mod:`agy_harness.composition.root.surface`: unary methods that could change something get
+an empty request that names no conversation, the stream is opened for its first frame and closed,
+one that would create a conversation is not probed at all). agy is bound and its client built by the
+composition root.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agy_harness.adapters.rpc.actions import parse_summaries
-from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.codec import unwrap_update
-from agy_harness.adapters.rpc.discovery import Resolver
-from agy_harness.core.steps import as_dict, as_list, as_str, steps_from_update
-from agy_harness.ports.errors import MethodMissing
+from agy_harness.core.steps import as_dict, as_str, steps_from_update
 
-from ..root.container import newest_root
-from ..root.version_gate import bound_agy_version, method_exists
+from ..root.container import bind_endpoint, make_container
+from ..root.surface import probe_surface
 from . import doctor_schema as K
 from .errors import EXIT_OK
-
-READ_METHODS = ("Heartbeat", "GetAllCascadeTrajectories", "GetAvailableModels")
-EMPTY_PROBED = (
-    "GetConversationMetadata",
-    "GetCascadeTrajectorySteps",
-    "SendUserCascadeMessage",
-    "HandleCascadeUserInteraction",
-    "CancelCascadeSteps",
-    "SendAgentMessage",
-)
-NOT_PROBED = {"StartCascade": "it would create a conversation"}
 
 
 @dataclass
@@ -123,57 +107,26 @@ def _at(value: Any, path: str) -> Any:
     return value
 
 
-async def _first_frame(client: RpcClient, cascade_id: str) -> dict[str, Any] | None:
-    frames = client.stream("StreamAgentStateUpdates", {"conversationId": cascade_id})
-    with contextlib.suppress(Exception):
-        async with contextlib.aclosing(frames), asyncio.timeout(3.0):
-            async for frame in frames:
-                return unwrap_update(frame.payload)
-    return None
-
-
-async def diagnose(client: RpcClient, cascade_id: str | None, version_text: str | None) -> dict[str, Any]:
-    """The report (JSON-ready): endpoint, version, methods, cascade, drift."""
-    methods: dict[str, str] = {}
-    answers: dict[str, dict[str, Any]] = {}
-    for method in READ_METHODS:
-        try:
-            answers[method] = await client.call(method, {}, timeout=5.0)
-            methods[method] = "present"
-        except Exception as exc:
-            methods[method] = "missing" if isinstance(exc, MethodMissing) else f"error: {exc}"
-    for method in EMPTY_PROBED:
-        methods[method] = "present" if await method_exists(client, method) else "missing"
-    for method, why in NOT_PROBED.items():
-        methods[method] = f"not probed ({why})"
+async def diagnose(client: Any, cascade_id: str | None, version_text: str | None) -> dict[str, Any]:
+    """The report (JSON-ready): endpoint, version, methods, cascade, drift. ``client``: agy's RPC
+    client, as the composition root built it."""
+    surface = await probe_surface(client, cascade_id)
     drift = Drift()
-    if "GetAvailableModels" in answers:
-        drift.catalog(answers["GetAvailableModels"])
-    summaries = as_dict(answers.get("GetAllCascadeTrajectories", {}).get("trajectorySummaries"))
-    if summaries:
-        drift.summaries(answers["GetAllCascadeTrajectories"])
-    cascade = cascade_id or newest_root(parse_summaries(answers.get("GetAllCascadeTrajectories", {})))
-    step_count = 0
-    if cascade:
-        with contextlib.suppress(Exception):
-            steps = as_list(
-                (await client.call("GetCascadeTrajectorySteps", {"cascadeId": cascade})).get("steps")
-            )
-            step_count = len(steps)
-            for raw in steps:
-                drift.step(raw)
-        update = await _first_frame(client, cascade)
-        methods["StreamAgentStateUpdates"] = "present" if update is not None else "missing or silent"
-        if update is not None:
-            drift.update(update)
-    else:
-        methods["StreamAgentStateUpdates"] = "not probed (no conversation to open it on)"
+    if "GetAvailableModels" in surface.answers:
+        drift.catalog(surface.answers["GetAvailableModels"])
+    listing = surface.answers.get("GetAllCascadeTrajectories", {})
+    if as_dict(listing.get("trajectorySummaries")):
+        drift.summaries(listing)
+    for raw in surface.steps:
+        drift.step(raw)
+    if surface.first_update is not None:
+        drift.update(surface.first_update)
     return {
         "endpoint": client.base_url,
         "version": version_text.strip() if version_text else None,
-        "methods": methods,
-        "cascade": cascade,
-        "steps": step_count,
+        "methods": surface.methods,
+        "cascade": surface.cascade,
+        "steps": len(surface.steps),
         "drift": [{"where": w, "what": x, "example": e} for (w, x), e in sorted(drift.seen.items())],
     }
 
@@ -194,12 +147,13 @@ def render(report: dict[str, Any]) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     """The ``doctor`` command (its arguments: :mod:`.doctor_command`)."""
-    resolver = Resolver(args.cascade, port=args.port)
-    binding = await resolver.resolve()
-    version = await bound_agy_version(binding.pid) if args.agy_version is None else args.agy_version
-    async with RpcClient(binding.base_url, csrf_token=binding.csrf_token) as client:
-        report = await diagnose(client, args.cascade, version)
-    if binding.pid is not None:
-        report["pid"] = binding.pid
+    container = make_container(port=args.port, cascade_id=args.cascade, version_text=args.agy_version)
+    await bind_endpoint(container)  # discovery (the port is verified), and the bound agy's version
+    try:
+        report = await diagnose(container.client(), args.cascade, container.config.version_text())
+    finally:
+        await container.client().aclose()
+    if container.config.pid() is not None:
+        report["pid"] = container.config.pid()
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else render(report))
     return EXIT_OK

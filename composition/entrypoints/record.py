@@ -121,13 +121,10 @@ class Progress:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
-    from agy_harness.adapters.rpc.client import RpcClient
-    from agy_harness.adapters.rpc.discovery import Resolver
+    from ..root.container import bind_endpoint, latest_cascade, make_container
 
-    from ..root.container import latest_cascade
-
-    binding = await Resolver(args.cascade, port=args.port).resolve()
+    container = make_container(port=args.port, cascade_id=args.cascade)
+    await bind_endpoint(container, version=False)  # discovery (the port is verified); no version needed
     stop = asyncio.Event()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
@@ -141,8 +138,8 @@ async def _run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, on_signal, sig)
     if args.seconds is not None:
         loop.call_later(args.seconds, stop.set)
-    async with RpcClient(binding.base_url, csrf_token=binding.csrf_token) as client:
-        cascade = args.cascade or await latest_cascade(RpcCascadeDirectory(client))
+    async with container.client() as client:
+        cascade = args.cascade or await latest_cascade(container.directory())
         to_stdout = args.out == "-"
         where = "stdout" if to_stdout else args.out
         out = sys.stdout if to_stdout else open(args.out, "w", encoding="utf-8")  # noqa: SIM115

@@ -292,21 +292,31 @@ async def latest_cascade(directory: RpcCascadeDirectory) -> str:
     return newest
 
 
-async def bind_endpoint(container: AgyContainer) -> bool:
+def pane_process(tmux_target: str) -> int:
+    """The process running in agy's tmux pane ``tmux_target`` (``pane_pid=`` narrows discovery to
+    it); raises when there is no such pane."""
+    from agy_harness.adapters.tmux import find_pane_pid
+
+    return find_pane_pid(tmux_target)
+
+
+async def bind_endpoint(container: AgyContainer, *, version: bool = True) -> bool:
     """Find agy's port unless ``base_url`` was given; True when it was discovered (then agy can be
-    followed across restarts through ``container.discovery()``)."""
+    followed across restarts through ``container.discovery()``). The bound agy's version is asked
+    too (``config.version_text``), unless it was given or ``version`` is False."""
     config = container.config
     if config.base_url() is not None:  # given: still verified, as a discovered port is
         if not container.client.overridden:
             await verify_endpoint(config.base_url(), config.cascade_id(), config.csrf_token())
         return False
     binding = await container.discovery().resolve()
-    if config.version_text() is None:  # the bound agy's, not whichever agy is first on the PATH
+    if version and config.version_text() is None:  # the bound agy's, not whichever agy is first on the PATH
         from .version_gate import bound_agy_version
 
         config.version_text.from_value(await bound_agy_version(binding.pid))
     config.base_url.from_value(binding.base_url)
     config.csrf_token.from_value(binding.csrf_token or config.csrf_token())
+    config.pid.from_value(binding.pid)  # the bound agy's process (None when unknown)
     return True
 
 

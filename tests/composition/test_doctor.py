@@ -7,11 +7,13 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.cli import main
 from agy_harness.composition.entrypoints.doctor import diagnose, render
+from agy_harness.composition.root.surface import SURFACE
 
 
 async def _report(sim: Simulator) -> dict:
@@ -36,6 +38,13 @@ async def test_doctor_on_the_simulator_knows_everything_and_changes_nothing() ->
         assert methods[name] == "present", (name, methods[name])
     assert methods["StartCascade"].startswith("not probed")
     assert report["steps"] >= 8 and report["version"] == "agy 1.0.10"
+    assert list(methods) == list(SURFACE)  # the one table of probes (the version gate's), in its order
+
+
+def test_doctor_has_no_probe_table_of_its_own() -> None:
+    source = (Path(__file__).resolve().parents[2] / "composition/entrypoints/doctor.py").read_text()
+    labels = {"GetAvailableModels", "GetAllCascadeTrajectories", "StreamAgentStateUpdates"}  # drift's "where"
+    assert not [m for m in SURFACE.keys() - labels if m in source]
 
 
 async def test_doctor_flags_what_a_newer_agy_adds() -> None:
