@@ -1,9 +1,8 @@
 """Every agy language server of this user and every conversation on it, kept fresh cheaply.
 
-Servers are found by the rules ``attach`` uses (:mod:`agy_harness.adapters.rpc.discovery`): agy's own
-log line first (:mod:`~agy_harness.adapters.rpc.agy_log`), then the loopback ports its processes
-listen on; a port counts only when it answers ``Heartbeat`` over TLS (agy's plain-HTTP port does
-not). Processes are scanned again every ``scan_interval``.
+Servers are found, and the adapters they are read through built, by the composition root
+(:mod:`agy_harness.composition.root.servers`: the rules ``attach`` uses). Processes are scanned
+again every ``scan_interval``.
 
 Conversations come from each server's ``GetAllCascadeTrajectories`` (the directory the harness's
 watcher reads), once a ``tick``. A conversation's steps are read (``GetCascadeTrajectorySteps``) and
@@ -22,18 +21,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, RpcModelCatalog
-from agy_harness.adapters.rpc.agy_log import logged_endpoints
-from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.discovery import (
-    Candidate,
-    ProcessScanner,
-    PsutilScanner,
-    Verdict,
-    candidates,
-    probe,
-)
-from agy_harness.adapters.rpc.sources import RpcPollSource
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -45,6 +32,8 @@ from agy_harness.ports.events import (
     UserMessage,
 )
 from agy_harness.ports.protocols import CascadeSummary
+
+from ...root.servers import AgyServer, ServerFinder
 
 log = logging.getLogger("agy_harness.board")
 
@@ -104,14 +93,17 @@ def epoch(stamp: str) -> float:
 
 @dataclass
 class Server:
-    port: int
-    pid: int | None
-    client: RpcClient
-    directory: RpcCascadeDirectory
-    snapshot: RpcPollSource
-    csrf_token: str | None = None
+    agy: AgyServer  # as the composition root built it
     failures: int = 0
     labels: dict[str, str] = field(default_factory=dict)  # model id -> agy's display name
+
+    @property
+    def port(self) -> int:
+        return self.agy.port
+
+    @property
+    def pid(self) -> int | None:
+        return self.agy.pid
 
     def label(self, model: str) -> str:
         return self.labels.get(model) or model
@@ -149,15 +141,13 @@ class Fleet:
     def __init__(
         self,
         *,
-        scanner: ProcessScanner | None = None,
+        scanner: Any = None,
         pids: Sequence[int] | None = None,
         ports: Sequence[int] = (),
         scan_interval: float = 10.0,
         followed: Callable[[str], bool] = lambda cascade_id: False,
     ) -> None:
-        self._scanner = scanner or PsutilScanner()
-        self._pids = list(pids) if pids is not None else None
-        self._ports = list(ports)
+        self._finder = ServerFinder(scanner=scanner, pids=pids, ports=ports)
         self.scan_interval = scan_interval
         self.followed = followed
         self.servers: dict[int, Server] = {}
@@ -166,44 +156,25 @@ class Fleet:
         self._reads = asyncio.Semaphore(4)
 
     # -- servers -----------------------------------------------------------------------------
-    def _candidates(self) -> list[Candidate]:
-        procs = self._scanner.processes(pids=self._pids)
-        if self._ports:
-            return [Candidate(port, None, None) for port in self._ports]
-        found = {c.port: c for c in candidates(self._scanner, procs)}
-        for pid, port, token in logged_endpoints((p.pid, p.cmdline) for p in procs):
-            found.setdefault(port, Candidate(port, pid, token))
-        return list(found.values())
-
     async def scan(self) -> None:
         """Find agy servers again (new ones are added; ones that stopped answering are dropped)."""
         self._scanned = time.monotonic()
         try:
-            found = await asyncio.to_thread(self._candidates)
+            found = await self._finder.find(known=list(self.servers))
         except Exception as exc:  # a process vanishing mid-scan, /proc unreadable
             log.warning("board: process scan failed: %s", exc)
             return
-        fresh = [c for c in found if c.port not in self.servers]
-        verdicts = await asyncio.gather(*(probe(c, None) for c in fresh))
-        for c, verdict in zip(fresh, verdicts, strict=True):
-            if verdict is Verdict.OURS:
-                client = RpcClient(f"https://127.0.0.1:{c.port}", csrf_token=c.csrf_token, timeout=5.0)
-                server = self.servers[c.port] = Server(
-                    c.port, c.pid, client, RpcCascadeDirectory(client, share=False), RpcPollSource(client),
-                    c.csrf_token,
-                )  # fmt: skip
-                with contextlib.suppress(Exception):  # display names are a nicety
-                    server.labels = {
-                        m.model: m.label for m in await RpcModelCatalog(client).models() if m.label
-                    }
-                log.info("board: agy on port %d (pid %s)", c.port, c.pid)
+        for agy in found:
+            server = self.servers[agy.port] = Server(agy)
+            with contextlib.suppress(Exception):  # display names are a nicety
+                server.labels = {m.model: m.label for m in await agy.models.models() if m.label}
+            log.info("board: agy on port %d (pid %s)", agy.port, agy.pid)
 
     async def _drop(self, server: Server) -> None:
         self.servers.pop(server.port, None)
         for cascade_id in [k for k, r in self.rows.items() if r.server is server]:
             del self.rows[cascade_id]
-        with contextlib.suppress(Exception):
-            await server.client.aclose()
+        await server.agy.close()
         log.info("board: agy on port %d is gone", server.port)
 
     # -- conversations -----------------------------------------------------------------------
@@ -216,7 +187,7 @@ class Fleet:
 
     async def _list(self, server: Server) -> bool:
         try:
-            summaries = await server.directory.list_cascades()
+            summaries = await server.agy.directory.list_cascades()
         except Exception as exc:
             server.failures += 1
             log.debug("board: listing port %d failed (%s)", server.port, exc)
@@ -249,7 +220,7 @@ class Fleet:
     async def _digest(self, row: Row, key: tuple[str, int, str]) -> None:
         async with self._reads:
             try:
-                steps = await row.server.snapshot.read_steps(row.cascade_id)
+                steps = await row.server.agy.snapshot.read_steps(row.cascade_id)
             except Exception as exc:
                 log.debug("board: reading %s failed (%s)", row.cascade_id, exc)
                 return
@@ -258,6 +229,5 @@ class Fleet:
 
     async def aclose(self) -> None:
         for server in list(self.servers.values()):
-            with contextlib.suppress(Exception):
-                await server.client.aclose()
+            await server.agy.close()
         self.servers.clear()

@@ -139,7 +139,9 @@ class Board:
         row = self.fleet.rows.get(root)
         if row is None:
             return None
-        live = LiveSession(row.server.port, root, csrf_token=row.server.csrf_token, on_event=self._on_event)
+        live = LiveSession(
+            row.server.port, root, csrf_token=row.server.agy.csrf_token, on_event=self._on_event
+        )
         self.live[root] = live
         self._failed_at[root] = time.monotonic()
         live.start()
