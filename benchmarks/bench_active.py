@@ -24,7 +24,6 @@ from typing import Any
 from bench_idle import OwnDirectory
 from common import TimedSink, machine, percentile, quiet_logs, simulator_process, write_summary
 
-from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.composition.root.session import open_session
 
@@ -58,7 +57,7 @@ async def amain(sessions: int, pace: float) -> int:
                 s = await stack.enter_async_context(
                     open_session(base_url=base_url, cascade_id=cascade, sink=sink)
                 )
-                s.harness.directory = OwnDirectory(RpcCascadeDirectory(s.client), [s.harness])
+                s.harness.directory = OwnDirectory(s.harness.directory, [s.harness])
                 opened.append(s)
             setup = time.perf_counter() - t0
             lags: list[float] = []

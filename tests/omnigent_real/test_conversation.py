@@ -165,8 +165,10 @@ async def watcher_events(task: asyncio.Task[list[dict[str, Any]]]) -> list[dict[
 
 async def _catalog(session: Any) -> list[Any]:
     from agy_harness.adapters.rpc.actions import RpcModelCatalog
+    from agy_harness.adapters.rpc.client import RpcClient
 
-    return await RpcModelCatalog(session.client).models()
+    async with RpcClient(session.base_url) as client:  # the test's own reader of agy's catalog
+        return await RpcModelCatalog(client).models()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
