@@ -24,6 +24,7 @@ entry points read only these types and their fields, never a status code or agy'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 
@@ -40,13 +41,17 @@ class AgyNotBound(AgyHarnessError):
 
 class AgyNotFound(AgyNotBound):
     """No agy serves the conversation: none runs, none answers, or (``wrong_cascade``) a live agy
-    answers but hosts other conversations, so the conversation id is the problem."""
+    answers but hosts other conversations, so the conversation id is the problem. ``others``: ports
+    found whose socket is another user's (nothing was sent to them)."""
 
     wrong_cascade = False
+    others: tuple[int, ...] = ()
 
 
 class AgyAmbiguous(AgyNotBound):
-    """More than one agy answers; the library refuses to guess."""
+    """More than one agy answers (on ``ports``); the library refuses to guess."""
+
+    ports: Sequence[int] = ()
 
 
 class NoConversation(AgyHarnessError, RuntimeError):

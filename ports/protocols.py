@@ -104,6 +104,13 @@ class CascadeDirectory(Protocol):
     async def list_cascades(self) -> list[CascadeSummary]: ...
 
 
+@runtime_checkable
+class CascadeStarter(Protocol):
+    """Starts a new conversation on agy (``StartCascade``); returns its id."""
+
+    async def start(self) -> str: ...
+
+
 class ModelInfo(BaseModel):
     """One ``GetAvailableModels`` entry. ``label`` is agy's ``displayName``; ``default`` marks the
     catalog's ``defaultAgentModelId``; ``supports_thinking``/``thinking_budget`` are None when absent."""

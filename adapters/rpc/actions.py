@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agy_harness.core.models import preferred_model
 from agy_harness.core.steps import as_dict, as_int, as_list, as_str, parse_step, user_model
 from agy_harness.ports.protocols import (
     CascadeSummary,
@@ -20,6 +22,8 @@ from .errors import RpcError, RpcUnreachable
 from .shared_listing import shared_listing
 
 log = logging.getLogger(__name__)
+
+START_SOURCE = "CORTEX_TRAJECTORY_SOURCE_CLI"  # StartCascade's required field (agy 1.0.10, see omnigent)
 
 ModelResolver = Callable[[str], Awaitable[str | None]]
 
@@ -213,14 +217,17 @@ def _int_or_none(value: Any) -> int | None:
     return as_int(value) if as_int(value, default=-(2**63)) != -(2**63) else None
 
 
-def preferred_model(models: list[ModelInfo]) -> ModelInfo | None:
-    """What agy itself would start a conversation with: the catalog's ``defaultAgentModelId``, else the
-    ``recommended`` entry, else (a guess, logged) the first entry."""
-    chosen = next((m for m in models if m.default), None) or next((m for m in models if m.recommended), None)
-    if chosen is None and models:
-        log.warning("planModel: the catalog names no default or recommended model; using %s", models[0].model)
-        chosen = models[0]
-    return chosen
+class RpcCascadeStarter:
+    """``StartCascade``: a new conversation; agy echoes the id proposed (or mints one)."""
+
+    def __init__(self, client: RpcClient) -> None:
+        self._client = client
+
+    async def start(self) -> str:
+        proposed = str(uuid.uuid4())
+        answer = await self._client.call("StartCascade", {"cascadeId": proposed, "source": START_SOURCE})
+        minted = answer.get("cascadeId")
+        return minted if isinstance(minted, str) and minted else proposed
 
 
 class RpcModelCatalog:

@@ -52,6 +52,7 @@ from dependency_injector import containers, providers
 from agy_harness.adapters.rpc.actions import (
     PlanModelResolver,
     RpcCascadeDirectory,
+    RpcCascadeStarter,
     RpcInteractionDelivery,
     RpcInterrupter,
     RpcModelCatalog,
@@ -62,10 +63,12 @@ from agy_harness.adapters.rpc.discovery import Resolver, verify_endpoint
 from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
 from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.adapters.store.claims import ClaimRegistry
+from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.errors import NoConversation
 from agy_harness.ports.protocols import (
     CascadeSummary,
+    Cursor,
     CursorStore,
     EventSink,
     ModelCatalog,
@@ -202,6 +205,7 @@ class AgyContainer(containers.DeclarativeContainer):
     tui_screen = providers.Singleton(_tui_screen, config.tmux_target, tmux_server)
     interrupter = providers.Singleton(RpcInterrupter, client)
     directory = providers.Singleton(RpcCascadeDirectory, client)
+    starter = providers.Singleton(RpcCascadeStarter, client)  # a new conversation (the ACP agent)
     # the other sessions' conversations, in a private per-user directory (never our /clear)
     claims = providers.Singleton(ClaimRegistry)
 
@@ -290,6 +294,15 @@ async def latest_cascade(directory: RpcCascadeDirectory) -> str:
     if newest is None:
         raise NoConversation("agy has no conversation yet; name one (cascade_id, --cascade)")
     return newest
+
+
+def resuming_from(cursor: Cursor | None) -> CursorStore:
+    """A cursor store (in memory) that holds ``cursor``: for an entry point that read the history
+    itself (ACP's session/load), so that its session resumes where that read ended."""
+    store = MemoryCursorStore()
+    if cursor is not None:
+        store.save(cursor)
+    return store
 
 
 def pane_process(tmux_target: str) -> int:

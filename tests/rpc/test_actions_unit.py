@@ -17,10 +17,10 @@ from agy_harness.adapters.rpc.actions import (
     RpcTurnSender,
     parse_models,
     parse_summaries,
-    preferred_model,
 )
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import RpcError, RpcUnreachable
+from agy_harness.core.models import preferred_model
 from agy_harness.ports.errors import MethodMissing
 from agy_harness.ports.protocols import (
     CascadeDirectory,

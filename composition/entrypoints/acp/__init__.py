@@ -51,10 +51,10 @@ async def serve(args: argparse.Namespace, protocol_fd: int) -> int:
 
 def _pane_pid(pane: str) -> int | None:
     """The process of agy's tmux pane (discovery then looks at that pane's processes only)."""
-    from agy_harness.adapters.tmux import find_pane_pid
+    from ...root.container import pane_process
 
     try:
-        return int(find_pane_pid(pane))
+        return int(pane_process(pane))
     except Exception as exc:
         log.warning("tmux pane %s: its process is unknown (%s); discovery is not narrowed to it", pane, exc)
         return None

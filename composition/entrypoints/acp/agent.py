@@ -32,7 +32,7 @@ from acp.schema import (
 )
 
 from ...root.container import AgyContainer
-from .binding import AgyTarget, close_client, start_cascade
+from .binding import AgyTarget, close_client
 from .listing import process_cwd, session_list
 from .sessions import AcpSession, prompt_text
 from .transport import StdioTransport
@@ -153,7 +153,7 @@ class AgyAcpAgent:
             )
         container, discovered = await self._bind(None, cwd)
         try:
-            cascade_id = await start_cascade(container.client())
+            cascade_id = await container.starter().start()
         except Exception as exc:
             await close_client(container)
             raise RequestError(

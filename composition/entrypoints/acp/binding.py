@@ -3,32 +3,27 @@
 :class:`AgyTarget` holds what the command line says (``--port``, ``--tmux``, the simulator's port,
 the agy it started in tmux) and builds each session's container from the composition root. An ACP
 session binds agy exactly once: :meth:`AgyTarget.bind` binds the container's endpoint, the session
-uses that container's client for ``StartCascade`` / its first read, then opens the harness on the
+uses that container's conversation starter (``StartCascade``) / its first read, then opens the harness on the
 same container (``session_from(..., discovered=...)``, which does not bind again).
 
 A failure to bind is answered with the JSON-RPC errors of :mod:`.errors`. A conversation id that no
 agy serves is told apart from "no agy at all" by what discovery found (a live agy that hosts other
-conversations: ``NoAgyFound.wrong_cascade``), without binding again.
+conversations: ``AgyNotFound.wrong_cascade``), without binding again.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from acp import RequestError
 
-from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
+from agy_harness.ports.errors import AgyAmbiguous, AgyNotFound
 
 from ...root.container import AgyContainer, bind_endpoint, make_container
 from . import errors
 
 log = logging.getLogger("agy_harness.acp.binding")
-
-START_SOURCE = "CORTEX_TRAJECTORY_SOURCE_CLI"  # StartCascade's required field (agy 1.0.10, see omnigent)
 
 
 @dataclass
@@ -56,9 +51,9 @@ class AgyTarget:
         container = self.container(cascade_id)
         try:
             discovered = await bind_endpoint(container)
-        except AmbiguousAgy as exc:
+        except AgyAmbiguous as exc:
             raise errors.ambiguous_agy(exc) from exc
-        except NoAgyFound as exc:
+        except AgyNotFound as exc:
             if cascade_id is not None and exc.wrong_cascade:  # a live agy, without this conversation
                 raise errors.conversation_gone(cascade_id, str(exc)) from exc
             raise errors.no_agy(exc) from exc
@@ -75,14 +70,4 @@ async def close_client(container: AgyContainer) -> None:
         await container.client().aclose()
 
 
-async def start_cascade(client: RpcClient) -> str:
-    """``StartCascade``: a new conversation; agy echoes the id we propose (or mints one)."""
-    proposed = str(uuid.uuid4())
-    answer: dict[str, Any] = await client.call(
-        "StartCascade", {"cascadeId": proposed, "source": START_SOURCE}
-    )
-    minted = answer.get("cascadeId")
-    return minted if isinstance(minted, str) and minted else proposed
-
-
-__all__ = ["AgyTarget", "close_client", "start_cascade"]
+__all__ = ["AgyTarget", "close_client"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from acp import RequestError
 
-from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
+from agy_harness.ports.errors import AgyAmbiguous, AgyNotFound
 
 NO_AGY = -32001
 CONVERSATION_GONE = -32002
@@ -28,7 +28,7 @@ NO_AGY_SENTENCE = (
 
 
 def no_agy(exc: BaseException | str, *, hint: str = "") -> RequestError:
-    others = exc.others if isinstance(exc, NoAgyFound) else ()
+    others = exc.others if isinstance(exc, AgyNotFound) else ()
     data: dict[str, object] = {"reason": "no_agy", "details": str(exc)}
     message = NO_AGY_SENTENCE
     if others:  # discovery's uid rule: another user's process listens there, and it was sent nothing
@@ -41,13 +41,13 @@ def no_agy(exc: BaseException | str, *, hint: str = "") -> RequestError:
     return RequestError(NO_AGY, message + (f" {hint}" if hint else ""), data)
 
 
-def ambiguous_agy(exc: AmbiguousAgy) -> RequestError:
+def ambiguous_agy(exc: AgyAmbiguous) -> RequestError:
     ports = ", ".join(str(p) for p in exc.ports)
     return RequestError(
         AMBIGUOUS_AGY,
         f"More than one agy is running (ports {ports}) and agy-harness will not guess which one you "
         "mean: start agy-harness acp with --port N (or --tmux PANE for the agy in that tmux pane).",
-        {"reason": "ambiguous_agy", "ports": exc.ports, "details": str(exc)},
+        {"reason": "ambiguous_agy", "ports": list(exc.ports), "details": str(exc)},
     )
 
 

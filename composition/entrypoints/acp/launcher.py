@@ -20,7 +20,7 @@ import shlex
 import shutil
 from dataclasses import dataclass
 
-from agy_harness.adapters.rpc.errors import AmbiguousAgy, NoAgyFound
+from agy_harness.ports.errors import AgyAmbiguous, AgyNotFound
 
 from ...root.container import bind_endpoint
 from . import errors
@@ -97,7 +97,7 @@ class AgyLauncher:
         container = target.container(None)
         try:
             await bind_endpoint(container)
-        except (NoAgyFound, AmbiguousAgy):
+        except (AgyNotFound, AgyAmbiguous):
             return False
         finally:
             await close_client(container)

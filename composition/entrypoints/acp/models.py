@@ -12,7 +12,7 @@ from typing import Any
 from acp import RequestError
 from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
 
-from agy_harness.adapters.rpc.actions import preferred_model
+from agy_harness.core.models import preferred_model
 from agy_harness.ports.protocols import ModelInfo
 
 MODEL_OPTION = "model"

@@ -31,12 +31,11 @@ from acp import helpers as h
 from acp.schema import ConfigOptionUpdate, PromptResponse, SessionConfigOptionSelect, StopReason, Usage
 from dependency_injector import providers
 
-from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event, GateOpened, ModelChanged, Rotation, StatusChanged, UserMessage
 from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 
-from ...root.container import AgyContainer
+from ...root.container import AgyContainer, resuming_from
 from ...root.session import Session, session_from
 from . import commands
 from .gates import CancelOutgoing, GateAsker
@@ -96,9 +95,7 @@ class AcpSession:
 
     async def open(self, container: AgyContainer, discovered: bool, cursor: Cursor | None = None) -> None:
         """Start the harness on ``container`` (its endpoint already bound: not bound again)."""
-        store = MemoryCursorStore()
-        if cursor is not None:
-            store.save(cursor)
+        store = resuming_from(cursor)
         container.config.cascade_id.from_value(self.id)
         container.sink.override(providers.Object(AcpSink(self)))
         container.cursor_store.override(providers.Object(store))
