@@ -161,7 +161,8 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
 async def tui(args: argparse.Namespace) -> int:
     """The simulated agy TUI in this terminal (it hosts the simulator, as agy's TUI hosts its server)."""
     from .simulator import Simulator
-    from .tui import Tui, raw_terminal
+    from .tui import Tui
+    from .tui_terminal import raw_terminal
 
     extra: dict[str, Any] = {"gate_timeout": args.gate_timeout, "log_file": args.log_file}
     async with Simulator(profile=args.profile, pace=args.pace, **extra) as sim:

@@ -40,8 +40,6 @@ import os
 import shutil
 import signal
 import sys
-import termios
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +48,7 @@ from agy_harness.ports.tasks import reap
 
 from .simulator import Simulator
 from .tui_render import answer_interaction, gate_lines, render_screen, write_port_file
+from .tui_terminal import raw_terminal
 
 __all__ = ["Tui", "answer_interaction", "main", "render_screen", "write_port_file"]
 
@@ -344,32 +343,7 @@ async def sim_interact(sim: Simulator, cascade_id: str, interaction: dict[str, A
 
 
 # ---------------------------------------------------------------------------------------------
-# Terminal setup and the entry point
-
-
-@contextlib.contextmanager
-def raw_terminal(fd: int = 0, out_fd: int = 1) -> Iterator[None]:
-    """Raw-ish input (no echo, no line buffering, no signals, CR kept distinct from LF); output
-    post-processing stays on. Bracketed paste mode on while inside."""
-    saved = None
-    if os.isatty(fd):
-        saved = termios.tcgetattr(fd)
-        mode = termios.tcgetattr(fd)
-        mode[0] &= ~(termios.ICRNL | termios.INLCR | termios.IGNCR | termios.IXON | termios.ISTRIP)
-        mode[3] &= ~(termios.ICANON | termios.ECHO | termios.ISIG | termios.IEXTEN)
-        mode[6][termios.VMIN] = 1
-        mode[6][termios.VTIME] = 0
-        termios.tcsetattr(fd, termios.TCSANOW, mode)
-    with contextlib.suppress(OSError):
-        os.write(out_fd, b"\x1b[?2004h")
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.write(out_fd, b"\x1b[?2004l\r\n")
-        if saved is not None:
-            with contextlib.suppress(termios.error):
-                termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+# The entry point
 
 
 async def amain(args: argparse.Namespace) -> int:

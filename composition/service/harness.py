@@ -64,6 +64,14 @@ log = logging.getLogger("agy_harness.harness")
 
 
 class Harness:
+    """The roles of one session, built from the ports given (see the module doc).
+
+    ``claims``: the other sessions' conversations (None: this session claims nothing and knows of no
+    other); ``subagent_source``: a live source for a sub-agent (None: they are polled);
+    ``conversation``: the bound conversation when the caller built it (the composition root does: the
+    stream's idle watchdog reads it), else built here from ``cascade_id`` and ``cursor_store``.
+    """
+
     def __init__(
         self,
         *,
@@ -85,10 +93,6 @@ class Harness:
         subagent_source: Callable[[], StepSource] | None = None,
         conversation: Conversation | None = None,
     ) -> None:
-        """``claims``: the other sessions' conversations (None: this session claims nothing and knows
-        of no other); ``subagent_source``: a live source for a sub-agent (None: they are polled);
-        ``conversation``: the bound conversation when the caller built it (the composition root does:
-        the stream's idle watchdog reads it), else built here from ``cascade_id`` and ``cursor_store``."""
         if not sources:
             raise ValueError("a harness needs at least one step source")
         self.snapshot = snapshot
@@ -102,7 +106,6 @@ class Harness:
         self.conversation = conversation or Conversation(cascade_id, cursor_store)
         if self.conversation.cascade_id != cascade_id:
             raise ValueError(f"the conversation is bound to {self.conversation.cascade_id}, not {cascade_id}")
-        shared: dict[str, Any] = {"options": self.options, "clock": self.clock}
         self.emitter = Emitter(
             self.conversation,
             snapshot=snapshot,
@@ -110,22 +113,48 @@ class Harness:
             cursor_store=cursor_store,
             stats=self.stats,
             bus=self.bus,
-            **shared,
+            options=self.options,
+            clock=self.clock,
         )
-        self.reader = ReadDriver(self.conversation, sources, self.emitter, stats=self.stats, **shared)
+        self.reader = ReadDriver(
+            self.conversation, sources, self.emitter, stats=self.stats, options=self.options, clock=self.clock
+        )
+        self._build_roles(
+            directory=directory,
+            screen=screen,
+            subagent_source=subagent_source,
+            delivery=delivery,
+            tui=tui,
+            turn_senders=turn_senders,
+            interrupter=interrupter,
+        )
+
+    def _build_roles(
+        self,
+        *,
+        directory: CascadeDirectory | None,
+        screen: TuiScreen | None,
+        subagent_source: Callable[[], StepSource] | None,
+        delivery: InteractionDelivery | None,
+        tui: TuiKeys | None,
+        turn_senders: Sequence[TurnSender],
+        interrupter: Interrupter | None,
+    ) -> None:
+        """The roles after the emitter (each subscribes to its bus as it is built)."""
+        shared: dict[str, Any] = {"options": self.options, "clock": self.clock}
         self.watcher = DirectoryWatcher(
             self.conversation,
-            snapshot=snapshot,
+            snapshot=self.snapshot,
             emitter=self.emitter,
             rotate=self.rotate,
             directory=directory,
-            claims=claims,
+            claims=self.claims,
             screen=screen,
             subagent_source=subagent_source,
             **shared,
         )
         self.gates = GateBridge(
-            snapshot=snapshot, sink=sink, emitter=self.emitter, delivery=delivery, tui=tui, **shared
+            snapshot=self.snapshot, sink=self.sink, emitter=self.emitter, delivery=delivery, tui=tui, **shared
         )
         self.turns = TurnControl(
             self.conversation,

@@ -110,15 +110,21 @@ def _sse(data: str) -> bytes:
     return b"".join(b"data: " + line.encode() + b"\n" for line in data.split("\n")) + b"\n"
 
 
-def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
-    page = _asset("board.html")
-    script = _asset("board.js")
-    style = _asset("board.css")
+class _Handlers:
+    """The board's routes, over one :class:`~.hub.Board`."""
 
-    async def index(request: Request) -> Response:
+    def __init__(self, board: Board) -> None:
+        self.board = board
+        self.page = _asset("board.html")
+        self.script = _asset("board.js")
+        self.style = _asset("board.css")
+
+    async def index(self, request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
         html = (
-            page.replace("{{NONCE}}", nonce).replace("/*{{STYLE}}*/", style).replace("/*{{SCRIPT}}*/", script)
+            self.page.replace("{{NONCE}}", nonce)
+            .replace("/*{{STYLE}}*/", self.style)
+            .replace("/*{{SCRIPT}}*/", self.script)
         )
         csp = (
             f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
@@ -127,34 +133,34 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
         )
         return HTMLResponse(html, headers={"content-security-policy": csp})
 
-    async def board_now(request: Request) -> Response:
-        return Response(board.snapshot_json, media_type="application/json")
+    async def board_now(self, request: Request) -> Response:
+        return Response(self.board.snapshot_json, media_type="application/json")
 
-    async def board_events(request: Request) -> Response:
+    async def board_events(self, request: Request) -> Response:
         async def stream() -> AsyncIterator[bytes]:
             version = -1
-            while not board.stopping.is_set():
-                if board.version != version:
-                    version = board.version
-                    yield _sse(board.snapshot_json)
+            while not self.board.stopping.is_set():
+                if self.board.version != version:
+                    version = self.board.version
+                    yield _sse(self.board.snapshot_json)
                     continue
                 try:
                     async with asyncio.timeout(KEEPALIVE):
-                        await board.changed(version)
+                        await self.board.changed(version)
                 except TimeoutError:
                     yield b": keep-alive\n\n"
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
-    def _live(request: Request) -> LiveSession:
-        live = board.session(request.path_params["cascade"])
+    def _live(self, request: Request) -> LiveSession:
+        live = self.board.session(request.path_params["cascade"])
         if live is None:
             raise _Refused(404, "no such conversation on this board")
         return live
 
-    async def session_events(request: Request) -> Response:
+    async def session_events(self, request: Request) -> Response:
         try:
-            live = _live(request)
+            live = self._live(request)
         except _Refused as exc:
             return _error(exc.status, exc.text)
         cascade_id = request.path_params["cascade"]
@@ -167,7 +173,7 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
                     if view.get("cascade_id") == cascade_id:
                         yield _sse(json.dumps(view, ensure_ascii=False))
                 yield _sse(json.dumps({"type": "caught_up"}))
-                while not board.stopping.is_set():
+                while not self.board.stopping.is_set():
                     try:
                         async with asyncio.timeout(KEEPALIVE):
                             news = await queue.get()
@@ -184,9 +190,9 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
-    async def answer(request: Request) -> Response:
+    async def answer(self, request: Request) -> Response:
         try:
-            live = _live(request)
+            live = self._live(request)
             body = await _body(request)
             gate_id, shown = body.get("gate_id"), body.get("shown")
             if not isinstance(gate_id, str) or not isinstance(shown, str):
@@ -205,9 +211,9 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
             return _error(502, str(exc))
         return JSONResponse({"ok": True})
 
-    async def send(request: Request) -> Response:
+    async def send(self, request: Request) -> Response:
         try:
-            live = _live(request)
+            live = self._live(request)
             body = await _body(request)
             text = body.get("text")
             if not isinstance(text, str) or not text.strip() or len(text) > MAX_TURN:
@@ -223,9 +229,9 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
             return _error(502, f"agy did not take the turn: {exc}")
         return JSONResponse({"ok": True, "via": via})
 
-    async def interrupt(request: Request) -> Response:
+    async def interrupt(self, request: Request) -> Response:
         try:
-            live = _live(request)
+            live = self._live(request)
             await _body(request)
             await live.ready.wait()
             report = await live.interrupt()
@@ -235,15 +241,18 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
             return _error(502, f"agy did not take the interrupt: {exc}")
         return JSONResponse({"ok": True, "cancelled": bool(getattr(report, "cancelled", True))})
 
+
+def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
+    h = _Handlers(board)
     app = Starlette(
         routes=[
-            Route("/", index),
-            Route("/api/board", board_now),
-            Route("/api/board/events", board_events),
-            Route("/api/s/{cascade}/events", session_events),
-            Route("/api/s/{cascade}/answer", answer, methods=["POST"]),
-            Route("/api/s/{cascade}/send", send, methods=["POST"]),
-            Route("/api/s/{cascade}/interrupt", interrupt, methods=["POST"]),
+            Route("/", h.index),
+            Route("/api/board", h.board_now),
+            Route("/api/board/events", h.board_events),
+            Route("/api/s/{cascade}/events", h.session_events),
+            Route("/api/s/{cascade}/answer", h.answer, methods=["POST"]),
+            Route("/api/s/{cascade}/send", h.send, methods=["POST"]),
+            Route("/api/s/{cascade}/interrupt", h.interrupt, methods=["POST"]),
         ]
     )
     return Guard(app, token, hosts)
