@@ -1,4 +1,6 @@
-"""agy_harness.composition: the composition root, the version gate and the public API.
+"""agy_harness.composition: the public API, over three layers -- :mod:`.service` (the harness and its
+roles), :mod:`.root` (the container, the version gate, the session) and :mod:`.entrypoints` (the CLI,
+the ACP agent, the omnigent plugin, the board).
 
 from agy_harness.composition import open_session
 """
@@ -11,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .root.container import AgyContainer, make_container
     from .root.session import QueueSink, Session, open_session, session_from, to_answer
+    from .root.version_gate import Capabilities
     from .service.harness import Harness, HarnessOptions, InterruptReport
 
 #: Each public name and its module, imported on first use: the CLI imports this package for
 #: ``--help``/``--version``, which must not pay for the session machinery.
 _HOME = {
     "AgyContainer": "root.container",
+    "Capabilities": "root.version_gate",
     "make_container": "root.container",
     "Harness": "service.harness",
     "HarnessOptions": "service.harness",
@@ -39,6 +43,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AgyContainer",
+    "Capabilities",
     "Harness",
     "HarnessOptions",
     "InterruptReport",
