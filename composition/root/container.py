@@ -2,8 +2,8 @@
 
 Every entry point that runs a session (``open_session``, ``agy-harness demo``/``attach``, the
 omnigent plugin, the ACP agent, the benchmarks) builds from :class:`AgyContainer`, and ``replay``
-takes its reconciler from it. ``doctor`` and ``record`` only read agy (a ``Resolver`` and an
-``RpcClient``); they build no session. The graph, top to bottom::
+takes its reconciler from it. ``doctor`` and ``record`` only read agy: they bind through it
+(:func:`bind_endpoint`) and read with its ``client``; they build no harness. The graph, top to bottom::
 
     config ─ discovery (Resolver) ─┐  bind(): the async part, done once per session
                                    ├─ client (RpcClient) ─ cascade_id ─ capabilities (probed)
