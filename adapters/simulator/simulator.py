@@ -24,22 +24,19 @@ from agy_harness.ports.tasks import reap
 from . import interactions, unary
 from . import steps as st
 from .catalog import DEFAULT_MODEL, MODELS
-from .engine import Engine
 from .faults import Faults
+from .host import CascadeHost, StepCallback
 from .profiles import DEFAULT_PROFILE, Profile, get_profile
 from .server import App, Listener
 from .state import (
     IDLE,
     RUNNING,
     Cascade,
-    Gate,
     RpcFailure,
-    TurnCanceled,
-    TurnRequest,
     Watcher,
     not_found,
 )
-from .views import announce, summary_of, update_frame
+from .views import announce, summary_of
 
 __all__ = ["IDLE", "MODELS", "RUNNING", "Cascade", "RpcFailure", "Simulator", "Watcher"]
 
@@ -48,10 +45,8 @@ log = logging.getLogger("agy_harness.simulator")
 DEFAULT_WORKSPACE = "/home/agy/.gemini/antigravity-cli/scratch"
 DEFAULT_HOME = "/home/agy"
 
-StepCallback = Callable[[str, dict[str, Any]], None]
 
-
-class Simulator:
+class Simulator(CascadeHost):
     def __init__(
         self,
         profile: str = DEFAULT_PROFILE,
@@ -261,140 +256,6 @@ class Simulator:
         out = {c.id: summary_of(c, self.workspace) for c in self._cascades.values()}
         out.update(copy.deepcopy(self.extra_summaries))
         return out
-
-    # -- internals used by the engine and the server ------------------------------------------
-    def _cascade(self, cascade_id: str | None) -> Cascade:
-        c = self._cascades.get(cascade_id or self.cascade_id)
-        if c is None:
-            raise KeyError(f"unknown cascade {cascade_id!r}")
-        return c
-
-    def _new_cascade(self, parent: Cascade | None = None) -> Cascade:
-        stamp = st.now()
-        c = Cascade(id=str(uuid.uuid4()), trajectory_id=str(uuid.uuid4()), created=stamp, last_modified=stamp)
-        if parent is not None:
-            c.parent_id = parent.id
-            c.root_id = parent.root_id
-        else:
-            c.root_id = c.id
-        self._cascades[c.id] = c
-        return c
-
-    def _submit(self, c: Cascade, text: str, model: str) -> str:
-        request = TurnRequest(text, model, str(uuid.uuid4()))
-        if not c.busy:
-            self._record_user_input(c, request)
-        c.queue.append(request)
-        if c.worker is None:
-            c.worker = asyncio.ensure_future(self._work(c))
-            self._status_changed(c)
-        self._bump()
-        return request.execution_id
-
-    def _record_user_input(self, c: Cascade, request: TurnRequest) -> None:
-        where = st.Where(c.id, c.trajectory_id, len(c.steps), 0, request.execution_id)
-        self._append(c, st.user_input(where, request.text, request.model, self.home))
-        c.last_user_input = st.now()
-        request.recorded = True
-
-    async def _work(self, c: Cascade) -> None:
-        try:
-            while c.queue:
-                request = c.queue.popleft()
-                if not request.recorded:
-                    self._record_user_input(c, request)
-                first = c.turns == 0
-                c.turns += 1
-                c.cancel.clear()
-                engine = Engine(self, c, request.text, request.model, request.execution_id, first)
-                try:
-                    await engine.run()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("scripted turn failed on cascade %s", c.id)
-                finally:
-                    c.cancel.clear()
-        finally:
-            c.worker = None
-            for gate in c.gates.values():
-                gate.future.cancel()
-            c.gates.clear()
-            self._status_changed(c)
-            self._bump()
-
-    def _append(self, c: Cascade, step: dict[str, Any]) -> int:
-        c.steps.append(step)
-        index = len(c.steps) - 1
-        self._changed(c, index)
-        return index
-
-    def _changed(self, c: Cascade, index: int) -> None:
-        c.last_modified = st.now()
-        for w in c.watchers:
-            w.dirty.add(index)
-            w.event.set()
-        if self._subscribers:
-            snapshot = copy.deepcopy(c.steps[index])
-            for callback in list(self._subscribers):
-                try:
-                    callback(c.id, snapshot)
-                except Exception:
-                    log.exception("step subscriber failed")
-        self._bump()
-
-    def _status_changed(self, c: Cascade) -> None:
-        for w in c.watchers:
-            w.status_dirty = True
-            w.event.set()
-
-    def _bump(self) -> None:
-        self._tick.set()
-        self._tick = asyncio.Event()
-
-    def _quiet(self) -> bool:
-        return all(not c.busy or (c.parked and not c.queue) for c in self._cascades.values())
-
-    async def _pause(self, c: Cascade, seconds: float) -> None:
-        if c.cancel.is_set():
-            raise TurnCanceled
-        if seconds <= 0:
-            await asyncio.sleep(0)
-        else:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(seconds):
-                    await c.cancel.wait()
-        if c.cancel.is_set():
-            raise TurnCanceled
-
-    async def _await_gate(self, c: Cascade, index: int, kind: str) -> dict[str, Any] | None:
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        c.gates[index] = Gate(index, kind, future)
-        c.cancel.clear()
-        self._bump()
-        try:
-            if self.gate_timeout is None:
-                return await asyncio.shield(future)
-            async with asyncio.timeout(self.gate_timeout):
-                return await asyncio.shield(future)
-        except TimeoutError:
-            return None
-        finally:
-            if c.gates.get(index) is not None and c.gates[index].future is future:
-                del c.gates[index]
-            c.cancel.clear()
-            self._bump()
-
-    def _watch(self, c: Cascade) -> Watcher:
-        w = Watcher()
-        c.watchers.add(w)
-        return w
-
-    def _unwatch(self, c: Cascade, w: Watcher) -> None:
-        c.watchers.discard(w)
-
-    def _update_frame(self, c: Cascade, indices: list[int]) -> dict[str, Any]:
-        return update_frame(c, indices)
 
     # -- RPC ---------------------------------------------------------------------------------
     async def _rpc(self, method: str, request: dict[str, Any]) -> dict[str, Any]:
