@@ -1,8 +1,14 @@
 """Reading a human's answer to a gate, failing closed: the ONE parser every answer path uses.
 
 ``Session.answer``, the terminal sink's prompt, the omnigent sink and any other front end turn what the
-human gave into a :class:`GateAnswer` with :func:`parse_answer`, and the harness checks every answer
-with :func:`check_answer` before it builds agy's payload. The rules:
+human gave into a :class:`CheckedAnswer` with :func:`parse_answer`: parse, don't validate. A checked
+answer is bound to the gate it was read for (its ``gate_id`` and ``digest``) and carries its verdict
+(:class:`Allow` / :class:`Deny` for a permission, :class:`Choose` -- the option ids and write-in of
+each question, resolved -- or :class:`Refuse` for a question). The gate bridge, the payload builder
+(:mod:`.elicitation`) and key typing (:mod:`.tui_keys`) take it as it is: an answer is read once on
+its way to agy, and what reaches agy is decided by the verdict alone. A checked answer is still a
+:class:`GateAnswer` (the loose form it was read from), so a sink returns it from ``ask`` unchanged;
+an edited copy (``model_copy``) is a plain GateAnswer again, read anew by the bridge. The rules:
 
 Permission gates (a command, a file write...):
 
@@ -13,6 +19,8 @@ Permission gates (a command, a file write...):
 * deny and tell agy why: a deny word, a colon and the reason (``"no: use make clean instead"``), or
   ``GateAnswer(allow=False, deny_reason=...)`` (agy's ``userDenyInstruction``); a reason with an allow
   is refused;
+* "allow always" (``GateAnswer(allow=True, persist=...)``) only with an allow: with anything else
+  (a denial, a question) it is refused;
 * anything else (``None``, ``""``, ``[]``, ``1``, ``"maybe"``, ``GateAnswer()`` without ``allow``)
   raises :class:`AnswerError` -- never an approval.
 
@@ -28,12 +36,18 @@ Question gates (ask_question):
   without any choice or write-in, a number that is no option's id, several choices for a
   single-select question, more answers than questions, values that are not text.
 
+Every gate: a gate no known payload answers (kind ``other``, or not ``answerable``) takes no answer at
+all, not even a decline (only agy's own terminal can answer it); a checked answer given for another
+gate (another id or digest) is refused.
+
 Pure: imports only ports and stdlib.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened, Question
@@ -55,6 +69,96 @@ QUESTION_FORMS = (
 
 class AnswerError(AgyHarnessError, ValueError):
     """The answer cannot be read unambiguously for this gate; nothing was sent to agy."""
+
+
+# -- the checked answer: what parse_answer read, bound to its gate ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """A permission, explicitly allowed; ``persist``: agy's own "allow always" (typed into its menu)."""
+
+    persist: Literal["session", "always"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """A permission denied (a deny word, a decline or a cancel); ``reason``: what to tell agy instead."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One question's answer: the option ids picked (each an option of the question) and the write-in."""
+
+    question: str
+    option_ids: tuple[str, ...] = ()
+    write_in: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Choose:
+    """A question gate answered: one :class:`Response` per question, in order."""
+
+    responses: tuple[Response, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """A question gate refused (agy's skip: no responses)."""
+
+    action: Literal["decline", "cancel"]
+
+
+Verdict = Allow | Deny | Choose | Refuse
+
+
+class CheckedAnswer(GateAnswer):
+    """An answer :func:`parse_answer` read for one gate: bound to it (``gate_id``, ``digest``) and
+    carrying its ``verdict``. Its GateAnswer fields keep the loose form it was read from (what a sink
+    shows or returns); what reaches agy is decided by the verdict alone. Made only by
+    :func:`parse_answer`; a copy with changes is a plain :class:`GateAnswer`, read anew."""
+
+    gate_id: str
+    digest: str
+    verdict: Verdict
+
+    def bound_to(self, gate: GateOpened) -> bool:
+        """Whether this answer was read for exactly ``gate`` (the same id and request digest)."""
+        return self.gate_id == gate.gate_id and self.digest == gate.digest
+
+    def loose(self) -> GateAnswer:
+        """The loose form it was read from."""
+        return GateAnswer(**{name: getattr(self, name) for name in GateAnswer.model_fields})
+
+    def model_copy(  # type: ignore[override]  # an edited answer is no longer the checked one
+        self, *, update: dict[str, Any] | None = None, deep: bool = False
+    ) -> GateAnswer:
+        return self.loose().model_copy(update=update, deep=deep)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CheckedAnswer):
+            return (self.gate_id, self.digest, self.verdict, self.loose()) == (
+                other.gate_id,
+                other.digest,
+                other.verdict,
+                other.loose(),
+            )
+        if isinstance(other, GateAnswer):  # it reads as the answer it was read from
+            return self.loose() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.gate_id, self.digest, self.verdict))
+
+
+def _checked(gate: GateOpened, answer: GateAnswer, verdict: Verdict) -> CheckedAnswer:
+    fields = {name: getattr(answer, name) for name in GateAnswer.model_fields}
+    return CheckedAnswer(**fields, gate_id=gate.gate_id, digest=gate.digest, verdict=verdict)
+
+
+# -- reading ---------------------------------------------------------------------------------------
 
 
 def fold(text: str) -> str:
@@ -90,6 +194,16 @@ def _permission(value: object) -> GateAnswer:
     raise AnswerError(f"cannot read {_show(value)} as allow or deny; accepted: {PERMISSION_FORMS}")
 
 
+def _permission_verdict(answer: GateAnswer) -> Allow | Deny:
+    if answer.action == "accept" and answer.allow is True:
+        if answer.deny_reason.strip():
+            raise AnswerError("a reason goes with a denial, not with an allow")
+        return Allow(answer.persist)
+    if answer.persist is not None:
+        raise AnswerError("allow always applies only to allowing a permission")
+    return Deny(answer.deny_reason.strip())
+
+
 def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -108,37 +222,63 @@ def texts(value: object, where: str) -> tuple[str, ...]:
 
 def _question(gate: GateOpened, value: object) -> GateAnswer:
     if isinstance(value, GateAnswer):
-        answer = value
-    elif isinstance(value, bool):
+        return value
+    if isinstance(value, bool):
         if value:
             raise AnswerError(f"True does not say which option; accepted: {QUESTION_FORMS}")
-        answer = GateAnswer(action="decline")
-    elif isinstance(value, str):
+        return GateAnswer(action="decline")
+    if isinstance(value, str):
         word = fold(value)
-        answer = (
-            GateAnswer(action="decline" if word == "decline" else "cancel")
-            if word in REFUSE_WORDS
-            else (GateAnswer(selections=((value,),)))
-        )
-    elif isinstance(value, list | tuple):
+        if word in REFUSE_WORDS:
+            return GateAnswer(action="decline" if word == "decline" else "cancel")
+        return GateAnswer(selections=((value,),))
+    if isinstance(value, list | tuple):
         items: Sequence[object] = value
         per_question = bool(items) and all(isinstance(i, list | tuple) for i in items)
         if per_question or len(gate.questions) > 1:
-            answer = GateAnswer(selections=tuple(texts(i, f"answer {n + 1}") for n, i in enumerate(items)))
-        else:
-            answer = GateAnswer(selections=(texts(items, "answer"),))
-    else:
-        raise AnswerError(f"cannot read {_show(value)} as an answer; accepted: {QUESTION_FORMS}")
-    check_answer(gate, answer)
-    return answer
+            return GateAnswer(selections=tuple(texts(i, f"answer {n + 1}") for n, i in enumerate(items)))
+        return GateAnswer(selections=(texts(items, "answer"),))
+    raise AnswerError(f"cannot read {_show(value)} as an answer; accepted: {QUESTION_FORMS}")
 
 
-def parse_answer(gate: GateOpened, value: object) -> GateAnswer:
-    """``value`` as a checked :class:`GateAnswer` for ``gate``; raises :class:`AnswerError` (a
-    ValueError naming the accepted forms) for anything that is not unambiguous. See the module doc."""
+def _question_verdict(gate: GateOpened, answer: GateAnswer) -> Choose | Refuse:
+    if answer.persist is not None:
+        raise AnswerError("allow always applies only to allowing a permission")
+    if answer.action != "accept":
+        return Refuse(answer.action)
+    if len(answer.selections) > len(gate.questions) or len(answer.write_ins) > len(gate.questions):
+        raise AnswerError(f"{len(answer.selections)} answers for {len(gate.questions)} question(s)")
+    responses = []
+    for i, question in enumerate(gate.questions):
+        choices = answer.selections[i] if i < len(answer.selections) else ()
+        write_in = answer.write_ins[i] if i < len(answer.write_ins) else ""
+        ids, text = resolve_question(question, choices, write_in)
+        responses.append(Response(question.question, tuple(ids), text))
+    return Choose(tuple(responses))
+
+
+def _answerable(gate: GateOpened) -> None:
+    if not gate.answerable or gate.kind == "other":
+        raise AnswerError(
+            f"agy waits for this {gate.interaction or gate.kind} in its own terminal; "
+            "it cannot be answered from here"
+        )
+
+
+def parse_answer(gate: GateOpened, value: object) -> CheckedAnswer:
+    """``value`` as a :class:`CheckedAnswer` for ``gate``; raises :class:`AnswerError` (a ValueError
+    naming the accepted forms) for anything that is not unambiguous. See the module doc. A checked
+    answer already bound to ``gate`` is returned as it is (it is not read twice)."""
+    if isinstance(value, CheckedAnswer):
+        if value.bound_to(gate):
+            return value
+        raise AnswerError("this answer was read for another request; nothing was sent")
+    _answerable(gate)
     if gate.kind == "permission":
-        return _permission(value)
-    return _question(gate, value)
+        answer = _permission(value)
+        return _checked(gate, answer, _permission_verdict(answer))
+    answer = _question(gate, value)
+    return _checked(gate, answer, _question_verdict(gate, answer))
 
 
 def match_option(question: Question, choice: str) -> str | None:
@@ -180,27 +320,20 @@ def resolve_question(question: Question, choices: Sequence[str], write_in: str =
 
 
 def check_answer(gate: GateOpened, answer: GateAnswer) -> None:
-    """Raise :class:`AnswerError` unless ``answer`` is an unambiguous answer to ``gate``. A gate no
-    known payload answers (kind ``other``, or not ``answerable``) takes no answer at all, not even a
-    decline: only agy's own terminal can answer it."""
-    if not gate.answerable or gate.kind == "other":
-        raise AnswerError(
-            f"agy waits for this {gate.interaction or gate.kind} in its own terminal; "
-            "it cannot be answered from here"
-        )
-    if answer.action != "accept":
-        return
+    """Raise :class:`AnswerError` unless ``answer`` is an unambiguous answer to ``gate``
+    (:func:`parse_answer`, its result set aside)."""
+    parse_answer(gate, answer)
+
+
+def loose_verdict(gate: GateOpened, answer: GateAnswer) -> Verdict:
+    """The verdict of a checked answer; for a loose :class:`GateAnswer` handed to the pure helpers
+    directly (the payload builder, key typing), a permission reads fail-closed -- only an explicit
+    allow approves, anything else denies -- and a question is parsed (:class:`AnswerError` if it
+    leaves a question unanswered or ambiguous: never sent empty)."""
+    if isinstance(answer, CheckedAnswer):
+        return answer.verdict
     if gate.kind == "permission":
-        if answer.allow is None:
-            raise AnswerError(
-                f"a permission answer needs an explicit allow or deny; accepted: {PERMISSION_FORMS}"
-            )
-        if answer.allow and answer.deny_reason.strip():
-            raise AnswerError("a reason goes with a denial, not with an allow")
-        return
-    if len(answer.selections) > len(gate.questions) or len(answer.write_ins) > len(gate.questions):
-        raise AnswerError(f"{len(answer.selections)} answers for {len(gate.questions)} question(s)")
-    for i, question in enumerate(gate.questions):
-        choices = answer.selections[i] if i < len(answer.selections) else ()
-        write_in = answer.write_ins[i] if i < len(answer.write_ins) else ""
-        resolve_question(question, choices, write_in)
+        if answer.action == "accept" and answer.allow is True:
+            return Allow(answer.persist)
+        return Deny(answer.deny_reason.strip())
+    return parse_answer(gate, answer).verdict

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
 from . import steps as S
-from .answers import check_answer, resolve_question
+from .answers import Allow, CheckedAnswer, Choose, Deny, Refuse, Response, Verdict, loose_verdict
 from .binding import request_digest, timed_out
 from .gates import asked
 
@@ -23,47 +23,58 @@ log = logging.getLogger("agy_harness.core.elicitation")
 
 
 def question_responses(gate: GateOpened, answer: GateAnswer) -> list[dict[str, Any]]:
-    """``askQuestion.responses``: one per question, the question text verbatim.
+    """``askQuestion.responses``: one per question, the question text verbatim, from the answer's
+    verdict (a :class:`~.answers.CheckedAnswer` as it is; a loose GateAnswer is read first, see
+    :func:`~.answers.loose_verdict`). A decline or cancel sends no responses."""
+    return _responses(loose_verdict(gate, answer))
 
-    Choices that match no option become the write-in; a decline or cancel sends no responses. An
-    answer that leaves a question unanswered or ambiguous raises :class:`AnswerError` (never sent
-    empty): see :mod:`agy_harness.core.answers`.
-    """
-    if answer.action != "accept":
-        return []
-    check_answer(gate, answer)
-    responses: list[dict[str, Any]] = []
-    for i, question in enumerate(gate.questions):
-        choices = answer.selections[i] if i < len(answer.selections) else ()
-        write_in = answer.write_ins[i] if i < len(answer.write_ins) else ""
-        ids, text = resolve_question(question, choices, write_in)
-        response: dict[str, Any] = {"question": question.question, "selectedOptionIds": ids}
-        if text:
-            response["writeInResponse"] = text
-        responses.append(response)
-    return responses
+
+def _responses(verdict: Verdict) -> list[dict[str, Any]]:
+    match verdict:
+        case Choose(responses=responses):
+            return [_response(r) for r in responses]
+        case Refuse() | Allow() | Deny():
+            return []
+        case other:
+            assert_never(other)
+
+
+def _response(response: Response) -> dict[str, Any]:
+    out: dict[str, Any] = {"question": response.question, "selectedOptionIds": list(response.option_ids)}
+    if response.write_in:
+        out["writeInResponse"] = response.write_in
+    return out
 
 
 def permission_allowed(answer: GateAnswer) -> bool:
     """Only an explicit allow approves: ``action`` accept with ``allow`` True. Everything else denies."""
+    if isinstance(answer, CheckedAnswer):
+        return isinstance(answer.verdict, Allow)
     return answer.action == "accept" and answer.allow is True
 
 
 def interaction_payload(
     gate: GateOpened, answer: GateAnswer, step_index: int | None = None
 ) -> dict[str, Any]:
-    """The ``interaction`` object of HandleCascadeUserInteraction, for ``gate`` (or its retry step)."""
+    """The ``interaction`` object of HandleCascadeUserInteraction, for ``gate`` (or its retry step),
+    built from the answer's verdict alone: a :class:`~.answers.CheckedAnswer` is not checked again."""
     payload: dict[str, Any] = {
         "trajectoryId": gate.trajectory_id,
         "stepIndex": gate.step_index if step_index is None else step_index,
     }
+    verdict = loose_verdict(gate, answer)
     if gate.kind == "question":
-        payload["askQuestion"] = {"responses": question_responses(gate, answer)}
-    else:
-        allow = permission_allowed(answer)
-        payload["permission"] = {"allow": allow}
-        if not allow and answer.deny_reason.strip():  # "deny and tell agy why" (public clients' field)
-            payload["permission"]["userDenyInstruction"] = answer.deny_reason.strip()
+        payload["askQuestion"] = {"responses": _responses(verdict)}
+        return payload
+    match verdict:
+        case Allow():
+            payload["permission"] = {"allow": True}
+        case Deny(reason=reason) if reason:  # "deny and tell agy why" (public clients' field)
+            payload["permission"] = {"allow": False, "userDenyInstruction": reason}
+        case Deny() | Refuse() | Choose():
+            payload["permission"] = {"allow": False}
+        case other:
+            assert_never(other)
     return payload
 
 

@@ -20,10 +20,12 @@ Only digits, ``Enter`` and ``Escape`` are produced: nothing agy controls is type
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
-from .elicitation import permission_allowed, question_responses
+from .answers import Allow, Choose, Deny, Refuse, Response, loose_verdict
 
 PERSIST_SUGGESTED = "PERSIST_SUGGESTION_TYPE_SUGGESTED"
 ENTER, ESCAPE = "Enter", "Escape"
@@ -42,28 +44,39 @@ def persist_offered(gate: GateOpened) -> bool:
 
 def persist_keys(gate: GateOpened, answer: GateAnswer) -> list[str] | None:
     """The menu keys of an "allow always" answer; None when the answer asks for no persistence."""
-    if answer.persist is None or not permission_allowed(answer):
-        return None
-    return [_SESSION if answer.persist == "session" else _ALWAYS, ENTER]
+    match loose_verdict(gate, answer):
+        case Allow(persist="session"):
+            return [_SESSION, ENTER]
+        case Allow(persist="always"):
+            return [_ALWAYS, ENTER]
+        case Allow() | Deny() | Choose() | Refuse():
+            return None
+        case other:
+            assert_never(other)
 
 
 def answer_keys(gate: GateOpened, answer: GateAnswer) -> list[str] | None:
-    """The keys that answer agy's prompt for ``gate`` with ``answer``; None when its menu cannot
-    express it (then the answer goes over RPC only)."""
+    """The keys that answer agy's prompt for ``gate`` with ``answer`` (its verdict: a checked answer
+    is not checked again); None when its menu cannot express it (then the answer goes over RPC only)."""
+    verdict = loose_verdict(gate, answer)
     if gate.kind == "permission":
-        if answer.persist is not None:
-            return None  # "allow always" is persist_keys'
-        if permission_allowed(answer):
-            return [_ALLOW, ENTER]
-        if answer.deny_reason or not persist_offered(gate):
-            return None  # a reason is text; the 4-entry menu (with "No, cancel" 4) is the only one seen
-        return [_DENY, ENTER]
+        match verdict:
+            case Allow(persist=None):
+                return [_ALLOW, ENTER]
+            case Deny(reason="") if persist_offered(gate):
+                return [_DENY, ENTER]  # the 4-entry menu (with "No, cancel" 4) is the only one seen
+            case Allow() | Deny() | Choose() | Refuse():
+                return None  # "allow always" is persist_keys'; a reason is text
+            case other:
+                assert_never(other)
     if gate.kind != "question" or len(gate.questions) != 1:
         return None
-    if answer.action != "accept":
-        return [ESCAPE]
-    [response] = question_responses(gate, answer)
-    ids = response.get("selectedOptionIds", [])
-    if response.get("writeInResponse") or len(ids) != 1 or not str(ids[0]).isdigit():
-        return None  # a write-in, or several options (agy's multi-select is not a typed list): RPC
-    return [str(ids[0]), ENTER]
+    match verdict:
+        case Refuse():
+            return [ESCAPE]
+        case Choose(responses=(Response(option_ids=(option_id,), write_in=""),)) if option_id.isdigit():
+            return [option_id, ENTER]
+        case Choose() | Allow() | Deny():
+            return None  # a write-in, or several options (agy's multi-select is not a typed list): RPC
+        case other:
+            assert_never(other)

@@ -31,7 +31,7 @@ from typing import Any
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.sinks.queue import QueueSink
-from agy_harness.core.answers import parse_answer
+from agy_harness.core.answers import CheckedAnswer, parse_answer
 from agy_harness.ports.errors import AgyCallFailed, AgyUnreachable, AnswerNotDelivered, UnknownGate
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, ModelCatalog
@@ -48,8 +48,9 @@ log = logging.getLogger("agy_harness.session")
 AnswerLike = GateAnswer | bool | str | Sequence[str] | Sequence[Sequence[str]]
 
 
-def to_answer(gate: GateOpened, value: AnswerLike) -> GateAnswer:
-    """A checked GateAnswer from a convenient value; fails closed (see :mod:`agy_harness.core.answers`).
+def to_answer(gate: GateOpened, value: AnswerLike) -> CheckedAnswer:
+    """A checked answer (:class:`~agy_harness.core.answers.CheckedAnswer`, bound to ``gate``) from a
+    convenient value; fails closed (see :mod:`agy_harness.core.answers`).
 
     Permission: ``True`` / ``"allow"`` / ``"yes"`` / ``"y"`` allow; ``False`` / ``"deny"`` / ``"no"`` /
     ``"n"`` deny. Question: ``"2"`` or a label picks one option (other text is the write-in);

@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agy_harness.core.answers import AnswerError, check_answer
+from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, parse_answer
 from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
@@ -236,7 +236,9 @@ class GateBridge:
     async def answer(self, gate: GateOpened, answer: GateAnswer, *, deadline: float | None = None) -> bool:
         """Deliver ``answer`` to exactly ``gate``'s request; True once agy took it.
 
-        The answer is checked first (an ambiguous one is refused with a notice, never sent). The gate is
+        The answer is read first (:func:`~agy_harness.core.answers.parse_answer`: a loose GateAnswer
+        from a sink or the interrupt; a checked answer bound to this gate is taken as it is, one read
+        for another gate is refused; an ambiguous one is refused with a notice, never sent). The gate is
         claimed: a gate that already took an answer refuses another. The human's ask for it, if one is
         in flight elsewhere, ends. Then: "allow always" goes into agy's own menu; an answer agy's menu
         can express is typed into agy's prompt when its pane shows exactly that request; otherwise
@@ -250,7 +252,7 @@ class GateBridge:
             )
             return False
         try:
-            check_answer(gate, answer)
+            checked = parse_answer(gate, answer)
         except AnswerError as exc:
             return await self._send.refuse(gate, str(exc))
         if gate.gate_id in self._claimed:
@@ -259,7 +261,7 @@ class GateBridge:
         delivered = False
         try:
             await self._end_ask(gate.gate_id)
-            delivered = await self._deliver(gate, answer, deadline)
+            delivered = await self._deliver(gate, checked, deadline)
             return delivered
         finally:
             if not delivered:
@@ -294,16 +296,14 @@ class GateBridge:
             await reap(task)
         self._refill()
 
-    async def _deliver(self, gate: GateOpened, answer: GateAnswer, deadline: float | None) -> bool:
-        if answer.persist is not None:
+    async def _deliver(self, gate: GateOpened, answer: CheckedAnswer, deadline: float | None) -> bool:
+        if isinstance(answer.verdict, Allow) and answer.verdict.persist is not None:
             if persist_offered(gate):
                 return await self._persist(gate, answer)
-            if not answer.allow or answer.action != "accept":
-                return await self._send.refuse(gate, "allow always applies only to allowing a permission")
             await self.emitter.notice(
                 gate.id, "agy offers no allow-always for this request: it is allowed once", "warning"
             )
-            answer = answer.model_copy(update={"persist": None})
+            answer = parse_answer(gate, True)  # the same allow, once
         keys = answer_keys(gate, answer) if self.tui is not None else None
         if keys is not None:
             typed = await self._send.typed(gate, keys, "answer")
@@ -311,7 +311,7 @@ class GateBridge:
                 return typed
         return await self._send.rpc(gate, answer, deadline)
 
-    async def _persist(self, gate: GateOpened, answer: GateAnswer) -> bool:
+    async def _persist(self, gate: GateOpened, answer: CheckedAnswer) -> bool:
         """ "Allow always": typed into agy's own menu, which records agy's own pattern and answers the
         step (the RPC carries only allow). Refused, nothing sent, where that is not possible."""
         keys = persist_keys(gate, answer)

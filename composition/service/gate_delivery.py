@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agy_harness.core import steps as S
+from agy_harness.core.answers import CheckedAnswer
 from agy_harness.core.elicitation import (
     Refused,
     Target,
@@ -34,7 +35,6 @@ from agy_harness.core.elicitation import (
 )
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import (
-    GateAnswer,
     InteractionDelivery,
     InteractionRejected,
     SessionClock,
@@ -206,7 +206,7 @@ class AnswerDelivery:
 
     # -- RPC -------------------------------------------------------------------------------------
 
-    async def rpc(self, gate: GateOpened, answer: GateAnswer, deadline: float | None) -> bool:
+    async def rpc(self, gate: GateOpened, answer: CheckedAnswer, deadline: float | None) -> bool:
         limit = self.options.answer_deadline if deadline is None else deadline
         end = self.clock.monotonic() + limit
         pause = self.options.fallback_backoff
@@ -239,7 +239,7 @@ class AnswerDelivery:
             await self.clock.sleep(pause)
             pause = min(pause * 2, self.options.max_backoff)
 
-    async def _once(self, gate: GateOpened, answer: GateAnswer) -> bool | None:
+    async def _once(self, gate: GateOpened, answer: CheckedAnswer) -> bool | None:
         """One delivery attempt: True delivered, False final (reported), None try again."""
         assert self.delivery is not None
         target = await self.target(gate)

@@ -252,3 +252,16 @@ async def test_a_gate_only_agys_terminal_answers_is_never_asked_nor_answered() -
         task.cancel()
     assert sink.asked == [] and delivery.delivered == []
     assert len(emitter.notices) == 3 and all("own terminal" in text for _, text, _ in emitter.notices)
+
+
+async def test_an_answer_checked_for_another_gate_is_refused_and_nothing_is_sent() -> None:
+    from agy_harness.core.answers import parse_answer
+
+    first, s1 = gate_of(index=6)
+    second, s2 = gate_of(index=9)
+    delivery = RecordingDelivery()
+    gates, _, emitter, _ = bridge([s1, s2], delivery)
+    assert not await gates.answer(second, parse_answer(first, "allow"))
+    assert delivery.delivered == [] and "read for another request" in emitter.notices[0][1]
+    assert await gates.answer(first, parse_answer(first, "allow"))
+    assert [d["stepIndex"] for d in delivery.delivered] == [6]

@@ -205,7 +205,9 @@ def answer_from_result(gate: GateOpened, result: Any) -> GateAnswer:
     if gate.kind == "permission":
         answer = _permission_content(gate, content)
         persist = _persist(result)
-        return answer.model_copy(update={"persist": persist}) if persist and answer.allow else answer
+        if persist and answer.allow:  # "allow always": read as such (a checked answer is never edited)
+            return parse_answer(gate, GateAnswer(allow=True, persist=persist))
+        return answer
     if not content:
         raise AnswerError("the question was accepted without an answer")
     return _question_content(gate, content)

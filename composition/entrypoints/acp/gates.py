@@ -7,7 +7,7 @@
 * A question gate, when the client announced form elicitation (``clientCapabilities.elicitation.form``)
   -> one ``elicitation/create`` form: per question a single-select (``oneOf``) or a multi-select
   (``array`` of ``anyOf``) field plus an optional write-in field. An answer the one parser
-  (:func:`agy_harness.core.answers.check_answer`) refuses is reported on the card and asked again.
+  (:func:`agy_harness.core.answers.parse_answer`) refuses is reported on the card and asked again.
 * A gate of another kind (a file-write review, a plan approval: no known answer payload) is shown as
   a pending card that says to answer in agy's terminal; agy withdraws it when it moves on.
 * A question gate otherwise -> one ``session/request_permission`` per question whose options are the
@@ -41,7 +41,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from agy_harness.core.answers import AnswerError, check_answer, parse_answer
+from agy_harness.core.answers import AnswerError, parse_answer
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -121,9 +121,7 @@ def read_form(gate: GateOpened, content: dict[str, Any]) -> GateAnswer:
             raise AnswerError(f"question {i}: the write-in must be text")
         selections.append(choices)
         write_ins.append(write_in)
-    answer = GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins), allow=True)
-    check_answer(gate, answer)
-    return answer
+    return parse_answer(gate, GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins)))
 
 
 class GateAsker:
