@@ -1,5 +1,6 @@
-"""The quality gates, run as part of the one test command: ruff everywhere, mypy --strict on core/ports,
-and the layering rule (core imports only ports, pydantic and the standard library)."""
+"""The quality gates, run as part of the one test command: ruff everywhere, mypy --strict on every
+layer (core, ports, adapters, composition; tests stay unchecked), and the layering rule (core imports
+only ports, pydantic and the standard library)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_ruff_clean() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def test_mypy_strict_on_core_and_ports(tmp_path: Path) -> None:
+def test_mypy_strict_on_every_layer(tmp_path: Path) -> None:
     # mypy cannot follow setuptools' editable-install import hook; give it the installed layout.
     pkg = tmp_path / "agy_harness"
     pkg.mkdir()
@@ -41,10 +42,7 @@ def test_mypy_strict_on_core_and_ports(tmp_path: Path) -> None:
             str(ROOT / "pyproject.toml"),
             "--cache-dir",
             str(tmp_path / ".mypy_cache"),
-            "-p",
-            "agy_harness.core",
-            "-p",
-            "agy_harness.ports",
+            *(arg for layer in LAYERS for arg in ("-p", f"agy_harness.{layer}")),
         ],
         cwd=tmp_path,
         env={**os.environ, "MYPYPATH": str(tmp_path)},

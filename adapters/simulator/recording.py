@@ -33,7 +33,8 @@ def recorded_state(lines: list[Any]) -> tuple[str, list[dict[str, Any]]]:
         if isinstance(obj.get("steps"), list):
             steps = [copy.deepcopy(s) for s in obj["steps"] if isinstance(s, dict)]
             continue
-        update = obj.get("update") if isinstance(obj.get("update"), dict) else obj
+        inner = obj.get("update")
+        update: dict[str, Any] = inner if isinstance(inner, dict) else obj
         cascade_id = str(update.get("conversationId") or cascade_id)
         part = ((update.get("mainTrajectoryUpdate") or {}).get("stepsUpdate")) or {}
         indices, new = part.get("indices") or [], part.get("steps") or []

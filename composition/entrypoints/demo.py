@@ -105,7 +105,8 @@ class TapSink:
 
 
 def _turn_over(e: Event) -> bool:
-    return e.type == "status" and e.status in ("idle", "failed")  # type: ignore[union-attr]
+    from agy_harness.ports.events import StatusChanged
+    return isinstance(e, StatusChanged) and e.status in ("idle", "failed")
 
 
 async def run_demo(
@@ -189,8 +190,10 @@ async def _play(session: Any, terminal: Any, tap: TapSink, timeout: float) -> No
             await tap.wait_for(lambda e: e.type == "user_message", start, timeout)
         await tap.wait_for(_turn_over, start, timeout)
         await asyncio.sleep(0.05)
-    usage = [e for e in tap.seen if e.type == "usage"]
-    total = usage[-1].cumulative_input_tokens if usage else 0  # type: ignore[union-attr]
+    from agy_harness.ports.events import Usage
+
+    usage = [e for e in tap.seen if isinstance(e, Usage)]
+    total = usage[-1].cumulative_input_tokens if usage else 0
     terminal.info(f"demo done: {len(tap.seen)} events, {total:,} input tokens")
 
 

@@ -186,7 +186,7 @@ class AgyContainer(containers.DeclarativeContainer):
     subagent_stream = providers.Factory(RpcStreamSource, client)
     subagent_source = providers.Callable(subagent_source_for, step_sources, subagent_stream.provider)
     model_catalog = providers.Singleton(RpcModelCatalog, client)
-    # a () -> model id the user chose (ACP, the plugin), or None
+    #: a () -> model id the user chose (ACP, the plugin), or None
     model_choice: providers.Object[Callable[[], str | None] | None] = providers.Object(None)
     model_resolver = providers.Singleton(PlanModelResolver, snapshot, model_catalog, model_choice)
     rpc_turns = providers.Singleton(RpcTurnSender, client, model_resolver)

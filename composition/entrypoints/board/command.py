@@ -169,9 +169,14 @@ async def _serve(args: argparse.Namespace, webhook: Any, out: TextIO | None = No
     stop = asyncio.Event()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
+
+    def stop_on(sig: int) -> None:
+        stopped_by.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, lambda sig=sig: (stopped_by.append(sig), stop.set()))
+            loop.add_signal_handler(sig, stop_on, sig)
     async with contextlib.AsyncExitStack() as stack:
         agy_ports = list(args.agy_port)
         if args.sim:
