@@ -27,6 +27,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import assert_never
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -50,6 +51,7 @@ from agy_harness.adapters.sinks.terminal_cards import (
 )
 from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen, StreamWrap
 from agy_harness.adapters.sinks.terminal_stream import Kind, MarkdownStream, StreamedText
+from agy_harness.core.turns import Replies, TurnEnded, Turns, TurnStarted
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -117,19 +119,17 @@ class TerminalSink(StreamedText):
         self._open: tuple[Kind, str] | None = None  # the stream on the current line
         self._broken: set[tuple[Kind, str]] = set()  # streams something else interrupted
         self._md: dict[tuple[Kind, str], MarkdownStream] = {}
-        self._streamed: dict[str, list[str]] = {}  # message_id -> the text shown so far, in chunks
-        self._last_index: dict[tuple[str, str], int] = {}
+        self._replies = Replies()  # the replies' streams, retired by their committed messages
+        self._thoughts = Replies(keep_text=False)
         self._prompt_lock = asyncio.Lock()
         self._asks = PendingAsks()
         self._input = InputFnReader(input_fn)  # without a keyboard: input_fn in a worker thread
         self._prompt: str | None = None  # a gate's prompt, while it waits for a line
         self.turn_prompt = False  # attach: show ❯ when agy is idle
         # the status line
+        self._turns = Turns()  # turn boundaries and this turn's tokens (core/turns.py)
         self._running_since: float | None = None
         self._doing = "working"
-        self._model = ""
-        self._tokens_at_start: int | None = None
-        self._tokens = 0
         self._ticker: asyncio.Task[None] | None = None
 
     # -- what the bottom line shows -------------------------------------------------------------
@@ -149,10 +149,11 @@ class TerminalSink(StreamedText):
             elapsed = time.monotonic() - self._running_since
             spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
             parts = [f"{spin} {self._doing}", f"{elapsed:.0f}s"]
-            if self._tokens_at_start is not None:
-                parts.append(f"{self._tokens - self._tokens_at_start:,} tokens")
-            if self._model:
-                parts.append(visible(self.model_label(self._model)))
+            turn = self._turns.spent()
+            if self._turns.reported and turn is not None:
+                parts.append(f"{turn.input + turn.output:,} tokens")
+            if self._turns.usage.model:
+                parts.append(visible(self.model_label(self._turns.usage.model)))
             return Text(" · ".join(parts), style="dim")
         if self.turn_prompt:
             return Text("❯ ", style="bold green")
@@ -205,51 +206,50 @@ class TerminalSink(StreamedText):
     def render(self, event: Event) -> None:
         raw = event = crlf(event)
         event = visible_event(event)  # agy-controlled text never reaches the terminal as a control
-        if isinstance(event, TextDelta):
-            self._set_doing("writing")
-            self._end_stream("reasoning", event.message_id)
-            self._stream("text", event.message_id, event.index, event.delta)
-        elif isinstance(event, ReasoningDelta):
-            self._set_doing("thinking")
-            self._stream("reasoning", event.message_id, event.index, event.delta)
-        elif isinstance(event, AssistantMessage):
-            self._assistant(event)
-        elif isinstance(event, UserMessage):
-            self._print(Text.assemble(("❯ ", "bold green"), (event.text, "bold")))
-        elif isinstance(event, ToolCall):
-            self._set_doing(f"running {event.name.replace('_', ' ')}")
-            self._end_thinking()
-            self._print(tool_card(event))
-        elif isinstance(event, ToolResult):
-            self._set_doing("working")
-            self._print(result_card(event, self.max_output_lines, getattr(raw, "output", None)))
-        elif isinstance(event, StatusChanged):
-            self._status(event)
-        elif isinstance(event, Usage):
-            self._usage(event)
-        elif isinstance(event, ModelChanged):
-            self._model = event.model
-            self._print(Text(f"model → {visible(self.model_label(event.model))}", style="magenta"))
-        elif isinstance(event, GateWithdrawn):
-            if event.reason and event.reason != "answered":  # an answer was already echoed
-                self._print(Text(f"the gate closed: {event.reason}", style="yellow"))
-        elif isinstance(event, Rotation):
-            self._print(Text("↻ agy started a new conversation (/clear); following it", style="cyan"))
-        elif isinstance(event, SubagentStarted):
-            self._print(Text("⑂ a sub-agent started", style="cyan"))
-        elif isinstance(event, Notice):
-            style = {"info": "dim", "warning": "yellow", "error": "bold red"}[event.level]
-            mark = {"info": "ℹ", "warning": "⚠", "error": "✗"}[event.level]
-            self._print(Text(f"{mark} {humane(event.text)}", style=style))
-        # GateOpened: rendered by ask(), which is where the human answers it
+        match event:
+            case TextDelta():
+                self._set_doing("writing")
+                self._end_stream("reasoning", event.message_id)
+                self._stream("text", event.message_id, event.index, event.delta)
+            case ReasoningDelta():
+                self._set_doing("thinking")
+                self._stream("reasoning", event.message_id, event.index, event.delta)
+            case AssistantMessage():
+                self._assistant(event)
+            case UserMessage():
+                self._print(Text.assemble(("❯ ", "bold green"), (event.text, "bold")))
+            case ToolCall():
+                self._set_doing(f"running {event.name.replace('_', ' ')}")
+                self._end_thinking()
+                self._print(tool_card(event))
+            case ToolResult():
+                self._set_doing("working")
+                self._print(result_card(event, self.max_output_lines, getattr(raw, "output", None)))
+            case StatusChanged():
+                self._status(event)
+            case Usage():
+                self._usage(event)
+            case ModelChanged():
+                self._turns.feed(event)
+                self._print(Text(f"model → {visible(self.model_label(event.model))}", style="magenta"))
+            case GateWithdrawn():
+                if event.reason and event.reason != "answered":  # an answer was already echoed
+                    self._print(Text(f"the gate closed: {event.reason}", style="yellow"))
+            case Rotation():
+                self._print(Text("↻ agy started a new conversation (/clear); following it", style="cyan"))
+            case SubagentStarted():
+                self._print(Text("⑂ a sub-agent started", style="cyan"))
+            case Notice():
+                style = {"info": "dim", "warning": "yellow", "error": "bold red"}[event.level]
+                mark = {"info": "ℹ", "warning": "⚠", "error": "✗"}[event.level]
+                self._print(Text(f"{mark} {humane(event.text)}", style=style))
+            case GateOpened():
+                pass  # rendered by ask(), which is where the human answers it
+            case other:
+                assert_never(other)
 
     def _usage(self, event: Usage) -> None:
-        total = event.cumulative_input_tokens + event.cumulative_output_tokens
-        if self._tokens_at_start is None and self._running_since is not None:
-            self._tokens_at_start = self._tokens
-        self._tokens = total
-        if event.model:
-            self._model = event.model
+        self._turns.feed(event)
         if not self._status_line:  # no live status line: one summary line per model call
             model = f" · {self.model_label(event.model)}" if event.model else ""
             self._print(
@@ -268,9 +268,9 @@ class TerminalSink(StreamedText):
         self.console.print(renderable)
 
     def _status(self, event: StatusChanged) -> None:
-        if event.status == "running":
+        boundary = self._turns.feed(event)
+        if isinstance(boundary, TurnStarted):
             self._running_since = time.monotonic()
-            self._tokens_at_start = None
             self._doing = "working"
             if not self._status_line:
                 self._print(Text("● running", style="dim green"))
@@ -278,20 +278,22 @@ class TerminalSink(StreamedText):
                 with contextlib.suppress(RuntimeError):  # no running loop (render() called directly)
                     self._ticker = asyncio.get_running_loop().create_task(self._tick())
             return
+        if not isinstance(boundary, TurnEnded):
+            return
         elapsed = time.monotonic() - self._running_since if self._running_since is not None else None
         self._running_since = None
         self._end_thinking()
         took = ""
         if elapsed is not None and self._status_line:  # the status line's figures, kept
             took = f" · {elapsed:.1f}s"
-            if self._tokens_at_start is not None:
-                took += f" · {self._tokens - self._tokens_at_start:,} tokens"
-            if self._model:
-                took += f" · {visible(self.model_label(self._model))}"
-        if event.status == "idle":
+            if boundary.reported and boundary.spent is not None:
+                took += f" · {boundary.spent.input + boundary.spent.output:,} tokens"
+            if self._turns.usage.model:
+                took += f" · {visible(self.model_label(self._turns.usage.model))}"
+        if boundary.status == "idle":
             self._print(Text(f"○ idle{took}", style="dim"))
         else:
-            reason = f": {humane(event.reason)}" if event.reason else ""
+            reason = f": {humane(boundary.reason)}" if boundary.reason else ""
             self._print(Text(f"✗ failed{reason}", style="bold red"))
 
     # -- gates ----------------------------------------------------------------------------------

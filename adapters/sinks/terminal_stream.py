@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
 
+from agy_harness.core.turns import Replies
+
 from .markdown_stream import MarkdownStream
 from .terminal_screen import StreamWrap
 
@@ -43,8 +45,8 @@ class StreamedText:
     _open: tuple[Kind, str] | None
     _broken: set[tuple[Kind, str]]
     _md: dict[tuple[Kind, str], MarkdownStream]
-    _streamed: dict[str, list[str]]
-    _last_index: dict[tuple[str, str], int]
+    _replies: Replies  # the reply streams (core/turns.py: a replayed delta skipped, retired by the commit)
+    _thoughts: Replies
     _wrap: StreamWrap | None
     _tails: dict[tuple[Kind, str], str]
 
@@ -60,14 +62,9 @@ class StreamedText:
             self._open = None
 
     def _stream(self, kind: Kind, message_id: str, index: int, delta: str) -> None:
-        last = self._last_index.get((kind, message_id))
-        if last is not None and index <= last:
-            return  # a replayed delta
-        self._last_index[(kind, message_id)] = index
-        if not delta:
-            return  # e.g. the empty closing delta: nothing to show (and no empty "◆ " line)
-        if kind == "text":
-            self._streamed.setdefault(message_id, []).append(delta)  # (joined once, at the end)
+        replies = self._replies if kind == "text" else self._thoughts
+        if not replies.delta(message_id, index, delta):
+            return  # a replayed delta, or the empty closing one: nothing to show (no empty "◆ " line)
         self._write(kind, message_id, delta)
 
     def _write(self, kind: Kind, message_id: str, text: str, *, final: bool = False) -> None:
@@ -114,11 +111,10 @@ class StreamedText:
 
     def _assistant(self, event: AssistantMessage) -> None:
         self._end_stream("reasoning", event.message_id)
-        chunks = self._streamed.pop(event.message_id, None)
-        shown = "".join(chunks) if chunks is not None else None
-        if shown is not None and event.text.startswith(shown):
-            self._write("text", event.message_id, event.text[len(shown) :], final=True)
-        else:
+        commit = self._replies.commit(event.message_id, event.text)
+        if not commit.diverged:
+            self._write("text", event.message_id, commit.rest, final=True)
+        else:  # the stream showed another text: the committed one is written whole
             self._md.pop(("text", event.message_id), None)
             self._broken.discard(("text", event.message_id))
             self._write("text", event.message_id, event.text, final=True)

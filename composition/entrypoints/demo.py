@@ -106,6 +106,7 @@ class TapSink:
 
 def _turn_over(e: Event) -> bool:
     from agy_harness.ports.events import StatusChanged
+
     return isinstance(e, StatusChanged) and e.status in ("idle", "failed")
 
 

@@ -41,6 +41,7 @@ import httpx
 
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.core import safejson
+from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -116,8 +117,7 @@ class OmnigentSink(GateAsks):
         self._resolved: set[str] = set()
         self._waiting: set[str] = set()  # gate ids whose ask set the session "waiting"
         self._asks = PendingAsks()
-        self._committed_messages: set[str] = set()
-        self._streaming: set[str] = set()  # messages with deltas posted
+        self._replies = Replies()  # the text deltas posted, retired by their committed messages
         self._usage_floor: dict[str, tuple[int, int]] = {}
         self.events_url = self._events_url(session_id)
         self.hook_url = self._url(session_id, f"hooks/{hook_name}")
@@ -295,9 +295,9 @@ class OmnigentSink(GateAsks):
         """A delta of a message already stored is not posted, nor a backlog's (a message none of whose
         deltas went out yet and which is committed later in this same delivery): omnigent would keep it
         as a preview that a deduplicated item never retires. A live message's deltas all go out."""
-        if delta.message_id in self._committed_messages:
+        if self._replies.committed(delta.message_id):
             return True
-        if delta.message_id in self._streaming:
+        if self._replies.streaming(delta.message_id):
             return False
         return committed_later
 
@@ -311,11 +311,8 @@ class OmnigentSink(GateAsks):
             if floor is None:
                 return True
             self._usage_floor[session] = floor  # raised by _after once omnigent accepted a report
-        totals = (
-            usage.cumulative_input_tokens + usage.cumulative_cache_read_input_tokens,
-            usage.cumulative_output_tokens,
-        )
-        return not (totals[0] <= floor[0] and totals[1] <= floor[1])
+        totals = UsageTotals.of(usage)  # omnigent's input counts cache reads
+        return not (totals.prompt <= floor[0] and totals.output <= floor[1])
 
     async def _subtree_usage(self, session: str) -> tuple[int, int]:
         """omnigent's usage of ``session`` and its sub-agents (input with cache reads, output)."""
@@ -375,16 +372,12 @@ class OmnigentSink(GateAsks):
                 self.session_id if event.cascade_id == self._main else self._sessions.get(event.cascade_id)
             )
             floor = self._usage_floor.get(session or "", (0, 0))
-            totals = (
-                event.cumulative_input_tokens + event.cumulative_cache_read_input_tokens,
-                event.cumulative_output_tokens,
-            )
-            self._usage_floor[session or ""] = (max(totals[0], floor[0]), max(totals[1], floor[1]))
+            totals = UsageTotals.of(event)
+            self._usage_floor[session or ""] = (max(totals.prompt, floor[0]), max(totals.output, floor[1]))
         if isinstance(event, TextDelta):
-            self._streaming.add(event.message_id)
+            self._replies.delta(event.message_id, event.index, event.delta)
         if isinstance(event, AssistantMessage):
-            self._committed_messages.add(event.message_id)
-            self._streaming.discard(event.message_id)
+            self._replies.commit(event.message_id, event.text)
         if isinstance(event, GateWithdrawn):
             self._resolved.add(event.gate_id)
             await self._unblock(event.gate_id, "withdrawn", locked=True)

@@ -45,8 +45,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
+from agy_harness.core.turns import UsageTotals
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -122,95 +123,100 @@ def to_wire(event: Event, *, model_names: ModelNames = same_name) -> Wire | None
 
     ``model_names`` turns agy's model ids into the display names omnigent shows.
     """
-    if isinstance(event, UserMessage):
-        return _item(
-            event, "message", {"role": "user", "content": [{"type": "input_text", "text": event.text}]}
-        )
-    if isinstance(event, AssistantMessage):
-        content = [{"type": "output_text", "text": event.text}]
-        return _item(
-            event,
-            "message",
-            {"role": "assistant", "agent": AGENT_NAME, "content": content},
-            message_id=event.message_id,
-        )
-    if isinstance(event, ToolCall):
-        return _item(
-            event,
-            "function_call",
-            {
-                "agent": AGENT_NAME,
-                "name": event.name or "tool",
-                "arguments": json.dumps(event.arguments, ensure_ascii=False, default=str),
-                "call_id": event.call_id,
-            },
-        )
-    if isinstance(event, ToolResult):
-        return _item(event, "function_call_output", {"call_id": event.call_id, "output": event.output})
-    if isinstance(event, Rotation):
-        return _notice_item(
-            event,
-            code="agy_conversation_cleared",
-            level="info",
-            title="agy /clear: a new conversation starts here",
-            message=(
-                f"agy's /clear started a new conversation ({event.new_cascade_id}); it continues in this "
-                f"session. Everything above belongs to the previous conversation ({event.old_cascade_id})."
-            ),
-        )
-    if isinstance(event, Notice):
-        level = "info" if event.level == "info" else "error"
-        return _notice_item(event, code="agy_harness_notice", level=level, message=event.text)
-    if isinstance(event, StatusChanged):
-        data: dict[str, Any] = {"status": event.status}
-        if event.status == "failed":
-            data["output"] = event.reason.strip() or FAILED_TEXT
-        return {"type": "external_session_status", "data": data}
-    if isinstance(event, TextDelta):
-        return {
-            "type": "external_output_text_delta",
-            "data": {
-                "delta": event.delta,
-                "message_id": event.message_id,
-                "index": event.index,
-                "final": event.final,
-            },
-        }
-    if isinstance(event, ReasoningDelta):
-        return {
-            "type": "external_output_reasoning_delta",
-            "data": {"delta": event.delta, "started": event.started},
-        }
-    if isinstance(event, Usage):
-        return {"type": "external_session_usage", "data": usage_data(event, model_names)}
-    if isinstance(event, ModelChanged):
-        return {"type": "external_model_change", "data": {"model": model_names(event.model) or event.model}}
-    if isinstance(event, GateWithdrawn):
-        from .gates import elicitation_id
+    match event:
+        case UserMessage():
+            return _item(
+                event, "message", {"role": "user", "content": [{"type": "input_text", "text": event.text}]}
+            )
+        case AssistantMessage():
+            content = [{"type": "output_text", "text": event.text}]
+            return _item(
+                event,
+                "message",
+                {"role": "assistant", "agent": AGENT_NAME, "content": content},
+                message_id=event.message_id,
+            )
+        case ToolCall():
+            return _item(
+                event,
+                "function_call",
+                {
+                    "agent": AGENT_NAME,
+                    "name": event.name or "tool",
+                    "arguments": json.dumps(event.arguments, ensure_ascii=False, default=str),
+                    "call_id": event.call_id,
+                },
+            )
+        case ToolResult():
+            return _item(event, "function_call_output", {"call_id": event.call_id, "output": event.output})
+        case Rotation():
+            return _notice_item(
+                event,
+                code="agy_conversation_cleared",
+                level="info",
+                title="agy /clear: a new conversation starts here",
+                message=(
+                    f"agy's /clear started a new conversation ({event.new_cascade_id}); it continues in this "
+                    f"session. Everything above belongs to the previous conversation ({event.old_cascade_id})."
+                ),
+            )
+        case Notice():
+            level = "info" if event.level == "info" else "error"
+            return _notice_item(event, code="agy_harness_notice", level=level, message=event.text)
+        case StatusChanged():
+            data: dict[str, Any] = {"status": event.status}
+            if event.status == "failed":
+                data["output"] = event.reason.strip() or FAILED_TEXT
+            return {"type": "external_session_status", "data": data}
+        case TextDelta():
+            return {
+                "type": "external_output_text_delta",
+                "data": {
+                    "delta": event.delta,
+                    "message_id": event.message_id,
+                    "index": event.index,
+                    "final": event.final,
+                },
+            }
+        case ReasoningDelta():
+            return {
+                "type": "external_output_reasoning_delta",
+                "data": {"delta": event.delta, "started": event.started},
+            }
+        case Usage():
+            return {"type": "external_session_usage", "data": usage_data(event, model_names)}
+        case ModelChanged():
+            return {
+                "type": "external_model_change",
+                "data": {"model": model_names(event.model) or event.model},
+            }
+        case GateWithdrawn():
+            from .gates import elicitation_id
 
-        return {
-            "type": "external_elicitation_resolved",
-            "data": {"elicitation_id": elicitation_id(event.gate_id)},
-        }
-    if isinstance(event, SubagentStarted):
-        return {
-            "type": "external_antigravity_subagent_start",
-            "data": {
-                "cascade_id": event.child_cascade_id,
-                "role": "",
-                "agent_type": "",
-                "tool_call_id": event.parent_call_id,
-            },
-        }
-    if isinstance(event, GateOpened):
-        return None
-    raise TypeError(f"not a domain event: {type(event).__name__}")  # pragma: no cover
+            return {
+                "type": "external_elicitation_resolved",
+                "data": {"elicitation_id": elicitation_id(event.gate_id)},
+            }
+        case SubagentStarted():
+            return {
+                "type": "external_antigravity_subagent_start",
+                "data": {
+                    "cascade_id": event.child_cascade_id,
+                    "role": "",
+                    "agent_type": "",
+                    "tool_call_id": event.parent_call_id,
+                },
+            }
+        case GateOpened():
+            return None
+        case other:
+            assert_never(other)
 
 
 def usage_data(event: Usage, model_names: ModelNames = same_name) -> dict[str, Any]:
     """omnigent's usage semantics: its input total INCLUDES cache reads (agy's ``inputTokens`` does not)."""
     data: dict[str, Any] = {
-        "cumulative_input_tokens": event.cumulative_input_tokens + event.cumulative_cache_read_input_tokens,
+        "cumulative_input_tokens": UsageTotals.of(event).prompt,
         "cumulative_output_tokens": event.cumulative_output_tokens,
         "cumulative_cache_read_input_tokens": event.cumulative_cache_read_input_tokens,
     }

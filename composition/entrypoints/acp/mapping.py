@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from acp import helpers as h
 from acp.schema import (
@@ -29,12 +29,18 @@ from acp.schema import (
 
 from agy_harness.adapters.sinks.terminal_cards import result_lines
 from agy_harness.core.display import command_view, one_line
+from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
     GateOpened,
+    GateWithdrawn,
+    ModelChanged,
     Notice,
     ReasoningDelta,
+    Rotation,
+    StatusChanged,
+    SubagentStarted,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -145,17 +151,10 @@ def text_content(text: str) -> list[ContentToolCallContent]:
 
 
 @dataclass
-class UsageTotals:
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-
-
-@dataclass
 class UpdateMapper:
     """Events of one ACP session -> ``session/update`` payloads (stateful, see the module doc)."""
 
-    streamed: dict[str, str] = field(default_factory=dict)  # message id -> text already sent
+    replies: Replies = field(default_factory=Replies)  # text streamed per message, until committed
     tools: dict[str, str] = field(default_factory=dict)  # tool call id -> tool name (announced)
     diffs: dict[str, list[FileEditToolCallContent]] = field(default_factory=dict)  # call id -> its diffs
     usage: UsageTotals = field(default_factory=UsageTotals)
@@ -164,44 +163,44 @@ class UpdateMapper:
     plan_edits: dict[str, str] = field(default_factory=dict)  # call id -> the plan artifact it edits
 
     def updates(self, event: Event, *, history: bool = False) -> list[Update]:
-        if isinstance(event, TextDelta):
-            return self._text(event.message_id, event.delta)
-        if isinstance(event, AssistantMessage):
-            sent = self.streamed.pop(event.message_id, None)
-            if sent is None:
-                return [h.update_agent_message_text(event.text)] if event.text else []
-            rest = event.text[len(sent) :] if event.text.startswith(sent) else ""
-            return [h.update_agent_message_text(rest)] if rest else []
-        if isinstance(event, ReasoningDelta):
-            return [h.update_agent_thought_text(event.delta)] if event.delta else []
-        if isinstance(event, UserMessage):
-            return [h.update_user_message_text(event.text)] if event.text else []
-        if isinstance(event, ToolCall):
-            return [self._tool_call(event), *self._plan_written(event)]
-        if isinstance(event, ToolResult):
-            return [self._tool_result(event), *self._plan_edited(event)]
-        if isinstance(event, Usage):
-            self.usage = UsageTotals(
-                event.cumulative_input_tokens,
-                event.cumulative_output_tokens,
-                event.cumulative_cache_read_input_tokens,
-            )
-            return []
-        if isinstance(event, GateOpened) and not event.answerable:  # nobody is asked: agy's terminal is
-            card = self.gate_card(event, TERMINAL_ONLY)
-            return [card] if card is not None else []
-        if isinstance(event, Notice) and not history:
-            text = f"agy-harness: {event.text}"
-            if event.level == "info":
-                return [h.update_agent_thought_text(text + "\n")]
-            return [h.update_agent_message_text(f"\n\n> {text}\n\n")]
-        return []
-
-    def _text(self, message_id: str, delta: str) -> list[Update]:
-        if not delta:
-            return []
-        self.streamed[message_id] = self.streamed.get(message_id, "") + delta
-        return [h.update_agent_message_text(delta)]
+        match event:
+            case TextDelta():
+                delta = self.replies.delta(event.message_id, event.index, event.delta)
+                return [h.update_agent_message_text(delta)] if delta else []
+            case AssistantMessage():  # only what the deltas did not carry (nothing if they diverged)
+                rest = self.replies.commit(event.message_id, event.text).rest
+                return [h.update_agent_message_text(rest)] if rest else []
+            case ReasoningDelta():
+                return [h.update_agent_thought_text(event.delta)] if event.delta else []
+            case UserMessage():
+                return [h.update_user_message_text(event.text)] if event.text else []
+            case ToolCall():
+                return [self._tool_call(event), *self._plan_written(event)]
+            case ToolResult():
+                return [self._tool_result(event), *self._plan_edited(event)]
+            case Usage():
+                self.usage.update(event)
+                return []
+            case GateOpened() if not event.answerable:  # nobody is asked: agy's terminal is
+                card = self.gate_card(event, TERMINAL_ONLY)
+                return [card] if card is not None else []
+            case Notice() if not history:
+                text = f"agy-harness: {event.text}"
+                if event.level == "info":
+                    return [h.update_agent_thought_text(text + "\n")]
+                return [h.update_agent_message_text(f"\n\n> {text}\n\n")]
+            case (
+                Notice()
+                | StatusChanged()
+                | ModelChanged()
+                | GateOpened()
+                | GateWithdrawn()
+                | Rotation()
+                | SubagentStarted()
+            ):
+                return []  # turns, models and gates are the session's (sessions.py, gates.py)
+            case other:
+                assert_never(other)
 
     def gate_card(self, gate: GateOpened, note: str = "") -> Update | None:
         """The ``tool_call`` a gate is about, announced before agy commits it (pending)."""

@@ -32,6 +32,7 @@ from acp.schema import ConfigOptionUpdate, PromptResponse, SessionConfigOptionSe
 from dependency_injector import providers
 
 from agy_harness.core.reconciler import Reconciler
+from agy_harness.core.turns import TurnEnded, Turns, TurnStarted, UsageTotals, spent
 from agy_harness.ports.events import Event, GateOpened, ModelChanged, Rotation, StatusChanged, UserMessage
 from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 
@@ -39,7 +40,7 @@ from ...root.container import AgyContainer, resuming_from
 from ...root.session import Session, session_from
 from . import commands
 from .gates import CancelOutgoing, GateAsker
-from .mapping import UpdateMapper, UsageTotals
+from .mapping import UpdateMapper
 from .models import ModelOption
 from .session_info import SessionInfoFollower
 
@@ -83,6 +84,7 @@ class AcpSession:
         self.conn = conn
         self.id = session_id
         self.mapper = UpdateMapper()
+        self.turns = Turns()
         self.asker = GateAsker(conn, session_id, self.mapper, cancel_outgoing=cancel_outgoing, forms=forms)
         self.session: Session | None = None
         self.cascades = {session_id}  # this conversation's cascades (agy's /clear adds one)
@@ -156,11 +158,12 @@ class AcpSession:
             return  # a sub-agent's own stream: its card is the parent's tool call
         turn = self.turn
         if isinstance(event, StatusChanged):
+            boundary = self.turns.feed(event)  # agy's turns (core/turns.py): running opens, idle/failed ends
             if turn is not None:
-                if event.status == "running":
+                if isinstance(boundary, TurnStarted):
                     turn.started = True
-                elif turn.started and not turn.done.done():
-                    turn.done.set_result((event.status, event.reason))
+                elif isinstance(boundary, TurnEnded) and turn.started and not turn.done.done():
+                    turn.done.set_result((boundary.status, boundary.reason))
             return
         if isinstance(event, UserMessage) and turn is not None and not turn.echoed:
             if event.text.strip() == turn.text.strip():
@@ -195,7 +198,7 @@ class AcpSession:
         if command is not None:
             await self.conn.session_update(self.id, h.update_agent_message_text(await self._command(command)))
             return PromptResponse(stop_reason="end_turn")
-        turn = Turn(text, self.mapper.usage)
+        turn = Turn(text, self.mapper.usage.copy())
         self.turn = turn
         try:
             try:
@@ -237,13 +240,12 @@ class AcpSession:
         return f"The next turns run on {found.label or found.model}."
 
     def _response(self, reason: StopReason, turn: Turn) -> PromptResponse:
-        start, now = turn.usage_at_start, self.mapper.usage
-        spent_in, spent_out = max(0, now.input - start.input), max(0, now.output - start.output)
+        turn_usage = spent(turn.usage_at_start, self.mapper.usage)
         usage = Usage(
-            total_tokens=spent_in + spent_out,
-            input_tokens=spent_in,
-            output_tokens=spent_out,
-            cached_read_tokens=max(0, now.cache_read - start.cache_read),
+            total_tokens=turn_usage.input + turn_usage.output,
+            input_tokens=turn_usage.input,
+            output_tokens=turn_usage.output,
+            cached_read_tokens=turn_usage.cache_read,
         )
         return PromptResponse(stop_reason=reason, usage=usage)
 

@@ -15,13 +15,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, assert_never
 
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
 from agy_harness.core.display import command_view
-from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult, event_to_json
+from agy_harness.ports.events import (
+    AssistantMessage,
+    Event,
+    GateOpened,
+    GateWithdrawn,
+    ModelChanged,
+    Notice,
+    ReasoningDelta,
+    Rotation,
+    StatusChanged,
+    SubagentStarted,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    event_to_json,
+)
 
 MAX_OUTPUT_LINES = 40
 COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
@@ -62,18 +79,35 @@ def event_view(event: Event) -> dict[str, Any]:
     """``event`` as the page gets it: its JSON form, every string made visible, plus the layout of a
     tool card (command, cwd, path, diff rows) or a tool result (trimmed output)."""
     data: dict[str, Any] = visible_value(event_to_json(event))
-    if isinstance(event, GateOpened):
-        data["card"] = gate_card(event)
-        data.pop("request", None)  # the card says it; agy's raw request can be large
-    elif isinstance(event, ToolCall):
-        args = event.arguments
-        data["view"] = {
-            "command": visible(first(args, COMMAND_KEYS)),
-            "cwd": visible(first(args, CWD_KEYS)),
-            "path": visible(first(args, PATH_KEYS)),
-            "diff": [[kind, visible(line)] for kind, line in edit_rows(args) or []],
-        }
-    elif isinstance(event, ToolResult):
-        result = event.model_copy(update={"output": event.output.replace("\r\n", "\n")})
-        data["output"] = "\n".join(visible(text) for _, text in result_lines(result, MAX_OUTPUT_LINES))
+    match event:
+        case GateOpened():
+            data["card"] = gate_card(event)
+            data.pop("request", None)  # the card says it; agy's raw request can be large
+        case ToolCall():
+            args = event.arguments
+            data["view"] = {
+                "command": visible(first(args, COMMAND_KEYS)),
+                "cwd": visible(first(args, CWD_KEYS)),
+                "path": visible(first(args, PATH_KEYS)),
+                "diff": [[kind, visible(line)] for kind, line in edit_rows(args) or []],
+            }
+        case ToolResult():
+            result = event.model_copy(update={"output": event.output.replace("\r\n", "\n")})
+            data["output"] = "\n".join(visible(text) for _, text in result_lines(result, MAX_OUTPUT_LINES))
+        case (
+            UserMessage()
+            | AssistantMessage()
+            | TextDelta()
+            | ReasoningDelta()
+            | StatusChanged()
+            | Usage()
+            | ModelChanged()
+            | GateWithdrawn()
+            | Rotation()
+            | SubagentStarted()
+            | Notice()
+        ):
+            pass  # its JSON form says it all
+        case other:
+            assert_never(other)
     return data

@@ -19,15 +19,23 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, assert_never
 
 from agy_harness.core.reconciler import Reconciler
+from agy_harness.core.turns import UsageTotals
 from agy_harness.ports.events import (
     AssistantMessage,
     GateOpened,
     GateWithdrawn,
     ModelChanged,
+    Notice,
+    ReasoningDelta,
+    Rotation,
     StatusChanged,
+    SubagentStarted,
+    TextDelta,
+    ToolCall,
+    ToolResult,
     Usage,
     UserMessage,
 )
@@ -56,22 +64,38 @@ def digest(cascade_id: str, steps: Sequence[Any]) -> Digest:
     """Read recorded steps as the harness would (the reconciler), keep what a row shows."""
     d = Digest()
     open_gates: set[str] = set()
+    usage = UsageTotals()
     for event in Reconciler(cascade_id).feed_all(steps):
-        if isinstance(event, UserMessage) and not d.title:
-            d.title = " ".join(event.text.split())[:TITLE_CHARS]
-        elif isinstance(event, Usage):
-            d.tokens_in, d.tokens_out = event.cumulative_input_tokens, event.cumulative_output_tokens
-            d.model = event.model or d.model
-        elif isinstance(event, ModelChanged):
-            d.model = event.model
-        elif isinstance(event, GateOpened):
-            open_gates.add(event.gate_id)
-        elif isinstance(event, GateWithdrawn):
-            open_gates.discard(event.gate_id)
-        elif isinstance(event, StatusChanged):
-            d.failed = event.status == "failed"
-        elif isinstance(event, AssistantMessage) and event.is_error:
-            d.failed = True
+        match event:
+            case UserMessage() if not d.title:
+                d.title = " ".join(event.text.split())[:TITLE_CHARS]
+            case Usage():
+                usage.update(event)
+            case ModelChanged():
+                usage.model = event.model
+            case GateOpened():
+                open_gates.add(event.gate_id)
+            case GateWithdrawn():
+                open_gates.discard(event.gate_id)
+            case StatusChanged():
+                d.failed = event.status == "failed"
+            case AssistantMessage() if event.is_error:
+                d.failed = True
+            case (
+                UserMessage()
+                | AssistantMessage()
+                | ToolCall()
+                | ToolResult()
+                | TextDelta()
+                | ReasoningDelta()
+                | Rotation()
+                | SubagentStarted()
+                | Notice()
+            ):
+                pass
+            case other:
+                assert_never(other)
+    d.tokens_in, d.tokens_out, d.model = usage.input, usage.output, usage.model
     d.waiting = len(open_gates)
     return d
 

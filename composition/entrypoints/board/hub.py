@@ -13,9 +13,25 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, assert_never
 
-from agy_harness.ports.events import Event, GateOpened, StatusChanged
+from agy_harness.ports.events import (
+    AssistantMessage,
+    Event,
+    GateOpened,
+    GateWithdrawn,
+    ModelChanged,
+    Notice,
+    ReasoningDelta,
+    Rotation,
+    StatusChanged,
+    SubagentStarted,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 from agy_harness.ports.tasks import reap
 
 from .fleet import Fleet, Row
@@ -172,9 +188,23 @@ class Board:
     def _on_event(self, live: LiveSession, event: Event) -> None:
         """Notify (webhook) every gate the board sees open, once, and the end of every turn it saw
         running (a live session's replay of old turns is history, not news)."""
-        if event.type in ("text_delta", "reasoning_delta", "tool_call", "tool_result", "notice"):
-            return
-        self._dirty.set()
+        match event:
+            case TextDelta() | ReasoningDelta() | ToolCall() | ToolResult() | Notice():
+                return  # nothing a row or a card shows
+            case (
+                GateOpened()
+                | GateWithdrawn()
+                | StatusChanged()
+                | UserMessage()
+                | AssistantMessage()
+                | Usage()
+                | ModelChanged()
+                | Rotation()
+                | SubagentStarted()
+            ):
+                self._dirty.set()
+            case other:
+                assert_never(other)
         if self.webhook is None:
             return
         title = live.title or "a conversation"

@@ -20,20 +20,25 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 from dependency_injector import providers
 
+from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
     GateOpened,
     GateWithdrawn,
     ModelChanged,
+    Notice,
     ReasoningDelta,
+    Rotation,
     StatusChanged,
     SubagentStarted,
     TextDelta,
+    ToolCall,
+    ToolResult,
     Usage,
     UserMessage,
 )
@@ -79,7 +84,8 @@ class LiveSession:
         self.subscribers: set[asyncio.Queue[dict[str, Any] | None]] = set()
         self.status: dict[str, str] = {}  # cascade -> running / idle / failed
         self.model = ""
-        self.tokens = (0, 0)
+        self.usage = UsageTotals()  # the root conversation's cumulative totals
+        self._streams = {"text_delta": Replies(keep_text=False), "reasoning_delta": Replies(keep_text=False)}
         self.title = ""
         self.children: set[str] = set()
         self.last_event = time.time()
@@ -128,25 +134,48 @@ class LiveSession:
             self.ready.set()
 
     # -- events ------------------------------------------------------------------------------
+    @property
+    def tokens(self) -> tuple[int, int]:
+        """The root conversation's cumulative (input, output) tokens."""
+        return self.usage.input, self.usage.output
+
     def _apply(self, event: Event) -> None:
         self.last_event = time.time()
         view = event_view(event)
-        if isinstance(event, GateOpened):
-            self.gates[event.gate_id] = (event, view["card"])
-        elif isinstance(event, GateWithdrawn):
-            self.gates.pop(event.gate_id, None)
-        elif isinstance(event, StatusChanged):
-            self.status[event.cascade_id] = event.status
-        elif isinstance(event, Usage) and event.cascade_id == self.cascade_id:
-            self.tokens = (event.cumulative_input_tokens, event.cumulative_output_tokens)
-            self.model = event.model or self.model
-        elif isinstance(event, ModelChanged) and event.cascade_id == self.cascade_id:
-            self.model = event.model
-        elif isinstance(event, UserMessage) and not self.title and event.cascade_id == self.cascade_id:
-            self.title = " ".join(event.text.split())[:90]
-        elif isinstance(event, SubagentStarted):
-            self.children.add(event.child_cascade_id)
-        self._remember(event, view)
+        root = event.cascade_id == self.cascade_id
+        match event:
+            case GateOpened():
+                self.gates[event.gate_id] = (event, view["card"])
+            case GateWithdrawn():
+                self.gates.pop(event.gate_id, None)
+            case StatusChanged():
+                self.status[event.cascade_id] = event.status
+            case Usage() if root:
+                self.usage.update(event)
+                self.model = event.model or self.model
+            case ModelChanged() if root:
+                self.model = event.model
+            case UserMessage() if root and not self.title:
+                self.title = " ".join(event.text.split())[:90]
+            case SubagentStarted():
+                self.children.add(event.child_cascade_id)
+            case (
+                Usage()
+                | ModelChanged()
+                | UserMessage()
+                | AssistantMessage()
+                | ToolCall()
+                | ToolResult()
+                | TextDelta()
+                | ReasoningDelta()
+                | Rotation()
+                | Notice()
+            ):
+                pass
+            case other:
+                assert_never(other)
+        if not self._remember(event, view):
+            return  # a replayed delta: already shown
         for queue in list(self.subscribers):
             try:
                 queue.put_nowait(view)
@@ -154,8 +183,12 @@ class LiveSession:
                 self.subscribers.discard(queue)
         self._on_event(self, event)
 
-    def _remember(self, event: Event, view: dict[str, Any]) -> None:
+    def _remember(self, event: Event, view: dict[str, Any]) -> bool:
+        """Keep ``event`` in the history: a message's deltas folded into one entry, retired by the
+        committed message (core/turns.py). False for a replayed delta (its index already seen)."""
         if isinstance(event, TextDelta | ReasoningDelta):
+            if self._streams[event.type].delta(event.message_id, event.index, event.delta) is None:
+                return False
             key = (event.type, event.message_id)
             folded = self._folded.get(key)
             if folded is None:  # (one evicted from the bounded history just stops growing)
@@ -163,13 +196,15 @@ class LiveSession:
                 self.history.append(folded)
             else:
                 folded["delta"] += view["delta"]
-            return
+            return True
         if isinstance(event, AssistantMessage):
+            self._streams["text_delta"].commit(event.message_id, event.text)
             folded = self._folded.pop(("text_delta", event.message_id), None)
             if folded is not None:
                 with contextlib.suppress(ValueError):
                     self.history.remove(folded)
         self.history.append(view)
+        return True
 
     def subscribe(self) -> tuple[list[dict[str, Any]], asyncio.Queue[dict[str, Any] | None]]:
         """The history so far and a queue of what comes next (None: the session ended)."""

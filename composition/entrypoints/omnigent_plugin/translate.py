@@ -24,7 +24,7 @@ cache reads), ``model`` = the model's display name from agy's catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from omnigent.inner.executor import (
     ExecutorEvent,
@@ -38,60 +38,42 @@ from omnigent.inner.executor import (
     ToolCallStatus,
 )
 
+from agy_harness.core.turns import Replies, UsageTotals, spent
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
+    GateOpened,
+    GateWithdrawn,
+    ModelChanged,
+    Notice,
     ReasoningDelta,
+    Rotation,
     StatusChanged,
     SubagentStarted,
     TextDelta,
     ToolCall,
     ToolResult,
     Usage,
+    UserMessage,
 )
 
-
-@dataclass
-class UsageTotals:
-    """The conversation's cumulative totals as last reported, and the last call's prompt size."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    model: str = ""
-    last_prompt: int = 0
-
-    def update(self, event: Usage) -> None:
-        step_prompt = (event.cumulative_input_tokens - self.input) + (
-            event.cumulative_cache_read_input_tokens - self.cache_read
-        )
-        if step_prompt > 0:
-            self.last_prompt = step_prompt
-        self.input = event.cumulative_input_tokens
-        self.output = event.cumulative_output_tokens
-        self.cache_read = event.cumulative_cache_read_input_tokens
-        if event.model:
-            self.model = event.model
-
-    def copy(self) -> UsageTotals:
-        return UsageTotals(self.input, self.output, self.cache_read, self.model, self.last_prompt)
+__all__ = ["TurnTranslator", "UsageTotals", "turn_usage"]
 
 
 def turn_usage(before: UsageTotals, after: UsageTotals, model_label: str) -> dict[str, Any] | None:
-    """omnigent's ``TurnComplete.usage`` for the tokens spent between two snapshots; None if none."""
-    cache = max(0, after.cache_read - before.cache_read)
-    inp = max(0, after.input - before.input) + cache
-    out = max(0, after.output - before.output)
-    if inp == 0 and out == 0:
+    """omnigent's ``TurnComplete.usage`` for the tokens spent between two snapshots
+    (:func:`agy_harness.core.turns.spent`); None if none."""
+    turn = spent(before, after)
+    if not turn.any:
         return None
     usage: dict[str, Any] = {
-        "input_tokens": inp,
-        "output_tokens": out,
-        "total_tokens": inp + out,
-        "cache_read_input_tokens": cache,
+        "input_tokens": turn.prompt,  # omnigent counts cache reads inside input
+        "output_tokens": turn.output,
+        "total_tokens": turn.prompt + turn.output,
+        "cache_read_input_tokens": turn.cache_read,
     }
-    if after.last_prompt:
-        usage["context_tokens"] = after.last_prompt
+    if turn.last_prompt:
+        usage["context_tokens"] = turn.last_prompt
     if model_label:
         usage["model"] = model_label
     return usage
@@ -102,7 +84,7 @@ class TurnTranslator:
     """Maps the events of one turn of the bound cascade (and its sub-agents) to executor events."""
 
     cascade_id: str
-    streamed: dict[str, str] = field(default_factory=dict)  # message_id -> text sent as chunks
+    replies: Replies = field(default_factory=Replies)  # text sent as chunks per message, until committed
     text: list[str] = field(default_factory=list)
     children: dict[str, str] = field(default_factory=dict)  # child cascade -> its last reply
     subagent_calls: set[str] = field(default_factory=set)  # tool calls that start a sub-agent
@@ -117,14 +99,13 @@ class TurnTranslator:
             set(self.children) - self.finished_children
         )
 
-    def _chunk(self, message_id: str, delta: str) -> list[ExecutorEvent]:
+    def _chunk(self, delta: str, *, new_reply: bool) -> list[ExecutorEvent]:
         if not delta:
             return []
         out: list[ExecutorEvent] = []
-        if message_id not in self.streamed and self.text:
+        if new_reply and self.text:
             out.append(TextChunk(text="\n\n"))  # a new reply after tool calls: keep them apart
             self.text.append("\n\n")
-        self.streamed[message_id] = self.streamed.get(message_id, "") + delta
         self.text.append(delta)
         out.append(TextChunk(text=delta))
         return out
@@ -132,49 +113,64 @@ class TurnTranslator:
     def feed(self, event: Event) -> list[ExecutorEvent]:
         if event.cascade_id != self.cascade_id:
             return self._child(event)
-        if isinstance(event, TextDelta):
-            return self._chunk(event.message_id, event.delta)
-        if isinstance(event, AssistantMessage):
-            sent = self.streamed.get(event.message_id, "")
-            if event.text.startswith(sent):
-                return self._chunk(event.message_id, event.text[len(sent) :])
-            return []  # the streamed text already stands for it (it was rewritten while streaming)
-        if isinstance(event, ReasoningDelta):
-            if event.delta:
-                return [ReasoningChunk(delta=event.delta, event_type="reasoning_text")]
-            return [ReasoningChunk(delta="", event_type="reasoning_started")] if event.started else []
-        if isinstance(event, ToolCall):
-            if "subagent" in event.name.lower():
-                self.subagent_calls.add(event.call_id)
-            return [
-                ToolCallRequest(
-                    name=event.name,
-                    args=dict(event.arguments),
-                    metadata={"call_id": event.call_id, "internally_executed": True},
-                )
-            ]
-        if isinstance(event, ToolResult):
-            return [
-                ToolCallComplete(
-                    name=event.name,
-                    status=ToolCallStatus.ERROR if event.is_error else ToolCallStatus.SUCCESS,
-                    result=event.output,
-                    error=event.output if event.is_error else None,
-                    metadata={"call_id": event.call_id},
-                )
-            ]
-        if isinstance(event, SubagentStarted):
-            self.children[event.child_cascade_id] = ""
-            return [
-                SubAgentStarted(
-                    child_key=event.child_cascade_id,
-                    title=f"agy sub-agent {event.child_cascade_id[:8]}",
-                    task="",
-                )
-            ]
-        if isinstance(event, StatusChanged) and event.status == "failed":
-            self.failed = event.reason or "agy reported the turn as failed"
-        return []
+        match event:
+            case TextDelta():
+                new_reply = not self.replies.streaming(event.message_id)
+                delta = self.replies.delta(event.message_id, event.index, event.delta)
+                return self._chunk(delta or "", new_reply=new_reply)
+            case AssistantMessage():  # what the deltas did not carry (nothing if they were rewritten)
+                new_reply = not self.replies.streaming(event.message_id)
+                rest = self.replies.commit(event.message_id, event.text).rest
+                return self._chunk(rest, new_reply=new_reply)
+            case ReasoningDelta():
+                if event.delta:
+                    return [ReasoningChunk(delta=event.delta, event_type="reasoning_text")]
+                return [ReasoningChunk(delta="", event_type="reasoning_started")] if event.started else []
+            case ToolCall():
+                if "subagent" in event.name.lower():
+                    self.subagent_calls.add(event.call_id)
+                return [
+                    ToolCallRequest(
+                        name=event.name,
+                        args=dict(event.arguments),
+                        metadata={"call_id": event.call_id, "internally_executed": True},
+                    )
+                ]
+            case ToolResult():
+                return [
+                    ToolCallComplete(
+                        name=event.name,
+                        status=ToolCallStatus.ERROR if event.is_error else ToolCallStatus.SUCCESS,
+                        result=event.output,
+                        error=event.output if event.is_error else None,
+                        metadata={"call_id": event.call_id},
+                    )
+                ]
+            case SubagentStarted():
+                self.children[event.child_cascade_id] = ""
+                return [
+                    SubAgentStarted(
+                        child_key=event.child_cascade_id,
+                        title=f"agy sub-agent {event.child_cascade_id[:8]}",
+                        task="",
+                    )
+                ]
+            case StatusChanged(status="failed"):
+                self.failed = event.reason or "agy reported the turn as failed"
+                return []
+            case (
+                StatusChanged()
+                | UserMessage()
+                | Usage()
+                | ModelChanged()
+                | GateOpened()
+                | GateWithdrawn()
+                | Rotation()
+                | Notice()
+            ):
+                return []  # the turn's boundaries, usage and gates are the conversation's
+            case other:
+                assert_never(other)
 
     def _child(self, event: Event) -> list[ExecutorEvent]:
         child = event.cascade_id
