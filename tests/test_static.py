@@ -96,3 +96,56 @@ def test_ports_import_nothing_but_pydantic_and_the_standard_library() -> None:
             assert (
                 top in sys.stdlib_module_names or top == "pydantic" or name.startswith("agy_harness.ports")
             ), f"{path.name}: {name}"
+
+
+#: every consumer that dispatches on the event type with ``match`` + ``assert_never``
+CONSUMERS = (
+    "core/turns.py",
+    "adapters/sinks/terminal.py",
+    "adapters/sinks/omnigent/wire.py",
+    "composition/entrypoints/acp/mapping.py",
+    "composition/entrypoints/omnigent_plugin/translate.py",
+    "composition/entrypoints/board/cards.py",
+    "composition/entrypoints/board/fleet.py",
+    "composition/entrypoints/board/hub.py",
+    "composition/entrypoints/board/live.py",
+)
+
+
+def test_a_new_event_type_fails_type_checking_in_every_consumer(tmp_path: Path) -> None:
+    """Add an event type to the union in a copy of the tree: mypy must name each consumer."""
+    pkg = tmp_path / "agy_harness"
+    pkg.mkdir()
+    for layer in LAYERS:
+        shutil.copytree(ROOT / layer, pkg / layer, ignore=shutil.ignore_patterns("__pycache__", "static"))
+    events = pkg / "ports" / "events.py"
+    text = events.read_text(encoding="utf-8")
+    text = text.replace(
+        "\n\nEvent = Annotated[\n",
+        '\n\nclass Novel(_Event):\n    type: Literal["novel"] = "novel"\n\n\nEvent = Annotated[\n    Novel\n    | ',
+    ).replace("    Novel\n    |     UserMessage", "    Novel\n    | UserMessage")
+    assert "class Novel" in text
+    events.write_text(text, encoding="utf-8")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(tmp_path / ".mypy_cache"),
+            *(arg for layer in LAYERS for arg in ("-p", f"agy_harness.{layer}")),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+    )
+    unhandled = {
+        line.split(":")[0].removeprefix("agy_harness/")
+        for line in out.stdout.splitlines()
+        if '"assert_never"' in line
+    }
+    assert set(CONSUMERS) <= unhandled, out.stdout
