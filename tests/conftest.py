@@ -1,17 +1,71 @@
-"""Shared fixtures for the whole suite."""
+"""Shared fixtures for the whole suite, the ``pure`` marker, and a bytecode cache outside the tree."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import os
+import sys
+from pathlib import Path
 
-import pytest
 
-from agy_harness.adapters.simulator import Simulator
+def _cache_bytecode_outside_the_tree() -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set (as on these machines) every run compiled every module
+    again: collection took 5-7 s (9-13 s on a loaded machine). The bytecode goes instead to a private
+    cache outside the source tree (``$AGY_HARNESS_CACHE/pycache``, the cache the omnigent venvs use;
+    Python checks each file against its source), for this process and the CLI processes tests start.
+    ``AGY_HARNESS_TEST_PYCACHE=0`` keeps Python's own setting."""
+    if not sys.dont_write_bytecode or os.environ.get("AGY_HARNESS_TEST_PYCACHE") == "0":
+        return
+    root = Path(os.environ.get("AGY_HARNESS_CACHE") or Path.home() / ".cache" / "agy-harness")
+    prefix = root / "pycache"
+    try:
+        prefix.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return  # nowhere to cache: compile as before
+    sys.pycache_prefix = str(prefix)
+    sys.dont_write_bytecode = False
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from . import real_omnigent
-from .real_omnigent import OmnigentServer, require_omnigent_venv
+
+_cache_bytecode_outside_the_tree()  # before the imports below: the package and the tests are cached too
+
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+from collections.abc import AsyncIterator, Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+from agy_harness.adapters.simulator import Simulator  # noqa: E402
+
+from . import real_omnigent  # noqa: E402
+from .real_omnigent import OmnigentServer, require_omnigent_venv  # noqa: E402
 
 pytest_plugins = ["tests.ci_skips"]  # in CI a skipped test fails the run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the pure tests (``-m pure``): the core and pure units, no network, files, subprocesses or real sleeps
+PURE = ("tests/core/", "tests/rpc/test_codec.py", "tests/rpc/test_bounded.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.resolve().relative_to(ROOT).as_posix().startswith(PURE):
+            item.add_marker(pytest.mark.pure)
+
+
+@pytest.fixture(autouse=True)
+def _pure_tests_do_no_io(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test marked ``pure`` that opens a connection or starts a process fails: the mark stays true."""
+    if request.node.get_closest_marker("pure") is None:
+        return
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a pure test does no I/O (tests/conftest.py: PURE)")
+
+    monkeypatch.setattr(socket.socket, "connect", refused)
+    monkeypatch.setattr(socket.socket, "connect_ex", refused)
+    monkeypatch.setattr(subprocess.Popen, "__init__", refused)
 
 
 def pytest_configure(config: pytest.Config) -> None:
