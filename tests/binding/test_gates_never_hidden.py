@@ -16,7 +16,7 @@ from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 from agy_harness.ports.tasks import reap
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 from .helpers import FAST, watched
 

@@ -9,16 +9,12 @@ import sys
 from pathlib import Path
 
 from agy_harness.composition.entrypoints.demo import TapSink
-
-
-class _Quiet:
-    async def deliver(self, events: object) -> int:
-        return 0
+from tests.fakes import RecordingSink
 
 
 async def test_the_demo_stops_when_cancelled_as_a_gate_answer_wakes_it() -> None:
     # SIGTERM cancels every task at once; the gate's cancelled ask touches the tap in that same pass.
-    tap = TapSink(_Quiet())  # type: ignore[arg-type]
+    tap = TapSink(RecordingSink(accept_at_most=0))
     waiting = asyncio.ensure_future(tap.wait_for(lambda e: False, 0, timeout=60))
     await asyncio.sleep(0)  # now inside its wait for agy
     tap._touch()

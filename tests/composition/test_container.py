@@ -17,9 +17,8 @@ from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.composition.root.container import AgyContainer, bind, make_container
 from agy_harness.composition.root.session import QueueSink, session_from
 from agy_harness.composition.root.version_gate import AdapterChoice, Capabilities
+from tests.fakes import MemoryClaims, RecordingSink
 from tests.integration.helpers import FAST, run_turn
-
-from .fakes import MemoryClaims, RecordingSink
 
 
 def offline(caps: Capabilities, **kw: object) -> AgyContainer:

@@ -11,8 +11,7 @@ from agy_harness.composition.service.directory_watcher import DirectoryWatcher
 from agy_harness.ports.events import ToolResult
 from agy_harness.ports.protocols import CascadeSummary
 from tests.core.fixtures import CASCADE, fixture
-
-from .fakes import FakeClock, ListedDirectory, MemoryClaims, MemorySnapshot, RecordingEmitter
+from tests.fakes import FakeClock, ListedDirectory, MemoryClaims, MemorySnapshot, RecordingEmitter
 
 FAST = HarnessOptions(directory_interval=0.001, idle_reports_to_close=2, subagent_poll=0.001)
 
@@ -80,12 +79,7 @@ async def test_idle_reports_from_an_unreadable_agy_close_nothing() -> None:
     conversation = Conversation(CASCADE)
     conversation.reconciler.feed(fixture("user_input"))
     watcher, directory, emitter, _ = make([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")], [], conversation)
-
-    class Unreadable(MemorySnapshot):
-        async def read_steps(self, cascade_id: str) -> list[Any]:
-            raise ConnectionError("down")
-
-    watcher.snapshot = Unreadable()
+    watcher.snapshot = MemorySnapshot(down=True)
     watcher.start()
     await listings(directory, 6)  # three backstops tried, none could read agy
     directory.summaries = [summary(CASCADE)]  # and agy says running again

@@ -12,8 +12,7 @@ from agy_harness.composition.service.emitter import Emitter
 from agy_harness.ports.events import Event, Notice
 from agy_harness.ports.protocols import StepBatch
 from tests.core.fixtures import CASCADE, fixture
-
-from .fakes import FakeClock, MemorySnapshot, RecordingSink
+from tests.fakes import FakeClock, MemorySnapshot, ObservedCursorStore, RecordingSink
 
 FAST = HarnessOptions(sink_retry=0.001, max_backoff=0.01)
 
@@ -59,11 +58,10 @@ async def test_the_cursor_follows_the_bound_conversation_only() -> None:
 
 
 async def test_the_cursor_is_saved_only_after_the_sink_took_everything() -> None:
-    sink, cursors = RecordingSink(), MemoryCursorStore()
+    sink = RecordingSink()
     sink.fail_next = 1
     saved_when: list[int] = []
-    original = cursors.save
-    cursors.save = lambda c: (saved_when.append(len(sink.events)), original(c))[1]  # type: ignore[method-assign]
+    cursors = ObservedCursorStore(on_save=lambda _c: saved_when.append(len(sink.events)))
     emitter = make(sink, cursors)
     await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),)))
     assert saved_when == [len(sink.events)] and saved_when[0] > 0

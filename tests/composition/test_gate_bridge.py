@@ -12,8 +12,7 @@ from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected
 from tests.core.fixtures import CASCADE, fixture
-
-from .fakes import FakeClock, MemorySnapshot, RecordingDelivery, RecordingEmitter, RecordingSink
+from tests.fakes import FakeClock, MemorySnapshot, RecordingDelivery, RecordingEmitter, RecordingSink
 
 FAST = HarnessOptions(fallback_backoff=0.001, max_backoff=0.01, answer_deadline=0.1)
 
@@ -105,15 +104,11 @@ async def test_withdraw_all_drops_every_ask() -> None:
         task.cancel()
 
 
-class OneAtATime(RecordingSink):
-    max_concurrent_asks = 1
-
-
 async def test_a_sink_showing_one_ask_is_shown_the_newest_and_the_older_comes_back() -> None:
     first, s1 = gate_of(index=6)
     second, s2 = gate_of(index=9)
     delivery = RecordingDelivery()
-    gates, sink, _, _ = bridge([s1, s2], delivery, OneAtATime())
+    gates, sink, _, _ = bridge([s1, s2], delivery, RecordingSink(max_concurrent_asks=1))
     gates.start()
     gates.observe([first])
     await sink.wait_for(lambda: len(sink.asked) == 1)
@@ -184,27 +179,13 @@ async def test_a_gate_gone_from_agy_is_reported_not_delivered() -> None:
     assert delivery.delivered == [] and [n[2] for n in emitter.notices] == ["warning"]
 
 
-class DownDelivery(RecordingDelivery):
-    def __init__(self, failures: int) -> None:
-        super().__init__()
-        self.failures = failures
-        self.attempts = 0
-
-    async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
-        self.attempts += 1
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("agy is unreachable")
-        await super().deliver(cascade_id, interaction)
-
-
 async def test_transport_failures_are_retried_and_give_up_with_a_notice() -> None:
     gate, step = gate_of()
-    flaky = DownDelivery(failures=2)
+    flaky = RecordingDelivery(down=2)
     gates, _, emitter, _ = bridge([step], flaky)
     assert await gates.answer(gate, GateAnswer(allow=True))
     assert flaky.attempts == 3 and len(flaky.delivered) == 1 and emitter.notices == []
-    down = DownDelivery(failures=99)
+    down = RecordingDelivery(down=99)
     gates, _, emitter, _ = bridge([step], down)
     assert not await gates.answer(gate, GateAnswer(allow=True))
     assert down.attempts > 3  # retried for the whole answer_deadline, not 3 times
@@ -216,20 +197,13 @@ async def test_a_rejection_agy_calls_gone_is_reported_once() -> None:
     gate, step = gate_of()
     delivery = RecordingDelivery([InteractionRejected("cascade not found", status=404)])
     gates, _, emitter, snap = bridge([step], delivery)
-    original = delivery.deliver
 
-    async def deliver(cascade_id: str, interaction: dict[str, Any]) -> None:
+    def left_waiting(cascade_id: str, interaction: dict[str, Any]) -> None:
         snap.steps = [fixture("run_command_done")]  # the step left WAITING as the answer arrived
-        await original(cascade_id, interaction)
 
-    delivery.deliver = deliver  # type: ignore[method-assign]
+    delivery.on_deliver = left_waiting
     assert not await gates.answer(gate, GateAnswer(allow=True))
     assert [n[2] for n in emitter.notices] == ["warning"] and delivery.delivered == []
-
-
-class _Unreadable(MemorySnapshot):
-    async def read_steps(self, cascade_id: str) -> list[Any]:
-        raise ConnectionError("agy does not answer")
 
 
 async def test_a_gate_only_agys_terminal_answers_is_never_asked_nor_answered() -> None:
@@ -242,7 +216,7 @@ async def test_a_gate_only_agys_terminal_answers_is_never_asked_nor_answered() -
     delivery = RecordingDelivery()
     sink, emitter = RecordingSink(), RecordingEmitter()
     gates = GateBridge(
-        snapshot=_Unreadable(), sink=sink, emitter=emitter, delivery=delivery, options=FAST, clock=FakeClock()
+        snapshot=MemorySnapshot(down=True), sink=sink, emitter=emitter, delivery=delivery, options=FAST, clock=FakeClock()
     )  # type: ignore[arg-type]
     gates.start()
     gates.observe([other])

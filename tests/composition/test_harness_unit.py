@@ -11,8 +11,15 @@ from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected, SourceUnavailable
 from tests.core.fixtures import CASCADE, fixture
-
-from .fakes import FakeClock, MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
+from tests.fakes import (
+    FakeClock,
+    MemorySnapshot,
+    RecordingDelivery,
+    RecordingInterrupter,
+    RecordingSender,
+    RecordingSink,
+    ScriptedSource,
+)
 
 FAST = HarnessOptions(fallback_backoff=0.01, max_backoff=0.05, sink_retry=0.001, directory_interval=0)
 TURN = ["user_input", "planner_response_tool_call_run_command", "run_command_done", "planner_response_text"]
@@ -238,14 +245,11 @@ async def test_a_stale_rejection_is_retargeted_to_agys_retry() -> None:
     delivery = RecordingDelivery([InteractionRejected("input not registered for step 6", status=500)])
     snap = MemorySnapshot(steps("run_command_waiting"))
 
-    original = delivery.deliver
-
-    async def deliver(cascade_id: str, interaction: dict[str, Any]) -> None:
+    def timed_out(cascade_id: str, interaction: dict[str, Any]) -> None:
         if delivery.reject:  # agy timed the step out just as the answer arrived
             snap.steps = [fixture("run_command_error"), waiting_at(9)]
-        await original(cascade_id, interaction)
 
-    delivery.deliver = deliver  # type: ignore[method-assign]
+    delivery.on_deliver = timed_out
     async with Harness(
         cascade_id=CASCADE,
         sources=[ScriptedSource("s", [[steps("run_command_waiting")]])],
@@ -283,16 +287,8 @@ async def test_a_gate_answered_elsewhere_is_withdrawn_from_the_human() -> None:
     assert [e.type for e in sink.events][-3:] == ["gate_withdrawn", "tool_call", "tool_result"]
 
 
-class Interrupts:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def interrupt(self, cascade_id: str) -> None:
-        self.calls += 1
-
-
 async def test_interrupt_during_a_parked_gate_denies_it() -> None:
-    sink, delivery, interrupter = RecordingSink(), RecordingDelivery(), Interrupts()
+    sink, delivery, interrupter = RecordingSink(), RecordingDelivery(), RecordingInterrupter()
     async with Harness(
         cascade_id=CASCADE,
         sources=[ScriptedSource("s", [[steps("run_command_waiting")]])],
@@ -310,19 +306,9 @@ async def test_interrupt_during_a_parked_gate_denies_it() -> None:
     assert interrupter.calls == 1 and sink.cancelled == [sink.asked[0].gate_id]
 
 
-class Sender:
-    def __init__(self, name: str, fail: Exception | None = None) -> None:
-        self.name, self.fail, self.sent = name, fail, []  # type: ignore[var-annotated]
-
-    async def send(self, cascade_id: str, text: str) -> None:
-        if self.fail is not None:
-            raise self.fail
-        self.sent.append(text)
-
-
 async def test_a_turn_sender_that_answers_404_is_demoted_to_the_next(caplog: Any) -> None:
-    rpc = Sender("rpc", SourceUnavailable("SendUserCascadeMessage: 404"))
-    tmux = Sender("tmux")
+    rpc = RecordingSender("rpc", SourceUnavailable("SendUserCascadeMessage: 404"))
+    tmux = RecordingSender("tmux")
     h = Harness(
         cascade_id=CASCADE,
         sources=[ScriptedSource("s", [])],
@@ -335,25 +321,13 @@ async def test_a_turn_sender_that_answers_404_is_demoted_to_the_next(caplog: Any
     with caplog.at_level(logging.WARNING, logger="agy_harness.harness"):
         assert await h.send("one") == "tmux"
         assert await h.send("two") == "tmux"
-    assert tmux.sent == ["one", "two"] and h.stats.demotions == ["rpc"]
+    assert tmux.texts == ["one", "two"] and h.stats.demotions == ["rpc"]
     assert sum("demoted to tmux" in r.getMessage() for r in caplog.records) == 1
-
-
-class FlakySnapshot(MemorySnapshot):
-    def __init__(self, steps: list[Any], failures: int) -> None:
-        super().__init__(steps)
-        self.failures = failures
-
-    async def read_steps(self, cascade_id: str) -> list[Any]:
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("agy is briefly unreachable")
-        return await super().read_steps(cascade_id)
 
 
 async def test_an_answer_survives_agy_being_briefly_unreachable() -> None:
     sink, delivery = RecordingSink(), RecordingDelivery()
-    snap = FlakySnapshot(steps("run_command_waiting"), failures=0)
+    snap = MemorySnapshot(steps("run_command_waiting"))
     async with Harness(
         cascade_id=CASCADE,
         sources=[ScriptedSource("s", [[steps("run_command_waiting")]])],
@@ -364,7 +338,7 @@ async def test_an_answer_survives_agy_being_briefly_unreachable() -> None:
         clock=FakeClock(),
     ):
         await sink.wait_for(lambda: sink.asked)
-        snap.failures = 2  # the re-reads at delivery fail twice
+        snap.fail_next = 2  # the re-reads at delivery fail twice
         await sink.answers.put(GateAnswer(allow=True))
         await sink.wait_for(lambda: delivery.delivered, timeout=3)
     assert [d["stepIndex"] for d in delivery.delivered] == [6]

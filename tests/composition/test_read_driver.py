@@ -10,8 +10,7 @@ from agy_harness.composition.service.conversation import Conversation, HarnessOp
 from agy_harness.composition.service.read_driver import ReadDriver
 from agy_harness.ports.protocols import SourceUnavailable
 from tests.core.fixtures import CASCADE, fixture
-
-from .fakes import FakeClock, RecordingEmitter, ScriptedSource
+from tests.fakes import FakeClock, RecordingEmitter, ScriptedSource
 
 FAST = HarnessOptions(fallback_backoff=0.01, max_backoff=0.05)
 STEP = [fixture("user_input")]

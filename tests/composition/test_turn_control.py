@@ -9,28 +9,15 @@ from agy_harness.composition.service.gate_bridge import GateBridge
 from agy_harness.composition.service.turn_control import TurnControl
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer, SourceUnavailable
+from tests.fakes import (
+    MemorySnapshot,
+    RecordingEmitter,
+    RecordingInterrupter,
+    RecordingSender,
+    RecordingSink,
+)
 
-from .fakes import MemorySnapshot, RecordingEmitter, RecordingSink
 from .test_gate_bridge import gate_of
-
-
-class Sender:
-    def __init__(self, name: str, fail: Exception | None = None) -> None:
-        self.name, self.fail = name, fail
-        self.sent: list[tuple[str, str]] = []
-
-    async def send(self, cascade_id: str, text: str) -> None:
-        if self.fail is not None:
-            raise self.fail
-        self.sent.append((cascade_id, text))
-
-
-class Interrupts:
-    def __init__(self, log: list[str]) -> None:
-        self.log = log
-
-    async def interrupt(self, cascade_id: str) -> None:
-        self.log.append(f"interrupt {cascade_id}")
 
 
 class Gates:
@@ -49,7 +36,7 @@ class Gates:
 
 
 def control(
-    senders: list[Sender] | None = None, gates: object = None, interrupter: object = None
+    senders: list[RecordingSender] | None = None, gates: object = None, interrupter: object = None
 ) -> tuple[TurnControl, RecordingEmitter, HarnessStats]:
     emitter, stats = RecordingEmitter(), HarnessStats()
     conversation = Conversation("c1")
@@ -67,7 +54,7 @@ def control(
 
 
 async def test_a_sender_agy_cannot_serve_is_demoted_for_good_and_the_turn_goes_to_the_next() -> None:
-    rpc, tmux = Sender("rpc", SourceUnavailable("404")), Sender("tmux")
+    rpc, tmux = RecordingSender("rpc", SourceUnavailable("404")), RecordingSender("tmux")
     turns, _, stats = control([rpc, tmux])
     assert await turns.send("one") == "tmux"
     turns.conversation.rebind("c2")
@@ -77,15 +64,15 @@ async def test_a_sender_agy_cannot_serve_is_demoted_for_good_and_the_turn_goes_t
 
 
 async def test_a_transport_error_is_not_a_demotion() -> None:
-    rpc = Sender("rpc", ConnectionError("agy restarting"))
-    turns, _, stats = control([rpc, Sender("tmux")])
+    rpc = RecordingSender("rpc", ConnectionError("agy restarting"))
+    turns, _, stats = control([rpc, RecordingSender("tmux")])
     with pytest.raises(ConnectionError):
         await turns.send("one")
     assert [s.name for s in turns.turn_senders] == ["rpc", "tmux"] and stats.demotions == []
 
 
 async def test_with_no_sender_left_a_turn_fails_loudly() -> None:
-    turns, _, _ = control([Sender("rpc", SourceUnavailable("404"))])
+    turns, _, _ = control([RecordingSender("rpc", SourceUnavailable("404"))])
     with pytest.raises(RuntimeError, match="no turn sender"):
         await turns.send("hello")
 
@@ -99,7 +86,7 @@ async def test_interrupt_without_an_interrupter_does_nothing_and_says_so() -> No
 async def test_interrupt_denies_the_parked_gate_before_cancelling() -> None:
     log: list[str] = []
     gate, _ = gate_of()
-    turns, emitter, _ = control(gates=Gates(log, gate), interrupter=Interrupts(log))
+    turns, emitter, _ = control(gates=Gates(log, gate), interrupter=RecordingInterrupter(log))
     report = await turns.interrupt()
     assert log == ["stop asking", f"answer {gate.gate_id} decline allow=False", "interrupt c1"]
     assert report.cancelled and report.denied_gates == (gate.gate_id,)
@@ -110,7 +97,9 @@ async def test_interrupt_denies_the_parked_gate_before_cancelling() -> None:
 async def test_interrupts_are_numbered_and_a_refused_denial_is_not_reported_as_denied() -> None:
     log: list[str] = []
     gate, _ = gate_of()
-    turns, emitter, _ = control(gates=Gates(log, gate, delivered=False), interrupter=Interrupts(log))
+    turns, emitter, _ = control(
+        gates=Gates(log, gate, delivered=False), interrupter=RecordingInterrupter(log)
+    )
     first = await turns.interrupt()
     turns.gates.parked_gate, turns.gates.parked_gates = None, []  # type: ignore[misc,attr-defined]
     turns.conversation.reconciler.state.status = "running"
@@ -121,11 +110,11 @@ async def test_interrupts_are_numbered_and_a_refused_denial_is_not_reported_as_d
 
 async def test_an_interrupt_with_agy_idle_says_there_was_nothing_to_interrupt() -> None:
     log: list[str] = []
-    turns, emitter, _ = control(interrupter=Interrupts(log))
+    turns, emitter, _ = control(interrupter=RecordingInterrupter(log))
     report = await turns.interrupt()  # agy is idle: nothing runs, nothing was sent
     assert report.detail == "nothing to interrupt: agy is idle"
     assert emitter.notices == [("c1/interrupt/1", "nothing to interrupt: agy is idle", "info")]
-    sender = Sender("rpc")
+    sender = RecordingSender("rpc")
     turns.turn_senders = [sender]
     await turns.send("hello")  # sent, not yet seen back from agy: an interrupt now cancels it
     assert (await turns.interrupt()).detail == "cancelled the running steps"

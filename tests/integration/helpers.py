@@ -12,7 +12,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.root.session import Session, open_session
 from agy_harness.composition.service.harness import HarnessOptions
 from agy_harness.ports.events import Event
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 FAST = HarnessOptions(fallback_backoff=0.05, max_backoff=0.4, sink_retry=0.01, directory_interval=0.1)
 LIVE_ONLY = {"text_delta", "reasoning_delta", "notice", "gate_opened", "gate_withdrawn", "rotation"}

@@ -31,7 +31,7 @@ from agy_harness.composition.root.container import AgyContainer, make_container
 from agy_harness.composition.root.session import QueueSink
 from agy_harness.ports.events import Event, GateOpened, StatusChanged, UserMessage
 from agy_harness.ports.protocols import Cursor, CursorStore, EventSink, GateAnswer, StepSource
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.sinks.omnigent_app import OmnigentApp
 
 from .helpers import FAST, signature

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.cursor_file import FileCursorStore
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 from .helpers import assert_exactly_once, committed, harness_on, run_turn, signature, texts_by_message
 

@@ -11,7 +11,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import GateAnswer, InteractionRejected
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 from .helpers import FAST, harness_on, run_turn
 

@@ -8,7 +8,7 @@ import asyncio
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.ports.events import GateOpened, GateWithdrawn, Notice
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 from .helpers import harness_on, turn_over
 

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 from .helpers import assert_exactly_once, committed, harness_on, run_turn, signature, texts_by_message
 

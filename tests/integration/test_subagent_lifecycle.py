@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.service.bus import SessionBus
 from agy_harness.composition.service.conversation import Conversation
 from agy_harness.composition.service.subagents import SubagentMirrors
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import SubagentStarted, ToolResult
 from agy_harness.ports.protocols import CascadeSummary
-from tests.composition.fakes import RecordingSink
+from tests.fakes import MemorySnapshot, RecordingEmitter, RecordingSink
 
 from .helpers import harness_on
 
@@ -46,27 +45,9 @@ async def test_a_sub_agent_is_linked_while_its_spawning_step_runs_and_its_mirror
             assert [e for e in sink.events if isinstance(e, SubagentStarted)] == [link]  # linked once
 
 
-class _Emitter:
-    def __init__(self) -> None:
-        self.emitted: list = []
-        self.bus = SessionBus()
-
-    async def apply(self, batch, reconciler) -> None:  # type: ignore[no-untyped-def]
-        for raw in batch.steps:
-            self.emitted += reconciler.feed(raw)
-
-    async def emit(self, events) -> None:  # type: ignore[no-untyped-def]
-        self.emitted += list(events)
-
-
-class _Snapshot:
-    async def read_steps(self, cascade_id: str) -> list:
-        return []
-
-
 async def test_a_quiet_child_agy_lists_idle_gets_its_own_backstop() -> None:
-    emitter = _Emitter()
-    mirrors = SubagentMirrors(Conversation("parent", None), snapshot=_Snapshot(), emitter=emitter)  # type: ignore[arg-type]
+    emitter = RecordingEmitter(feeds=True)
+    mirrors = SubagentMirrors(Conversation("parent", None), snapshot=MemorySnapshot(), emitter=emitter)  # type: ignore[arg-type]
     child = Reconciler("child")
     child.state.status = "running"  # its turn opened; agy never sent a closing planner
     mirrors.reconcilers["child"] = child
@@ -86,8 +67,8 @@ async def test_a_quiet_child_agy_lists_idle_gets_its_own_backstop() -> None:
 async def test_a_relayed_sub_agent_step_goes_to_its_mirror_and_nowhere_else() -> None:
     from tests.core.fixtures import fixture
 
-    emitter = _Emitter()
-    mirrors = SubagentMirrors(Conversation("parent", None), snapshot=_Snapshot(), emitter=emitter)  # type: ignore[arg-type]
+    emitter = RecordingEmitter(feeds=True)
+    mirrors = SubagentMirrors(Conversation("parent", None), snapshot=MemorySnapshot(), emitter=emitter)  # type: ignore[arg-type]
     step = fixture("user_input")
     step["metadata"]["sourceTrajectoryStepInfo"]["cascadeId"] = "child"
     await emitter.bus.foreign_step("child", step)  # not mirrored (yet): not ours, dropped

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from agy_harness.adapters.simulator import Simulator
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 from .helpers import harness_on, run_turn
 

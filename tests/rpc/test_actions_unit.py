@@ -33,6 +33,7 @@ from agy_harness.ports.protocols import (
     TurnSender,
 )
 from tests.core.fixtures import FIXTURES
+from tests.fakes import FixedCatalog, MemorySnapshot
 
 from .stub import StubServer, const
 
@@ -127,28 +128,6 @@ async def test_turn_sender_404_demotes(stub: StubServer) -> None:
     assert not isinstance(err.value, MethodMissing)
 
 
-class FakeSnapshot:
-    def __init__(self, steps: list[Any] | Exception) -> None:
-        self.steps = steps
-
-    async def read_steps(self, cascade_id: str) -> list[Any]:
-        if isinstance(self.steps, Exception):
-            raise self.steps
-        return self.steps
-
-
-class FakeCatalog:
-    def __init__(self, models: list[ModelInfo] | Exception) -> None:
-        self._models = models
-        self.calls = 0
-
-    async def models(self) -> list[ModelInfo]:
-        self.calls += 1
-        if isinstance(self._models, Exception):
-            raise self._models
-        return self._models
-
-
 CATALOG = [ModelInfo(model="M1"), ModelInfo(model="M2", recommended=True)]
 
 
@@ -158,29 +137,28 @@ async def test_plan_model_from_latest_user_input() -> None:
     newer["metadata"]["executionId"] = "e2"
     newer["userInput"]["userConfig"]["plannerConfig"]["planModel"] = "MODEL_NEWER"
     steps = [older, fixture("planner_response_text.json"), newer, fixture("checkpoint.json"), "junk"]
-    catalog = FakeCatalog(CATALOG)
-    assert await PlanModelResolver(FakeSnapshot(steps), catalog)("c") == "MODEL_NEWER"
-    assert await PlanModelResolver(FakeSnapshot(steps[:2]), catalog)("c") == "MODEL_PLACEHOLDER_M20"
+    catalog = FixedCatalog(CATALOG)
+    assert await PlanModelResolver(MemorySnapshot(steps), catalog)("c") == "MODEL_NEWER"
+    assert await PlanModelResolver(MemorySnapshot(steps[:2]), catalog)("c") == "MODEL_PLACEHOLDER_M20"
     assert catalog.calls == 0
     chosen: list[str | None] = [None]
-    resolver = PlanModelResolver(FakeSnapshot(steps), catalog, choice=lambda: chosen[0])
+    resolver = PlanModelResolver(MemorySnapshot(steps), catalog, choice=lambda: chosen[0])
     assert await resolver("c") == "MODEL_NEWER"  # nothing chosen: agy's plan
     chosen[0] = "MODEL_PICKED"
     assert await resolver("c") == "MODEL_PICKED"  # the user's choice (an editor's picker) wins
 
 
 async def test_plan_model_falls_back_to_recommended_and_caches() -> None:
-    catalog = FakeCatalog(CATALOG)
-    resolver = PlanModelResolver(FakeSnapshot([fixture("planner_response_text.json")]), catalog)
+    catalog = FixedCatalog(CATALOG)
+    resolver = PlanModelResolver(MemorySnapshot([fixture("planner_response_text.json")]), catalog)
     assert await resolver("c") == "M2"
     assert await resolver("c") == "M2"
     assert catalog.calls == 1
     assert (
-        await PlanModelResolver(FakeSnapshot(RuntimeError("down")), FakeCatalog([ModelInfo(model="A")]))("c")
-        == "A"
+        await PlanModelResolver(MemorySnapshot(down=True), FixedCatalog([ModelInfo(model="A")]))("c") == "A"
     )
-    assert await PlanModelResolver(FakeSnapshot([]), FakeCatalog(RuntimeError("x")))("c") is None
-    assert await PlanModelResolver(FakeSnapshot([]), FakeCatalog([]))("c") is None
+    assert await PlanModelResolver(MemorySnapshot([]), FixedCatalog(RuntimeError("x")))("c") is None
+    assert await PlanModelResolver(MemorySnapshot([]), FixedCatalog([]))("c") is None
 
 
 async def test_interrupter(stub: StubServer) -> None:

@@ -52,11 +52,12 @@ class LogOnlyScanner(PsutilScanner):
     """A host where sockets cannot be attributed to agy's process (restricted /proc): only the log can
     name the port."""
 
-    def __init__(self, cmdline: list[str]) -> None:
+    def __init__(self, cmdline: list[str], pid: int | None = None, name: str = "agy") -> None:
         self.cmdline = tuple(cmdline)
+        self.pid, self.name = pid or os.getpid(), name
 
     def processes(self, *, pids=None, root_pid=None):  # type: ignore[no-untyped-def]
-        return [AgyProcess(os.getpid(), "agy", self.cmdline)]
+        return [AgyProcess(self.pid, self.name, self.cmdline)]
 
     def listen_ports(self, pid: int) -> set[int]:
         return set()
@@ -121,8 +122,7 @@ async def test_agy_harness_sim_log_file_is_found_by_its_log(tmp_path: Path) -> N
         while f"at {port} for HTTPS" not in (log.read_text() if log.exists() else ""):
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        scanner = LogOnlyScanner([sys.executable, "--log-file", str(log)])
-        scanner.processes = lambda **kw: [AgyProcess(proc.pid, "python", scanner.cmdline)]  # type: ignore[method-assign]
+        scanner = LogOnlyScanner([sys.executable, "--log-file", str(log)], pid=proc.pid, name="python")
         assert (await Resolver(cascade, scanner=scanner).resolve()).port == port
     finally:
         proc.terminate()

@@ -15,7 +15,7 @@ from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import RpcBadResponse
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.ports.protocols import GateAnswer
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on, run_turn
 from tests.rpc.stub import StubServer, const
 

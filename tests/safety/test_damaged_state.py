@@ -11,7 +11,7 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.cursor_file import FileCursorStore
 from agy_harness.ports.events import Notice, UserMessage
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on, run_turn
 
 DAMAGE = {

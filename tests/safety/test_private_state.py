@@ -15,7 +15,7 @@ from agy_harness.adapters.private_state import UnsafeStateError, private_dir, st
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.claims import RETENTION, ClaimRegistry
 from agy_harness.ports.events import Notice, Rotation
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on
 
 from .other_user import other_user, shared_dir

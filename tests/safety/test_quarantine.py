@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.ports.events import Event, UserMessage
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on, run_turn
 
 

@@ -6,7 +6,7 @@ import asyncio
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.service.conversation import HarnessOptions
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import FAST, harness_on, run_turn
 
 

@@ -9,8 +9,8 @@ from typing import Any
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
 from agy_harness.composition.service.harness import Harness, HarnessOptions
 from agy_harness.ports.events import Event
-from tests.composition.fakes import MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
 from tests.core.fixtures import CASCADE, fixture
+from tests.fakes import MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
 
 from .omnigent_app import OmnigentApp
 from .test_omnigent import expected_bodies

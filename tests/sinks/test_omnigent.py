@@ -35,6 +35,7 @@ from agy_harness.ports.events import (
     UserMessage,
 )
 from agy_harness.ports.protocols import EventSink, GateAnswer
+from tests.fakes import FakeClock
 
 from .omnigent_app import OmnigentApp, real_rules
 from .samples import PERMISSION_GATE, QUESTION_GATE, SAMPLES, C
@@ -305,19 +306,11 @@ async def test_outage_longer_than_the_deadline_returns_the_accepted_prefix(omnig
 
 
 async def test_retry_after_is_honoured(omnigent: OmnigentApp) -> None:
-    slept: list[float] = []
-
-    class Clock:
-        def monotonic(self) -> float:
-            return 0.0
-
-        async def sleep(self, seconds: float) -> None:
-            slept.append(seconds)
-
+    clock = FakeClock()
     omnigent.fail_next, omnigent.retry_after = 1, 0.04
-    async with make_sink(omnigent, clock=Clock()) as sink:
+    async with make_sink(omnigent, clock=clock) as sink:
         assert await sink.deliver([user(1)]) == 1
-    assert slept and slept[0] >= 0.04
+    assert clock.waited and clock.waited[0] >= 0.04
 
 
 async def test_a_batch_with_one_bad_body_stores_the_others(omnigent: OmnigentApp) -> None:

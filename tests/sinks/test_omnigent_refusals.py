@@ -11,7 +11,7 @@ import pytest
 from agy_harness.composition.service.conversation import Conversation, HarnessOptions, HarnessStats
 from agy_harness.composition.service.emitter import Emitter
 from agy_harness.ports.events import StatusChanged, SubagentStarted, UserMessage
-from tests.composition.fakes import MemorySnapshot
+from tests.fakes import MemorySnapshot
 
 from .omnigent_app import OmnigentApp
 from .samples import PERMISSION_GATE, C

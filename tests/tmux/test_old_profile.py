@@ -10,7 +10,7 @@ import libtmux
 
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.protocols import GateAnswer
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import FAST, run_turn, signature, texts_by_message
 
 from .conftest import start_tui

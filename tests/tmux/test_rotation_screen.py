@@ -9,7 +9,7 @@ import asyncio
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import Notice, Rotation
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import FAST
 
 from .conftest import TuiPane, is_idle

@@ -15,7 +15,7 @@ import libtmux
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 from tests.integration.helpers import FAST, run_turn
 
 from .conftest import HttpSteps, start_tui

@@ -18,7 +18,7 @@ import libtmux
 
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
-from tests.composition.fakes import RecordingSink
+from tests.fakes import RecordingSink
 
 from .conftest import HttpSteps, start_tui
 from .test_tui_dismiss import session_on
