@@ -164,6 +164,7 @@ class TuiKeys(Protocol):
     async def send_keys(self, keys: Sequence[str]) -> None: ...
 
 
+@runtime_checkable
 class TuiScreen(Protocol):
     """What agy's own terminal (its tmux pane) shows, one string per row."""
 

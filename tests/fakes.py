@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -220,8 +221,12 @@ class ScriptedPane:
         return gate.gate_id == self.prompt_for
 
     async def send_keys(self, keys: Sequence[str]) -> None:
+        bad = [k for k in keys if not re.fullmatch(r"[0-9]{1,3}|Enter|Escape", k)]
+        if bad:  # as agy's real pane: nothing but digits, Enter and Escape is ever typed
+            raise ValueError(f"refusing to type {bad!r} into agy's pane (only digits, Enter, Escape)")
         self.typed.append(list(keys))
-        self.prompt_for = None  # the prompt took them
+        if keys and keys[-1] in ("Enter", "Escape"):
+            self.prompt_for = None  # the prompt took them
 
     async def screen(self) -> list[str]:
         return list(self.rows)

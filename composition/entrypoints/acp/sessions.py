@@ -31,6 +31,7 @@ from acp import helpers as h
 from acp.schema import ConfigOptionUpdate, PromptResponse, SessionConfigOptionSelect, StopReason, Usage
 from dependency_injector import providers
 
+from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.core.turns import TurnEnded, Turns, TurnStarted, UsageTotals, spent
 from agy_harness.ports.events import Event, GateOpened, ModelChanged, Rotation, StatusChanged, UserMessage
@@ -66,6 +67,7 @@ class AcpSink:
 
     def __init__(self, owner: AcpSession) -> None:
         self.owner = owner
+        self._asks = PendingAsks()
 
     async def deliver(self, events: Sequence[Event]) -> int:
         for event in events:
@@ -73,10 +75,10 @@ class AcpSink:
         return len(events)
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
-        return await self.owner.asker.ask(gate)
+        return await self._asks.run(gate.gate_id, self.owner.asker.ask(gate), f"acp-ask-{gate.gate_id}")
 
     async def withdraw(self, gate_id: str) -> None:
-        return None  # the harness cancels the ask itself; GateAsker cancels the client's request
+        self._asks.cancel(gate_id)  # withdraw alone ends the ask; GateAsker cancels the client's request
 
 
 class AcpSession:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -23,7 +23,6 @@ from agy_harness.composition.root.container import AgyContainer, make_container
 from agy_harness.composition.root.session import Session, session_from
 from agy_harness.ports.events import (
     Event,
-    GateOpened,
     ModelChanged,
     Notice,
     Rotation,
@@ -31,16 +30,14 @@ from agy_harness.ports.events import (
     Usage,
     UserMessage,
 )
-from agy_harness.ports.protocols import GateAnswer, ModelInfo
+from agy_harness.ports.protocols import ModelInfo
 
 from .mirror import OutsideMirror
 from .settings import AgySettings
+from .sink import GateAsker, PluginSink
 from .translate import TurnTranslator, UsageTotals, turn_usage
 
 log = logging.getLogger("agy_harness.omnigent_plugin")
-
-#: asks the human through the current omnigent turn; None when no turn can ask (wait for the next)
-GateAsker = Callable[[GateOpened], Awaitable[GateAnswer | None]]
 
 STEER_GRACE = 5.0  # after agy's idle, how long a steered message may take to start its turn
 SUBAGENT_GRACE = 5.0  # after agy's idle, how long a quiet sub-agent may take to be listed / to finish
@@ -48,50 +45,6 @@ SUBAGENT_GRACE = 5.0  # after agy's idle, how long a quiet sub-agent may take to
 
 class ModelNotFound(LookupError):
     pass
-
-
-class PluginSink:
-    """The session's sink: events onto a queue; gates to the current turn's asker (parked until one)."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
-        #: between omnigent's turns events go to ``on_outside`` as they arrive; during one, onto the queue
-        self.to_queue = True
-        self.on_outside: Callable[[Event], None] | None = None
-        self._asker: GateAsker | None = None
-        self._ready = asyncio.Event()
-
-    def set_asker(self, asker: GateAsker | None) -> None:
-        self._asker = asker
-        if asker is None:
-            self._ready.clear()
-        else:
-            self._ready.set()
-
-    async def deliver(self, events: Sequence[Event]) -> int:
-        for event in events:
-            if self.to_queue or self.on_outside is None:
-                self.queue.put_nowait(event)
-            else:
-                self.on_outside(event)
-        return len(events)
-
-    async def ask(self, gate: GateOpened) -> GateAnswer:
-        # A gate agy raised outside an omnigent turn (a turn typed in agy's terminal) waits here for
-        # the next omnigent turn; meanwhile agy's own prompt can answer it (the harness withdraws it).
-        while True:
-            await self._ready.wait()
-            asker = self._asker
-            if asker is None:
-                await asyncio.sleep(0.05)
-                continue
-            answer = await asker(gate)
-            if answer is not None:
-                return answer
-            await asyncio.sleep(0.05)  # the turn ended under the question: wait for the next one
-
-    async def withdraw(self, gate_id: str) -> None:
-        return None  # the harness cancels the pending ask itself
 
 
 def resolve_model(wanted: str, models: Sequence[ModelInfo]) -> ModelInfo:

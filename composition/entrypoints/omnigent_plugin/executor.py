@@ -25,8 +25,9 @@ from omnigent.inner.executor import (
     ToolSpec,
 )
 
-from .conversation import AgyConversation, GateAsker, ModelNotFound
+from .conversation import AgyConversation, ModelNotFound
 from .settings import AgySettings, SettingsError
+from .sink import GateAsker
 
 log = logging.getLogger("agy_harness.omnigent_plugin")
 
