@@ -61,9 +61,12 @@ class SinkCase:
         answer: Callable[[], Awaitable[None]],
         received: Callable[[], list[str]],
         shows: list[Event] | None = None,
+        closed: Callable[[], bool] | None = None,
     ) -> None:
         self.sink, self.answer, self.received = sink, answer, received
         self.shows = EVENTS if shows is None else shows
+        #: what its human sees once the ask ended, where the consumer shows it (None: nothing to see)
+        self.closed = closed
 
 
 def _drained(queue: asyncio.Queue[Event]) -> list[str]:
@@ -117,7 +120,10 @@ def terminal_case() -> SinkCase:
         screen = console.export_text(clear=False)
         return sorted((i for i in shown if shown[i] in screen), key=lambda i: screen.index(shown[i]))
 
-    return SinkCase(TerminalSink(console, input_fn=read), answer, received)
+    def closed() -> bool:  # the prompt says agy no longer waits
+        return "agy no longer waits for this answer" in console.export_text(clear=False)
+
+    return SinkCase(TerminalSink(console, input_fn=read), answer, received, closed=closed)
 
 
 def jsonl_case() -> SinkCase:
@@ -171,7 +177,10 @@ def acp_case() -> SinkCase:
         texts = [getattr(getattr(u, "content", None), "text", None) for u in client.updates]
         return [EVENTS[1].id] if "hello" in texts else []
 
-    return SinkCase(AcpSink(session), client.allow, received, shows=[EVENTS[1]])
+    def closed() -> bool:  # the client's permission request is cancelled on the wire
+        return client.cancelled == [GATE.step_key]
+
+    return SinkCase(AcpSink(session), client.allow, received, shows=[EVENTS[1]], closed=closed)
 
 
 def plugin_case() -> SinkCase:
@@ -261,3 +270,5 @@ async def test_a_withdrawn_gate_ends_the_ask_by_withdraw_alone(name: str) -> Non
         with pytest.raises(asyncio.CancelledError):
             async with asyncio.timeout(5):
                 await ask
+        if case.closed is not None:
+            assert case.closed()
