@@ -3,10 +3,10 @@ wire). Each fake of a port is held to that port's contract suite (tests/contract
 
 StepSource: ScriptedSource · StepSnapshot: MemorySnapshot · InteractionDelivery: RecordingDelivery ·
 TurnSender: RecordingSender · Interrupter: RecordingInterrupter · CascadeDirectory: ListedDirectory ·
-ModelCatalog: FixedCatalog · TuiKeys / TuiScreen: ScriptedPane · EventSink: RecordingSink ·
-Clock / SessionClock: FakeClock (virtual time) · Claims: MemoryClaims · CursorStore: the adapters'
-MemoryCursorStore (with ObservedCursorStore to watch its saves). RecordingEmitter stands in for the
-emitter behind a role (with the session bus the roles subscribe to).
+CascadeStarter: NewCascades · ModelCatalog: FixedCatalog · TuiKeys / TuiScreen: ScriptedPane ·
+EventSink: RecordingSink · Clock / SessionClock: FakeClock (virtual time) · Claims: MemoryClaims ·
+CursorStore: the adapters' MemoryCursorStore (with ObservedCursorStore to watch its saves).
+RecordingEmitter stands in for the emitter behind a role (with the session bus the roles subscribe to).
 """
 
 from __future__ import annotations
@@ -236,7 +236,8 @@ class FakeClock:
     """Virtual time (the SessionClock port): nothing in a unit test really sleeps.
 
     Sleeps and timed waits are timers on a virtual clock. Once the loop has run what is ready (a few
-    turns), the earliest timer fires and time jumps to it; a wait whose event is set first ends then.
+    turns), the earliest timer fires and time jumps to it; a wait whose event is set by then ends
+    without time passing (as on the loop's clock).
     ``waited`` records every sleep and timed wait asked for; while ``held`` is an unset event, sleeps
     wait for it (a test acts in the middle of a backoff). A test waiting for virtual progress should
     poll with ``asyncio.sleep(0)``, not a real sleep, so that it sees each step as it happens.
@@ -248,7 +249,8 @@ class FakeClock:
         self.now = start
         self.waited: list[float] = []
         self.held: asyncio.Event | None = None
-        self._timers: list[tuple[float, int, asyncio.Future[None]]] = []
+        #: (deadline, order, what fires, the event a wait ends on)
+        self._timers: list[tuple[float, int, asyncio.Future[None], asyncio.Event | None]] = []
         self._seq = itertools.count()
         self._driver: asyncio.Task[None] | None = None
 
@@ -265,7 +267,7 @@ class FakeClock:
         self.waited.append(timeout)
         if event.is_set():
             return True
-        timer = asyncio.ensure_future(self._timer(timeout))
+        timer = asyncio.ensure_future(self._timer(timeout, event))
         setter = asyncio.ensure_future(event.wait())
         try:
             await asyncio.wait({timer, setter}, return_when=asyncio.FIRST_COMPLETED)
@@ -274,9 +276,9 @@ class FakeClock:
             setter.cancel()
         return event.is_set()
 
-    async def _timer(self, seconds: float) -> None:
+    async def _timer(self, seconds: float, until: asyncio.Event | None = None) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._timers, (self.now + max(0.0, seconds), next(self._seq), future))
+        heapq.heappush(self._timers, (self.now + max(0.0, seconds), next(self._seq), future, until))
         if self._driver is None or self._driver.done():
             self._driver = asyncio.ensure_future(self._drive())
         await future
@@ -289,7 +291,12 @@ class FakeClock:
                 heapq.heappop(self._timers)
             if not self._timers:
                 return
-            deadline, _, future = heapq.heappop(self._timers)
+            woken = [t for t in self._timers if t[3] is not None and t[3].is_set() and not t[2].done()]
+            for _, _, future, _ in woken:  # their event came first: they end now, no time passes
+                future.set_result(None)
+            if woken:
+                continue
+            deadline, _, future, _ = heapq.heappop(self._timers)
             self.now = max(self.now, deadline)
             future.set_result(None)
 
@@ -380,3 +387,21 @@ class ListedDirectory:
             self.fail_next -= 1
             raise ConnectionError("agy is briefly unreachable")
         return list(self.summaries)
+
+
+class NewCascades:
+    """A CascadeStarter that mints a conversation id per start and lists each new conversation, idle,
+    in ``directory`` (as agy's own directory then lists it)."""
+
+    def __init__(self, directory: ListedDirectory | None = None) -> None:
+        self.directory = directory
+        self.started: list[str] = []
+
+    async def start(self) -> str:
+        cascade_id = str(uuid.uuid4())
+        self.started.append(cascade_id)
+        if self.directory is not None:
+            self.directory.summaries.append(
+                CascadeSummary(cascade_id=cascade_id, status="CASCADE_RUN_STATUS_IDLE")
+            )
+        return cascade_id

@@ -1,21 +1,22 @@
 """The contracts of the ports that read agy, held by the RPC adapters (on the simulator) and by the
-tests' fakes (tests/fakes.py) alike: StepSnapshot, CascadeDirectory, ModelCatalog."""
+tests' fakes (tests/fakes.py) alike: StepSnapshot, CascadeDirectory, CascadeStarter, ModelCatalog."""
 
 from __future__ import annotations
 
 import pytest
 
-from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, RpcModelCatalog
+from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, RpcCascadeStarter, RpcModelCatalog
 from agy_harness.adapters.rpc.sources import RpcPollSource
 from agy_harness.core.steps import parse_step
 from agy_harness.ports.protocols import (
     CascadeDirectory,
+    CascadeStarter,
     CascadeSummary,
     ModelCatalog,
     ModelInfo,
     StepSnapshot,
 )
-from tests.fakes import FixedCatalog, ListedDirectory, MemorySnapshot
+from tests.fakes import FixedCatalog, ListedDirectory, MemorySnapshot, NewCascades
 
 from .conftest import Agy
 
@@ -53,6 +54,23 @@ async def test_a_directory_lists_the_cascade_with_its_status(kind: str, agy: Agy
     assert all(isinstance(s, CascadeSummary) for s in summaries)
     [ours] = [s for s in summaries if s.cascade_id == agy.cascade_id]
     assert ours.status.startswith("CASCADE_RUN_STATUS_")
+
+
+# -- CascadeStarter -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["rpc", "new"])
+async def test_a_started_conversation_is_a_new_one_agys_directory_lists(kind: str, agy: Agy) -> None:
+    listed = ListedDirectory([CascadeSummary(cascade_id=agy.cascade_id, status="CASCADE_RUN_STATUS_IDLE")])
+    directory: CascadeDirectory = RpcCascadeDirectory(agy.client, share=False) if kind == "rpc" else listed
+    starter: CascadeStarter = RpcCascadeStarter(agy.client) if kind == "rpc" else NewCascades(listed)
+    assert isinstance(starter, CascadeStarter)
+    first, second = await starter.start(), await starter.start()
+    assert first and second and len({first, second, agy.cascade_id}) == 3  # new each time
+    listed_ids = {s.cascade_id for s in await directory.list_cascades()}
+    assert {first, second, agy.cascade_id} <= listed_ids  # the bound one is still there
+    if kind == "rpc":
+        assert agy.sim.cascade_id == agy.cascade_id  # starting one does not move agy's current one
 
 
 # -- ModelCatalog -------------------------------------------------------------------------------
