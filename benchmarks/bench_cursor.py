@@ -2,7 +2,7 @@
 
     python benchmarks/bench_cursor.py [--steps 10000]
 
-No network: the emitter (``composition/emitter.py``, what the harness delivers through) is fed the
+No network: the emitter (``composition/service/emitter.py``, what the harness delivers through) is fed the
 recorded fixtures (the settled ones: a history has no open gate) renumbered into one ``--steps``-step snapshot batch (an attach to a conversation
 that long), with a sink that accepts everything. Three stores:
 

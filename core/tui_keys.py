@@ -10,7 +10,7 @@ agy's TUI answers its prompt from these keys (the reference harness types them; 
 * question: the question's selected option ids then Enter; a decline presses Escape.
 
 The harness types them only onto the prompt of exactly that request, while agy waits on it alone
-(see ``composition/gate_delivery.py``); an answer the menu cannot express (a write-in, several
+(see ``composition/service/gate_delivery.py``); an answer the menu cannot express (a write-in, several
 questions, a denial with a reason, a denial where agy offers no persist menu) goes over RPC only.
 "Allow always" is only ever typed (agy's menu records the rule; the RPC carries only ``allow``), and
 only where agy offers it (``persistSuggestionType`` SUGGESTED with a pattern).

@@ -150,7 +150,7 @@ def _echo_count(lines: Sequence[str], text: str) -> int | None:
 
 # -- the prompt of one request ------------------------------------------------------------------
 # Before typing into agy's pane the harness checks that the prompt on screen is that request's (see
-# composition/gate_delivery.py). The simulated TUI's prompt is exact: ``? Allow this command?`` then
+# composition/service/gate_delivery.py). The simulated TUI's prompt is exact: ``? Allow this command?`` then
 # ``  $ <command>`` (continuation lines indented four spaces), ``  in <cwd>`` and the menu; a question
 # is ``? <question>`` then ``  <id>. <option>`` lines. agy's real prompt is not recorded: the check
 # there is a heuristic (every line of the request, in order, near the bottom, then a "Yes" menu).
