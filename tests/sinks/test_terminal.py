@@ -284,14 +284,23 @@ def test_describe_answer() -> None:
     assert describe_answer(QUESTION_GATE, answer) == "Backend; x"
 
 
-async def test_a_render_error_does_not_wedge_the_stream(monkeypatch: pytest.MonkeyPatch) -> None:
-    sink = TerminalSink(console())
+class _FailsOnce(io.StringIO):
+    """A terminal whose first write fails (the render of the first event breaks)."""
 
-    def boom(_event: object) -> None:
-        raise RuntimeError("render bug")
+    failed = False
 
-    monkeypatch.setattr(sink, "_assistant", boom)
+    def write(self, text: str) -> int:
+        if not self.failed:
+            self.failed = True
+            raise OSError("the terminal failed a write")
+        return super().write(text)
+
+
+async def test_a_render_error_does_not_wedge_the_stream() -> None:
+    screen = _FailsOnce()
+    sink = TerminalSink(Console(width=100, color_system=None, force_terminal=False, file=screen))
     assert await sink.deliver([message("x"), *SAMPLES[:2]]) == 3
+    assert screen.failed and "hello there" in screen.getvalue()  # the next events are shown
 
 
 # -- jsonl ------------------------------------------------------------------------------------------
