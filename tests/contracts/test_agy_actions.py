@@ -1,5 +1,5 @@
 """The contracts of the ports that act on agy, held by the RPC adapters (on the simulator) and by the
-tests' fakes (tests/fakes.py) alike: InteractionDelivery, TurnSender (tests/tmux/
+tests' fakes (tests/fakes/) alike: InteractionDelivery, TurnSender (tests/tmux/
 test_turn_sender_contract.py holds the tmux sender and the RPC one to agy's TUI too), Interrupter.
 Each case observes what its agy recorded: the simulator's steps, or what the fake was given."""
 

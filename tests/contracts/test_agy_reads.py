@@ -1,5 +1,5 @@
 """The contracts of the ports that read agy, held by the RPC adapters (on the simulator) and by the
-tests' fakes (tests/fakes.py) alike: StepSnapshot, CascadeDirectory, CascadeStarter, ModelCatalog."""
+tests' fakes (tests/fakes/) alike: StepSnapshot, CascadeDirectory, CascadeStarter, ModelCatalog."""
 
 from __future__ import annotations
 

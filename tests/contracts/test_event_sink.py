@@ -3,7 +3,7 @@ acknowledged (the accepted prefix), a gate asked until the human answers, and a 
 the ask by ``withdraw`` alone (the harness's own cancel is not needed).
 
 Sinks: the default queue (``open_session``; the board's live sessions use it), omnigent's, the
-terminal, JSON lines, ACP's, the omnigent plugin's, the demo's tap, and tests/fakes.py's RecordingSink.
+terminal, JSON lines, ACP's, the omnigent plugin's, the demo's tap, and the tests' RecordingSink (tests/fakes/).
 Each case checks what its consumer observes (the terminal's screen, omnigent's stored bodies, the ACP
 client's updates, the plugin's turn queue).
 """
