@@ -117,10 +117,26 @@ def reask_copy(step: dict[str, Any], where: st.Where) -> dict[str, Any]:
     return again
 
 
-def terminal_answer(c: Cascade, accept: bool) -> dict[str, Any]:
-    """What the simulated terminal sends for the waiting gate of another kind (KeyError: none)."""
+def terminal_answer(
+    c: Cascade, accept: bool, *, kind: str = "other", option_ids: list[str] | None = None
+) -> dict[str, Any]:
+    """What agy's own terminal sends for the waiting gate of ``kind`` (KeyError: none waits).
+
+    ``other``: the interaction's own field, ``{"accepted": accept}``; ``permission``: allow or deny;
+    ``question``: ``option_ids`` (default the first option) for every question, or the skip."""
     for index, gate in c.gates.items():
-        if gate.kind == "other" and not gate.future.done():
-            key = next(iter(c.steps[index].get("requestedInteraction") or {}))
-            return {"trajectoryId": c.trajectory_id, "stepIndex": index, key: {"accepted": accept}}
-    raise KeyError("no gate of another kind is waiting")
+        if gate.kind != kind or gate.future.done():
+            continue
+        step = c.steps[index]
+        answer: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
+        if kind == "other":
+            answer[next(iter(step.get("requestedInteraction") or {}))] = {"accepted": accept}
+        elif kind == "permission":
+            answer["permission"] = {"allow": accept}
+        else:
+            questions = step["askQuestion"]["questions"]
+            picked = option_ids or ["1"]
+            responses = [{"question": q["question"], "selectedOptionIds": picked} for q in questions]
+            answer["askQuestion"] = {"responses": responses if accept else []}
+        return answer
+    raise KeyError(f"no gate of kind {kind} is waiting")

@@ -230,11 +230,13 @@ class Simulator(CascadeHost):
         gate.future.set_result(response)
         self._changed(c, index)
 
-    async def resolve_in_terminal(self, cascade_id: str | None = None, *, accept: bool = True) -> int:
-        """A human answers the waiting gate of a kind the harness cannot answer (e.g. the file-write
-        review) in agy's own terminal. Returns the step index; KeyError when no such gate waits."""
+    async def resolve_in_terminal(
+        self, cascade_id: str | None = None, *, accept: bool = True, kind: str = "other", **how: Any
+    ) -> int:
+        """A human answers the waiting gate of ``kind`` in agy's own terminal (see
+        :func:`.interactions.terminal_answer`). Returns the step index; KeyError if none waits."""
         c = self._cascade(cascade_id)
-        interaction = interactions.terminal_answer(c, accept)
+        interaction = interactions.terminal_answer(c, accept, kind=kind, **how)
         await self.handle_interaction(c.id, interaction)
         return int(interaction["stepIndex"])
 

@@ -38,6 +38,7 @@ SENT: list[tuple[str, Any]] = [
     ("child idle", {"type": "subagent.status", "data": {"idle": True}}),
     ("error item", _item(item_type="error", item_data=ERROR_ITEM)),
     ("batch", [_item(source_id=f"contract/b{n}") for n in range(3)]),
+    ("card closed", {"type": "approval", "data": {"elicitation_id": "elicit_agy_x", "action": "cancel"}}),
 ]
 MALFORMED: list[tuple[str, Any]] = [
     (

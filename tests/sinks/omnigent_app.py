@@ -66,6 +66,7 @@ class OmnigentApp:
         self.hold: float | None = None
         self.port = 0
         self._answers: dict[str, dict[str, Any]] = {}
+        self._parked: dict[str, asyncio.Event] = {}  # eid -> set by external_elicitation_resolved
         self._queue: deque[dict[str, Any]] = deque()
         self._changed = asyncio.Condition()
 
@@ -136,6 +137,11 @@ class OmnigentApp:
             await _json(send, 401, {"error": "unauthorized"})
             return
         prefix = f"/v1/sessions/{self.session_id}"
+        if method == "GET" and path.startswith(prefix + "/elicitations/"):  # the approval page
+            hit.outcome = "accepted"
+            parked = path.rsplit("/", 1)[-1] in self._parked
+            await _json(send, 200, {"status": "pending" if parked else "resolved"})
+            return
         if method == "GET":
             hit.outcome = "rejected"
             await _json(send, 404, {"error": "not found"})
@@ -193,6 +199,13 @@ class OmnigentApp:
                 await _json(send, status or refusal[0], {"error": refusal[1] if refusal else "rejected"})
                 return
             into.append(one)
+            eid = one["data"].get("elicitation_id")
+            if one["type"] == "external_elicitation_resolved" and eid in self._parked:
+                self._parked[eid].set()  # like omnigent: a parked hook ends with an empty 200
+            elif one["type"] == "approval" and isinstance(eid, str):
+                async with self._changed:
+                    self._answers[eid] = {k: v for k, v in one["data"].items() if k != "elicitation_id"}
+                    self._changed.notify_all()
             ack: dict[str, Any] = {"queued": False}
             if one["type"] == "external_antigravity_subagent_start":
                 child = f"child-{one['data']['cascade_id']}"
@@ -232,14 +245,18 @@ class OmnigentApp:
             while (await receive())["type"] != "http.disconnect":
                 pass
 
+        elsewhere = self._parked[eid] = asyncio.Event()
         waiter = asyncio.ensure_future(answered())
         gone = asyncio.ensure_future(disconnected())
+        resolved = asyncio.ensure_future(elsewhere.wait())
         try:
             done, _ = await asyncio.wait(
-                {waiter, gone}, timeout=self.hold, return_when=asyncio.FIRST_COMPLETED
+                {waiter, gone, resolved}, timeout=self.hold, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
-            for task in (waiter, gone):
+            if self._parked.get(eid) is elsewhere:
+                del self._parked[eid]
+            for task in (waiter, gone, resolved):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
@@ -300,6 +317,7 @@ EVENT_TYPES = {
     "external_model_change",
     "external_elicitation_resolved",
     "external_antigravity_subagent_start",
+    "approval",
 }
 _ITEM_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "function_call": {"agent": str, "name": str, "arguments": str, "call_id": str},

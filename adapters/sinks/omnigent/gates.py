@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from rich.markup import escape as escape_markup
 
-from agy_harness.core.answers import AnswerError, fold, parse_answer, texts
+from agy_harness.core.answers import AnswerError, fold, match_option, parse_answer, texts
 from agy_harness.core.display import command_view, one_line, visible
 from agy_harness.core.tui_keys import persist_offered
 from agy_harness.ports.errors import AgyHarnessError
@@ -116,6 +116,18 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
         if persist_offered(gate) and p is not None:  # agy's own "allow always", for agy's own pattern
             params["always_allow_pattern"] = visible(p.suggested_persist_pattern)
         return params
+    if gate.kind == "other" or not gate.answerable:
+        what = gate.interaction or "an interaction"
+        if gate.tool_name:
+            what += f" ({gate.tool_name})"
+        return {
+            **common,
+            "message": f"agy is waiting in its own terminal for {what}: answer it in agy's terminal "
+            "(it cannot be answered from omnigent). This card goes away when agy moves on.",
+            "phase": "agy_terminal_only",
+            "policy_name": "agy_native_terminal_only",
+            "content_preview": f"answer in agy's terminal: {what}",
+        }
     questions = [
         {
             "id": str(i),
@@ -131,6 +143,8 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
         "phase": "agy_ask_question",
         "policy_name": policy_name(gate),
         "ask_user_question": {"questions": questions},
+        "requestedSchema": question_schema(gate),
+        "content_preview": options_preview(gate),
         "ask_question": {
             "questions": [
                 {
@@ -142,6 +156,55 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
             ]
         },
     }
+
+
+def question_keys(gate: GateOpened) -> list[str]:
+    """The form's field per question: its text (what a terminal shows as the field's name), or its
+    index when two questions read the same. :func:`answer_from_result` reads both."""
+    folded = [fold(q.question) for q in gate.questions]
+    return [
+        q.question if q.question.strip() and folded.count(folded[i]) == 1 else str(i)
+        for i, q in enumerate(gate.questions)
+    ]
+
+
+def _choices(gate: GateOpened, i: int) -> str:
+    return ", ".join(f"{o.id} = {o.text}" for o in gate.questions[i].options)
+
+
+def question_schema(gate: GateOpened) -> dict[str, Any]:
+    """A form omnigent's terminal chat asks field by field (``repl/_repl.py _prompt_schema_fields``):
+    one free-text field per question whose description lists the options by number. Free text (no
+    ``enum``) so the chat never fills it in by itself; the typed option number, label, several of
+    them comma-separated for a multi-select, or a write-in is read by :func:`answer_from_result`."""
+    properties: dict[str, Any] = {}
+    for i, (key, q) in enumerate(zip(question_keys(gate), gate.questions, strict=True)):
+        how = "one or more option numbers, comma-separated" if q.multi_select else "an option's number"
+        options = f"Options: {_choices(gate, i)}. Type {how}, or your own answer." if q.options else ""
+        properties[key] = {
+            "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+            "title": q.question,
+            "description": options or "Type your answer.",
+        }
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def options_preview(gate: GateOpened) -> str:
+    """The options as a terminal shows them before its approve/refuse line (``y``, then the number)."""
+    lines = [f"{q.question} [{_choices(gate, i)}]" for i, q in enumerate(gate.questions) if q.options]
+    return " · ".join(lines) + " (y, then type your choice; n skips the question)"
+
+
+def _split_choices(gate: GateOpened, index: int, value: tuple[str, ...]) -> tuple[str, ...]:
+    """A terminal's one line for a multi-select question: ``"1, 3"`` is options 1 and 3 when every
+    part names an option; otherwise the text stays whole (a write-in, or refused)."""
+    q = gate.questions[index]
+    if not q.multi_select or len(value) != 1 or "," not in value[0]:
+        return value
+    parts = [p.strip() for p in value[0].split(",") if p.strip()]
+    if parts and all(match_option(q, p) is not None for p in parts):
+        return tuple(parts)
+    return value
 
 
 def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
@@ -156,7 +219,7 @@ def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswe
             raise AnswerError(f"the answer names no question of this gate: {key!r}")
         if index in picked:
             raise AnswerError(f"question {index + 1} is answered twice")
-        picked[index] = texts(value, f"question {index + 1}")
+        picked[index] = _split_choices(gate, index, texts(value, f"question {index + 1}"))
     selections = tuple(picked.get(i, ()) for i in range(len(gate.questions)))
     return parse_answer(gate, GateAnswer(selections=selections))
 

@@ -1,10 +1,23 @@
-"""Gates parked on omnigent's elicitation hook (a mixin of :class:`~.sink.OmnigentSink`; see its doc)."""
+"""Gates parked on omnigent's elicitation hook (a mixin of :class:`~.sink.OmnigentSink`; see its doc).
+
+Retiring a card (:meth:`GateAsks.retire`) follows the order omnigent 0.19.1 honours
+(``server/routes/_sessions/orchestration.py _publish_and_wait_for_harness_elicitation``): a parked hook
+ends, and the card leaves every surface at once, only when ``external_elicitation_resolved`` reaches it
+WHILE it is parked (its ``resolved_elsewhere`` event). A hook whose request was cancelled first is a
+"severed wait": omnigent keeps its card 30 s for a re-park (``_HARNESS_ELICITATION_REPARK_GRACE_S``)
+and the later resolve only leaves a tombstone. So: stop re-parking, tell omnigent while the hook is
+parked, let the hook answer its empty 200, and only then cancel what is left. Should the card still
+be pending (no hook was parked at that instant: between two re-parks), it is closed with an
+``approval`` ``cancel``, which omnigent's approval path publishes as resolved whatever is parked.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -32,6 +45,13 @@ class OmnigentRejected(AgyHarnessError):
         self.status = status
 
 
+RETIRE_WAIT = 1.0  # seconds a parked hook gets to answer its empty 200 once told the gate is gone
+
+
+class GateClosed(Exception):
+    """The gate was retired while it was being asked: no verdict is read, nothing re-parked."""
+
+
 class GateAsks:
     session_id: str
     events_url: str
@@ -48,6 +68,10 @@ class GateAsks:
     _resolved: set[str]
     _waiting: set[str]
     _asks: PendingAsks
+    _closed: set[str]  # gates retired: their asks stop
+    _gate_sessions: dict[str, str]  # gate id -> the omnigent session its card is parked in
+    _shown: dict[str, asyncio.Task[None]]  # gates only agy's terminal answers, shown as cards
+    _retiring: set[asyncio.Task[None]]
 
     def _url(self, session_id: str, tail: str) -> str:
         raise NotImplementedError
@@ -61,9 +85,33 @@ class GateAsks:
     # -- gates ----------------------------------------------------------------------------------
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
-        """Park ``gate`` on omnigent's hook and wait for the human's answer (hours, reconnecting)."""
+        """Park ``gate`` on omnigent's hook and wait for the human's answer (hours, reconnecting).
+
+        A gate retired meanwhile (agy stopped waiting) ends the ask as cancelled."""
         self.stats.asks += 1
-        return await self._asks.run(gate.gate_id, self._ask(gate), f"omnigent-ask-{gate.gate_id}")
+        task = self._asks.start(gate.gate_id, self._ask(gate), f"omnigent-ask-{gate.gate_id}")
+        try:
+            return await asyncio.shield(task)
+        except GateClosed:
+            raise asyncio.CancelledError(f"gate {gate.gate_id} withdrawn") from None
+        except asyncio.CancelledError:
+            if not task.done():  # the asker stopped asking (the session ends, a Stop): the card goes,
+                retiring = asyncio.create_task(self.withdraw(gate.gate_id))  # the hook still parked
+                self._retiring.add(retiring)
+                retiring.add_done_callback(self._retiring.discard)
+            raise
+
+    def show(self, gate: GateOpened) -> None:
+        """A gate only agy's terminal can answer: a card that says so, parked until agy moves on (the
+        harness never asks it; :meth:`retire` retires it)."""
+        if gate.gate_id in self._closed or gate.gate_id in self._shown:
+            return
+
+        async def card() -> None:
+            with contextlib.suppress(asyncio.CancelledError, GateClosed, OmnigentRejected):
+                await self.ask(gate)
+
+        self._shown[gate.gate_id] = asyncio.create_task(card(), name=f"omnigent-card-{gate.gate_id}")
 
     async def _status(self, session: str, data: dict[str, Any], what: str) -> None:
         async with self._lock:  # keep the events stream strictly ordered
@@ -81,6 +129,7 @@ class GateAsks:
             await self._status(
                 session, {"status": "waiting", "blocked_on": blocked}, f"gate {gate.gate_id} waiting"
             )
+        self._gate_sessions[gate.gate_id] = session
         answer = await self._long_poll(gate, session, params)
         await self._unblock(gate.gate_id, "answered")
         return answer
@@ -103,6 +152,8 @@ class GateAsks:
         attempt = 0
         first = True
         while True:
+            if gate.gate_id in self._closed:
+                raise GateClosed(gate.gate_id)
             if not first:
                 self.stats.reconnects += 1
             first = False
@@ -141,6 +192,8 @@ class GateAsks:
     async def _read_verdict(
         self, gate: GateOpened, session: str, response: httpx.Response
     ) -> GateAnswer | None:
+        if gate.gate_id in self._closed:
+            raise GateClosed(gate.gate_id)  # a verdict for a gate agy no longer waits on reaches nobody
         if not response.content.strip():
             self.stats.empty_answers += 1  # omnigent's timeout, a disconnect, resolved elsewhere
             return None
@@ -149,7 +202,12 @@ class GateAsks:
         except (AnswerError, OmnigentProtocolError, ValueError) as exc:
             self.stats.refused_answers += 1
             log.error("gate %s: refused the answer (%s); asking again", gate.gate_id, exc)
-            text = f"The answer to agy's {'question' if gate.kind == 'question' else 'request'} was refused: {exc}. Please answer again."
+            text = (
+                "Nothing was sent to agy: it waits for this in agy's terminal; answer it there."
+                if gate.kind == "other" or not gate.answerable
+                else f"The answer to agy's {'question' if gate.kind == 'question' else 'request'} "
+                f"was refused: {exc}. Please answer again."
+            )
             item = {
                 "type": "external_conversation_item",
                 "data": {
@@ -166,19 +224,55 @@ class GateAsks:
         return answer
 
     async def withdraw(self, gate_id: str) -> None:
-        """Cancel an in-flight :meth:`ask` for ``gate_id`` and tell omnigent the gate is resolved."""
-        tasks = self._asks.cancel(gate_id)
-        await reap(*tasks)
-        if gate_id in self._resolved:
-            return
-        body: Wire = {
-            "type": "external_elicitation_resolved",
-            "data": {"elicitation_id": elicitation_id(gate_id)},
-        }
+        """The gate is gone: retire its card (see :meth:`retire`)."""
         async with self._lock:
-            outcome, _ = await self._poster.post(self.events_url, body, f"gate {gate_id} resolved")
-            await self._unblock(gate_id, "withdrawn", locked=True)
+            await self.retire(gate_id)
+
+    async def retire(self, gate_id: str) -> str:
+        """agy stopped waiting on ``gate_id``: take its card off every omnigent surface, in the order
+        omnigent honours (module doc). Called with ``_lock`` held. Returns the post's outcome."""
+        self._closed.add(gate_id)
+        if gate_id in self._resolved:
+            return "ok"
+        session = self._gate_sessions.get(gate_id, self.session_id)
+        eid = elicitation_id(gate_id)
+        body: Wire = {"type": "external_elicitation_resolved", "data": {"elicitation_id": eid}}
+        outcome, _ = await self._poster.post(self._events_url(session), body, f"gate {gate_id} resolved")
+        asks = self._asks.tasks(gate_id) if gate_id in self._gate_sessions else set()
+        if asks:  # a parked hook answers its empty 200 now; an ask not yet parking is just cancelled
+            await asyncio.wait(asks, timeout=RETIRE_WAIT)
+        await reap(*self._asks.cancel(gate_id))
+        if gate_id in self._gate_sessions and await self._still_pending(session, eid):
+            cancel = {"type": "approval", "data": {"elicitation_id": eid, "action": "cancel"}}
+            log.info("gate %s: its card outlived the hook; closing it", gate_id)
+            outcome, _ = await self._poster.post(self._events_url(session), cancel, f"gate {gate_id} closed")
+        await self._unblock(gate_id, "withdrawn", locked=True)
         if outcome in ("ok", "rejected"):
             self._resolved.add(gate_id)
         else:
             log.warning("gate %s: could not tell omnigent it was withdrawn (%s)", gate_id, outcome)
+        return outcome
+
+    async def _still_pending(self, session: str, eid: str) -> bool:
+        """What omnigent's approval page reads (its in-memory pending index)."""
+        try:
+            response = await self._client.get(
+                self._url(session, f"elicitations/{quote(eid, safe='')}"), headers=self._headers
+            )
+            response.raise_for_status()
+            return bool(safejson.loads(response.content).get("status") == "pending")
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            log.info("could not read whether %s is still pending (%s); closing it", eid, exc)
+            return True
+
+    async def retire_all(self) -> None:
+        """The session ends: every card still parked is retired (bounded)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(2 * RETIRE_WAIT + 3.0):
+                if self._retiring:
+                    await asyncio.wait(set(self._retiring))
+                gates = [g for g in self._asks.gate_ids() if g not in self._resolved]
+                if gates:
+                    async with self._lock:
+                        for gate_id in gates:
+                            await self.retire(gate_id)

@@ -118,6 +118,10 @@ class OmnigentSink(GateAsks):
         self._waiting: set[str] = set()  # gate ids whose ask set the session "waiting"
         self._asks = PendingAsks()
         self._replies = Replies()  # the text deltas posted, retired by their committed messages
+        self._closed: set[str] = set()
+        self._gate_sessions: dict[str, str] = {}
+        self._shown: dict[str, asyncio.Task[None]] = {}
+        self._retiring: set[asyncio.Task[None]] = set()
         self._usage_floor: dict[str, tuple[int, int]] = {}
         self.events_url = self._events_url(session_id)
         self.hook_url = self._url(session_id, f"hooks/{hook_name}")
@@ -132,6 +136,7 @@ class OmnigentSink(GateAsks):
         return self._url(session_id, "events")
 
     async def aclose(self) -> None:
+        await self.retire_all()  # the session ends: no card is left behind
         self._asks.cancel_all()
         if self._owns_client:
             await self._client.aclose()
@@ -225,12 +230,19 @@ class OmnigentSink(GateAsks):
     async def _deliver_next(self, events: Sequence[Event], start: int, committed_at: dict[str, int]) -> int:
         """Deliver events[start] (and following items for the same session, batched); 0 = stop here."""
         event = events[start]
-        if isinstance(event, GateWithdrawn):
-            self._asks.cancel(event.gate_id)  # the gate is gone: stop asking even if the caller does not
+        if isinstance(event, GateWithdrawn):  # agy stopped waiting: its card leaves every surface
             if event.gate_id in self._resolved:
                 self.stats.not_posted += 1
                 return 1
+            outcome = await self.retire(event.gate_id)
+            if outcome in ("held", "timeout"):
+                self._closed.discard(event.gate_id)
+                return 0
+            self._count([event], outcome)
+            return 1
         if isinstance(event, GateOpened):
+            if not event.answerable:
+                self.show(event)  # only agy's terminal can answer it: a card that says so
             self.stats.not_posted += 1
             return 1
         if isinstance(event, SubagentStarted):
@@ -378,9 +390,6 @@ class OmnigentSink(GateAsks):
             self._replies.delta(event.message_id, event.index, event.delta)
         if isinstance(event, AssistantMessage):
             self._replies.commit(event.message_id, event.text)
-        if isinstance(event, GateWithdrawn):
-            self._resolved.add(event.gate_id)
-            await self._unblock(event.gate_id, "withdrawn", locked=True)
         if isinstance(event, Rotation):
             self._sessions[event.old_cascade_id] = self.session_id  # a late event of the old one stays here
             self._main = event.new_cascade_id
