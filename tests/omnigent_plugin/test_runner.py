@@ -267,17 +267,18 @@ async def test_a_gate_raised_outside_omnigent_waits_for_the_next_turn(
     assert command["completedInteractions"][0]["response"]["permission"] == {"allow": True}
 
 
-async def test_a_gate_only_agys_terminal_can_answer_is_not_put_to_omnigent(
+async def test_a_gate_only_agys_terminal_can_answer_is_a_card_retired_when_agy_moves_on(
     plugin_python: Path, agy: Simulator, tmp_path: Path
 ) -> None:
     async with runner_for(plugin_python, agy, tmp_path) as runner:
         turn = await runner.message("write the file notes.txt")
-        async with asyncio.timeout(30):
-            while not [s for s in steps_of(agy, "WRITE_TO_FILE") if s["status"].endswith("WAITING")]:
-                await asyncio.sleep(0.05)
+        card = await turn.wait_for("response.elicitation_request")
+        assert card["params"]["phase"] == "agy_terminal_only"
+        assert "agy's terminal" in card["params"]["message"]
         await agy.resolve_in_terminal()  # the human answers in agy's own terminal
         assert (await turn.finished())["type"] == "response.completed"
-    assert turn.of_type("response.elicitation_request") == []  # no card omnigent could not answer
+    retired = [e["elicitation_id"] for e in turn.of_type("response.elicitation_resolved")]
+    assert retired == [card["elicitation_id"]]
     assert [s["status"] for s in steps_of(agy, "WRITE_TO_FILE")] == ["CORTEX_STEP_STATUS_DONE"]
 
 
@@ -316,3 +317,16 @@ async def test_the_harness_log_names_the_version_of_the_agy_it_bound(
         sim.wait(10)
     log = (tmp_path / "harness.log").read_text()
     assert "agy 1.0.10: streams its steps, takes turns over RPC" in log and "unknown" not in log
+
+
+@pytest.mark.parametrize("kind", ["permission", "question"])
+async def test_a_card_answered_in_agys_terminal_is_retired(
+    plugin_python: Path, agy: Simulator, tmp_path: Path, kind: str
+) -> None:
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("run: git status" if kind == "permission" else "ask: which part first?")
+        card = await turn.wait_for("response.elicitation_request")
+        await agy.resolve_in_terminal(kind=kind)
+        retired = await turn.wait_for("response.elicitation_resolved", timeout=1.0)
+        assert retired["elicitation_id"] == card["elicitation_id"]
+        assert (await turn.finished())["type"] == "response.completed"

@@ -16,7 +16,11 @@ from fastapi import FastAPI, Response
 from omnigent.errors import OmnigentError
 from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
 from omnigent.runtime.harnesses._scaffold import TurnContext
-from omnigent.server.schemas import CreateResponseRequest, ElicitationRequestParams
+from omnigent.server.schemas import (
+    CreateResponseRequest,
+    ElicitationRequestParams,
+    ElicitationResolvedEvent,
+)
 
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened
@@ -64,14 +68,20 @@ class AgyExecutorAdapter(ExecutorAdapter):
                 result = await ctx.elicit(eid, params)
             except asyncio.CancelledError:
                 task = asyncio.current_task()
-                if task is not None and task.cancelling():
+                withdrawn = task is not None and task.cancelling() > 0
+                retire_card(ctx, eid)  # no surface keeps a card agy no longer waits on
+                if withdrawn:
                     raise  # the harness withdrew the gate (answered in agy, timed out, /clear)
                 return GateAnswer(action="cancel", allow=False)  # the turn was stopped
             try:
                 return answer_from_reply(gate, result.action, result.content)
             except AnswerError as exc:
                 log.warning("gate %s: unreadable answer %r: %s", gate.gate_id, result.content, exc)
-                note = f"Your answer could not be read ({exc}). Nothing was sent to agy; please answer again."
+                note = (
+                    "Nothing was sent to agy: it waits for this in agy's terminal; answer it there."
+                    if not gate.answerable
+                    else f"Your answer could not be read ({exc}). Nothing was sent to agy; please answer again."
+                )
                 attempt += 1
 
     async def _handle_interrupt_event(self) -> Response:
@@ -88,6 +98,16 @@ class AgyExecutorAdapter(ExecutorAdapter):
             if stopped:  # the turn ended on our cancel before the scaffold looked: that is a success
                 return Response(status_code=204)
             raise
+
+
+def retire_card(ctx: TurnContext, eid: str) -> None:
+    """Tell every omnigent surface the card is gone: the runner relays omnigent's own
+    ``response.elicitation_resolved`` to the server, which drops it from the pending list, the
+    sidebar count and the cold-load replay (``omnigent/runtime/pending_elicitations.py``)."""
+    try:
+        ctx.emit(ElicitationResolvedEvent(type="response.elicitation_resolved", elicitation_id=eid))
+    except Exception:  # the turn's stream may be gone already (a Stop): nothing left to tell
+        log.debug("could not retire card %s", eid, exc_info=True)
 
 
 def _build_executor() -> AgyExecutor:

@@ -32,6 +32,7 @@ from agy_harness.ports.events import (
 )
 from agy_harness.ports.protocols import ModelInfo
 
+from .gates import TerminalOnlyCards
 from .mirror import OutsideMirror
 from .settings import AgySettings
 from .sink import GateAsker, PluginSink
@@ -77,6 +78,7 @@ class AgyConversation:
         self._pinned: str | None = None
         self._expected = 0
         self._interrupting = False
+        self._cards = TerminalOnlyCards()
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -264,6 +266,7 @@ class AgyConversation:
                     seen += 1
                     idle_wait, parent_idle = None, False
                     continue
+                self._cards.follow(event, asker)
                 for out in translator.feed(event):
                     yield out
                 if parent_idle and not translator.awaiting_subagents:
@@ -291,6 +294,7 @@ class AgyConversation:
                 usage=turn_usage(before, self.usage, await self.model_label(self.usage.model)),
             )
         finally:
+            await self._cards.retire_all()
             self.in_turn = False
             self.sink.set_asker(None)
             self.sink.to_queue = False

@@ -12,12 +12,14 @@ for a multi-select, free text that reaches agy as the write-in), answered ``{"0"
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.omnigent.gates import answer_from_result, gate_params
 from agy_harness.adapters.sinks.omnigent.gates import elicitation_id as _elicitation_id
-from agy_harness.ports.events import GateOpened
+from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import GateAnswer
 
 
@@ -39,3 +41,23 @@ def elicitation_params(gate: GateOpened, note: str = "") -> dict[str, Any]:
 def answer_from_reply(gate: GateOpened, action: str, content: Mapping[str, Any] | None) -> GateAnswer:
     """omnigent's elicitation reply as a checked :class:`GateAnswer`; raises ``AnswerError``."""
     return answer_from_result(gate, {"action": action, "content": None if content is None else dict(content)})
+
+
+class TerminalOnlyCards:
+    """Gates only agy's terminal can answer (kind ``other``: the harness never asks them): a card that
+    says so for as long as agy waits, retired when agy moves on or the turn ends."""
+
+    def __init__(self) -> None:
+        self._cards: dict[str, asyncio.Task[GateAnswer | None]] = {}
+
+    def follow(self, event: Event, asker: Callable[[GateOpened], Awaitable[GateAnswer | None]]) -> None:
+        if isinstance(event, GateOpened) and not event.answerable and event.gate_id not in self._cards:
+            self._cards[event.gate_id] = asyncio.create_task(asker(event), name=f"agy-card-{event.gate_id}")
+        elif isinstance(event, GateWithdrawn) and event.gate_id in self._cards:
+            self._cards.pop(event.gate_id).cancel()
+
+    async def retire_all(self) -> None:
+        cards, self._cards = list(self._cards.values()), {}
+        for card in cards:
+            card.cancel()
+        await reap(*cards)
