@@ -8,68 +8,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING
-from tests.real_omnigent import OmnigentServer, server_env
+from tests.real_omnigent import server_env
 
-from .test_registry import readme_spec
-
-
-async def run_omnigent(python: Path, *args: str, home: Path, timeout: float = 300) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        str(python),
-        "-m",
-        "omnigent",
-        *args,
-        cwd=str(home),
-        env=server_env(home),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
-        proc.kill()
-        out, _ = await proc.communicate()
-        raise AssertionError(
-            f"omnigent {args[0]} timed out: {out.decode(errors='replace')[-3000:]}"
-        ) from None
-    return proc.returncode or 0, out.decode(errors="replace")
-
-
-@pytest.fixture
-async def server(plugin_python: Path, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
-    venv = plugin_python.parent.parent
-    srv = OmnigentServer(tmp_path / "server", venv=venv)
-    await asyncio.to_thread(srv.start)
-    client_home = tmp_path / "client"
-    client_home.mkdir()
-    try:
-        yield srv.url, client_home
-    finally:
-        with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
-            await run_omnigent(
-                plugin_python, "host", "stop", "--server", srv.url, home=client_home, timeout=60
-            )
-        await asyncio.to_thread(srv.stop)
-
-
-def agent_dir(tmp: Path, sim: Simulator) -> Path:
-    spec = readme_spec()
-    spec = re.sub(r"agy_port: \d+", f"agy_port: {sim.port}", spec)
-    spec = spec.replace("# agy_cascade: <id>", f"agy_cascade: {sim.cascade_id}")
-    where = tmp / "agy"
-    where.mkdir()
-    (where / "config.yaml").write_text(spec)
-    return where
+from .conftest import agent_dir, run_omnigent
 
 
 async def test_omnigent_run_with_the_readme_agent_reaches_agy(

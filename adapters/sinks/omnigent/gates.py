@@ -169,7 +169,7 @@ def question_keys(gate: GateOpened) -> list[str]:
 
 
 def _choices(gate: GateOpened, i: int) -> str:
-    return ", ".join(f"{o.id} = {o.text}" for o in gate.questions[i].options)
+    return "; ".join(f"{o.id} = {o.text.strip()}" for o in gate.questions[i].options)
 
 
 def question_schema(gate: GateOpened) -> dict[str, Any]:
@@ -180,7 +180,7 @@ def question_schema(gate: GateOpened) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for i, (key, q) in enumerate(zip(question_keys(gate), gate.questions, strict=True)):
         how = "one or more option numbers, comma-separated" if q.multi_select else "an option's number"
-        options = f"Options: {_choices(gate, i)}. Type {how}, or your own answer." if q.options else ""
+        options = f"Options: {_choices(gate, i)} -- type {how}, or your own answer" if q.options else ""
         properties[key] = {
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
             "title": q.question,
@@ -192,7 +192,7 @@ def question_schema(gate: GateOpened) -> dict[str, Any]:
 def options_preview(gate: GateOpened) -> str:
     """The options as a terminal shows them before its approve/refuse line (``y``, then the number)."""
     lines = [f"{q.question} [{_choices(gate, i)}]" for i, q in enumerate(gate.questions) if q.options]
-    return " · ".join(lines) + " (y, then type your choice; n skips the question)"
+    return " · ".join(lines) + " (y, then type your choice; n refuses and stops agy's turn)"
 
 
 def _split_choices(gate: GateOpened, index: int, value: tuple[str, ...]) -> tuple[str, ...]:
