@@ -91,3 +91,24 @@ print(json.dumps({{"harness": spec.executor.config.get("harness"),
     assert plain["HARNESS_AGY_HARNESS_MODEL"] == "Gemini 3 Flash"
     assert plain["HARNESS_AGY_HARNESS_PORT"].isdigit()
     assert env["override"]["HARNESS_AGY_HARNESS_MODEL"] == "MODEL_PLACEHOLDER_M50"
+
+
+def test_the_capabilities_it_supports_are_declared_to_omnigent(plugin_python: Path, tmp_path: Path) -> None:
+    """omnigent's registry lists what the plugin does (its ``/v1/harnesses`` catalog reads this), and
+    the plugin's executor module loads from the layout this omnigent has."""
+    got = run_in(
+        plugin_python,
+        """
+import json
+from omnigent.harness_plugins import plugin_state, harness_capabilities
+from omnigent.community.harness.agy_harness import compat
+assert plugin_state().load_errors == {}
+print(json.dumps({"caps": harness_capabilities()["agy-harness"].as_dict(), "layout": compat.LAYOUT}))
+""",
+        tmp_path,
+    )
+    caps = got["caps"]
+    assert caps["interrupt"] is caps["streaming"] is caps["steering"] is caps["live_queue"] is True
+    assert caps["elicitation"] == "sse-permission" and caps["auth"] == "own-auth"
+    assert caps["subagents"] is False and caps["images"] is False
+    assert got["layout"] == "omnigent.inner"  # omnigent 0.19.1

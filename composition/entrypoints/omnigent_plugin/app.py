@@ -11,11 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Response
 from omnigent.errors import OmnigentError
-from omnigent.runtime.harnesses._executor_adapter import ExecutorAdapter
-from omnigent.runtime.harnesses._scaffold import TurnContext
 from omnigent.server.schemas import (
     CreateResponseRequest,
     ElicitationRequestParams,
@@ -26,8 +25,12 @@ from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
+from .compat import ExecutorAdapter
 from .executor import AgyExecutor
 from .gates import answer_from_reply, elicitation_id, elicitation_params
+
+if TYPE_CHECKING:  # (its module moved in omnigent's newer layout: compat.py)
+    from omnigent.runtime.harnesses._scaffold import TurnContext
 
 log = logging.getLogger("agy_harness.omnigent_plugin")
 

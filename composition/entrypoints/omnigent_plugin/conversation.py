@@ -17,7 +17,6 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from dependency_injector import providers
-from omnigent.inner.executor import ExecutorError, ExecutorEvent, TurnCancelled, TurnComplete
 
 from agy_harness.composition.root.container import AgyContainer, make_container
 from agy_harness.composition.root.session import Session, session_from
@@ -32,6 +31,7 @@ from agy_harness.ports.events import (
 )
 from agy_harness.ports.protocols import ModelInfo
 
+from .compat import ExecutorError, ExecutorEvent, TurnCancelled, TurnComplete
 from .gates import TerminalOnlyCards
 from .mirror import OutsideMirror
 from .settings import AgySettings

@@ -15,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from omnigent.inner.executor import (
+from .compat import (
     EnqueuedContent,
     Executor,
     ExecutorConfig,
@@ -24,7 +24,6 @@ from omnigent.inner.executor import (
     Message,
     ToolSpec,
 )
-
 from .conversation import AgyConversation, ModelNotFound
 from .settings import AgySettings, SettingsError
 from .sink import GateAsker

@@ -26,18 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from omnigent.inner.executor import (
-    ExecutorEvent,
-    ReasoningChunk,
-    SubAgentCompleted,
-    SubAgentStarted,
-    SubAgentToolCall,
-    TextChunk,
-    ToolCallComplete,
-    ToolCallRequest,
-    ToolCallStatus,
-)
-
 from agy_harness.core.turns import Replies, UsageTotals, spent
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -55,6 +43,18 @@ from agy_harness.ports.events import (
     ToolResult,
     Usage,
     UserMessage,
+)
+
+from .compat import (
+    ExecutorEvent,
+    ReasoningChunk,
+    SubAgentCompleted,
+    SubAgentStarted,
+    SubAgentToolCall,
+    TextChunk,
+    ToolCallComplete,
+    ToolCallRequest,
+    ToolCallStatus,
 )
 
 __all__ = ["TurnTranslator", "UsageTotals", "turn_usage"]
