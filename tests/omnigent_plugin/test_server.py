@@ -123,3 +123,19 @@ async def test_a_turn_typed_in_agy_is_mirrored_into_the_session(
         ("user", "hello from the terminal"),
         ("assistant", GREETING),
     ]
+
+
+async def test_with_p_omnigent_refuses_the_approval_and_the_command_does_not_run(
+    plugin_python: Path, server: tuple[str, Path], tmp_path: Path
+) -> None:
+    """The README's word on ``-p``: omnigent answers every approval itself, with a refusal."""
+    url, home = server
+    async with Simulator(profile="1.0.10", pace=0.05, gate_timeout=None) as sim:
+        agent = agent_dir(tmp_path, sim)
+        code, out = await run_omnigent(
+            plugin_python, "run", str(agent), "--server", url, "-p", "run: git status", home=home
+        )
+        assert code == 0, out[-3000:]
+        [command] = [s for s in sim.steps() if s["type"].endswith("RUN_COMMAND")]
+    assert command["status"] != "CORTEX_STEP_STATUS_DONE"
+    assert command["completedInteractions"][-1]["response"]["permission"].get("allow", False) is False
