@@ -113,6 +113,8 @@ async def test_question_answer_reaches_agy_and_unreadable_is_asked_again(
         again = await turn.wait_for("response.elicitation_request", 2)
         assert again["elicitation_id"] != ask["elicitation_id"]
         assert "could not be read" in again["params"]["message"]
+        # its own policy name: a chat that was told "always" for the card shows the re-ask, reason and all
+        assert again["params"]["policy_name"] != ask["params"]["policy_name"]
         [waiting] = steps_of(agy, "ASK_QUESTION")
         assert waiting["status"].endswith("WAITING") and "completedInteractions" not in waiting
         assert await runner.approve(again["elicitation_id"], "accept", {"0": labels[1]}) == 204

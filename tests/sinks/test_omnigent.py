@@ -27,7 +27,9 @@ from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
+    GateOpened,
     GateWithdrawn,
+    QuestionOption,
     StatusChanged,
     SubagentStarted,
     TextDelta,
@@ -202,6 +204,63 @@ def test_agys_own_allow_always_is_offered_for_its_pattern_only() -> None:
     assert answer_from_result(gate, {"action": "decline", "_meta": {"persist": "always"}}).persist is None
     denied = answer_from_result(gate, {"action": "accept", "content": {"answer": "no: use git stash"}})
     assert (denied.allow, denied.deny_reason) == (False, "use git stash")
+
+
+def test_the_terminal_form_shows_agys_text_by_the_rendering_rule() -> None:
+    """omnigent's chat prints the preview as rich markup and the form's fields as plain text: agy's
+    question and options can neither style the screen nor hide characters, and the typed answer,
+    keyed by the field the chat showed, reaches the question it names."""
+    hostile = QUESTION_GATE.questions[0].model_copy(
+        update={
+            "question": "Delete [bold red]prod[/]?\u202e",
+            "options": (
+                QuestionOption(id="1", text="yes [link=x]\x1b[2J"),
+                QuestionOption(id="2", text="no"),
+            ),
+        }
+    )
+    gate = QUESTION_GATE.model_copy(update={"questions": (hostile, QUESTION_GATE.questions[1])})
+    params = gate_params(gate)
+    preview = params["content_preview"]
+    assert "\\[bold red]" in preview and "\\[link=x]" in preview  # escaped for rich markup
+    assert "\\u202e" in preview and "\\x1b" in preview and "\x1b" not in preview
+    fields = params["requestedSchema"]["properties"]
+    key = "Delete [bold red]prod[/]?\\u202e"
+    assert list(fields) == [key, "Which tests?"]
+    assert fields[key]["description"].startswith("Options: 1 = yes [link=x]\\x1b[2J; 2 = no")
+    typed = {"action": "accept", "content": {key: "2", "Which tests?": "1, 2"}}
+    assert answer_from_result(gate, typed) == GateAnswer(selections=(("2",), ("1", "2")))
+
+
+def test_a_key_that_could_name_two_questions_is_refused() -> None:
+    twins = tuple(
+        QUESTION_GATE.questions[0].model_copy(update={"question": text}) for text in ("a\u200d", "a\\u200d")
+    )
+    gate = QUESTION_GATE.model_copy(update={"questions": twins})
+    keys = list(gate_params(gate)["requestedSchema"]["properties"])
+    assert keys == ["a\\u200d", "a\\\\u200d"]  # what the chat shows, each its own
+    with pytest.raises(AnswerError, match="several questions"):  # one's shown text is the other's raw
+        answer_from_result(gate, {"action": "accept", "content": {"a\\u200d": "1", "1": "1"}})
+
+
+def test_a_card_only_agys_terminal_answers_has_its_own_policy_name() -> None:
+    """A chat's "always" on such a card would otherwise approve every later one with no prompt."""
+    review = GateOpened(
+        id="t1/12/gate",
+        cascade_id=C,
+        step_key="t1/12",
+        gate_id="c/t1/12/d",
+        kind="other",
+        trajectory_id="t1",
+        step_index=12,
+        tool_name="write_to_file",
+        interaction="fileReview[x]",
+        answerable=False,
+        digest="b" * 32,
+    )
+    params = gate_params(review)
+    assert params["policy_name"] == "agy_native_terminal_only." + "b" * 16
+    assert "fileReview\\[x]" in params["message"]  # printed as markup by the chat
 
 
 # -- the web UI's answers, fail-closed -------------------------------------------------------------

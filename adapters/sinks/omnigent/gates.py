@@ -68,8 +68,10 @@ def policy_name(gate: GateOpened) -> str:
     """The policy name an elicitation goes out under: one per request (its digest). omnigent's chat
     remembers "a = approve always (this session)" per ``(policy_name, phase)``, so "always" there covers
     exactly this request (and agy's re-ask of it after a timeout), never another command."""
-    base = "agy_native_permission" if gate.kind == "permission" else "agy_native_ask_question"
     request = gate.digest or hashlib.sha256(gate.gate_id.encode("utf-8")).hexdigest()
+    if gate.kind == "other" or not gate.answerable:
+        return f"agy_native_terminal_only.{request[:16]}"
+    base = "agy_native_permission" if gate.kind == "permission" else "agy_native_ask_question"
     return f"{base}.{request[:16]}"
 
 
@@ -117,15 +119,15 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
             params["always_allow_pattern"] = visible(p.suggested_persist_pattern)
         return params
     if gate.kind == "other" or not gate.answerable:
-        what = gate.interaction or "an interaction"
+        what = _shown(gate.interaction or "an interaction")
         if gate.tool_name:
-            what += f" ({gate.tool_name})"
+            what += f" ({_shown(gate.tool_name)})"
         return {
             **common,
             "message": f"agy is waiting in its own terminal for {what}: answer it in agy's terminal "
             "(it cannot be answered from omnigent). This card goes away when agy moves on.",
             "phase": "agy_terminal_only",
-            "policy_name": "agy_native_terminal_only",
+            "policy_name": policy_name(gate),
             "content_preview": f"answer in agy's terminal: {what}",
         }
     questions = [
@@ -159,17 +161,20 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
 
 
 def question_keys(gate: GateOpened) -> list[str]:
-    """The form's field per question: its text (what a terminal shows as the field's name), or its
-    index when two questions read the same. :func:`answer_from_result` reads both."""
-    folded = [fold(q.question) for q in gate.questions]
+    """The form's field per question: its text by the rendering rule (what a terminal shows as the
+    field's name), or its index when two questions read the same. :func:`answer_from_result` reads
+    both."""
+    shown = [one_line(q.question.strip()) for q in gate.questions]
+    folded = [fold(text) for text in shown]
     return [
-        q.question if q.question.strip() and folded.count(folded[i]) == 1 else str(i)
-        for i, q in enumerate(gate.questions)
+        text if text and folded.count(folded[i]) == 1 and not text.isdigit() else str(i)
+        for i, text in enumerate(shown)
     ]
 
 
 def _choices(gate: GateOpened, i: int) -> str:
-    return "; ".join(f"{o.id} = {o.text.strip()}" for o in gate.questions[i].options)
+    """A question's options by number, by the rendering rule (plain text: no markup)."""
+    return "; ".join(f"{one_line(o.id)} = {one_line(o.text.strip())}" for o in gate.questions[i].options)
 
 
 def question_schema(gate: GateOpened) -> dict[str, Any]:
@@ -183,15 +188,20 @@ def question_schema(gate: GateOpened) -> dict[str, Any]:
         options = f"Options: {_choices(gate, i)} -- type {how}, or your own answer" if q.options else ""
         properties[key] = {
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-            "title": q.question,
+            "title": one_line(q.question),
             "description": options or "Type your answer.",
         }
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def options_preview(gate: GateOpened) -> str:
-    """The options as a terminal shows them before its approve/refuse line (``y``, then the number)."""
-    lines = [f"{q.question} [{_choices(gate, i)}]" for i, q in enumerate(gate.questions) if q.options]
+    """The options as a terminal shows them before its approve/refuse line (``y``, then the number).
+    omnigent's chat prints the preview as rich markup: agy's text in it is escaped."""
+    lines = [
+        escape_markup(f"{one_line(q.question)} [{_choices(gate, i)}]")
+        for i, q in enumerate(gate.questions)
+        if q.options
+    ]
     return " · ".join(lines) + " (y, then type your choice; n refuses and stops agy's turn)"
 
 
@@ -208,15 +218,21 @@ def _split_choices(gate: GateOpened, index: int, value: tuple[str, ...]) -> tupl
 
 
 def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
-    keys: dict[str, int] = {}
-    for i, q in enumerate(gate.questions):
-        keys[str(i)] = i
-        keys.setdefault(fold(q.question), i)
+    named: dict[str, set[int]] = {}  # a question's text (as agy sent it, as the terminal form shows it)
+    for i, (key, q) in enumerate(zip(question_keys(gate), gate.questions, strict=True)):
+        named.setdefault(fold(key), set()).add(i)
+        named.setdefault(fold(q.question), set()).add(i)
+    indices = {str(i): i for i in range(len(gate.questions))}  # the web form's keys
     picked: dict[int, tuple[str, ...]] = {}
     for key, value in content.items():
-        index = keys.get(key, keys.get(fold(key)))
-        if index is None:
-            raise AnswerError(f"the answer names no question of this gate: {key!r}")
+        if key in indices:
+            index = indices[key]
+        else:
+            matches = named.get(fold(key), set())
+            if len(matches) != 1:
+                what = "names no question" if not matches else "could name several questions"
+                raise AnswerError(f"the answer {what} of this gate: {key!r}")
+            (index,) = matches
         if index in picked:
             raise AnswerError(f"question {index + 1} is answered twice")
         picked[index] = _split_choices(gate, index, texts(value, f"question {index + 1}"))

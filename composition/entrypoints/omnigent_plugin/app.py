@@ -66,7 +66,7 @@ class AgyExecutorAdapter(ExecutorAdapter):
             if ctx is None:
                 return None
             eid = elicitation_id(gate, attempt)
-            params = ElicitationRequestParams(**elicitation_params(gate, note))
+            params = ElicitationRequestParams(**elicitation_params(gate, note, attempt))
             try:
                 result = await ctx.elicit(eid, params)
             except asyncio.CancelledError:

@@ -30,11 +30,17 @@ def elicitation_id(gate: GateOpened, attempt: int = 0) -> str:
     return f"{base}_{attempt}" if attempt else base
 
 
-def elicitation_params(gate: GateOpened, note: str = "") -> dict[str, Any]:
-    """omnigent's ``ElicitationRequestParams`` fields for ``gate`` (``note`` goes before the message)."""
+def elicitation_params(gate: GateOpened, note: str = "", attempt: int = 0) -> dict[str, Any]:
+    """omnigent's ``ElicitationRequestParams`` fields for ``gate`` (``note`` goes before the message).
+
+    A re-ask after an unreadable reply (``attempt`` > 0) has a policy name of its own: omnigent's chat
+    would approve it by itself, unseen, where "always" was answered (a card only agy's terminal can
+    answer would come back forever), and the human would not see why it is asked again."""
     params = gate_params(gate)
     if note:
         params["message"] = f"{note}\n\n{params['message']}"
+    if attempt:
+        params["policy_name"] = f"{params['policy_name']}.retry{attempt}"
     return params
 
 
