@@ -170,11 +170,14 @@ class Rotation(_Event):
 
 class SubagentStarted(_Event):
     """agy spawned a sub-agent: its own cascade, mirrored as its own event stream (events whose
-    ``cascade_id`` is ``child_cascade_id``), linked to the parent's tool call that started it."""
+    ``cascade_id`` is ``child_cascade_id``), linked to the parent's tool call that started it, with
+    the role and type that call gives it (:mod:`agy_harness.core.subagents`)."""
 
     type: Literal["subagent"] = "subagent"
     child_cascade_id: str
     parent_call_id: str = ""
+    role: str = ""  # what the parent's step names the child (agy's sub-agent role), else ""
+    agent_type: str = ""  # and its type (e.g. "research"), else ""
 
 
 class Notice(_Event):

@@ -249,6 +249,9 @@ class ToolActions:
         call = st.tool_call("invoke_subagent", None)
         mi = await self.planner_tools([call], "**Delegating**\n\nA subagent can review this in parallel.")
         await self.pause(STEP_DELAY)
+        if action.typed:
+            await self._typed_subagent(mi, call, role, prompt)
+            return
         args = {"Role": role, "Type": "research", "Prompt": prompt}
         step = ts.generic(
             self.where(mi),
@@ -277,4 +280,22 @@ class ToolActions:
 
         await self._simple_tool(step, finish)
         self.sim._submit(child, prompt, self.model)
+        self.results.append(f"Subagent {role} is running as conversation {child.id}.")
+
+    async def _typed_subagent(self, mi: int, call: dict[str, Any], role: str, prompt: str) -> None:
+        """The typed INVOKE_SUBAGENT step (see :func:`.tool_steps.invoke_subagent`): it names the
+        child in its results as soon as the child exists, still running, then settles."""
+        step = ts.invoke_subagent(self.where(mi), self.model, call, role=role, type_name="research")
+        index = self.add(step)
+        self.current = step
+        await self.pause(CHUNK_DELAY / 2)
+        st.transition(step, st.RUNNING)
+        child = self.sim._new_cascade(parent=self.c)
+        step["invokeSubagent"]["results"] = [{"conversationId": child.id}]
+        self.changed(index)
+        self.sim._submit(child, prompt, self.model)
+        await self.pause(TOOL_DELAY / 2)
+        st.settle(step, st.DONE)
+        self.current = None
+        self.changed(index)
         self.results.append(f"Subagent {role} is running as conversation {child.id}.")

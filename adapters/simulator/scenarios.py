@@ -37,7 +37,9 @@ one final text reply summarises):
   that it is written with ``write_to_file`` and without a review is a guess. Nothing is written to disk.
 * ``subagent`` / ``sub-agent`` — a GENERIC ``invoke_subagent`` step, and a CHILD cascade (listed by
   GetAllCascadeTrajectories with ``trajectoryMetadata.parentConversationId``) that runs its own
-  short text turn.
+  short text turn. With ``invoke`` in the turn (``invoke a sub-agent ...``) the step is the typed
+  INVOKE_SUBAGENT instead, with only the fields the reference reads (``invokeSubagent.subagents[i].
+  {role, typeName}``, ``results[i].conversationId``; see :func:`.tool_steps.invoke_subagent`).
 
 Step order of a turn (from the recorded step indices): USER_INPUT, then on a cascade's first turn
 CONVERSATION_HISTORY; PLANNER_RESPONSE (tool calls) + tool steps, repeated; a final text
@@ -110,6 +112,7 @@ class Action:
     arg: str = ""
     multi: bool = False
     cwd: str = ""  # a run's directory ("" = the workspace)
+    typed: bool = False  # a sub-agent's step is the typed INVOKE_SUBAGENT (else GENERIC)
 
 
 @dataclass
@@ -197,6 +200,7 @@ def plan_for(text: str) -> Plan:
             action.arg = extract_path(text[stop:])
         elif kind == "subagent":
             action.arg = "Code Reviewer"
+            action.typed = bool(re.search(r"\binvoke\b", text, re.I))
         elif kind == "write":
             action.arg = extract_path(text[stop:])
         taken_until = max(taken_until, end)

@@ -223,6 +223,24 @@ def generic(
     return step
 
 
+def invoke_subagent(
+    where: Where, model: str, call: dict[str, Any], *, role: str, type_name: str
+) -> dict[str, Any]:
+    """INVOKE_SUBAGENT as far as public evidence shows it: the reference reads only
+    ``invokeSubagent.subagents[i].{role, typeName}`` and ``results[i].conversationId``, filled as soon
+    as the child exists while the step still runs (``reader.py _subagent_pairs``,
+    ``_register_subagent_child``). Nothing else of the step is known: its metadata is the recorded
+    GENERIC step's, and the child's prompt is in the child's own USER_INPUT."""
+    step = shape("stream_generic_done")
+    del step["generic"]
+    step["type"] = "CORTEX_STEP_TYPE_INVOKE_SUBAGENT"
+    _tool_metadata(step, where, model, call, f"Starting subagent {role}", f"Start subagent {role}", 26)
+    step["metadata"]["argumentsOrder"] = ["toolAction", "toolSummary"]
+    _set_transitions(step, PENDING)
+    step["invokeSubagent"] = {"subagents": [{"role": role, "typeName": type_name}], "results": []}
+    return step
+
+
 def generic_finish(step: dict[str, Any], result: str, render: dict[str, Any]) -> None:
     step["generic"]["result"] = {"result": result, "stepRenderInfo": render}
     settle(step, DONE)

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.core.rotation import is_child
-from agy_harness.core.steps import parse_step, tool_name, tool_output
+from agy_harness.core.steps import Step, parse_step, tool_name, tool_output
+from agy_harness.core.subagents import SubagentSpec, named_children
 from agy_harness.ports.events import Event, SubagentStarted, ToolResult
 from agy_harness.ports.protocols import (
     CascadeSummary,
@@ -138,22 +139,40 @@ class SubagentMirrors:
             self._delivered.clear()
             await self.clock.wait(self._delivered, remaining)
 
-    async def _spawning_step(self, child: str) -> str | None:
-        """The parent's sub-agent step that started ``child``, read from agy: the one whose result
-        names it, else (while it still runs) the newest unfinished one no other child is linked to."""
+    async def _spawner(self, child: str) -> tuple[str, SubagentSpec]:
+        """The parent's sub-agent step that started ``child`` and what it says of it (role, type),
+        read from agy: the step that names it. agy names a child in its step as soon as the child
+        exists, while the step still runs (the reference's ``_subagent_pairs``), so while a sub-agent
+        step of ours runs without naming it, it is read again every ``subagent_poll`` up to
+        ``subagent_link_wait``; then the newest such step, else the delivered results (:meth:`_link`),
+        with no role or type."""
+        end = self.clock.monotonic() + self.options.subagent_link_wait
+        running: list[Step] = []
+        while True:
+            calls = await self._subagent_steps()
+            for st in reversed(calls):
+                spec = named_children(st).get(child)
+                if spec is not None or (st.settled and child in tool_output(st)):
+                    return str(st.key), spec or SubagentSpec()
+            taken = set(self._links.values())
+            running = [st for st in calls if not st.settled and str(st.key) not in taken]
+            remaining = end - self.clock.monotonic()
+            if not running or remaining <= 0:
+                break
+            await self.clock.sleep(min(remaining, self.options.subagent_poll))
+        if running:
+            return str(running[-1].key), SubagentSpec()
+        return await self._link(child), SubagentSpec()
+
+    async def _subagent_steps(self) -> list[Step]:
+        """The parent's sub-agent steps, as agy has them now ([] when it cannot be read)."""
         try:
             raws = await self.snapshot.read_steps(self.conversation.cascade_id)
         except asyncio.CancelledError:
             raise
         except Exception:
-            return None
-        calls = [st for st in map(parse_step, raws) if st is not None and "subagent" in tool_name(st)]
-        for st in reversed(calls):
-            if st.settled and child in tool_output(st):
-                return str(st.key)
-        taken = set(self._links.values())
-        running = [st for st in calls if not st.settled and str(st.key) not in taken]
-        return str(running[-1].key) if running else None
+            return []
+        return [st for st in map(parse_step, raws) if st is not None and "subagent" in tool_name(st)]
 
     # -- a child's events -----------------------------------------------------------------------
 
@@ -188,7 +207,8 @@ class SubagentMirrors:
         """A sub-agent's cascade, mirrored as its own event stream, linked to the parent's tool call."""
         cascade_id = self.conversation.cascade_id
         if child not in self._links:
-            call_id = self._links[child] = await self._spawning_step(child) or await self._link(child)
+            call_id, spec = await self._spawner(child)
+            self._links[child] = call_id
             await self.emitter.emit(
                 [
                     SubagentStarted(
@@ -196,6 +216,8 @@ class SubagentMirrors:
                         cascade_id=cascade_id,
                         child_cascade_id=child,
                         parent_call_id=call_id,
+                        role=spec.role,
+                        agent_type=spec.agent_type,
                     )
                 ]
             )

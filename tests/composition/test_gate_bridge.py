@@ -216,7 +216,12 @@ async def test_a_gate_only_agys_terminal_answers_is_never_asked_nor_answered() -
     delivery = RecordingDelivery()
     sink, emitter = RecordingSink(), RecordingEmitter()
     gates = GateBridge(
-        snapshot=MemorySnapshot(down=True), sink=sink, emitter=emitter, delivery=delivery, options=FAST, clock=FakeClock()
+        snapshot=MemorySnapshot(down=True),
+        sink=sink,
+        emitter=emitter,
+        delivery=delivery,
+        options=FAST,
+        clock=FakeClock(),
     )  # type: ignore[arg-type]
     gates.start()
     gates.observe([other])

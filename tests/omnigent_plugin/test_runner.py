@@ -219,6 +219,7 @@ async def test_subagent_is_announced(plugin_python: Path, agy: Simulator, tmp_pa
         assert terminal["type"] == "response.completed"
         started = turn.of_type("subagent.started")
         assert [e["child_key"] for e in started] == agy.children()
+        assert started[0]["title"] == "Code Reviewer (research)"  # the role and type agy's step gives it
         [done] = turn.of_type("subagent.completed")
         assert done["child_key"] == started[0]["child_key"] and done["ok"] is True
         child_reply = steps_of_cascade(agy, done["child_key"], "PLANNER_RESPONSE")[-1]

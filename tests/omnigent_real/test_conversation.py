@@ -258,6 +258,11 @@ async def test_a_sub_agents_items_are_in_its_child_session(run: Run, omni: Omnig
     (started,) = [e for e in run.events if isinstance(e, SubagentStarted)]
     (child,) = await omni.children(run.session_id)
     assert child["labels"]["omnigent.antigravity_native.subagent_cascade_id"] == started.child_cascade_id
+    # the role and type agy's step gives it, as omnigent shows the child (its title and labels)
+    assert (started.role, started.agent_type) == ("Code Reviewer", "research")
+    assert child["title"] == f"Code Reviewer:{started.child_cascade_id}"
+    assert child["labels"]["omnigent.antigravity_native.agent_role"] == "Code Reviewer"
+    assert child["labels"]["omnigent.antigravity_native.agent_type"] == "research"
     expected = _items_of(run, started.child_cascade_id)
     stored = [i for i in await omni.items(child["id"]) if i["type"] != "resource_event"]
     assert expected and [i["id"] for i in stored] == [stored_item_id(child["id"], e.id) for e in expected]

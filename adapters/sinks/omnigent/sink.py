@@ -40,8 +40,7 @@ from urllib.parse import quote
 import httpx
 
 from agy_harness.adapters.sinks.asks import PendingAsks
-from agy_harness.core import safejson
-from agy_harness.core.turns import Replies, UsageTotals
+from agy_harness.core.turns import Replies
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -59,7 +58,8 @@ from agy_harness.ports.protocols import Clock, EventRefused, ModelCatalog
 from .hook import HOOK_NAME, GateAsks
 from .models import ModelNames
 from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock, log
-from .wire import FAILED_TEXT, ITEM, Wire, source_id, to_wire
+from .usage import UsageFloors
+from .wire import FAILED_TEXT, ITEM, Wire, source_id, subagent_data, to_wire
 
 
 class OmnigentSink(GateAsks):
@@ -122,7 +122,9 @@ class OmnigentSink(GateAsks):
         self._gate_sessions: dict[str, str] = {}
         self._shown: dict[str, asyncio.Task[None]] = {}
         self._retiring: set[asyncio.Task[None]] = set()
-        self._usage_floor: dict[str, tuple[int, int]] = {}
+        self._committed_messages: set[str] = set()
+        self._streaming: set[str] = set()  # messages with deltas posted
+        self._usage = UsageFloors(self._client, self._url, self._headers)
         self.events_url = self._events_url(session_id)
         self.hook_url = self._url(session_id, f"hooks/{hook_name}")
 
@@ -168,13 +170,16 @@ class OmnigentSink(GateAsks):
         if refused is not None:
             raise EventRefused(refused)
         # a cascade whose start this sink did not see (a restart): register it under the main session
-        return await self._register_child(self.session_id, cascade_id, "", f"child cascade {cascade_id}")
+        start = SubagentStarted(
+            id=f"{cascade_id}/registered", cascade_id=self._main, child_cascade_id=cascade_id
+        )
+        return await self._register_child(
+            self.session_id, start, f"child cascade {cascade_id}"
+        )  # no role known
 
-    async def _register_child(self, parent: str, child_cascade: str, call_id: str, what: str) -> str | None:
-        body = {
-            "type": "external_antigravity_subagent_start",
-            "data": {"cascade_id": child_cascade, "role": "", "agent_type": "", "tool_call_id": call_id},
-        }
+    async def _register_child(self, parent: str, start: SubagentStarted, what: str) -> str | None:
+        child_cascade = start.child_cascade_id
+        body = {"type": "external_antigravity_subagent_start", "data": subagent_data(start)}
         outcome, answer = await self._poster.post(self._events_url(parent), body, what)
         if outcome == "rejected":  # for good: its events are quarantined by the harness, not retried
             self._refused[child_cascade] = f"omnigent refused to register {what}: {str(answer)[:200]}"
@@ -213,7 +218,7 @@ class OmnigentSink(GateAsks):
             await self.models.learn(event.model)
         if isinstance(event, TextDelta) and self._moot(event, committed_at.get(event.message_id, -1) > at):
             return []
-        if isinstance(event, Usage) and not await self._usage_grows(event, session):
+        if isinstance(event, Usage) and not await self._usage.grows(event, session):
             return []
         if session != self.session_id and isinstance(event, StatusChanged) and event.status != "running":
             bodies: list[Wire] = []
@@ -249,9 +254,7 @@ class OmnigentSink(GateAsks):
             parent = await self._session_for(event.cascade_id)
             if parent is None:
                 return 0
-            child = await self._register_child(
-                parent, event.child_cascade_id, event.parent_call_id, f"sub-agent {event.id}"
-            )
+            child = await self._register_child(parent, event, f"sub-agent {event.id}")
             if child is None:
                 return 0  # held or timed out: re-delivered later (a rejection is logged and retried too)
             self.stats.posted += 1
@@ -313,50 +316,6 @@ class OmnigentSink(GateAsks):
             return False
         return committed_later
 
-    async def _usage_grows(self, usage: Usage, session: str) -> bool:
-        """omnigent adds each report's growth to the model's bucket: a total below what it already has
-        (a re-delivery) would be counted twice when the totals grow again. Only growing totals go out.
-        What omnigent holds is read once per session (not cached when the read fails)."""
-        floor = self._usage_floor.get(session)
-        if floor is None:
-            floor = await self._stored_usage(session)
-            if floor is None:
-                return True
-            self._usage_floor[session] = floor  # raised by _after once omnigent accepted a report
-        totals = UsageTotals.of(usage)  # omnigent's input counts cache reads
-        return not (totals.prompt <= floor[0] and totals.output <= floor[1])
-
-    async def _subtree_usage(self, session: str) -> tuple[int, int]:
-        """omnigent's usage of ``session`` and its sub-agents (input with cache reads, output)."""
-        response = await self._client.get(self._url(session, "")[:-1], headers=self._headers)
-        response.raise_for_status()
-        buckets = safejson.loads(response.content).get("usage_by_model")
-        total_in = total_out = 0
-        for bucket in buckets.values() if isinstance(buckets, dict) else ():
-            if isinstance(bucket, dict):
-                total_in += int(bucket.get("input_tokens") or 0) + int(
-                    bucket.get("cache_read_input_tokens") or 0
-                )
-                total_out += int(bucket.get("output_tokens") or 0)
-        return total_in, total_out
-
-    async def _stored_usage(self, session: str) -> tuple[int, int] | None:
-        """The totals omnigent holds for ``session`` itself (its view sums the sub-agents in); None if unknown."""
-        try:
-            total_in, total_out = await self._subtree_usage(session)
-            response = await self._client.get(
-                self._url(session, "child_sessions"), params={"limit": 1000}, headers=self._headers
-            )
-            response.raise_for_status()
-            children = safejson.loads(response.content).get("data", [])
-            for child in children:
-                child_in, child_out = await self._subtree_usage(str(child["id"]))
-                total_in, total_out = total_in - child_in, total_out - child_out
-        except (httpx.HTTPError, ValueError, AttributeError, KeyError, TypeError) as exc:
-            log.info("could not read omnigent's usage of %s (%s); posting this report", session, exc)
-            return None
-        return max(0, total_in), max(0, total_out)
-
     async def _singly(self, url: str, run: list[tuple[Event, Wire | None]]) -> int:
         done = 0
         for event, body in run:
@@ -383,9 +342,7 @@ class OmnigentSink(GateAsks):
             session = (
                 self.session_id if event.cascade_id == self._main else self._sessions.get(event.cascade_id)
             )
-            floor = self._usage_floor.get(session or "", (0, 0))
-            totals = UsageTotals.of(event)
-            self._usage_floor[session or ""] = (max(totals.prompt, floor[0]), max(totals.output, floor[1]))
+            self._usage.accepted(event, session or "")
         if isinstance(event, TextDelta):
             self._replies.delta(event.message_id, event.index, event.delta)
         if isinstance(event, AssistantMessage):

@@ -30,8 +30,9 @@ Usage                 external_session_usage          omnigent's SET totals: cum
                                                       cumulative_cache_read_input_tokens, model (display name)
 ModelChanged          external_model_change           model (display name)
 GateWithdrawn         external_elicitation_resolved   elicitation_id (see gates.elicitation_id)
-SubagentStarted       external_antigravity_subagent_  cascade_id (the child's), role, agent_type, tool_call_id; the
-                      start                           answer's child_session_id receives the child's events
+SubagentStarted       external_antigravity_subagent_  cascade_id (the child's), role, agent_type (what the parent's
+                      start                           step names; "" if nothing), tool_call_id; the answer's
+                                                      child_session_id receives the child's events
 GateOpened            (not an event)                  the elicitation hook: OmnigentSink.ask
 ====================  ==============================  =================================================================
 
@@ -47,6 +48,7 @@ import json
 from collections.abc import Callable
 from typing import Any, assert_never
 
+from agy_harness.core.display import one_line
 from agy_harness.core.turns import UsageTotals
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -200,17 +202,24 @@ def to_wire(event: Event, *, model_names: ModelNames = same_name) -> Wire | None
         case SubagentStarted():
             return {
                 "type": "external_antigravity_subagent_start",
-                "data": {
-                    "cascade_id": event.child_cascade_id,
-                    "role": "",
-                    "agent_type": "",
-                    "tool_call_id": event.parent_call_id,
-                },
+                "data": subagent_data(event),
             }
         case GateOpened():
             return None
         case other:
             assert_never(other)
+
+
+def subagent_data(event: SubagentStarted) -> dict[str, Any]:
+    """A sub-agent's registration: the child's cascade, the parent's call, and the role and type the
+    parent's step gives it (omnigent titles the child ``<role>:<cascade>`` and labels both), shown by
+    the core's rendering rule."""
+    return {
+        "cascade_id": event.child_cascade_id,
+        "role": one_line(event.role),
+        "agent_type": one_line(event.agent_type),
+        "tool_call_id": event.parent_call_id,
+    }
 
 
 def usage_data(event: Usage, model_names: ModelNames = same_name) -> dict[str, Any]:

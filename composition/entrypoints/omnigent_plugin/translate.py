@@ -7,7 +7,7 @@ TextDelta                TextChunk (the delta; a committed AssistantMessage adds
 ReasoningDelta           ReasoningChunk ``reasoning_text`` (``reasoning_started`` for an empty opener)
 ToolCall                 ToolCallRequest(name, args, metadata={call_id, internally_executed: True})
 ToolResult               ToolCallComplete(SUCCESS / ERROR, result = the output) -- agy ran the tool
-SubagentStarted          SubAgentStarted(child_key = the child cascade)
+SubagentStarted          SubAgentStarted(child_key = the child cascade, title = its role (type))
 a child's ToolCall       SubAgentToolCall
 a child's idle           SubAgentCompleted(summary = the child's last reply)
 Usage / ModelChanged     folded into TurnComplete.usage at the end of the turn
@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from agy_harness.core.display import one_line
 from agy_harness.core.turns import Replies, UsageTotals, spent
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -151,7 +152,7 @@ class TurnTranslator:
                 return [
                     SubAgentStarted(
                         child_key=event.child_cascade_id,
-                        title=f"agy sub-agent {event.child_cascade_id[:8]}",
+                        title=subagent_title(event),
                         task="",
                     )
                 ]
@@ -192,3 +193,12 @@ class TurnTranslator:
                 SubAgentCompleted(child_key=child, ok=event.status == "idle", summary=self.children[child])
             ]
         return []
+
+
+def subagent_title(event: SubagentStarted) -> str:
+    """The sub-agent's row in omnigent: the role and type agy's step gives it (by the core's rendering
+    rule), else its cascade."""
+    role, kind = one_line(event.role.strip()), one_line(event.agent_type.strip())
+    if role:
+        return f"{role} ({kind})" if kind else role
+    return f"agy sub-agent {event.child_cascade_id[:8]}"
