@@ -54,6 +54,7 @@ class GateClosed(Exception):
 
 class GateAsks:
     session_id: str
+    session_status: bool
     events_url: str
     hook_name: str
     retry: RetryPolicy
@@ -113,6 +114,11 @@ class GateAsks:
 
         self._shown[gate.gate_id] = asyncio.create_task(card(), name=f"omnigent-card-{gate.gate_id}")
 
+    def showing(self, gate_id: str) -> bool:
+        """Whether ``gate_id`` is a card :meth:`show` put up and nothing retired yet."""
+        task = self._shown.get(gate_id)
+        return task is not None and not task.done() and gate_id not in self._resolved
+
     async def _status(self, session: str, data: dict[str, Any], what: str) -> None:
         async with self._lock:  # keep the events stream strictly ordered
             await self._poster.post(
@@ -123,7 +129,7 @@ class GateAsks:
         async with self._lock:
             session = await self._session_for(gate.cascade_id) or self.session_id
         params = gate_params(gate)
-        if session == self.session_id:
+        if session == self.session_id and self.session_status:
             self._waiting.add(gate.gate_id)
             blocked = str(params["message"])[:200]
             await self._status(

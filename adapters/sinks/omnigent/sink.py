@@ -68,7 +68,9 @@ class OmnigentSink(GateAsks):
     ``client`` is used as given (and not closed); without one the sink owns one (``aclose`` / ``async
     with``). ``token`` is sent as ``Authorization: Bearer``. ``cascade_id`` is the agy conversation this
     session mirrors (default: the first event's). ``model_catalog`` (agy's ``GetAvailableModels``) gives
-    the display names omnigent shows; :meth:`bind_model_catalog` sets it later.
+    the display names omnigent shows; :meth:`bind_model_catalog` sets it later. ``session_status``
+    False: a parked gate does not set the session ``waiting`` (where omnigent's runner owns the
+    session's status: the harness plugin).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class OmnigentSink(GateAsks):
         cascade_id: str | None = None,
         model_catalog: ModelCatalog | None = None,
         batch_size: int = 100,
+        session_status: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.session_id = session_id
@@ -94,6 +97,7 @@ class OmnigentSink(GateAsks):
         self.retry = retry or RetryPolicy()
         self.stats = OmnigentStats()
         self.batch_size = max(1, min(100, batch_size))
+        self.session_status = session_status
         self.models = ModelNames(model_catalog)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(transport=BoundedTransport())

@@ -22,6 +22,8 @@ from agy_harness.composition.root.container import AgyContainer, make_container
 from agy_harness.composition.root.session import Session, session_from
 from agy_harness.ports.events import (
     Event,
+    GateOpened,
+    GateWithdrawn,
     ModelChanged,
     Notice,
     Rotation,
@@ -140,9 +142,11 @@ class AgyConversation:
         self.session = None
 
     def enable_mirror(self, server_url: str, session_id: str) -> None:
-        """Post activity outside omnigent's turns into omnigent session ``session_id`` (see mirror.py)."""
+        """Post activity outside omnigent's turns into omnigent session ``session_id``, and park gates
+        raised between its turns there at once (see mirror.py)."""
         if self.mirror is None and self._container is not None:
             self.mirror = OutsideMirror(server_url, session_id, self._container.model_catalog())
+            self.sink.set_between(self.mirror.ask)
 
     # -- models ------------------------------------------------------------------------------------
 
@@ -187,18 +191,27 @@ class AgyConversation:
         bound = self.session.cascade_id if self.session is not None else event.cascade_id
         if isinstance(event, UserMessage) and event.cascade_id == bound:
             self._foreign = True
-        if (
-            self.mirror is not None
-            and event.cascade_id == bound
-            and (self._foreign or isinstance(event, Rotation))
-        ):
-            self.mirror.post(event)
-        if isinstance(event, UserMessage):
+        if self.mirror is not None:
+            self._gate_outside(event)
+            if event.cascade_id in self.mirror.children or (
+                event.cascade_id == bound and (self._foreign or isinstance(event, Rotation))
+            ):
+                self.mirror.post(event)
+        if isinstance(event, UserMessage) and event.cascade_id == bound:
             log.info("agy turn outside omnigent (typed in agy): %.200s", event.text)
         elif isinstance(event, Rotation):
             log.info("agy /clear outside omnigent: %s -> %s", event.old_cascade_id, event.new_cascade_id)
         elif isinstance(event, Notice):
             log.log(logging.WARNING if event.level != "info" else logging.INFO, "agy-harness: %s", event.text)
+
+    def _gate_outside(self, event: Event) -> None:
+        """A gate only agy's terminal can answer, raised between omnigent's turns, is a card the mirror
+        puts up; any gate agy stops waiting on is retired there (the turn's asker retires its own)."""
+        assert self.mirror is not None
+        if isinstance(event, GateOpened) and not event.answerable:
+            self.mirror.show(event)
+        elif isinstance(event, GateWithdrawn):
+            self.mirror.withdrawn(event.gate_id)
 
     def _drain(self) -> None:
         while True:
@@ -266,6 +279,12 @@ class AgyConversation:
                     seen += 1
                     idle_wait, parent_idle = None, False
                     continue
+                if self.mirror is not None:  # what began between omnigent's turns goes on there
+                    if isinstance(event, GateWithdrawn):
+                        self.mirror.withdrawn(event.gate_id)
+                    if event.cascade_id in self.mirror.children:
+                        self.mirror.post(event)
+                        continue
                 self._cards.follow(event, asker)
                 for out in translator.feed(event):
                     yield out

@@ -1,0 +1,154 @@
+"""omnigent's own terminal chat in a tmux pane, driven as a person would: ``omnigent run <the README's
+agent> --server URL`` (no ``-p``), keys typed with send-keys, the screen read with capture-pane, and the
+session's state read from omnigent's server (what its web UI shows). omnigent's server, host daemon,
+runner, harness process and chat are all omnigent 0.19.1's own; agy is the simulator."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import libtmux
+
+from agy_harness.adapters.simulator import Simulator
+from tests.real_omnigent import OmnigentServer, server_env
+
+from .conftest import agent_dir, run_omnigent
+
+WAIT = 60.0
+CARD = "y = approve once"
+PROMPT = "state: sleeping"  # the chat's status line once a turn is over
+
+
+@dataclass
+class Chat:
+    tmux: libtmux.Server
+    pane_id: str
+    url: str
+    sim: Simulator
+    http: httpx.AsyncClient
+    session_id: str = ""
+
+    def screen(self) -> str:
+        out = self.tmux.cmd("capture-pane", "-p", "-J", "-S", "-5000", "-t", self.pane_id).stdout
+        return "\n".join(row.rstrip() for row in out)
+
+    def type(self, text: str) -> None:
+        self.tmux.cmd("send-keys", "-t", self.pane_id, "-l", "--", text)
+        self.tmux.cmd("send-keys", "-t", self.pane_id, "Enter")
+
+    async def wait(self, what: str, *, since: str = "", timeout: float = WAIT) -> str:
+        """The screen once it shows ``what`` more often than it did in ``since`` (an earlier screen)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while True:
+            screen = self.screen()
+            if screen.count(what) > since.count(what):
+                return screen
+            if loop.time() > end:
+                raise AssertionError(f"the chat never showed {what!r}:\n{screen[-6000:]}")
+            await asyncio.sleep(0.1)
+
+    async def idle(self, timeout: float = WAIT) -> None:
+        """Until the chat's status line (its bottom row) says the turn is over."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while True:
+            rows = [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
+            if any(PROMPT in r for r in rows[-3:] if r):
+                return
+            if loop.time() > end:
+                raise AssertionError("the chat's turn never ended:\n" + "\n".join(rows))
+            await asyncio.sleep(0.1)
+
+    async def pending(self) -> list[dict[str, Any]]:
+        """The session's pending cards, as omnigent's web UI lists them."""
+        session = (await self.http.get(f"/v1/sessions/{self.session_id}")).json()
+        return list(session.get("pending_elicitations") or [])
+
+    async def card(self, timeout: float = WAIT) -> dict[str, Any]:
+        """The one pending card, once there is one."""
+        async with asyncio.timeout(timeout):
+            while not (cards := await self.pending()):
+                await asyncio.sleep(0.05)
+        [card] = cards
+        return card
+
+    async def no_card(self, timeout: float = 1.0) -> None:
+        """No pending card within ``timeout`` (the sidebar count, the cold-load replay)."""
+        async with asyncio.timeout(timeout):
+            while await self.pending():
+                await asyncio.sleep(0.05)
+
+    async def resolve(self, card: dict[str, Any], result: dict[str, Any]) -> int:
+        """Answer ``card`` on omnigent's web UI route (``POST .../elicitations/{id}/resolve``)."""
+        eid = card["elicitation_id"]
+        response = await self.http.post(
+            f"/v1/sessions/{self.session_id}/elicitations/{eid}/resolve", json=result
+        )
+        return response.status_code
+
+    async def turn(self, text: str) -> str:
+        """Type a turn at the chat's prompt; the screen before it (for :meth:`wait`)."""
+        before = self.screen()
+        self.type(text)
+        await self.wait(text, since=before)
+        if not self.session_id:
+            rows = (await self.http.get("/v1/sessions")).json()["data"]
+            self.session_id = rows[0]["id"]
+        return before
+
+
+@asynccontextmanager
+async def open_chat(plugin_python: Path, tmp: Path) -> AsyncIterator[Chat]:
+    """The chat on a fresh omnigent server, the simulator behind it."""
+    srv = OmnigentServer(tmp / "server", venv=plugin_python.parent.parent)
+    await asyncio.to_thread(srv.start)
+    home = tmp / "client"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.yaml").write_text("tui:\n  theme: light\n")  # no first-run theme picker
+    (tmp / "tmux.conf").write_text("set -g history-limit 100000\n")  # the whole conversation stays readable
+    tmux = libtmux.Server(
+        socket_name=f"agyh-chat-{os.getpid()}-{uuid.uuid4().hex[:8]}", config_file=str(tmp / "tmux.conf")
+    )
+    try:
+        async with (
+            Simulator(profile="1.0.10", pace=0.05, gate_timeout=None) as sim,
+            httpx.AsyncClient(base_url=srv.url, timeout=30) as http,
+        ):
+            agent = agent_dir(tmp, sim)
+            env = server_env(home)
+            exports = " ".join(
+                f"{k}={shlex.quote(v)}"
+                for k, v in env.items()
+                if k.startswith(("OMNIGENT_", "DO_NOT", "PYTHON"))
+            )
+            command = f"{plugin_python} -m omnigent run {agent} --server {srv.url}"
+            script = f"cd {shlex.quote(str(home))}; export {exports}; {command}; echo EXIT=$?; sleep 600"
+            session = tmux.new_session(
+                session_name="chat",
+                window_command=f"bash --norc --noprofile -c {shlex.quote(script)}",
+                x=200,
+                y=60,
+            )
+            pane = session.active_window.active_pane
+            assert pane is not None and pane.pane_id is not None
+            chat = Chat(tmux, pane.pane_id, srv.url, sim, http)
+            await chat.idle()
+            yield chat
+            chat.tmux.cmd("send-keys", "-t", chat.pane_id, "C-c")
+            await asyncio.sleep(1.0)
+    finally:
+        tmux.kill()
+        with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
+            await run_omnigent(plugin_python, "host", "stop", "--server", srv.url, home=home, timeout=60)
+        await asyncio.to_thread(srv.stop)
