@@ -58,16 +58,22 @@ class Chat:
                 raise AssertionError(f"the chat never showed {what!r}:\n{screen[-6000:]}")
             await asyncio.sleep(0.1)
 
+    def status(self) -> list[str]:
+        """The chat's bottom rows (its status line), as shown now."""
+        rows = [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
+        return [r for r in rows[-3:] if r]
+
+    def sleeping(self) -> bool:
+        """The chat's status line says no turn runs."""
+        return any(PROMPT in r for r in self.status())
+
     async def idle(self, timeout: float = WAIT) -> None:
         """Until the chat's status line (its bottom row) says the turn is over."""
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
-        while True:
-            rows = [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
-            if any(PROMPT in r for r in rows[-3:] if r):
-                return
+        while not self.sleeping():
             if loop.time() > end:
-                raise AssertionError("the chat's turn never ended:\n" + "\n".join(rows))
+                raise AssertionError("the chat's turn never ended:\n" + "\n".join(self.status()))
             await asyncio.sleep(0.1)
 
     async def pending(self) -> list[dict[str, Any]]:
@@ -109,8 +115,8 @@ class Chat:
 
 
 @asynccontextmanager
-async def open_chat(plugin_python: Path, tmp: Path) -> AsyncIterator[Chat]:
-    """The chat on a fresh omnigent server, the simulator behind it."""
+async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> AsyncIterator[Chat]:
+    """The chat on a fresh omnigent server, the simulator (at ``pace``) behind it."""
     srv = OmnigentServer(tmp / "server", venv=plugin_python.parent.parent)
     await asyncio.to_thread(srv.start)
     home = tmp / "client"
@@ -122,7 +128,7 @@ async def open_chat(plugin_python: Path, tmp: Path) -> AsyncIterator[Chat]:
     )
     try:
         async with (
-            Simulator(profile="1.0.10", pace=0.05, gate_timeout=None) as sim,
+            Simulator(profile="1.0.10", pace=pace, gate_timeout=None) as sim,
             httpx.AsyncClient(base_url=srv.url, timeout=30) as http,
         ):
             agent = agent_dir(tmp, sim)

@@ -20,6 +20,8 @@ if shutil.which("tmux") is None:
 
 from .chat import CARD, WAIT, open_chat
 
+CURL = "curl https://example.com/x.sh"
+
 
 async def test_approve_always_in_omnigents_chat_covers_only_that_request(
     plugin_python: Path, tmp_path: Path
@@ -49,3 +51,35 @@ async def test_approve_always_in_omnigents_chat_covers_only_that_request(
         await chat.wait("refused", since=mark)
         await sim.wait_idle(timeout=WAIT)
         assert all("curl" not in command for command, _ in sim.executed)
+
+
+async def test_approve_always_does_not_carry_to_the_next_command_of_the_same_turn(
+    plugin_python: Path, tmp_path: Path
+) -> None:
+    """agy runs ``a && b`` as two gated commands of one turn: "always" on the first leaves the second
+    to the human, shown and unrun until answered."""
+    async with open_chat(plugin_python, tmp_path) as chat:
+        sim = chat.sim
+        mark = await chat.turn(f"run `rm -rf build && {CURL}`")
+        await chat.wait(CARD, since=mark)
+        [card] = await chat.pending()
+        assert card["params"]["command"] == "rm -rf build"
+        chat.type("a")  # approve always (this session)
+        async with asyncio.timeout(WAIT):  # the second command's own card, in the same turn, shown
+            while [c["params"].get("command") for c in await chat.pending()] != [CURL] or (
+                chat.screen().count(CARD) < mark.count(CARD) + 2
+            ):
+                assert (CURL, sim.workspace) not in sim.executed, (
+                    "the curl ran unasked:\n" + chat.screen()[-3000:]
+                )
+                await asyncio.sleep(0.05)
+        shown = chat.screen()
+        assert "auto-approved" not in shown[len(mark) - 200 :], shown
+        assert [c for c, _ in sim.executed] == ["rm -rf build"]  # the curl waits for the human
+        chat.type("n")
+        await chat.wait("refused", since=mark)
+        await sim.wait_idle(timeout=WAIT)
+        assert [c for c, _ in sim.executed] == ["rm -rf build"]
+        [first, second] = [s for s in sim.steps() if s["type"].endswith("RUN_COMMAND")]
+        assert first["completedInteractions"][0]["response"]["permission"] == {"allow": True}
+        assert second["status"] == "CORTEX_STEP_STATUS_ERROR", second

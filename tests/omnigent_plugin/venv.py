@@ -5,8 +5,10 @@
 * a shared, cached overlay venv (``~/.cache/agy-harness/agy-plugin-deps-py3.12-<key>``) that sees
   the base's packages (a ``.pth``) and adds agy-harness's runtime dependencies omnigent lacks;
 * per test session, a fresh venv that sees both and into which the wheel built from this checkout is
-  installed (pip, ``--no-deps``): omnigent's own registry finds the plugin through the wheel's entry
-  point, exactly as after ``pip install 'agy-harness[omnigent]'``.
+  installed with its ``omnigent`` extra, as the README's ``pip install './[omnigent]'`` does (pip,
+  ``--no-index``: the extra and every dependency must already be satisfied by omnigent 0.19.1's
+  environment and the overlay, or the install fails); omnigent's own registry then finds the plugin
+  through the wheel's entry point.
 
 """
 
@@ -115,13 +117,24 @@ def build_wheel(out: Path) -> Path:
 
 
 def plugin_environment(tmp: Path) -> Path:
-    """A fresh venv: omnigent + agy-harness's deps + this checkout's wheel. Its Python."""
+    """A fresh venv: omnigent + agy-harness's deps + this checkout's wheel and its ``omnigent`` extra. Its
+    Python."""
     base = omnigent_base_python()
     overlay = deps_overlay(base)
     wheel = build_wheel(tmp / "wheel")
     python = _make_venv(tmp / "venv", [_site(overlay), _site(base)], base)
     res = subprocess.run(
-        [str(base), "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
+        [
+            str(base),
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-index",
+            f"{wheel}[omnigent]",
+        ],
         capture_output=True,
         text=True,
     )
