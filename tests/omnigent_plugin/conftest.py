@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,14 +22,22 @@ def plugin_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return plugin_environment(tmp_path_factory.mktemp("agy-plugin"))
 
 
-async def run_omnigent(python: Path, *args: str, home: Path, timeout: float = 300) -> tuple[int, str]:
+def without_bwrap(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with no ``bwrap`` (bubblewrap) reachable on its PATH."""
+    dirs = [d for d in env.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "bwrap").exists()]
+    return {**env, "PATH": os.pathsep.join(dirs)}
+
+
+async def run_omnigent(
+    python: Path, *args: str, home: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> tuple[int, str]:
     proc = await asyncio.create_subprocess_exec(
         str(python),
         "-m",
         "omnigent",
         *args,
         cwd=str(home),
-        env=server_env(home),
+        env=env or server_env(home),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -61,10 +70,15 @@ async def server(plugin_python: Path, tmp_path: Path) -> AsyncIterator[tuple[str
         await asyncio.to_thread(srv.stop)
 
 
-def agent_dir(tmp: Path, sim: Simulator) -> Path:
+def agent_dir(tmp: Path, sim: Simulator, *, os_env: bool = False) -> Path:
+    """The README's agent, pointed at ``sim``; ``os_env``: with its commented ``os_env`` line taken in."""
     spec = readme_spec()
     spec = re.sub(r"agy_port: \d+", f"agy_port: {sim.port}", spec)
     spec = spec.replace("# agy_cascade: <id>", f"agy_cascade: {sim.cascade_id}")
+    if os_env:
+        line = "# os_env: {type: caller_process, sandbox: {type: none}}"
+        assert line in spec, spec
+        spec = spec.replace(line, line[2:])
     where = tmp / "agy"
     where.mkdir()
     (where / "config.yaml").write_text(spec)

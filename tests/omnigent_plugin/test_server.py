@@ -8,24 +8,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING
 from tests.real_omnigent import server_env
 
-from .conftest import agent_dir, run_omnigent
+from .conftest import agent_dir, run_omnigent, without_bwrap
 
 
+@pytest.mark.parametrize("os_env", [False, True], ids=["as-printed", "os_env-unsandboxed"])
 async def test_omnigent_run_with_the_readme_agent_reaches_agy(
-    plugin_python: Path, server: tuple[str, Path], tmp_path: Path
+    plugin_python: Path, server: tuple[str, Path], tmp_path: Path, os_env: bool
 ) -> None:
+    """The README's spec as printed, and with its commented ``os_env`` line taken in, on a PATH with no
+    ``bwrap`` (bubblewrap): the turn reaches agy and its reply comes back."""
     url, home = server
+    env = without_bwrap(server_env(home))
+    assert shutil.which("bwrap", path=env["PATH"]) is None
     async with Simulator(profile="1.0.10", pace=0.05) as sim:
-        agent = agent_dir(tmp_path, sim)
+        agent = agent_dir(tmp_path, sim, os_env=os_env)
         code, out = await run_omnigent(
             plugin_python,
             "run",
@@ -35,6 +42,7 @@ async def test_omnigent_run_with_the_readme_agent_reaches_agy(
             "-p",
             "Say hello in one short sentence.",
             home=home,
+            env=env,
         )
         assert code == 0, out[-3000:]
         assert GREETING in out
