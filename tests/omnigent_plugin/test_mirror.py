@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from agy_harness.composition.omnigent_plugin.mirror import OutsideMirror
+from agy_harness.composition.entrypoints.omnigent_plugin.mirror import OutsideMirror
 from tests.sinks.omnigent_app import OmnigentApp
 from tests.sinks.samples import PERMISSION_GATE
 

@@ -21,8 +21,8 @@ import pytest_asyncio
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
-from agy_harness.composition.harness import HarnessOptions
-from agy_harness.composition.session import Session, open_session
+from agy_harness.composition.root.session import Session, open_session
+from agy_harness.composition.service.conversation import HarnessOptions
 from tests.real_omnigent import create_session
 
 from .helpers import Omnigent, Tee

@@ -48,7 +48,7 @@ class OmnigentRejected(AgyHarnessError):
 RETIRE_WAIT = 1.0  # seconds a parked hook gets to answer its empty 200 once told the gate is gone
 
 
-class GateClosed(Exception):
+class _GateClosed(Exception):  # never leaves this module: ask() turns it into a cancel
     """The gate was retired while it was being asked: no verdict is read, nothing re-parked."""
 
 
@@ -93,7 +93,7 @@ class GateAsks:
         task = self._asks.start(gate.gate_id, self._ask(gate), f"omnigent-ask-{gate.gate_id}")
         try:
             return await asyncio.shield(task)
-        except GateClosed:
+        except _GateClosed:
             raise asyncio.CancelledError(f"gate {gate.gate_id} withdrawn") from None
         except asyncio.CancelledError:
             if not task.done():  # the asker stopped asking (the session ends, a Stop): the card goes,
@@ -109,7 +109,7 @@ class GateAsks:
             return
 
         async def card() -> None:
-            with contextlib.suppress(asyncio.CancelledError, GateClosed, OmnigentRejected):
+            with contextlib.suppress(asyncio.CancelledError, _GateClosed, OmnigentRejected):
                 await self.ask(gate)
 
         self._shown[gate.gate_id] = asyncio.create_task(card(), name=f"omnigent-card-{gate.gate_id}")
@@ -159,7 +159,7 @@ class GateAsks:
         first = True
         while True:
             if gate.gate_id in self._closed:
-                raise GateClosed(gate.gate_id)
+                raise _GateClosed(gate.gate_id)
             if not first:
                 self.stats.reconnects += 1
             first = False
@@ -199,7 +199,7 @@ class GateAsks:
         self, gate: GateOpened, session: str, response: httpx.Response
     ) -> GateAnswer | None:
         if gate.gate_id in self._closed:
-            raise GateClosed(gate.gate_id)  # a verdict for a gate agy no longer waits on reaches nobody
+            raise _GateClosed(gate.gate_id)  # a verdict for a gate agy no longer waits on reaches nobody
         if not response.content.strip():
             self.stats.empty_answers += 1  # omnigent's timeout, a disconnect, resolved elsewhere
             return None

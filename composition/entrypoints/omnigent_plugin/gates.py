@@ -16,11 +16,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from agy_harness.adapters.reap import reap
 from agy_harness.adapters.sinks.omnigent.gates import answer_from_result, gate_params
 from agy_harness.adapters.sinks.omnigent.gates import elicitation_id as _elicitation_id
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import GateAnswer
+from agy_harness.ports.tasks import reap
 
 
 def elicitation_id(gate: GateOpened, attempt: int = 0) -> str:
