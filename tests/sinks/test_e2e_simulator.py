@@ -37,7 +37,8 @@ from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
 from agy_harness.composition.root.session import open_session
 from agy_harness.composition.service.harness import HarnessOptions
 
-from .omnigent_app import OmnigentApp, real_rules
+from .omnigent_app import OmnigentApp
+from .omnigent_rules import real_rules
 
 PACE = 0.02
 FIRST_MODEL = "MODEL_PLACEHOLDER_M20"  # the simulator's default (the recommended model)
