@@ -158,3 +158,41 @@ async def test_the_web_route_answers_a_gate_of_an_omnigent_turn(chat: Chat) -> N
     await chat.wait("resolved via approval page", since=mark)
     await chat.wait("git diff ran (exit code 0)", since=mark)
     await chat.idle()
+
+
+async def test_agys_clear_is_a_boundary_and_the_next_omnigent_turn_goes_to_the_new_conversation(
+    chat: Chat,
+) -> None:
+    """The README: agy's ``/clear`` between omnigent's turns (and a turn typed after it: the rotation
+    rule follows a new conversation only on fresh user input) is a visible boundary in the session,
+    followed by the new conversation's items; the next omnigent turn goes to the new agy conversation."""
+    old = chat.sim.cascade_id
+    new = await chat.sim.submit_user_turn("/clear")  # typed in agy's own terminal
+    await chat.sim.submit_user_turn("hello after the clear")
+    assert new != old
+
+    def cleared(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [i for i in items if i["data"].get("code") == "agy_conversation_cleared"]
+
+    async with asyncio.timeout(WAIT):
+        while not cleared(items := await session_items(chat)) or items[-1]["data"].get("role") != "assistant":
+            await asyncio.sleep(0.1)
+    [boundary] = cleared(items)
+    assert boundary["type"] == "error" and boundary["data"]["level"] == "info"
+    assert new in boundary["data"]["message"]
+    after = [(i["data"]["role"], i["data"]["content"][0]["text"]) for i in items[items.index(boundary) + 1 :]]
+    assert after == [("user", "hello after the clear"), ("assistant", GREETING)]
+    old_turns = len([s for s in chat.sim.steps(old) if s["type"].endswith("USER_INPUT")])
+    mark = await chat.turn("Say hello in one short sentence.")
+    await chat.wait(GREETING, since=mark)
+    await chat.idle()
+    texts = [
+        s["userInput"]["items"][0]["text"] for s in chat.sim.steps(new) if s["type"].endswith("USER_INPUT")
+    ]
+    assert texts == ["hello after the clear", "Say hello in one short sentence."]
+    assert len([s for s in chat.sim.steps(old) if s["type"].endswith("USER_INPUT")]) == old_turns
+
+
+async def session_items(chat: Chat) -> list[dict[str, Any]]:
+    session = (await chat.http.get(f"/v1/sessions/{chat.session_id}")).json()
+    return list(session["items"])

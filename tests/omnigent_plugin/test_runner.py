@@ -275,9 +275,18 @@ async def test_a_gate_only_agys_terminal_can_answer_is_a_card_retired_when_agy_m
 ) -> None:
     async with runner_for(plugin_python, agy, tmp_path) as runner:
         turn = await runner.message("write the file notes.txt")
-        card = await turn.wait_for("response.elicitation_request")
+        first = await turn.wait_for("response.elicitation_request")
+        assert first["params"]["phase"] == "agy_terminal_only"
+        assert "agy's terminal" in first["params"]["message"]
+        # an answer given to it in omnigent is refused: nothing reaches agy, the card stays up, saying so
+        assert await runner.approve(first["elicitation_id"], "accept") == 204
+        card = await turn.wait_for("response.elicitation_request", 2)
         assert card["params"]["phase"] == "agy_terminal_only"
-        assert "agy's terminal" in card["params"]["message"]
+        assert card["params"]["message"].startswith(
+            "Nothing was sent to agy: it waits for this in agy's terminal"
+        )
+        [review] = steps_of(agy, "WRITE_TO_FILE")
+        assert review["status"].endswith("WAITING") and "completedInteractions" not in review
         await agy.resolve_in_terminal()  # the human answers in agy's own terminal
         assert (await turn.finished())["type"] == "response.completed"
     retired = [e["elicitation_id"] for e in turn.of_type("response.elicitation_resolved")]
