@@ -29,6 +29,7 @@ from agy_harness.ports.events import (
     UserMessage,
 )
 from agy_harness.ports.protocols import EventSink
+from tests.fakes import FakeClock
 
 from .omnigent_app import OmnigentApp
 from .samples import PERMISSION_GATE, QUESTION_GATE, SAMPLES, C

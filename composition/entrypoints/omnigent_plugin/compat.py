@@ -8,12 +8,24 @@ harness's ``app.py`` there). The newer layout is tried first, then 0.19.1's.
 
 from __future__ import annotations
 
-try:  # omnigent's newer layout
-    from omnigent.core import executor as _executor
-    from omnigent.harnesses.runtime import _executor_adapter
-except ImportError:  # omnigent 0.19.1
-    from omnigent.inner import executor as _executor  # type: ignore[no-redef]
-    from omnigent.runtime.harnesses import _executor_adapter  # type: ignore[no-redef]
+import importlib
+from types import ModuleType
+
+
+def _first(*names: str) -> ModuleType:
+    """The first of ``names`` that imports (the last one's ImportError when none does)."""
+    for name in names[:-1]:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return importlib.import_module(names[-1])
+
+
+_executor = _first("omnigent.core.executor", "omnigent.inner.executor")  # newer layout, then 0.19.1's
+_executor_adapter = _first(
+    "omnigent.harnesses.runtime._executor_adapter", "omnigent.runtime.harnesses._executor_adapter"
+)
 
 EnqueuedContent = _executor.EnqueuedContent
 Executor = _executor.Executor

@@ -58,7 +58,11 @@ class TerminalOnlyCards:
 
     def follow(self, event: Event, asker: Callable[[GateOpened], Awaitable[GateAnswer | None]]) -> None:
         if isinstance(event, GateOpened) and not event.answerable and event.gate_id not in self._cards:
-            self._cards[event.gate_id] = asyncio.create_task(asker(event), name=f"agy-card-{event.gate_id}")
+
+            async def card(gate: GateOpened) -> GateAnswer | None:
+                return await asker(gate)
+
+            self._cards[event.gate_id] = asyncio.create_task(card(event), name=f"agy-card-{event.gate_id}")
         elif isinstance(event, GateWithdrawn) and event.gate_id in self._cards:
             self._cards.pop(event.gate_id).cancel()
 
