@@ -21,6 +21,7 @@ from agy_harness.ports.events import (
     PermissionRequest,
     Question,
     QuestionOption,
+    built,
 )
 
 from . import safejson
@@ -34,26 +35,32 @@ def _questions(step: Step, request: dict[str, Any]) -> tuple[Question, ...]:
     for i, q in enumerate(S.as_list(request.get("questions"))):
         q = S.as_dict(q)
         options = tuple(
-            QuestionOption(id=S.as_str(o.get("id")) or str(j + 1), text=S.as_str(o.get("text")))
+            built(
+                QuestionOption,
+                {"id": S.as_str(o.get("id")) or str(j + 1), "text": S.as_str(o.get("text"))},
+                _OPTION_SET,
+            )
             for j, o in enumerate(map(S.as_dict, S.as_list(q.get("options"))))
         )
         multi = flags[i] if i < len(flags) else bool(q.get("isMultiSelect") or q.get("multiSelect"))
-        questions.append(Question(question=S.as_str(q.get("question")), options=options, multi_select=multi))
+        values = {"question": S.as_str(q.get("question")), "options": options, "multi_select": multi}
+        questions.append(built(Question, values, _QUESTION_SET))
     return tuple(questions)
 
 
 def _permission(step: Step, request: dict[str, Any]) -> PermissionRequest:
     resource = S.as_dict(request.get("resource"))
     command = S.as_dict(step.raw.get("runCommand"))
-    return PermissionRequest(
-        action=S.as_str(resource.get("action")),
-        target=S.as_str(resource.get("target")),
-        description=S.as_str(request.get("actionDescription")),
-        command_line=S.as_str(command.get("commandLine")) or S.as_str(command.get("proposedCommandLine")),
-        cwd=S.as_str(command.get("cwd")),
-        persist_suggestion_type=S.as_str(request.get("persistSuggestionType")),
-        suggested_persist_pattern=S.as_str(request.get("suggestedPersistPattern")),
-    )
+    values = {
+        "action": S.as_str(resource.get("action")),
+        "target": S.as_str(resource.get("target")),
+        "description": S.as_str(request.get("actionDescription")),
+        "command_line": S.as_str(command.get("commandLine")) or S.as_str(command.get("proposedCommandLine")),
+        "cwd": S.as_str(command.get("cwd")),
+        "persist_suggestion_type": S.as_str(request.get("persistSuggestionType")),
+        "suggested_persist_pattern": S.as_str(request.get("suggestedPersistPattern")),
+    }
+    return built(PermissionRequest, values, _PERMISSION_SET)
 
 
 def pending_request(step: Step) -> tuple[str, str, dict[str, Any]] | None:
@@ -90,20 +97,30 @@ def gate_events(
     """The events opening the gate of ``step``; ``base`` carries id/cascade_id/step_key of the gate;
     ``digest`` is its request's (:func:`agy_harness.core.binding.request_digest`)."""
     kind, key, request = pending
-    common: dict[str, Any] = {
+    # built without validating again: every value below is made of the field types (as_str, int,
+    # tuples of models, a fresh clean dict); ``ports.events.built``
+    values: dict[str, Any] = {
         **base,
-        "digest": digest,
+        "type": "gate_opened",
         "gate_id": gate_id,
+        "kind": kind,
         "trajectory_id": step.key.trajectory_id,
         "step_index": step.key.step_index,
         "tool_name": S.tool_name(step),
+        "questions": (),
+        "permission": None,
         "interaction": safejson.clean_text(key),
         "request": safejson.clean(request),  # agy's raw value: every event must encode
+        "answerable": True,
+        "digest": digest,
     }
     if kind == "question":
-        return [GateOpened(**common, kind="question", questions=_questions(step, request))]
+        values["questions"] = _questions(step, request)
+        return [built(GateOpened, values, {*_GATE_SET, "questions"})]
     if kind == "permission":
-        return [GateOpened(**common, kind="permission", permission=_permission(step, request))]
+        values["permission"] = _permission(step, request)
+        return [built(GateOpened, values, {*_GATE_SET, "permission"})]
+    values["kind"], values["answerable"] = "other", False
     notice = Notice(
         id=f"{base['id']}/notice",
         cascade_id=base["cascade_id"],
@@ -114,4 +131,31 @@ def gate_events(
             "answer in agy's terminal"
         ),
     )
-    return [GateOpened(**common, kind="other", answerable=False), notice]
+    return [built(GateOpened, values, {*_GATE_SET, "answerable"}), notice]
+
+
+# model_fields_set of what is built here (as if passed to the constructor)
+_OPTION_SET = {"id", "text"}
+_QUESTION_SET = {"question", "options", "multi_select"}
+_PERMISSION_SET = {
+    "action",
+    "target",
+    "description",
+    "command_line",
+    "cwd",
+    "persist_suggestion_type",
+    "suggested_persist_pattern",
+}
+_GATE_SET = {
+    "id",
+    "cascade_id",
+    "step_key",
+    "gate_id",
+    "kind",
+    "trajectory_id",
+    "step_index",
+    "tool_name",
+    "interaction",
+    "request",
+    "digest",
+}

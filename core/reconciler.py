@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -30,6 +30,7 @@ from agy_harness.ports.events import (
     ToolResult,
     Usage,
     UserMessage,
+    built,
 )
 
 from . import stamps
@@ -52,6 +53,11 @@ class LiveText(BaseModel):
 
 
 class MapperState(BaseModel):
+    """The reconciler's memory. On the hot path the reconciler writes its fields (and a
+    :class:`LiveText`'s) through ``vars()``: pydantic's ``__setattr__`` cost more than the rest of a
+    step, and the values are the reconciler's own, of the field types (no validation is skipped:
+    these models do not validate assignments)."""
+
     committed: set[str] = Field(default_factory=set)
     live: dict[str, LiveText] = Field(default_factory=dict)
     gates: dict[str, str] = Field(default_factory=dict)  # step key -> gate id, while WAITING
@@ -87,6 +93,7 @@ class Reconciler:
         #: step keys committed since a cursor journal last took them; None (nothing kept) until a
         #: journal starts taking them (without one it would only grow)
         self.committed_log: list[str] | None = None
+        self._placeholder = stamps.placeholder_trajectory(cascade_id)
 
     # -- public ----------------------------------------------------------------------------
 
@@ -96,12 +103,17 @@ class Reconciler:
         if step is None:
             self.skipped += 1
             return []
-        step = self._resolve(step)
-        sk = str(step.key)
-        if sk in self.state.committed:  # the common case on cumulative stream frames: checked first
+        key = self._resolve(step)
+        sk = (  # str(key), without the call
+            f"{key.trajectory_id}/u:{key.execution_id}"
+            if key.execution_id
+            else f"{key.trajectory_id}/{key.step_index}"
+        )
+        committed = self.state.committed
+        if sk in committed:  # the common case on cumulative stream frames: checked first
             return []
         check, aliases = self._aliases(step, sk)
-        if not check.isdisjoint(self.state.committed):
+        if check and not check.isdisjoint(committed):
             return []
         try:
             events = self._map(step, sk)
@@ -110,45 +122,54 @@ class Reconciler:
             self.skipped += 1
             return []
         if step.settled:
-            for key in (sk, *sorted(aliases)):
-                self.state.committed.add(key)
-                if self.committed_log is not None:
-                    self.committed_log.append(key)
-            self.state.live.pop(sk, None)
+            keys = (sk, *sorted(aliases)) if aliases else (sk,)
+            committed.update(keys)
+            if self.committed_log is not None:
+                self.committed_log.extend(keys)
+            if self.state.live:
+                self.state.live.pop(sk, None)
         return events
 
     # -- one step, several sources -----------------------------------------------------------
 
-    def _resolve(self, step: Step) -> Step:
+    def _resolve(self, step: Step) -> S.StepKey:
         """A step from agy's current transcript (placeholder trajectory) gets the real trajectory id
-        once one is known; the first step of this cascade with a real one teaches it."""
-        trajectory = step.key.trajectory_id
-        if stamps.is_placeholder(trajectory):
+        once one is known; the first step of this cascade with a real one teaches it. Returns the
+        step's key, resolved."""
+        key = step.key
+        trajectory = key.trajectory_id
+        if trajectory.startswith(stamps.PLACEHOLDER_PREFIX):
             if self.state.trajectory_id:
-                return replace(step, key=replace(step.key, trajectory_id=self.state.trajectory_id))
+                key = step.key = key._replace(trajectory_id=self.state.trajectory_id)
         elif not self.state.trajectory_id and step.cascade_id in ("", self.cascade_id):
-            self.state.trajectory_id = trajectory
-        return step
+            vars(self.state)["trajectory_id"] = trajectory
+        return key
 
-    def _aliases(self, step: Step, sk: str) -> tuple[set[str], set[str]]:
+    def _aliases(self, step: Step, sk: str) -> tuple[AbstractSet[str], AbstractSet[str]]:
         """Other keys the same step has in another source, as ``(to check, to commit)``: its key under
         the placeholder trajectory (read from the transcript before the real trajectory was known)
         and, for a USER_INPUT (keyed by executionId on the RPC, by createdAt in the transcript, which
         has no executionId), its createdAt: an RPC turn commits ``u:r:<createdAt>`` and checks the
         transcript's ``u:t:<createdAt>``, and the other way round, so two RPC turns never alias."""
-        placeholder = stamps.placeholder_trajectory(self.cascade_id)
+        placeholder, known = self._placeholder, self.state.trajectory_id
         own = step.key.trajectory_id
-        if own != placeholder and own != self.state.trajectory_id:
-            return set(), set()  # another trajectory: its steps alias nothing (they never hide ours)
-        trajectories = {own, placeholder}
-        if self.state.trajectory_id:
-            trajectories.add(self.state.trajectory_id)
+        if own != placeholder and own != known:
+            return _NONE  # another trajectory: its steps alias nothing (they never hide ours)
         if step.type != "USER_INPUT":
-            keys = {f"{t}/{step.key.step_index}" for t in trajectories} - {sk}
+            # {f"{t}/{index}" for t in (its trajectory, the placeholder, the known one)} - {sk}; its
+            # trajectory is the placeholder or the known one (above)
+            index = step.key.step_index
+            if own == placeholder:
+                keys = {f"{known}/{index}"} if known and known != placeholder else set()
+            else:
+                keys = {f"{placeholder}/{index}"}
             return keys, keys
+        trajectories = {own, placeholder}
+        if known:
+            trajectories.add(known)
         created = S.as_str(step.metadata.get("createdAt"))
         if not created:
-            return set(), set()
+            return _NONE
         stamp = stamps.time_key(created)
         from_transcript = step.key.execution_id.startswith("t:")
         mine, theirs = ("t", "r") if from_transcript else ("r", "t")
@@ -170,32 +191,48 @@ class Reconciler:
         if self.state.status != "running":
             return []
         sk = self.state.turn or "turn"
-        self.state.status = "idle"
-        return [StatusChanged(**self._base(sk, "status/idle-backstop"), status="idle", reason=reason)]
+        vars(self.state)["status"] = "idle"
+        return [self._status_event(sk, "status/idle-backstop", "idle", reason)]
 
     # -- mapping ---------------------------------------------------------------------------
 
     def _map(self, step: Step, sk: str) -> list[Event]:
-        out: list[Event] = []
-        gate_events = self._gate(step, sk)
-        if step.type == "USER_INPUT":
-            out += self._user_input(step, sk)
-        elif step.type == "PLANNER_RESPONSE":
-            out += self._planner(step, sk)
+        # a gate opens only on a WAITING step, and is withdrawn only where one is open
+        gate_events = self._gate(step, sk) if step.status == "WAITING" or sk in self.state.gates else []
+        step_type = step.type
+        if step_type == "USER_INPUT":
+            out = self._user_input(step, sk)
+        elif step_type == "PLANNER_RESPONSE":
+            out = self._planner(step, sk)
         elif step.is_tool:
             tool_events = self._tool(step, sk)
             # A withdrawn gate precedes the tool's call+result; an opened gate follows the running edge.
             return gate_events + tool_events if step.settled else tool_events + gate_events
-        elif not step.settled and step.type not in _SILENT_TYPES:
-            log.debug("ignoring unsettled %s step %s", step.type, sk)
-        return out + gate_events
+        else:
+            if not step.settled and step_type not in _SILENT_TYPES:
+                log.debug("ignoring unsettled %s step %s", step_type, sk)
+            return gate_events
+        return out + gate_events if gate_events else out
 
     def _base(self, sk: str, suffix: str) -> dict[str, Any]:
         return {"id": f"{sk}/{suffix}", "cascade_id": self.cascade_id, "step_key": sk}
 
+    # The events below are built from values this module made of the field types, listed in each
+    # model's field order, so pydantic does not validate them again (``ports.events.built``).
+
+    def _status_event(self, sk: str, suffix: str, status: RunStatus, reason: str) -> StatusChanged:
+        values: dict[str, Any] = {
+            "id": f"{sk}/{suffix}",
+            "cascade_id": self.cascade_id,
+            "step_key": sk,
+            "type": "status",
+        }
+        values["status"], values["reason"] = status, reason
+        return built(StatusChanged, values, _STATUS_SET)
+
     def _status(self, sk: str, status: RunStatus, reason: str = "") -> StatusChanged:
-        self.state.status = status
-        return StatusChanged(**self._base(sk, f"status/{status}"), status=status, reason=reason)
+        vars(self.state)["status"] = status
+        return self._status_event(sk, f"status/{status}", status, reason)
 
     def _ensure_running(self, sk: str) -> list[Event]:
         if self.state.status == "running":
@@ -207,14 +244,18 @@ class Reconciler:
         if self.state.status == "running":
             out.append(self._status(sk, "idle", "a new user turn began"))
         out.append(self._status(sk, "running"))
-        self.state.turn = sk
+        vars(self.state)["turn"] = sk
         model = S.user_model(step)
         if model and model != self.state.model:
-            self.state.model = model
-            out.append(ModelChanged(**self._base(sk, "model"), model=model))
+            vars(self.state)["model"] = model
+            values: dict[str, Any] = {"id": f"{sk}/model", "cascade_id": self.cascade_id, "step_key": sk}
+            values["type"], values["model"] = "model_change", model
+            out.append(built(ModelChanged, values, _MODEL_SET))
         text = S.user_text(step)
         if text:  # a turn without text opens the turn but is no user message (as the reference maps it)
-            out.append(UserMessage(**self._base(sk, "user"), text=text))
+            user: dict[str, Any] = {"id": f"{sk}/user", "cascade_id": self.cascade_id, "step_key": sk}
+            user["type"], user["text"] = "user_message", text
+            out.append(built(UserMessage, user, _USER_SET))
         return out
 
     def _planner(self, step: Step, sk: str) -> list[Event]:
@@ -222,29 +263,28 @@ class Reconciler:
         live = self.state.live.get(sk)
         message_id = S.as_str(body.get("messageId")) or (live.message_id if live else sk)
         text = S.planner_text(step)
+        thinking = S.planner_thinking(step)
         out: list[Event] = []
-        if step.status == "GENERATING" or (not step.settled and (text or S.planner_thinking(step))):
+        if step.status == "GENERATING" or (not step.settled and (text or thinking)):
             out += self._ensure_running(sk)
             if live is None:
                 live = self.state.live[sk] = LiveText(message_id=message_id)
-            out += self._stream(sk, live, text, S.planner_thinking(step))
+            out += self._stream(sk, live, text, thinking)
             return out
         if not step.settled:
             return out
         out += self._ensure_running(sk)
         if live is not None:
-            out += self._stream(sk, live, text, S.planner_thinking(step), closing=True)
+            out += self._stream(sk, live, text, thinking, closing=True)
         if step.status == "ERROR":
             detail = S.error_text(step) or "the model's response failed"
             shown = f"{text}\n\n[error] {detail}" if text else f"[error] {detail}"
-            out.append(
-                AssistantMessage(**self._base(sk, "error"), text=shown, message_id=message_id, is_error=True)
-            )
+            out.append(self._assistant(sk, "error", shown, message_id, True, _ERROR_SET))
             out += self._usage(step, sk)
             out.append(self._status(sk, "failed", detail))
             return out
         if text:
-            out.append(AssistantMessage(**self._base(sk, "assistant"), text=text, message_id=message_id))
+            out.append(self._assistant(sk, "assistant", text, message_id, False, _ASSISTANT_SET))
         out += self._usage(step, sk)
         # Text closes the turn, unless the same planner also called tools (poll projection only: the
         # stream strips toolCalls), whose results and a further planner follow (the reference's
@@ -252,6 +292,14 @@ class Reconciler:
         if text and not S.planner_tool_calls(step):
             out.append(self._status(sk, "idle"))
         return out
+
+    def _assistant(
+        self, sk: str, suffix: str, text: str, message_id: str, is_error: bool, fields: set[str]
+    ) -> AssistantMessage:
+        values: dict[str, Any] = {"id": f"{sk}/{suffix}", "cascade_id": self.cascade_id, "step_key": sk}
+        values["type"], values["text"], values["message_id"] = "assistant_message", text, message_id
+        values["is_error"] = is_error
+        return built(AssistantMessage, values, fields)
 
     def _stream(
         self, sk: str, live: LiveText, text: str, thinking: str, closing: bool = False
@@ -261,39 +309,45 @@ class Reconciler:
         # id can only be minted again for the very same text.
         out: list[Event] = []
         if thinking.startswith(live.thinking) and len(thinking) > len(live.thinking):
-            out.append(
-                ReasoningDelta(
-                    **self._base(sk, f"thinking/{len(live.thinking)}-{len(thinking)}"),
-                    delta=thinking[len(live.thinking) :],
-                    message_id=live.message_id,
-                    index=live.thinking_index,
-                    started=not live.thinking,
-                )
-            )
-            live.thinking, live.thinking_index = thinking, live.thinking_index + 1
+            values = {
+                "id": f"{sk}/thinking/{len(live.thinking)}-{len(thinking)}",
+                "cascade_id": self.cascade_id,
+                "step_key": sk,
+                "type": "reasoning_delta",
+                "delta": thinking[len(live.thinking) :],
+                "message_id": live.message_id,
+                "index": live.thinking_index,
+                "started": not live.thinking,
+            }
+            out.append(built(ReasoningDelta, values, _REASONING_SET))
+            fields = vars(live)
+            fields["thinking"], fields["thinking_index"] = thinking, live.thinking_index + 1
         elif thinking and not thinking.startswith(live.thinking):
             # A rewrite that does not extend what was sent: re-anchor on it (sending nothing), so the
             # reasoning that grows from it still streams (reasoning has no committed message to fall
             # back on; the reference re-anchors the same way).
-            live.thinking = thinking
+            vars(live)["thinking"] = thinking
         delta = ""
         if text.startswith(live.text) and len(text) > len(live.text):
             delta = text[len(live.text) :]
         # A rewrite that does not extend what was sent sends nothing; the committed message is the truth.
         if delta or (closing and live.text_index > 0):
             span = f"text/{len(live.text)}-{len(live.text) + len(delta)}" + ("/final" if closing else "")
-            out.append(
-                TextDelta(
-                    **self._base(sk, span),
-                    delta=delta,
-                    message_id=live.message_id,
-                    index=live.text_index,
-                    final=closing,
-                )
-            )
+            values = {
+                "id": f"{sk}/{span}",
+                "cascade_id": self.cascade_id,
+                "step_key": sk,
+                "type": "text_delta",
+                "delta": delta,
+                "message_id": live.message_id,
+                "index": live.text_index,
+                "final": closing,
+            }
+            out.append(built(TextDelta, values, _TEXT_SET))
+            fields = vars(live)
             if delta:
-                live.text = text
-            live.text_index += 1
+                fields["text"] = text
+            fields["text_index"] = live.text_index + 1
         return out
 
     def _usage(self, step: Step, sk: str) -> list[Event]:
@@ -301,36 +355,47 @@ class Reconciler:
         if not usage:
             return []
         st = self.state
-        st.input_tokens += S.as_int(usage.get("inputTokens"))
-        st.output_tokens += S.as_int(usage.get("outputTokens"))  # already thinking + response
-        st.cache_read_tokens += S.as_int(usage.get("cacheReadTokens"))
-        return [
-            Usage(
-                **self._base(sk, "usage"),
-                cumulative_input_tokens=st.input_tokens,
-                cumulative_output_tokens=st.output_tokens,
-                cumulative_cache_read_input_tokens=st.cache_read_tokens,
-                model=S.as_str(usage.get("model")) or st.model,
-            )
-        ]
+        fields = vars(st)
+        as_int = S.as_int
+        fields["input_tokens"] = st.input_tokens + as_int(usage.get("inputTokens"))
+        # (outputTokens is thinking + response already)
+        fields["output_tokens"] = st.output_tokens + as_int(usage.get("outputTokens"))
+        fields["cache_read_tokens"] = st.cache_read_tokens + as_int(usage.get("cacheReadTokens"))
+        values = {
+            "id": f"{sk}/usage",
+            "cascade_id": self.cascade_id,
+            "step_key": sk,
+            "type": "usage",
+            "cumulative_input_tokens": st.input_tokens,
+            "cumulative_output_tokens": st.output_tokens,
+            "cumulative_cache_read_input_tokens": st.cache_read_tokens,
+            "model": S.as_str(usage.get("model")) or st.model,
+        }
+        return [built(Usage, values, _USAGE_SET)]
 
     def _tool(self, step: Step, sk: str) -> list[Event]:
         if not step.settled:
             return self._ensure_running(sk) if step.status in ("RUNNING", "WAITING") else []
         name = S.tool_name(step)
         out = self._ensure_running(sk)
-        out.append(
-            ToolCall(**self._base(sk, "call"), call_id=sk, name=name, arguments=S.tool_arguments(step))
-        )
-        out.append(
-            ToolResult(
-                **self._base(sk, "result"),
-                call_id=sk,
-                name=name,
-                output=S.tool_output(step),
-                is_error=step.status != "DONE",
-            )
-        )
+        cascade_id = self.cascade_id
+        call: dict[str, Any] = {
+            "id": f"{sk}/call",
+            "cascade_id": cascade_id,
+            "step_key": sk,
+            "type": "tool_call",
+        }
+        call["call_id"], call["name"], call["arguments"] = sk, name, S.tool_arguments(step)
+        out.append(built(ToolCall, call, _CALL_SET))
+        result: dict[str, Any] = {
+            "id": f"{sk}/result",
+            "cascade_id": cascade_id,
+            "step_key": sk,
+            "type": "tool_result",
+        }
+        result["call_id"], result["name"], result["output"] = sk, name, S.tool_output(step)
+        result["is_error"] = step.status != "DONE"
+        out.append(built(ToolResult, result, _RESULT_SET))
         return out
 
     # -- gates -----------------------------------------------------------------------------
@@ -379,7 +444,34 @@ class Reconciler:
 
     def _withdrawn(self, sk: str, gate_id: str, reason: str) -> GateWithdrawn:
         tag = gate_id.rsplit("/", 1)[-1]
-        return GateWithdrawn(**self._base(sk, f"gate/{tag}/withdrawn"), gate_id=gate_id, reason=reason)
+        values: dict[str, Any] = {
+            "id": f"{sk}/gate/{tag}/withdrawn",
+            "cascade_id": self.cascade_id,
+            "step_key": sk,
+        }
+        values["type"], values["gate_id"], values["reason"] = "gate_withdrawn", gate_id, reason
+        return built(GateWithdrawn, values, _WITHDRAWN_SET)
 
 
+_NONE: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # no aliases
 _SILENT_TYPES = frozenset({"CHECKPOINT", "CONVERSATION_HISTORY", "SYSTEM_MESSAGE", "EPHEMERAL_MESSAGE"})
+
+# model_fields_set of each event the mapper builds: the fields it sets (the rest keep their default)
+_BASE = ("id", "cascade_id", "step_key")
+_STATUS_SET = {*_BASE, "status", "reason"}
+_MODEL_SET = {*_BASE, "model"}
+_USER_SET = {*_BASE, "text"}
+_ASSISTANT_SET = {*_BASE, "text", "message_id"}
+_ERROR_SET = {*_ASSISTANT_SET, "is_error"}
+_REASONING_SET = {*_BASE, "delta", "message_id", "index", "started"}
+_TEXT_SET = {*_BASE, "delta", "message_id", "index", "final"}
+_USAGE_SET = {
+    *_BASE,
+    "cumulative_input_tokens",
+    "cumulative_output_tokens",
+    "cumulative_cache_read_input_tokens",
+    "model",
+}
+_CALL_SET = {*_BASE, "call_id", "name", "arguments"}
+_RESULT_SET = {*_BASE, "call_id", "name", "output", "is_error"}
+_WITHDRAWN_SET = {*_BASE, "gate_id", "reason"}

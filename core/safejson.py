@@ -100,15 +100,73 @@ def clean(value: Any) -> Any:
     return _clean(value, MAX_VALUE_DEPTH)
 
 
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
 def _clean(value: Any, left: int) -> Any:
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else clean_text(value)
+    if kind is dict or (kind is not list and isinstance(value, dict)):
+        if left <= 0:
+            return deep_marker(MAX_VALUE_DEPTH)
+        # plain leaves inline: most values of a step are short strings and numbers
+        return {
+            (k if type(k) is str and k.isascii() else clean_text(str(k))): (
+                v if type(v) in _PLAIN or (type(v) is str and v.isascii()) else _clean(v, left - 1)
+            )
+            for k, v in value.items()
+        }
+    if kind is list or isinstance(value, list | tuple):
+        if left <= 0:
+            return deep_marker(MAX_VALUE_DEPTH)
+        return [
+            v if type(v) in _PLAIN or (type(v) is str and v.isascii()) else _clean(v, left - 1) for v in value
+        ]
     if isinstance(value, str):
         return clean_text(value)
-    if isinstance(value, dict):
-        if left <= 0:
-            return deep_marker(MAX_VALUE_DEPTH)
-        return {clean_text(str(k)): _clean(v, left - 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        if left <= 0:
-            return deep_marker(MAX_VALUE_DEPTH)
-        return [_clean(v, left - 1) for v in value]
     return value
+
+
+# A JSON text that can hold no lone surrogate: none as a character, none as an escape (\ud800 to
+# \udfff; a false alarm, e.g. an escaped backslash before "ud800", only costs the slow path).
+_MAYBE_SURROGATE = re.compile("[\ud800-\udfff]|\\\\u[dD][89a-fA-F]")
+
+
+def _shallow(value: Any, left: int) -> bool:
+    """No container in ``value`` nested deeper than ``left`` levels (what :func:`clean` keeps whole)."""
+    if left <= 0:
+        return False
+    for v in value.values() if type(value) is dict else value:
+        if (type(v) is dict or type(v) is list) and not _shallow(v, left - 1):
+            return False
+    return True
+
+
+def _fits(text: str, value: Any) -> bool:
+    """``value``, whose JSON text is ``text``, is nested at most :data:`MAX_VALUE_DEPTH` deep."""
+    if text.count("[") + text.count("{") <= MAX_VALUE_DEPTH:  # in C; brackets in strings count too
+        return True
+    return type(value) not in (dict, list) or _shallow(value, MAX_VALUE_DEPTH)
+
+
+def loads_clean(text: str) -> Any:
+    """``clean(loads(text))``, without the copy when the text can hold nothing to clean (the common
+    case: a tool call's ``argumentsJson``). Raises ValueError like :func:`loads`."""
+    value = loads(text)
+    plain = text.isascii() and "\\u" not in text  # (two C scans, cheaper than the regex)
+    if type(value) in (dict, list) and (plain or not _MAYBE_SURROGATE.search(text)) and _fits(text, value):
+        return value  # freshly parsed: nobody else holds it
+    return clean(value)
+
+
+def dumps(value: Any, *, sort_keys: bool = False) -> str:
+    """``json.dumps(clean(value), ensure_ascii=False, sort_keys=sort_keys)``, without the copy when
+    ``value`` needs no cleaning (nothing nested too deep, no lone surrogate)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)
+    except (TypeError, ValueError, RecursionError):  # odd keys, a cycle, very deep: the careful way
+        return json.dumps(clean(value), ensure_ascii=False, sort_keys=sort_keys)
+    if (text.isascii() or not _SURROGATE.search(text)) and _fits(text, value):
+        return text
+    return json.dumps(clean(value), ensure_ascii=False, sort_keys=sort_keys)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 __all__ = ["PLACEHOLDER_PREFIX", "is_placeholder", "parse_time", "placeholder_trajectory", "time_key"]
@@ -38,9 +39,22 @@ def parse_time(text: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+#: agy's own spelling, already in UTC: ``2026-08-02T04:49:08.449792278Z`` (a year from 1000 on)
+_UTC = re.compile(r"[1-9]\d{3}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(\d+))?Z")
+
+
 def time_key(text: str) -> str:
     """A timestamp as one canonical string (UTC, microseconds), so two sources' spellings of the same
     instant compare equal; the text itself when it is not a timestamp."""
+    utc = _UTC.fullmatch(text)
+    if utc is not None and not text.startswith("1970-01-01T00:00:00"):
+        # agy's spelling (the hot path of every turn): cut to microseconds without a datetime round
+        # trip; the date is still checked (a month 13 is no timestamp)
+        try:
+            datetime.fromisoformat(text[:19])
+        except ValueError:
+            return text.strip()
+        return f"{text[:19]}.{(utc[1] or '')[:6].ljust(6, '0')}Z"
     parsed = parse_time(text)
     if parsed == _EPOCH:
         return text.strip()

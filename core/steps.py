@@ -8,11 +8,10 @@ an empty value. Only fields that BOTH projections carry are used for identity.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
 
 from . import safejson
@@ -54,6 +53,8 @@ def as_list(value: object) -> list[Any]:
 
 def as_str(value: object) -> str:
     """A str field; lone surrogates (valid JSON, unencodable) become U+FFFD so every event encodes."""
+    if type(value) is str and value.isascii():  # the common case, without a call
+        return value
     return clean_text(value) if isinstance(value, str) else ""
 
 
@@ -87,8 +88,7 @@ def camel(short_type: str) -> str:
 _CAMEL: dict[str, str] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class StepKey:
+class StepKey(NamedTuple):
     """A step's identity: ``(trajectoryId, stepIndex)``; USER_INPUT is keyed by its executionId."""
 
     trajectory_id: str
@@ -101,23 +101,20 @@ class StepKey:
         return f"{self.trajectory_id}/{self.step_index}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Step:
+    """One parsed step (read once, then only read: treat it as immutable)."""
+
     raw: dict[str, Any]
     type: str  # without the CORTEX_STEP_TYPE_ prefix
     status: str  # without the CORTEX_STEP_STATUS_ prefix
     key: StepKey
     cascade_id: str
     metadata: dict[str, Any]
-
-    @property
-    def settled(self) -> bool:
-        return self.type == "USER_INPUT" or self.status in SETTLED_STATUSES
-
-    @property
-    def body(self) -> dict[str, Any]:
-        """The typed body (``runCommand``, ``plannerResponse``, ...)."""
-        return as_dict(self.raw.get(camel(self.type)))
+    #: the typed body (``runCommand``, ``plannerResponse``, ...), read once
+    body: dict[str, Any]
+    #: DONE/ERROR/CANCELED, or a USER_INPUT: the step will not change any more
+    settled: bool
 
     @property
     def tool_call(self) -> dict[str, Any]:
@@ -126,7 +123,11 @@ class Step:
     @property
     def is_tool(self) -> bool:
         """Tool steps are known by ``metadata.toolAction`` or ``metadata.toolCall.id``, whatever their type."""
-        return bool(self.metadata.get("toolAction")) or bool(self.tool_call.get("id"))
+        metadata = self.metadata
+        if metadata.get("toolAction"):
+            return True
+        call = metadata.get("toolCall")
+        return isinstance(call, dict) and bool(call.get("id"))
 
 
 def parse_step(raw: object) -> Step | None:
@@ -134,18 +135,29 @@ def parse_step(raw: object) -> Step | None:
     if not isinstance(raw, dict):
         log.warning("skipping a step that is not a JSON object: %s", type(raw).__name__)
         return None
-    step_type = as_str(raw.get("type")).removeprefix(TYPE_PREFIX)
+    # (as_str inlined for the plain ASCII strings every step has: this runs for every step seen)
+    step_type = raw.get("type")
+    if type(step_type) is not str or not step_type.isascii():
+        step_type = as_str(step_type)
+    if step_type.startswith(TYPE_PREFIX):
+        step_type = step_type[_TYPE_CUT:]
     if not step_type:
         log.warning("skipping a step without a type (keys: %s)", sorted(raw)[:8])
         return None
-    metadata = as_dict(raw.get("metadata"))
-    info = as_dict(metadata.get("sourceTrajectoryStepInfo"))
-    trajectory_id = as_str(info.get("trajectoryId"))
+    metadata = raw.get("metadata")
+    if type(metadata) is not dict:
+        metadata = as_dict(metadata)
+    info = metadata.get("sourceTrajectoryStepInfo")
+    if type(info) is not dict:
+        info = as_dict(info)
+    trajectory_id = info.get("trajectoryId")
+    if type(trajectory_id) is not str or not trajectory_id.isascii():
+        trajectory_id = as_str(trajectory_id)
     if not trajectory_id:
         log.warning("skipping a %s step without metadata.sourceTrajectoryStepInfo.trajectoryId", step_type)
         return None
-    execution_id = as_str(metadata.get("executionId"))
     if step_type == "USER_INPUT":
+        execution_id = as_str(metadata.get("executionId"))
         # Without an executionId the turn's createdAt tells turns apart (as the reference harness
         # does: omnigent 0.19.1 steps.py _execution_discriminator); both projections carry it.
         if not execution_id and as_str(metadata.get("createdAt")):
@@ -155,15 +167,31 @@ def parse_step(raw: object) -> Step | None:
             return None
         key = StepKey(trajectory_id, 0, execution_id)
     else:
-        key = StepKey(trajectory_id, as_int(info.get("stepIndex")))
+        index = info.get("stepIndex", 0)
+        key = StepKey(trajectory_id, index if type(index) is int else as_int(index))
+    status = raw.get("status")
+    if type(status) is not str or not status.isascii():
+        status = as_str(status)
+    if status.startswith(STATUS_PREFIX):
+        status = status[_STATUS_CUT:]
+    body = raw.get(_CAMEL.get(step_type) or camel(step_type))
+    cascade_id = info.get("cascadeId", "")
+    if type(cascade_id) is not str or not cascade_id.isascii():
+        cascade_id = as_str(cascade_id)
     return Step(
-        raw=raw,
-        type=step_type,
-        status=as_str(raw.get("status")).removeprefix(STATUS_PREFIX),
-        key=key,
-        cascade_id=as_str(info.get("cascadeId")),
-        metadata=metadata,
+        raw,
+        step_type,
+        status,
+        key,
+        cascade_id,
+        metadata,
+        body if type(body) is dict else as_dict(body),
+        step_type == "USER_INPUT" or status in SETTLED_STATUSES,
     )
+
+
+_TYPE_CUT = len(TYPE_PREFIX)
+_STATUS_CUT = len(STATUS_PREFIX)
 
 
 def steps_from_update(update: object) -> list[Any]:
@@ -227,9 +255,11 @@ def tool_name(step: Step) -> str:
     return TOOL_NAMES_BY_TYPE.get(step.type, step.type.lower())
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
+def _json_object(text: str, clean: bool = False) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds (another value is wrapped as ``{"value": ...}``), fresh;
+    ``clean``: made safe to encode (``safejson.clean``). None when ``text`` is not JSON."""
     try:
-        value = safejson.loads(text)
+        value = safejson.loads_clean(text) if clean else safejson.loads(text)
     except ValueError:
         return None
     return value if isinstance(value, dict) else {"value": value}
@@ -260,25 +290,57 @@ _INTEGER = re.compile(r"-?\d+")
 
 
 def _from_body(name: str, body: dict[str, Any]) -> tuple[bool, Any]:
-    lowered = name.lower()
-    for key, value in body.items():
-        if key.lower() == lowered:
-            return True, value
-    prefixed = sorted((k for k in body if k.lower().startswith(lowered)), key=len)
-    if not prefixed:
+    field = _body_field(name, tuple(body))
+    if field is None:
         return False, None
-    key = prefixed[0]
+    key, exact = field
     value = body[key]
     # ``AbsolutePath`` is a path; its typed body field ``absolutePathUri`` is a file:// URI.
-    if key.lower().endswith("uri") and isinstance(value, str) and value.startswith("file://"):
+    if not exact and key.lower().endswith("uri") and isinstance(value, str) and value.startswith("file://"):
         value = unquote(urlparse(value).path)
     return True, value
 
 
+def _body_field(name: str, keys: tuple[str, ...]) -> tuple[str, bool] | None:
+    """The typed body's field for argument ``name``: the key equal to it but for case, else the
+    shortest that starts with it; and whether it was equal. Memoised: a step type has one set of
+    keys, and this is on the hot path of every streamed tool step (never grows without bound)."""
+    memo = (name, keys)
+    if memo in _FIELDS:
+        return _FIELDS[memo]
+    lowered = name.lower()
+    found: tuple[str, bool] | None = None
+    for key in keys:
+        if key.lower() == lowered:
+            found = key, True
+            break
+    else:
+        prefixed = sorted((k for k in keys if k.lower().startswith(lowered)), key=len)
+        found = (prefixed[0], False) if prefixed else None
+    if len(_FIELDS) < 1024:
+        _FIELDS[memo] = found
+    return found
+
+
+_FIELDS: dict[tuple[str, tuple[str, ...]], tuple[str, bool] | None] = {}
+
+
 def _as_sent(name: str, value: Any) -> Any:
-    if isinstance(value, str) and _INTEGER.fullmatch(value) and _INT64_WORDS & set(_CAMEL_WORD.findall(name)):
+    if isinstance(value, str) and _is_int64_name(name) and _INTEGER.fullmatch(value):
         return int(value)
     return value
+
+
+def _is_int64_name(name: str) -> bool:
+    known = _INT64_NAMES.get(name)
+    if known is None:
+        known = bool(_INT64_WORDS & set(_CAMEL_WORD.findall(name)))
+        if len(_INT64_NAMES) < 1024:
+            _INT64_NAMES[name] = known
+    return known
+
+
+_INT64_NAMES: dict[str, bool] = {}
 
 
 def _ask_question_arguments(step: Step) -> dict[str, Any] | None:
@@ -306,23 +368,25 @@ def tool_arguments(step: Step) -> dict[str, Any]:
     ``toolCall.argumentsJson``, else ``generic.args``, else recovered via ``metadata.argumentsOrder``
     (ask_question: from its typed body in both projections).
     """
-    args = _ask_question_arguments(step)
-    if args is None:
-        args = _sent_arguments(step)
-    cleaned: dict[str, Any] = safejson.clean(args)
-    return cleaned
+    args = _ask_question_arguments(step)  # fresh, and made of as_str texts: clean already
+    return args if args is not None else _sent_arguments(step, clean=True)
 
 
-def _sent_arguments(step: Step) -> dict[str, Any]:
+def _sent_arguments(step: Step, clean: bool = False) -> dict[str, Any]:
+    """The arguments as the model sent them (display keys left out), a fresh dict; ``clean``: made
+    safe to encode (``safejson.clean``)."""
     args: dict[str, Any] | None = None
     arguments_json = step.tool_call.get("argumentsJson")
     if isinstance(arguments_json, str) and arguments_json:
-        args = _json_object(arguments_json)
-        if args is None:
-            log.warning("step %s: toolCall.argumentsJson is not JSON; recovering from the body", step.key)
-    if args is None and isinstance(as_dict(step.raw.get("generic")).get("args"), dict):
+        args = _json_object(arguments_json, clean)
+        if args is not None:  # freshly parsed: ours to trim
+            for key in DISPLAY_ARGUMENT_KEYS:
+                args.pop(key, None)
+            return args
+        log.warning("step %s: toolCall.argumentsJson is not JSON; recovering from the body", step.key)
+    if isinstance(as_dict(step.raw.get("generic")).get("args"), dict):
         args = dict(step.raw["generic"]["args"])
-    if args is None:
+    else:
         args = {}
         body = step.body
         for name in as_list(step.metadata.get("argumentsOrder")):
@@ -331,7 +395,8 @@ def _sent_arguments(step: Step) -> dict[str, Any]:
             found, value = _from_body(name, body)
             if found:
                 args[name] = _as_sent(name, value)
-    return {k: v for k, v in args.items() if k not in DISPLAY_ARGUMENT_KEYS}
+    args = {k: v for k, v in args.items() if k not in DISPLAY_ARGUMENT_KEYS}
+    return safejson.clean(args) if clean else args
 
 
 def error_text(step: Step) -> str:
@@ -377,14 +442,14 @@ def _tool_output(step: Step) -> str:
     if isinstance(result, dict) and isinstance(result.get("result"), str):
         return str(result["result"])
     if result is not None:
-        return json.dumps(safejson.clean(result), ensure_ascii=False)
+        return safejson.dumps(result)
     if step.status == "ERROR" and permission_denied(step):
         return f"{tool_name(step)} was not run: permission denied"
     if step.status == "ERROR":
         detail = error_text(step)
         base = f"{tool_name(step)} did not complete (the step ended in error)"
         return f"{base}: {detail}" if detail else base
-    return json.dumps(safejson.clean(step.body), ensure_ascii=False, sort_keys=True) if step.body else ""
+    return safejson.dumps(step.body, sort_keys=True) if step.body else ""
 
 
 def waiting_interaction(step: Step) -> tuple[str, dict[str, Any]] | None:
