@@ -42,7 +42,15 @@ from yarl import URL
 from agy_harness.core import safejson
 
 from .bounded import MAX_BODY, MAX_STRING, BodyTooLarge, read_body
-from .codec import BadFrame, EnvelopeDecoder, Frame, encode_envelope
+from .codec import (
+    FLAG_END_STREAM,
+    HEADER_SIZE,
+    BadFrame,
+    EnvelopeDecoder,
+    Frame,
+    decode_payload,
+    encode_envelope,
+)
 from .errors import (
     CodecError,
     CompressedFrameRefused,
@@ -65,6 +73,7 @@ DEFAULT_TIMEOUT = 30.0
 CSRF_HEADER = "x-codeium-csrf-token"
 KEEPALIVE = 15.0  # seconds an idle pooled connection is kept for the next unary call
 ERROR_BYTES = 64 * 1024  # of an error answer's body: its code and message
+MAX_TRAILER = 1 << 20  # bytes of an end-of-stream trailer a probe reads
 
 # connect protocol: HTTP status -> code, for error bodies that carry no code
 _STATUS_CODES = {
@@ -324,6 +333,42 @@ class RpcClient:
             finally:
                 resp.close()  # a real close of this stream's connection, whatever state it is in
                 await frames.aclose()
+
+    async def stream_opens(
+        self, method: str, body: dict[str, Any], *, timeout: float = PROBE_TIMEOUT
+    ) -> None:
+        """Open a server-stream and close it as soon as its first envelope's 5-byte header says what
+        it is: returns when that is a data frame (its payload, e.g. a whole conversation's replay, is
+        never read or decoded), raises RpcError for an HTTP error or an error trailer. A stream that
+        sends nothing within ``timeout`` raises RpcTimeout. The connection is closed either way."""
+        headers = self._headers("application/connect+json")
+        headers["Accept-Encoding"] = "identity"
+        async with self._use() as http:
+            try:
+                async with asyncio.timeout(timeout):
+                    resp = await http.post(self.url(method), data=encode_envelope(body), headers=headers)
+                    try:
+                        self.http_version = _http_version(resp)
+                        if not 200 <= resp.status < 300:
+                            raise error_from_response(
+                                method, resp.status, await resp.content.read(ERROR_BYTES)
+                            )
+                        header = await resp.content.readexactly(HEADER_SIZE)
+                        if header[0] & FLAG_END_STREAM:  # a trailer first: small, read it for its error
+                            length = int.from_bytes(header[1:], "big")
+                            if length > MAX_TRAILER:
+                                raise StreamBroken(method, resp.status, "internal", "oversized trailer")
+                            frame = decode_payload(header[0], await resp.content.readexactly(length))
+                            _raise_trailer(method, resp.status, frame)
+                    finally:
+                        resp.close()
+            except asyncio.IncompleteReadError as exc:
+                raise StreamBroken(
+                    method, 0, "unavailable", "stream ended before its first envelope"
+                ) from exc
+            except (*_TRANSPORT_ERRORS, TimeoutError) as exc:
+                self.reset_pool()
+                raise _transport_error(method, exc) from exc
 
     async def _frames(
         self, method: str, resp: aiohttp.ClientResponse, progress: StreamProgress

@@ -8,7 +8,6 @@ found missing; a method that disappears at run time still demotes its adapter (t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import shutil
@@ -124,20 +123,16 @@ async def method_exists(client: _Caller, method: str) -> bool:
 async def stream_exists(client: RpcClient, cascade_id: str) -> bool:
     """Open ``StreamAgentStateUpdates`` briefly: MethodMissing means this agy has no stream.
 
-    The probe stream is closed before this returns (``aclosing``): a stream left open keeps agy
-    sending to it for the life of the connection.
+    The probe reads only the first envelope's header (``RpcClient.stream_opens``) and closes the
+    stream at once: the first frame is the whole conversation's replay, which the read driver
+    reads anyway (decoding it here too cost an attach to a long conversation a second full read).
     """
-    frames = client.stream("StreamAgentStateUpdates", {"conversationId": cascade_id})
     try:
-        async with contextlib.aclosing(frames), asyncio.timeout(2.0):
-            async for _frame in frames:
-                return True
+        await client.stream_opens("StreamAgentStateUpdates", {"conversationId": cascade_id})
     except MethodMissing:
         return False
     except AgyCallFailed:
-        return True  # refused or broken, but served
-    except TimeoutError:
-        return True  # open and idle: it exists
+        return True  # refused, broken or open and idle (a timeout), but served
     return True
 
 

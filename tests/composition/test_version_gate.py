@@ -48,3 +48,40 @@ async def test_the_transcript_is_found_under_either_of_agys_data_roots(tmp_path,
         logs.mkdir(parents=True)
         (logs / "transcript.jsonl").write_text("")
         assert (await detect_capabilities(client, sim.cascade_id)).transcript_root == second
+
+
+async def test_the_stream_probe_never_waits_for_the_replay() -> None:
+    """The first envelope of StreamAgentStateUpdates is the whole conversation's replay (megabytes
+    at 10k steps): the probe learns the stream exists from its header and closes, without reading
+    or decoding it. Here the replay's payload never comes: the old probe waited for it until its
+    own 2 s deadline; the header is enough. An error trailer still says what it says."""
+    import asyncio
+    import struct
+    from collections.abc import AsyncIterator
+
+    from agy_harness.composition.version_gate import stream_exists
+    from tests.rpc.stub import Reply, Request, StubServer
+
+    released = asyncio.Event()
+
+    async def replay_that_never_arrives(_req: Request) -> Reply:
+        async def body() -> AsyncIterator[bytes]:
+            yield struct.pack(">BI", 0, 50_000_000) + b'{"update": {"mainTrajectoryUpdate":'
+            await released.wait()
+
+        return Reply(200, body(), "application/connect+json")
+
+    async def missing(_req: Request) -> Reply:
+        trailer = b'{"error": {"code": "unimplemented", "message": "no such method"}}'
+        return Reply(200, struct.pack(">BI", 2, len(trailer)) + trailer, "application/connect+json")
+
+    stub = StubServer(routes={"StreamAgentStateUpdates": replay_that_never_arrives})
+    async with stub.running(), RpcClient(stub.base_url) as client:
+        try:
+            async with asyncio.timeout(1.5):  # well before the probe's own 2 s deadline
+                assert await stream_exists(client, "c")
+        finally:
+            released.set()
+    stub = StubServer(routes={"StreamAgentStateUpdates": missing})
+    async with stub.running(), RpcClient(stub.base_url) as client:
+        assert not await stream_exists(client, "c")
