@@ -144,6 +144,22 @@ def _v(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
+def _spread(ratios: list[float] | None) -> str:
+    return f"({min(ratios):.2f}-{max(ratios):.2f} over {len(ratios)} runs)" if ratios else "(one run)"
+
+
+def _held(ratios: list[float] | None, ok: Any) -> str:
+    """A claim is met only when it holds over every repetition; "within the spread" when some do."""
+    if not ratios:
+        return "no figure"
+    held = sum(1 for r in ratios if ok(r))
+    return (
+        "met"
+        if held == len(ratios)
+        else ("MISSED" if held == 0 else f"within the spread ({held}/{len(ratios)})")
+    )
+
+
 def targets(data: dict[str, Any]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     vol = data.get("volume")
@@ -180,13 +196,15 @@ def targets(data: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(("stream change -> event p99 <= the reference's",
                     f"{lat['ours']['p99']:.2f} ms vs {lat['ref']['p99']:.2f} ms = {ref['latency_p99_ratio']:.2f}x: "
                     f"{_v(ref['latency_p99_ratio'] <= 1)}"))  # fmt: skip
-        out.append(("mapper >= 2x the reference's map_step_to_events",
-                    f"{ref['mapper_ours']:,.0f} vs {ref['mapper_ref']:,.0f} steps/s = {ref['mapper_ratio']:.2f}x: "
-                    f"{_v(ref['mapper_ratio'] >= 2)}"))  # fmt: skip
-        out.append(("attach to 10k steps <= the reference's time",
-                    f"wall {ref['attach_ours_s']:.2f} s vs {ref['attach_ref_s']:.2f} s = {ref['attach_ratio']:.2f}x: "
-                    f"{_v(ref['attach_ratio'] <= 1)}; CPU {ref['attach_ours_cpu_s']:.2f} s vs "
-                    f"{ref['attach_ref_cpu_s']:.2f} s = {ref['attach_cpu_ratio']:.2f}x: {_v(ref['attach_cpu_ratio'] <= 1)}"))  # fmt: skip
+        out.append(("mapper new steps/s >= 1x the reference's map_step_to_events (stretch 2x; issue #22)",
+                    f"{ref['mapper_ours']:,.0f} vs {ref['mapper_ref']:,.0f} steps/s = {ref['mapper_ratio']:.2f}x "
+                    f"{_spread(ref.get('mapper_ratios'))}: {_held(ref.get('mapper_ratios'), lambda r: r >= 1)}"))  # fmt: skip
+        out.append(("attach to 10k steps <= 1x the reference (wall and CPU; issue #22)",
+                    f"wall {ref['attach_ours_s']:.2f} s vs {ref['attach_ref_s']:.2f} s = {ref['attach_ratio']:.2f}x "
+                    f"{_spread(ref.get('attach_ratios'))}: {_held(ref.get('attach_ratios'), lambda r: r <= 1)}; "
+                    f"CPU {ref['attach_ours_cpu_s']:.2f} s vs {ref['attach_ref_cpu_s']:.2f} s = "
+                    f"{ref['attach_cpu_ratio']:.2f}x {_spread(ref.get('attach_cpu_ratios'))}: "
+                    f"{_held(ref.get('attach_cpu_ratios'), lambda r: r <= 1)}"))  # fmt: skip
     cur = data.get("cursor")
     if cur:
         out.append(("attach 10k steps with the file store within 1.5x of without",
