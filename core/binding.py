@@ -26,15 +26,19 @@ from .steps import Step
 DIGEST_CHARS = 32  # hex characters kept (128 bits)
 
 
-def request_fields(step: Step, kind: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
-    """The fields of a WAITING step that make up its request (see the module doc)."""
+def request_fields(
+    step: Step, kind: str, key: str, request: dict[str, Any], *, cleaned: bool = True
+) -> dict[str, Any]:
+    """The fields of a WAITING step that make up its request (see the module doc); ``cleaned=False``
+    leaves the request and body as agy sent them (the caller checks they need no cleaning)."""
+    clean = safejson.clean if cleaned else _same
     fields: dict[str, Any] = {
         "kind": kind,
         "interaction": key,
         "tool": S.tool_name(step),
         "turn": S.as_str(step.metadata.get("executionId")),
-        "request": safejson.clean(request),
-        "body": safejson.clean(step.body),  # the typed body (runCommand, askQuestion...): what agy acts on
+        "request": clean(request),
+        "body": clean(step.body),  # the typed body (runCommand, askQuestion...): what agy acts on
     }
     command = S.as_dict(step.raw.get("runCommand"))
     if command:
@@ -46,12 +50,28 @@ def request_fields(step: Step, kind: str, key: str, request: dict[str, Any]) -> 
     return fields
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def request_digest(step: Step, kind: str, key: str, request: dict[str, Any]) -> str:
     """The digest of the request a WAITING ``step`` makes (``kind``, ``key``, ``request`` as
     :func:`agy_harness.core.gates.pending_request` found them)."""
-    canonical = json.dumps(
-        request_fields(step, kind, key, request), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
+    # The canonical text of the fields as agy sent them is the cleaned fields' text whenever nothing
+    # in it needs cleaning (no lone surrogate, nothing nested past clean's depth): one encode instead
+    # of two copies and an encode. Anything else takes the careful way.
+    try:
+        fields = request_fields(step, kind, key, request, cleaned=False)
+        canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        fields, canonical = None, ""
+    if not canonical or not safejson.needs_no_cleaning(canonical, fields):
+        canonical = json.dumps(
+            request_fields(step, kind, key, request),
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
 
 

@@ -150,6 +150,12 @@ def _fits(text: str, value: Any) -> bool:
     return type(value) not in (dict, list) or _shallow(value, MAX_VALUE_DEPTH)
 
 
+def needs_no_cleaning(text: str, value: Any) -> bool:
+    """``value``, whose ``json.dumps(..., ensure_ascii=False)`` is ``text``, is its own
+    :func:`clean`: no lone surrogate, nothing nested past :data:`MAX_VALUE_DEPTH`."""
+    return (text.isascii() or not _SURROGATE.search(text)) and _fits(text, value)
+
+
 def loads_clean(text: str) -> Any:
     """``clean(loads(text))``, without the copy when the text can hold nothing to clean (the common
     case: a tool call's ``argumentsJson``). Raises ValueError like :func:`loads`."""
@@ -167,6 +173,6 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
         text = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)
     except (TypeError, ValueError, RecursionError):  # odd keys, a cycle, very deep: the careful way
         return json.dumps(clean(value), ensure_ascii=False, sort_keys=sort_keys)
-    if (text.isascii() or not _SURROGATE.search(text)) and _fits(text, value):
+    if needs_no_cleaning(text, value):
         return text
     return json.dumps(clean(value), ensure_ascii=False, sort_keys=sort_keys)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import random
 from datetime import UTC
@@ -26,6 +27,9 @@ from pydantic import BaseModel, ValidationError
 
 from agy_harness.adapters.simulator.steps import stream_projection
 from agy_harness.core import safejson, stamps
+from agy_harness.core import steps as S
+from agy_harness.core.binding import DIGEST_CHARS, request_digest, request_fields
+from agy_harness.core.gates import pending_request
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import Event, StatusChanged, built
 from tests.safety.test_fuzz_recordings import VALUES, mutate, to_text
@@ -142,6 +146,28 @@ def test_safejson_fast_paths_equal_the_clean_route(value: Any, depth: int, sort_
     assert safejson.loads_clean(text) == safejson.clean(safejson.loads(text))
     raw = json.dumps(value, ensure_ascii=False)  # \ud800 as a character
     assert safejson.loads_clean(raw) == safejson.clean(safejson.loads(raw))
+
+
+def careful_digest(step: S.Step, kind: str, key: str, request: dict[str, Any]) -> str:
+    """The digest as binding.py defines it: the cleaned fields' canonical text, hashed."""
+    fields = request_fields(step, kind, key, request)
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values, json_values, st.sampled_from([0, 1, 60, 62, 63, 64, 70]))
+@example(["\udfff"], {"k": "\ud800"}, 0)
+def test_the_digest_fast_path_equals_the_careful_one(request: Any, body: Any, depth: int) -> None:
+    for name in ("run_command_waiting", "ask_question_waiting"):
+        raw = fixture(name)
+        raw["requestedInteraction"]["x"] = nest(request, depth)
+        raw[next(k for k in ("runCommand", "askQuestion") if k in raw)]["x"] = nest(body, depth)
+        step = S.parse_step(raw)
+        assert step is not None
+        pending = pending_request(step)
+        assert pending is not None
+        assert request_digest(step, *pending) == careful_digest(step, *pending)
 
 
 def round_trip_key(text: str) -> str:
