@@ -120,15 +120,18 @@ async def method_exists(client: _Caller, method: str) -> bool:
     return True
 
 
-async def stream_exists(client: RpcClient, cascade_id: str) -> bool:
+async def stream_exists(client: RpcClient, cascade_id: str = "") -> bool:
     """Open ``StreamAgentStateUpdates`` briefly: MethodMissing means this agy has no stream.
 
-    The probe reads only the first envelope's header (``RpcClient.stream_opens``) and closes the
-    stream at once: the first frame is the whole conversation's replay, which the read driver
-    reads anyway (decoding it here too cost an attach to a long conversation a second full read).
+    Like :func:`method_exists`, the probe's request names no conversation (``cascade_id`` is not
+    used), so agy answers it without reading one: with an error trailer ("not found"), which means
+    it has the method, or with a stream. The probe reads at most the first envelope's header
+    (``RpcClient.stream_opens``) and closes. Probing the bound conversation made agy build its whole
+    replay (the first frame) for nothing: on a 10,000-step conversation, the simulator spent as
+    much again as the attach itself.
     """
     try:
-        await client.stream_opens("StreamAgentStateUpdates", {"conversationId": cascade_id})
+        await client.stream_opens("StreamAgentStateUpdates", {})
     except MethodMissing:
         return False
     except AgyCallFailed:

@@ -85,3 +85,32 @@ async def test_the_stream_probe_never_waits_for_the_replay() -> None:
     stub = StubServer(routes={"StreamAgentStateUpdates": missing})
     async with stub.running(), RpcClient(stub.base_url) as client:
         assert not await stream_exists(client, "c")
+
+
+async def test_an_attach_makes_agy_replay_the_conversation_once() -> None:
+    """The stream's first frame is the whole conversation: agy builds it for every stream opened on
+    it. The version gate's probe names no conversation, so an attach through the public API opens
+    exactly one stream on the bound conversation (the reader's); the probe used to open a second one
+    (agy built a 10,000-step replay for it, then the probe closed it)."""
+    from collections import Counter
+
+    from agy_harness.composition.session import QueueSink, open_session
+
+    async with Simulator(profile="1.0.10") as sim:
+        cid = sim.cascade_id
+        await sim.submit_user_turn("Say hello in one short sentence.")
+        await sim.wait_idle(timeout=30)
+        opened: Counter[str] = Counter()
+        watch = sim._watch
+
+        def counted(cascade):  # type: ignore[no-untyped-def]
+            opened[cascade.id] += 1
+            return watch(cascade)
+
+        sim._watch = counted  # type: ignore[method-assign]
+        sink = QueueSink()
+        async with open_session(base_url=sim.base_url, cascade_id=cid, sink=sink) as session:
+            assert session.capabilities.stream
+            while (await sink.queue.get()).type != "assistant_message":  # the replay was read
+                pass
+        assert opened == Counter({cid: 1})
