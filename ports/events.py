@@ -222,7 +222,21 @@ def event_to_json(event: Event) -> dict[str, Any]:
 E = TypeVar("E", bound=BaseModel)
 
 _new = object.__new__
-_setattr = object.__setattr__
+
+
+def _slot_setter(name: str) -> Any:
+    """The setter of BaseModel's slot ``name``, bound once (cheaper than ``object.__setattr__``,
+    which looks the name up on every call); ``object.__setattr__`` where the slot is not found."""
+    slot = BaseModel.__dict__.get(name)
+    if slot is not None and hasattr(slot, "__set__"):
+        return slot.__set__
+    return lambda obj, value: object.__setattr__(obj, name, value)
+
+
+_set_dict = _slot_setter("__dict__")
+_set_fields_set = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 
 
 def built(cls: type[E], values: dict[str, Any], fields_set: set[str]) -> E:
@@ -239,8 +253,8 @@ def built(cls: type[E], values: dict[str, Any], fields_set: set[str]) -> E:
     if len(values) != len(cls.__pydantic_fields__):
         return cls(**{k: values[k] for k in fields_set if k in values})
     event: E = _new(cls)
-    _setattr(event, "__dict__", values)
-    _setattr(event, "__pydantic_fields_set__", fields_set)
-    _setattr(event, "__pydantic_extra__", None)
-    _setattr(event, "__pydantic_private__", None)
+    _set_dict(event, values)
+    _set_fields_set(event, fields_set)
+    _set_extra(event, None)
+    _set_private(event, None)
     return event
