@@ -357,10 +357,11 @@ class Reconciler:
         st = self.state
         fields = vars(st)
         as_int = S.as_int
-        fields["input_tokens"] = st.input_tokens + as_int(usage.get("inputTokens"))
+        inp, out, cache = usage.get("inputTokens"), usage.get("outputTokens"), usage.get("cacheReadTokens")
+        fields["input_tokens"] = st.input_tokens + (inp if type(inp) is int else as_int(inp))
         # (outputTokens is thinking + response already)
-        fields["output_tokens"] = st.output_tokens + as_int(usage.get("outputTokens"))
-        fields["cache_read_tokens"] = st.cache_read_tokens + as_int(usage.get("cacheReadTokens"))
+        fields["output_tokens"] = st.output_tokens + (out if type(out) is int else as_int(out))
+        fields["cache_read_tokens"] = st.cache_read_tokens + (cache if type(cache) is int else as_int(cache))
         values = {
             "id": f"{sk}/usage",
             "cascade_id": self.cascade_id,

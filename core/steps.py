@@ -60,6 +60,13 @@ def as_str(value: object) -> str:
 
 def as_int(value: object, default: int = 0) -> int:
     """An int from an int, a float or a numeric string (proto-JSON int64); ``default`` otherwise."""
+    if type(value) is int:  # (the common cases first, by exact type)
+        return value
+    if type(value) is str:
+        try:
+            return int(value)
+        except ValueError:
+            return default
     if isinstance(value, bool):
         return default
     if isinstance(value, int):
@@ -68,7 +75,7 @@ def as_int(value: object, default: int = 0) -> int:
         return int(value)
     if isinstance(value, str):
         try:
-            return int(value.strip())
+            return int(value)  # (int() takes surrounding whitespace)
         except ValueError:
             return default
     return default
@@ -135,12 +142,11 @@ def parse_step(raw: object) -> Step | None:
     if not isinstance(raw, dict):
         log.warning("skipping a step that is not a JSON object: %s", type(raw).__name__)
         return None
-    # (as_str inlined for the plain ASCII strings every step has: this runs for every step seen)
-    step_type = raw.get("type")
-    if type(step_type) is not str or not step_type.isascii():
-        step_type = as_str(step_type)
-    if step_type.startswith(TYPE_PREFIX):
-        step_type = step_type[_TYPE_CUT:]
+    # (the plain ASCII strings every step has are read through memos: this runs for every step seen)
+    raw_type = raw.get("type")
+    step_type = _SHORT_TYPES.get(raw_type) if type(raw_type) is str else None
+    if step_type is None:
+        step_type = _short(raw_type, TYPE_PREFIX, _SHORT_TYPES)
     if not step_type:
         log.warning("skipping a step without a type (keys: %s)", sorted(raw)[:8])
         return None
@@ -169,11 +175,10 @@ def parse_step(raw: object) -> Step | None:
     else:
         index = info.get("stepIndex", 0)
         key = StepKey(trajectory_id, index if type(index) is int else as_int(index))
-    status = raw.get("status")
-    if type(status) is not str or not status.isascii():
-        status = as_str(status)
-    if status.startswith(STATUS_PREFIX):
-        status = status[_STATUS_CUT:]
+    raw_status = raw.get("status")
+    status = _SHORT_STATUSES.get(raw_status) if type(raw_status) is str else None
+    if status is None:
+        status = _short(raw_status, STATUS_PREFIX, _SHORT_STATUSES)
     body = raw.get(_CAMEL.get(step_type) or camel(step_type))
     cascade_id = info.get("cascadeId", "")
     if type(cascade_id) is not str or not cascade_id.isascii():
@@ -190,8 +195,18 @@ def parse_step(raw: object) -> Step | None:
     )
 
 
-_TYPE_CUT = len(TYPE_PREFIX)
-_STATUS_CUT = len(STATUS_PREFIX)
+def _short(value: object, prefix: str, memo: dict[str, str]) -> str:
+    """A step's type or status without agy's prefix (``CORTEX_STEP_TYPE_``...), memoised (never
+    growing without bound on junk)."""
+    text = as_str(value)
+    short = text[len(prefix) :] if text.startswith(prefix) else text
+    if type(value) is str and len(memo) < 1024:
+        memo[value] = short
+    return short
+
+
+_SHORT_TYPES: dict[str, str] = {}
+_SHORT_STATUSES: dict[str, str] = {}
 
 
 def steps_from_update(update: object) -> list[Any]:

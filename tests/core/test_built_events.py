@@ -148,6 +148,25 @@ def test_safejson_fast_paths_equal_the_clean_route(value: Any, depth: int, sort_
     assert safejson.loads_clean(raw) == safejson.clean(safejson.loads(raw))
 
 
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.sampled_from(["", " ", "\n", "x", "]", "1", ",{}"]), st.sampled_from(["", " "]))
+@example([1e400, -1e400], "", "")
+def test_loads_fast_path_equals_the_careful_route(value: Any, tail: str, head: str) -> None:
+    """safejson.loads(str) takes json's C scanner straight; bytes take the careful route: the same
+    value, or a ValueError both ways."""
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False), "[" * 2000 + "]" * 2000):
+        text = head + text + tail
+        try:
+            careful = safejson.loads(text.encode("utf-8", "surrogatepass"))
+        except ValueError:
+            with pytest.raises(ValueError):
+                safejson.loads(text)
+            continue
+        assert json.dumps(safejson.loads(text)) == json.dumps(careful)
+    with pytest.raises(ValueError):  # as json.loads says of a str
+        safejson.loads("\ufeff" + json.dumps(value))
+
+
 def careful_digest(step: S.Step, kind: str, key: str, request: dict[str, Any]) -> str:
     """The digest as binding.py defines it: the cleaned fields' canonical text, hashed."""
     fields = request_fields(step, kind, key, request)
