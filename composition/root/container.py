@@ -107,6 +107,16 @@ def _shown_models(sink: EventSink, catalog: ModelCatalog) -> EventSink:
     return sink
 
 
+def _model_resolver(
+    snapshot: Any, catalog: Any, choice: Callable[[], str | None] | None, bus: SessionBus
+) -> PlanModelResolver:
+    """The turn's model resolver, following the conversation's model changes from the events the
+    session delivers (a turn reads no conversation)."""
+    resolver = PlanModelResolver(snapshot, catalog, choice)
+    bus.on_delivered(resolver.observe)
+    return resolver
+
+
 def _tui_keys(target: str | None, server: Any) -> Any:
     """agy's pane, to close its prompt after an RPC answer and to type "allow always" (None: unknown)."""
     if not target:
@@ -188,7 +198,8 @@ class AgyContainer(containers.DeclarativeContainer):
     model_catalog = providers.Singleton(RpcModelCatalog, client)
     #: a () -> model id the user chose (ACP, the plugin), or None
     model_choice: providers.Object[Callable[[], str | None] | None] = providers.Object(None)
-    model_resolver = providers.Singleton(PlanModelResolver, snapshot, model_catalog, model_choice)
+    bus = providers.Singleton(SessionBus)  # what the session's roles tell each other
+    model_resolver = providers.Singleton(_model_resolver, snapshot, model_catalog, model_choice, bus)
     rpc_turns = providers.Singleton(RpcTurnSender, client, model_resolver)
     tmux_turns = providers.Singleton(
         _tmux_sender, config.tmux_target, server=tmux_server, step_reader=snapshot
@@ -211,7 +222,6 @@ class AgyContainer(containers.DeclarativeContainer):
 
     # -- the harness: its roles share one clock and one bus ----------------------------------
     clock = providers.Singleton(LoopClock)
-    bus = providers.Singleton(SessionBus)
     harness = providers.Singleton(
         Harness,
         cascade_id=cascade_id,

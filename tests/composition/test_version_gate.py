@@ -59,7 +59,7 @@ async def test_the_stream_probe_never_waits_for_the_replay() -> None:
     import struct
     from collections.abc import AsyncIterator
 
-    from agy_harness.composition.version_gate import stream_exists
+    from agy_harness.composition.root.version_gate import stream_exists
     from tests.rpc.stub import Reply, Request, StubServer
 
     released = asyncio.Event()
@@ -94,7 +94,8 @@ async def test_an_attach_makes_agy_replay_the_conversation_once() -> None:
     (agy built a 10,000-step replay for it, then the probe closed it)."""
     from collections import Counter
 
-    from agy_harness.composition.session import QueueSink, open_session
+    from agy_harness.adapters.sinks.queue import QueueSink
+    from agy_harness.composition.root.session import open_session
 
     async with Simulator(profile="1.0.10") as sim:
         cid = sim.cascade_id

@@ -125,6 +125,45 @@ async def test_plan_model_follows_the_tui_users_choice(sim: Any) -> None:
     assert user_text(inputs[-1]) == "say hello again"
 
 
+async def test_a_sessions_turns_read_no_conversation_and_follow_the_tui_users_model(sim: Any) -> None:
+    """Each turn's model is the latest USER_INPUT's, followed from the events the session delivers:
+    a turn reads no conversation (it read the whole of it every turn: 1.2 s a turn with a 50 MB step
+    in it), and a model the user picks in agy's terminal is the next turn's."""
+    from agy_harness.adapters.sinks.queue import QueueSink
+    from agy_harness.composition.root.session import open_session
+
+    chosen, other = (m for m, info in MODELS.items() if not info["recommended"])
+    await sim.submit_user_turn("say hello", model=chosen)
+    await sim.wait_idle(timeout=10.0)
+    reads = 0
+    rpc = sim._rpc
+
+    async def counted(method: str, request: dict[str, Any]) -> dict[str, Any]:
+        nonlocal reads
+        reads += method == "GetCascadeTrajectorySteps"
+        return dict(await rpc(method, request))
+
+    sim._rpc = counted
+    sink = QueueSink()
+
+    async def turns(n: int) -> None:  # until the n-th turn's reply is delivered
+        while n:
+            n -= (await asyncio.wait_for(sink.queue.get(), 20)).type == "assistant_message"
+
+    async with open_session(base_url=sim.base_url, cascade_id=sim.cascade_id, sink=sink) as session:
+        await turns(1)  # the history (its reply) delivered
+        reads = 0
+        await session.send("say hello again")
+        await turns(1)
+        await sim.submit_user_turn("in agy's terminal", model=other)
+        await turns(1)
+        await session.send("and once more")
+        await turns(1)
+        assert reads == 0
+    inputs = of_type(sim.steps(), "USER_INPUT")
+    assert [user_model(s) for s in inputs] == [chosen, chosen, other, other]
+
+
 # -------------------------------------------------------------------------------------------- gates
 
 
