@@ -1,14 +1,14 @@
 """300 active sessions on one event loop: is the loop saturated?
 
-    python benchmarks/bench_active.py [--sessions 300] [--pace 0.2]
+    python benchmarks/bench_active.py [--sessions 300] [--pace 0.2] [--rounds 3]
 
 The simulator runs in its own process. ``--sessions`` conversations (StartCascade) are opened with
 ``open_session`` on one asyncio loop (each its own RpcClient, as with one agy a session); then every
 session starts a long reply at once (~50 streamed text chunks each, one every ``0.1 * pace`` s) and
 they all stream together. Measured while they run: this process's CPU (100 % = one core: a
 saturated loop), the loop's lag (a 10 ms ticker: how late it wakes; p50/p99/max), and how long
-until every reply was committed. Target: the loop not saturated: CPU < 100 % of a core and a p99
-lag of at most 100 ms.
+until every reply was committed; ``--rounds`` times (3) on the same sessions. Target: the loop not
+saturated: CPU < 100 % of a core and a p99 lag of at most 100 ms in every round.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ async def ticker(lags: list[float], stop: asyncio.Event) -> None:
         lags.append((loop.time() - t - 0.01) * 1e3)
 
 
-async def amain(sessions: int, pace: float) -> int:
+async def amain(sessions: int, pace: float, rounds: int = 3) -> int:
     print(f"{sessions} active sessions on one loop, a long reply each at once ({machine()})")
     with simulator_process("--pace", str(pace)) as agy:
         base_url = f"https://127.0.0.1:{agy['port']}"
@@ -60,35 +60,41 @@ async def amain(sessions: int, pace: float) -> int:
                 s.harness.directory = OwnDirectory(s.harness.directory, [s.harness])
                 opened.append(s)
             setup = time.perf_counter() - t0
-            lags: list[float] = []
-            stop = asyncio.Event()
-            tick = asyncio.create_task(ticker(lags, stop))
-            c0, w0 = cpu(), time.perf_counter()
-            await asyncio.gather(*(s.send(PROMPT) for s in opened))
-            # which replies are committed, read incrementally: rescanning every sink's events every
-            # 50 ms grew with the events, and this process's CPU is what is measured as the harness's
-            seen = [0] * len(sinks)
-            done: set[int] = set()
-            async with asyncio.timeout(120):
-                while len(done) < sessions:
-                    for i, sink in enumerate(sinks):
-                        if i not in done:
-                            if any(e.type == "assistant_message" for _, e in sink.events[seen[i] :]):
-                                done.add(i)
+            runs: list[tuple[float, float, list[float]]] = []  # (wall, cpu, lags) of each round
+            for rnd in range(rounds):  # a reply each at once, ``rounds`` times on the same sessions
+                lags: list[float] = []
+                stop = asyncio.Event()
+                tick = asyncio.create_task(ticker(lags, stop))
+                c0, w0 = cpu(), time.perf_counter()
+                await asyncio.gather(*(s.send(PROMPT) for s in opened))
+                # which replies are committed, read incrementally: rescanning every sink's events every
+                # 50 ms grew with the events, and this process's CPU is what is measured as the harness's
+                seen = [0] * len(sinks)
+                replies = [0] * len(sinks)
+                async with asyncio.timeout(120):
+                    while min(replies) <= rnd:
+                        for i, sink in enumerate(sinks):
+                            replies[i] += sum(
+                                e.type == "assistant_message" for _, e in sink.events[seen[i] :]
+                            )
                             seen[i] = len(sink.events)
-                    await asyncio.sleep(0.05)
-            wall = time.perf_counter() - w0
-            used = cpu() - c0
-            stop.set()
-            await tick
+                        await asyncio.sleep(0.05)
+                runs.append((time.perf_counter() - w0, cpu() - c0, lags))
+                stop.set()
+                await tick
             deltas = sum(e.type == "text_delta" for sink in sinks for _, e in sink.events)
+    wall, used = sum(r[0] for r in runs), sum(r[1] for r in runs)
+    lags = [lag for r in runs for lag in r[2]]
     pct = 100 * used / wall
     f: dict[str, Any] = {
         "sessions": sessions, "setup_s": setup, "wall_s": wall, "cpu_pct": pct, "deltas": deltas,
         "lag_p50_ms": percentile(lags, 50), "lag_p99_ms": percentile(lags, 99), "lag_max_ms": max(lags),
+        "rounds": rounds, "lag_p99_ms_runs": [percentile(r[2], 99) for r in runs],
     }  # fmt: skip
-    print(f"setup {setup:.1f} s; all {sessions} replies committed in {wall:.1f} s ({deltas} text deltas)")
-    ok = pct < 100 and f["lag_p99_ms"] <= 100
+    print(f"setup {setup:.1f} s; {rounds} rounds of {sessions} replies at once, committed in {wall:.1f} s in all "
+          f"({deltas} text deltas); loop lag p99 per round: "
+          + ", ".join(f"{x:.0f} ms" for x in f["lag_p99_ms_runs"]))  # fmt: skip
+    ok = pct < 100 and max(f["lag_p99_ms_runs"]) <= 100
     print(f"CPU {pct:.0f} % of one core, target < 100 % with loop lag p99 <= 100 ms: {'met' if ok else 'MISSED'}; loop lag p50 "
           f"{f['lag_p50_ms']:.1f} ms, p99 {f['lag_p99_ms']:.1f} ms, max {f['lag_max_ms']:.1f} ms")  # fmt: skip
     write_summary("active", f)
@@ -99,9 +105,10 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sessions", type=int, default=300)
     p.add_argument("--pace", type=float, default=0.2)
+    p.add_argument("--rounds", type=int, default=3, help="rounds of a reply each at once")
     quiet_logs()
     args = p.parse_args()
-    return asyncio.run(amain(args.sessions, args.pace))
+    return asyncio.run(amain(args.sessions, args.pace, args.rounds))
 
 
 if __name__ == "__main__":

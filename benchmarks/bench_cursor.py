@@ -15,7 +15,7 @@ that long), with a sink that accepts everything. Three stores:
   same way (there each committed step's record is fsynced before the next batch: the durability rule).
 
 Then a 1 MB reply streamed as 200 cumulative frames (one batch each), with and without the journal.
-Target: attach with the file store within 1.5x of without.
+Target: attach with the file store within 1.2x of without, in each of the 3 interleaved runs.
 """
 
 from __future__ import annotations
@@ -113,11 +113,13 @@ async def amain(args: argparse.Namespace) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     r = j_wall / none_wall
     rc = j_cpu / none_cpu
+    ratios = [j[0] / n[0] for n, j in runs]  # within each repetition
     print(f"attach {len(steps)} steps: no store {none_wall:.2f} s wall ({none_cpu:.2f} s CPU); "
           f"journal {j_wall:.2f} s ({j_cpu:.2f} s CPU), {store.compactions} compactions, "
           f"{journal_bytes / 1e3:.0f} KB on disk")  # fmt: skip
     print(
-        f"  ratio journal / none: wall {r:.2f}x, CPU {rc:.2f}x (target <= 1.5x: {'met' if r <= 1.5 else 'MISSED'})"
+        f"  ratio journal / none: wall {r:.2f}x (best of 3 each; per run {min(ratios):.2f}-{max(ratios):.2f}x), "
+        f"CPU {rc:.2f}x (target <= 1.2x in every run: {'met' if max(ratios) <= 1.2 else 'MISSED'})"
     )
     print(f"{len(old_steps)} steps, a batch each (a live stream): no store {o_none:.2f} s; journal {oj_wall:.2f} s "
           f"({oj_wall / o_none:.1f}x); the old whole-cursor save {o_wall:.2f} s wall ({o_cpu:.2f} s CPU, "
@@ -132,6 +134,7 @@ async def amain(args: argparse.Namespace) -> int:
             "attach_journal_s": j_wall,
             "attach_ratio": r,
             "attach_cpu_ratio": rc,
+            "attach_ratios": ratios,
             "old_steps": len(old_steps),
             "attach_old_s": o_wall,
             "attach_old_none_s": o_none,

@@ -5,6 +5,10 @@
     python our_worker.py raw PORT CASCADE      -> the same from the bare transport: RpcClient.stream
                                                   frames, decoded, text growth per planner step (no
                                                   harness, no mapper): the floor any reader pays
+    python our_worker.py attach PORT CASCADE CAUGHT_UP LAST
+                                               -> bench_attach.py: {"wall", "cpu"} once the event of
+                                                  step CAUGHT_UP reached the sink; after "go" on stdin,
+                                                  {"started"}, then {"cpu"} once step LAST's did
 
 ``open_session`` (the public API, default adapters) on the simulator's port; every TextDelta is
 stamped with ``time.perf_counter()`` when the sink gets it.
@@ -76,11 +80,50 @@ async def raw(port: int, cascade: str) -> dict[str, Any]:
     return {"events": RECORDED}
 
 
+class Watch:
+    """A sink that only notes when the events of two given steps arrive."""
+
+    def __init__(self, caught_up: str, last: str) -> None:
+        self.keys = {caught_up: asyncio.Event(), last: asyncio.Event()}
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        for e in events:
+            seen = self.keys.get(e.step_key)
+            if seen is not None:
+                seen.set()
+        return len(events)
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        return GateAnswer(allow=False)
+
+    async def withdraw(self, gate_id: str) -> None:
+        return None
+
+
+async def attach(port: int, cascade: str, caught_up: int, last: int) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    wall, cpu = time.perf_counter(), time.process_time()
+    trajectory = "7a1e0000-a77a-4c4e-9000-00000000a77a"  # bench_attach.TRAJECTORY
+    sink = Watch(f"{trajectory}/{caught_up}", f"{trajectory}/{last}")
+    async with open_session(base_url=f"https://127.0.0.1:{port}", cascade_id=cascade, sink=sink):
+        await sink.keys[f"{trajectory}/{caught_up}"].wait()
+        out = {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}
+        print(json.dumps(out), flush=True)
+        await loop.run_in_executor(None, sys.stdin.readline)
+        cpu = time.process_time()
+        print(json.dumps({"started": True}), flush=True)
+        await sink.keys[f"{trajectory}/{last}"].wait()
+        return {"cpu": time.process_time() - cpu}
+
+
 def main() -> int:
     logging.basicConfig(level=logging.ERROR)
-    cmd, port, cascade = sys.argv[1:]
-    run = {"stream": stream, "raw": raw}[cmd]
-    print(json.dumps(asyncio.run(run(int(port), cascade))), flush=True)
+    cmd, port, cascade, *more = sys.argv[1:]
+    if cmd == "attach":
+        out = asyncio.run(attach(int(port), cascade, int(more[0]), int(more[1])))
+    else:
+        out = asyncio.run({"stream": stream, "raw": raw}[cmd](int(port), cascade))
+    print(json.dumps(out), flush=True)
     return 0
 
 

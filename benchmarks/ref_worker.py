@@ -1,14 +1,18 @@
 """Runs INSIDE the reference's Python 3.12 venv (omnigent 0.19.1): the reference's own code on our inputs.
 
     <ref-python> ref_worker.py mapper STEPS.json        -> {"steps_per_s", "n"}
-    <ref-python> ref_worker.py attach STEPS.json        -> {"seconds", "cpu_seconds", "events", "n"}
     <ref-python> ref_worker.py stream PORT CASCADE      -> runs until stdin closes, then
                                                            {"events": [[t, step_index, type, len], ...]}
                                                            (step_index -1: an event that is not a text delta)
+    <ref-python> ref_worker.py attach-stream PORT CASCADE CAUGHT_UP LAST
+                                                        -> bench_attach.py: {"wall", "cpu"} once step
+                                                           CAUGHT_UP was processed; after "go" on stdin
+                                                           {"started"}, then {"cpu"} once step LAST was
 
 * ``mapper``: ``omnigent.harnesses.antigravity_native.steps.map_step_to_events`` over every step (best of 5).
-* ``attach``: the reader's stream path (``reader._process_stream_step``: dedup, deltas, committed
-  items, status edges, usage, model change, gates) over one snapshot of the steps, as on connect.
+* ``attach-stream``: the reader's stream path from connect (``_stream_loop``: its HTTP/1.1 stream, frame
+  decode, ``_process_stream_step``: dedup, deltas, committed items, status edges, usage, model
+  change, gates), until it has processed a given step; then its CPU while steps are appended.
 * ``stream``: the reader's ``_stream_loop`` on the simulator (``rpc.stream_agent_state_updates``,
   httpx HTTP/1.1 over TLS, as it speaks to real agy).
 
@@ -70,20 +74,6 @@ def mapper(path: str) -> dict[str, Any]:
     return {"steps_per_s": best, "n": len(steps)}
 
 
-async def attach(path: str) -> dict[str, Any]:
-    with open(path) as fh:
-        steps = json.load(fh)
-    state = _state()
-    w, c = time.perf_counter(), time.process_time()
-    for s in steps:
-        await reader._process_stream_step(
-            s, client=None, session_id="s", cascade_id="bench", state=state,
-            on_pending_interaction=_no_interaction,
-        )  # fmt: skip
-    return {"seconds": time.perf_counter() - w, "cpu_seconds": time.process_time() - c,
-            "events": len(RECORDED), "n": len(steps)}  # fmt: skip
-
-
 async def stream(port: int, cascade: str) -> dict[str, Any]:
     state = _state(port)
     stopping = False
@@ -101,12 +91,48 @@ async def stream(port: int, cascade: str) -> dict[str, Any]:
     return {"events": RECORDED}
 
 
+async def attach_stream(port: int, cascade: str, caught_up: int, last: int) -> dict[str, Any]:
+    """Its stream path from connect: _stream_loop until step ``caught_up``'s events were posted."""
+    loop = asyncio.get_running_loop()
+    wall, cpu = time.perf_counter(), time.process_time()
+    done = {caught_up: asyncio.Event(), last: asyncio.Event()}
+    process = reader._process_stream_step
+
+    async def watched(step: Any, **kwargs: Any) -> None:
+        await process(step, **kwargs)
+        info = (step.get("metadata") or {}).get("sourceTrajectoryStepInfo") or {}
+        seen = done.get(int(info.get("stepIndex", 0)))
+        if seen is not None:
+            seen.set()
+
+    reader._process_stream_step = watched  # type: ignore[assignment]
+    state = _state(port)
+    stopping = False
+    task = asyncio.create_task(
+        reader._stream_loop(
+            port=port, cascade_id=cascade, client=None, session_id="s",
+            on_pending_interaction=_no_interaction, state=state, stop=lambda: stopping,
+        )
+    )  # fmt: skip
+    await done[caught_up].wait()
+    print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}), flush=True)
+    await loop.run_in_executor(None, sys.stdin.readline)
+    cpu = time.process_time()
+    print(json.dumps({"started": True}), flush=True)
+    await done[last].wait()
+    out = {"cpu": time.process_time() - cpu}
+    stopping = True
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return out
+
+
 def main() -> int:
     cmd, *args = sys.argv[1:]
     if cmd == "mapper":
         out = mapper(args[0])
-    elif cmd == "attach":
-        out = asyncio.run(attach(args[0]))
+    elif cmd == "attach-stream":
+        out = asyncio.run(attach_stream(int(args[0]), args[1], int(args[2]), int(args[3])))
     elif cmd == "stream":
         out = asyncio.run(stream(int(args[0]), args[1]))
     else:
