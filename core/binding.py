@@ -16,7 +16,6 @@ changes its digest: the reconciler withdraws the old gate and opens a new one.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from . import safejson
@@ -62,16 +61,11 @@ def request_digest(step: Step, kind: str, key: str, request: dict[str, Any]) -> 
     # of two copies and an encode. Anything else takes the careful way.
     try:
         fields = request_fields(step, kind, key, request, cleaned=False)
-        canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        canonical = safejson.canonical(fields)
     except (TypeError, ValueError, RecursionError):
         fields, canonical = None, ""
     if not canonical or not safejson.needs_no_cleaning(canonical, fields):
-        canonical = json.dumps(
-            request_fields(step, kind, key, request),
-            sort_keys=True,
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        canonical = safejson.canonical(request_fields(step, kind, key, request))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
 
 

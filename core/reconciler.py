@@ -99,22 +99,30 @@ class Reconciler:
 
     def feed(self, raw: object) -> list[Event]:
         """The events that one raw step causes (possibly none)."""
-        step = S.parse_step(raw)
-        if step is None:
-            self.skipped += 1
-            return []
-        key = self._resolve(step)
-        sk = (  # str(key), without the call
-            f"{key.trajectory_id}/u:{key.execution_id}"
-            if key.execution_id
-            else f"{key.trajectory_id}/{key.step_index}"
-        )
         committed = self.state.committed
-        if sk in committed:  # the common case on cumulative stream frames: checked first
+        # a step committed already (cumulative stream frames, a re-read history) is known by its key,
+        # before the rest of it is read
+        step = S.parse_new_step(raw, committed)
+        if type(step) is not Step:
+            if step is None:
+                self.skipped += 1
             return []
-        check, aliases = self._aliases(step, sk)
-        if check and not check.isdisjoint(committed):
+        placeholder = step.key.trajectory_id.startswith(stamps.PLACEHOLDER_PREFIX)
+        key = self._resolve(step)
+        sk = step.name
+        if (placeholder or key.execution_id) and sk in committed:  # (parse_new_step checked the others)
             return []
+        aliases: AbstractSet[str] | tuple[str, ...]
+        if key.trajectory_id == self.state.trajectory_id and not key.execution_id:
+            # the common case, a step of the known trajectory: its one other key is the placeholder's
+            alias = f"{self._placeholder}/{key.step_index}"
+            if alias in committed:
+                return []
+            aliases = () if alias == sk else (alias,)
+        else:
+            check, aliases = self._aliases(step, sk)
+            if check and not check.isdisjoint(committed):
+                return []
         try:
             events = self._map(step, sk)
         except Exception:  # a malformed step must never break the reader
@@ -141,6 +149,7 @@ class Reconciler:
         if trajectory.startswith(stamps.PLACEHOLDER_PREFIX):
             if self.state.trajectory_id:
                 key = step.key = key._replace(trajectory_id=self.state.trajectory_id)
+                step.name = str(key)
         elif not self.state.trajectory_id and step.cascade_id in ("", self.cascade_id):
             vars(self.state)["trajectory_id"] = trajectory
         return key

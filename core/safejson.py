@@ -180,11 +180,51 @@ def loads_clean(text: str) -> Any:
     return clean(value)
 
 
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _encoder(sort_keys: bool, item_separator: str, key_separator: str) -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, sort_keys=..., separators=...)``, the same text, from
+    json's C encoder made once (json.dumps builds a JSONEncoder and a C encoder on every call: half
+    its cost on a tool step's body). No cycle check: a cycle raises RecursionError instead of
+    ValueError (every caller here takes both)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # (an interpreter without json's C speedups)
+        encoder = json.JSONEncoder(
+            ensure_ascii=False, sort_keys=sort_keys, separators=(item_separator, key_separator)
+        )
+        return encoder.encode
+    chunks = make(
+        None,
+        _not_json,
+        json.encoder.encode_basestring,
+        None,
+        key_separator,
+        item_separator,
+        sort_keys,
+        False,
+        True,
+    )
+    join = "".join
+
+    def encode(value: Any) -> str:
+        return join(chunks(value, 0))
+
+    return encode
+
+
+encode = _encoder(False, ", ", ": ")  # json.dumps(value, ensure_ascii=False)
+encode_sorted = _encoder(True, ", ", ": ")  # ... sort_keys=True
+#: the canonical text a digest is taken of: sorted keys, no spaces, not ASCII-escaped
+canonical = _encoder(True, ",", ":")
+
+
 def dumps(value: Any, *, sort_keys: bool = False) -> str:
     """``json.dumps(clean(value), ensure_ascii=False, sort_keys=sort_keys)``, without the copy when
     ``value`` needs no cleaning (nothing nested too deep, no lone surrogate)."""
     try:
-        text = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)
+        text = encode_sorted(value) if sort_keys else encode(value)
     except (TypeError, ValueError, RecursionError):  # odd keys, a cycle, very deep: the careful way
         return json.dumps(clean(value), ensure_ascii=False, sort_keys=sort_keys)
     if needs_no_cleaning(text, value):

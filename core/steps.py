@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlparse
 
 from . import safejson
 from .safejson import clean_text
-from .stamps import time_key
+from .stamps import PLACEHOLDER_PREFIX, time_key
 
 log = logging.getLogger("agy_harness.core.steps")
 
@@ -122,6 +123,8 @@ class Step:
     body: dict[str, Any]
     #: DONE/ERROR/CANCELED, or a USER_INPUT: the step will not change any more
     settled: bool
+    #: ``str(key)``, made once
+    name: str = ""
 
     @property
     def tool_call(self) -> dict[str, Any]:
@@ -137,8 +140,26 @@ class Step:
         return isinstance(call, dict) and bool(call.get("id"))
 
 
+class Committed:
+    """What :func:`parse_step` returns for a step whose key is in the ``committed`` set it was given."""
+
+
+COMMITTED = Committed()
+
+
 def parse_step(raw: object) -> Step | None:
     """Read one step; ``None`` (with a log line) when ``raw`` is not a usable step."""
+    step = parse_new_step(raw, _NOTHING)
+    return step if type(step) is Step else None
+
+
+_NOTHING: frozenset[str] = frozenset()
+
+
+def parse_new_step(raw: object, committed: AbstractSet[str]) -> Step | Committed | None:
+    """:func:`parse_step`, or :data:`COMMITTED` when the step's key (``str(StepKey)``, under a real
+    trajectory: not a transcript's placeholder) is in ``committed``: decided on the key alone, before
+    the rest of the step is read (the reconciler's dedup of cumulative frames and re-read history)."""
     if not isinstance(raw, dict):
         log.warning("skipping a step that is not a JSON object: %s", type(raw).__name__)
         return None
@@ -172,9 +193,15 @@ def parse_step(raw: object) -> Step | None:
             log.warning("skipping a USER_INPUT step without metadata.executionId or createdAt")
             return None
         key = StepKey(trajectory_id, 0, execution_id)
+        name = f"{trajectory_id}/u:{execution_id}"
     else:
         index = info.get("stepIndex", 0)
-        key = StepKey(trajectory_id, index if type(index) is int else as_int(index))
+        if type(index) is not int:
+            index = as_int(index)
+        name = f"{trajectory_id}/{index}"
+        if committed and name in committed and not trajectory_id.startswith(PLACEHOLDER_PREFIX):
+            return COMMITTED
+        key = StepKey(trajectory_id, index)
     raw_status = raw.get("status")
     status = _SHORT_STATUSES.get(raw_status) if type(raw_status) is str else None
     if status is None:
@@ -192,6 +219,7 @@ def parse_step(raw: object) -> Step | None:
         metadata,
         body if type(body) is dict else as_dict(body),
         step_type == "USER_INPUT" or status in SETTLED_STATUSES,
+        name,
     )
 
 

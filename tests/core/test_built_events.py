@@ -111,6 +111,35 @@ def test_mutated_recordings_give_validated_models(seed: int) -> None:
         every_event(r.feed(raw))
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_a_step_is_known_committed_by_its_parsed_key_only(seed: int) -> None:
+    """The reconciler's dedup before parsing (``parse_new_step`` with the committed keys) names a step
+    committed only when its parsed key is: never hides a step that is not (mutated recordings, both
+    projections, placeholder trajectories)."""
+    rnd = random.Random(seed)
+    committed: set[str] = set()
+    for _ in range(30):
+        raw = fixture(rnd.choice(names()))
+        if rnd.random() < 0.5:
+            raw = stream_projection(raw)
+        if rnd.random() < 0.2:
+            raw["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"] = stamps.placeholder_trajectory("c")
+        raw = mutate(raw, rnd.randint(0, 10_000), rnd.choice(VALUES), rnd.random() < 0.5)
+        parsed = S.parse_step(raw)
+        decided = S.parse_new_step(raw, committed)
+        if parsed is None:
+            assert decided is None
+            continue
+        if decided is S.COMMITTED:
+            assert str(parsed.key) in committed and not stamps.is_placeholder(parsed.key.trajectory_id)
+        else:
+            assert isinstance(decided, S.Step) and decided.name == str(parsed.key) == str(decided.key)
+        if rnd.random() < 0.6:
+            committed.add(str(parsed.key))
+        if rnd.random() < 0.3:
+            committed.add(f"{parsed.key.trajectory_id}/{parsed.key.step_index + 1}")
+
+
 def test_built_goes_through_validation_when_the_fields_do_not_match() -> None:
     with pytest.raises(ValidationError):  # a required field missing: the validating constructor says so
         built(StatusChanged, {"id": "x", "cascade_id": "c", "step_key": "", "type": "status"}, {"id"})
@@ -140,6 +169,15 @@ def nest(value: Any, depth: int) -> Any:
 @example(["\udfff", {"k": "\udc00"}], 0, False)  # low surrogates (\udc00-\udfff) escaped too
 def test_safejson_fast_paths_equal_the_clean_route(value: Any, depth: int, sort_keys: bool) -> None:
     value = nest(value, depth)
+    for encode, options in ((safejson.encode, {}), (safejson.encode_sorted, {"sort_keys": True}),
+                            (safejson.canonical, {"sort_keys": True, "separators": (",", ":")})):  # fmt: skip
+        try:  # json's C encoder made once: json.dumps's text, or an error both ways
+            text = json.dumps(value, ensure_ascii=False, **options)  # type: ignore[arg-type]
+        except (ValueError, RecursionError):
+            with pytest.raises((ValueError, RecursionError)):
+                encode(value)
+        else:
+            assert encode(value) == text
     careful = json.dumps(safejson.clean(value), ensure_ascii=False, sort_keys=sort_keys)
     assert safejson.dumps(value, sort_keys=sort_keys) == careful
     text = json.dumps(value)  # \ud800 as an escape
