@@ -56,6 +56,13 @@ def _same(value: Any) -> Any:
 def request_digest(step: Step, kind: str, key: str, request: dict[str, Any]) -> str:
     """The digest of the request a WAITING ``step`` makes (``kind``, ``key``, ``request`` as
     :func:`agy_harness.core.gates.pending_request` found them)."""
+    return digest_and_clean(step, kind, key, request)[0]
+
+
+def digest_and_clean(step: Step, kind: str, key: str, request: dict[str, Any]) -> tuple[str, bool]:
+    """:func:`request_digest`, and whether the fields as agy sent them (``request`` among them) are
+    their own ``safejson.clean``: nothing in them to clean, so a copy of ``request`` is as clean as
+    the careful one."""
     # The canonical text of the fields as agy sent them is the cleaned fields' text whenever nothing
     # in it needs cleaning (no lone surrogate, nothing nested past clean's depth): one encode instead
     # of two copies and an encode. Anything else takes the careful way.
@@ -64,9 +71,10 @@ def request_digest(step: Step, kind: str, key: str, request: dict[str, Any]) -> 
         canonical = safejson.canonical(fields)
     except (TypeError, ValueError, RecursionError):
         fields, canonical = None, ""
-    if not canonical or not safejson.needs_no_cleaning(canonical, fields):
+    clean = bool(canonical) and safejson.needs_no_cleaning(canonical, fields)
+    if not clean:
         canonical = safejson.canonical(request_fields(step, kind, key, request))
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS], clean
 
 
 def timed_out(step: Step) -> bool:

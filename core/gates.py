@@ -92,10 +92,18 @@ def describe_other(key: str, step: Step) -> str:
 
 
 def gate_events(
-    step: Step, base: dict[str, Any], gate_id: str, pending: tuple[str, str, dict[str, Any]], digest: str
+    step: Step,
+    base: dict[str, Any],
+    gate_id: str,
+    pending: tuple[str, str, dict[str, Any]],
+    digest: str,
+    clean: bool = False,
 ) -> list[Event]:
     """The events opening the gate of ``step``; ``base`` carries id/cascade_id/step_key of the gate;
-    ``digest`` is its request's (:func:`agy_harness.core.binding.request_digest`)."""
+    ``digest`` is its request's (:func:`agy_harness.core.binding.request_digest`); ``clean``: the
+    request has nothing to clean (:func:`agy_harness.core.binding.digest_and_clean` said so), so the
+    event gets a copy of it as the validating constructor makes one (a new dict of the same values),
+    not a cleaned deep copy."""
     kind, key, request = pending
     # built without validating again: every value below is made of the field types (as_str, int,
     # tuples of models, a fresh clean dict); ``ports.events.built``
@@ -110,7 +118,9 @@ def gate_events(
         "questions": (),
         "permission": None,
         "interaction": safejson.clean_text(key),
-        "request": safejson.clean(request),  # agy's raw value: every event must encode
+        "request": dict(request)
+        if clean
+        else safejson.clean(request),  # agy's raw value: every event must encode
         "answerable": True,
         "digest": digest,
     }

@@ -35,7 +35,7 @@ from agy_harness.ports.events import (
 
 from . import stamps
 from . import steps as S
-from .binding import request_digest
+from .binding import digest_and_clean
 from .gates import gate_events, pending_request
 from .steps import Step
 
@@ -89,7 +89,7 @@ class Reconciler:
         self.skipped = 0  # steps skipped as unreadable
         #: step key -> (what its WAITING request was made of, its digest): a WAITING step is re-fed on
         #: every frame and poll that carries it; its digest is computed again only when it changed
-        self._digests: dict[str, tuple[tuple[Any, ...], str]] = {}
+        self._digests: dict[str, tuple[tuple[Any, ...], str, bool]] = {}
         #: step keys committed since a cursor journal last took them; None (nothing kept) until a
         #: journal starts taking them (without one it would only grow)
         self.committed_log: list[str] | None = None
@@ -425,7 +425,7 @@ class Reconciler:
             else:
                 reason = step.status.lower() or "gone"
             return [self._withdrawn(sk, gate_id, reason)]
-        digest = self._digest(step, sk, pending)
+        digest, clean = self._digest(step, sk, pending)
         current = gate_id_for(self.cascade_id, step.key, digest)
         if gate_id == current:
             return []
@@ -433,11 +433,12 @@ class Reconciler:
         out = [self._withdrawn(sk, gate_id, CHANGED)] if gate_id is not None else []
         self.state.gates[sk] = current
         return out + gate_events(
-            step, self._base(sk, f"gate/{digest[:GATE_DIGEST]}"), current, pending, digest
+            step, self._base(sk, f"gate/{digest[:GATE_DIGEST]}"), current, pending, digest, clean
         )
 
-    def _digest(self, step: Step, sk: str, pending: tuple[str, str, dict[str, Any]]) -> str:
-        """The request's digest, computed once per request (a dict comparison when it is re-fed)."""
+    def _digest(self, step: Step, sk: str, pending: tuple[str, str, dict[str, Any]]) -> tuple[str, bool]:
+        """The request's digest, and whether the request needs no cleaning, computed once per request
+        (a dict comparison when it is re-fed)."""
         made_of = (
             pending,
             step.body,
@@ -447,10 +448,10 @@ class Reconciler:
         )
         cached = self._digests.get(sk)
         if cached is not None and cached[0] == made_of:
-            return cached[1]
-        digest = request_digest(step, *pending)
-        self._digests[sk] = (made_of, digest)
-        return digest
+            return cached[1], cached[2]
+        digest, clean = digest_and_clean(step, *pending)
+        self._digests[sk] = (made_of, digest, clean)
+        return digest, clean
 
     def _withdrawn(self, sk: str, gate_id: str, reason: str) -> GateWithdrawn:
         tag = gate_id.rsplit("/", 1)[-1]

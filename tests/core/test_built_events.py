@@ -31,7 +31,7 @@ from agy_harness.core import steps as S
 from agy_harness.core.binding import DIGEST_CHARS, request_digest, request_fields
 from agy_harness.core.gates import pending_request
 from agy_harness.core.reconciler import Reconciler
-from agy_harness.ports.events import Event, StatusChanged, built
+from agy_harness.ports.events import Event, GateOpened, StatusChanged, built
 from tests.safety.test_fuzz_recordings import VALUES, mutate, to_text
 
 from .fixtures import fixture, names
@@ -225,6 +225,10 @@ def test_the_digest_fast_path_equals_the_careful_one(request: Any, body: Any, de
         pending = pending_request(step)
         assert pending is not None
         assert request_digest(step, *pending) == careful_digest(step, *pending)
+        # the gate's event carries agy's request as the careful clean copy has it, copied or cleaned
+        (opened,) = [e for e in Reconciler("c").feed(raw) if isinstance(e, GateOpened)]
+        assert json.dumps(opened.request) == json.dumps(safejson.clean(pending[2]))
+        assert opened.request is not pending[2]
 
 
 def round_trip_key(text: str) -> str:
