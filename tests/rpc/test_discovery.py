@@ -133,6 +133,31 @@ def test_proc_fallback_finds_our_own_listener() -> None:
     assert port not in proc_listen_ports(os.getpid())
 
 
+def test_the_kernels_listening_sockets_read_by_netlink_are_the_proc_tables() -> None:
+    """Each new connection to agy asks the kernel who listens on its port: through sock_diag (the
+    kernel walks its listening sockets only), the same sockets, owners and inodes as the /proc
+    tables (which list every socket of the machine: 10 ms a read with a thousand open)."""
+    from agy_harness.adapters.rpc import listeners as L
+
+    with socket.socket() as v4, socket.socket(socket.AF_INET6) as v6, socket.socket() as bound:
+        v4.bind(("127.0.0.1", 0))
+        v4.listen()
+        v6.bind(("::1", 0))
+        v6.listen()
+        bound.bind(("127.0.0.1", 0))  # bound, not listening: no listener
+        ours = {v4.getsockname()[1], v6.getsockname()[1], bound.getsockname()[1]}
+        found = L.diag_listeners()
+        assert found is not None  # Linux: netlink answers (CI runs here)
+        by_netlink = {x for x in found if x.port in ours}
+        by_proc = {x for x in L._proc_tables(L.PROC) or [] if x.port in ours}
+        assert by_netlink == by_proc
+        assert {x.port for x in by_netlink} == ours - {bound.getsockname()[1]}
+        assert {x.uid for x in by_netlink} == {os.getuid()}
+        port = v4.getsockname()[1]
+        assert L.listener_uids(port) == {os.getuid()}
+    assert L.listener_uids(port) == set()  # closed: nobody listens there
+
+
 def test_psutil_scanner_scoped_to_explicit_pid() -> None:
     scanner = PsutilScanner()
     (me,) = scanner.processes(pids=[os.getpid()])
