@@ -98,9 +98,13 @@ def dumps(value: Any) -> bytes:
     """Compact ASCII JSON that never fails on content: ASCII escapes carry any str (a lone surrogate
     too); what the encoder still refuses (over-deep nesting) goes through ``safejson.clean`` first."""
     try:
-        return json.dumps(value, separators=(",", ":")).encode("ascii")
+        return _compact(value).encode("ascii")
     except (ValueError, RecursionError):
         return json.dumps(clean(value), separators=(",", ":")).encode("ascii")
+
+
+#: ``json.dumps(value, separators=(",", ":"))``'s encoder, made once (json.dumps makes one a call)
+_compact = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def encode(rec: Record) -> bytes:

@@ -153,3 +153,45 @@ async def test_a_step_of_another_conversation_on_ours_is_routed_not_fed_to_ours(
     assert [c for c, _ in routed] == ["child-cascade"]
     assert [e.type for e in sink.events if e.type == "assistant_message"] == []  # not ours
     assert any(e.type == "user_message" and e.cascade_id == CASCADE for e in sink.events)
+
+
+async def test_the_journal_resumes_the_very_state_the_session_had(tmp_path: Any) -> None:
+    """The journal is written from the mapper state's own values (``journal_state``, not a dump per
+    delivery): a session that streamed, opened and withdrew gates and committed every recording
+    resumes, in another process, the state a whole dump would have saved."""
+    import copy
+
+    from agy_harness.adapters.store.cursor_file import FileCursorStore
+    from agy_harness.composition.service.emitter import journal_state
+    from tests.core.fixtures import names
+
+    store = FileCursorStore(tmp_path)
+    emitter = Emitter(
+        Conversation(CASCADE, store),
+        snapshot=MemorySnapshot(),
+        sink=RecordingSink(),
+        options=FAST,
+        cursor_store=store,
+        clock=FakeClock(),
+    )
+    st = emitter.conversation.reconciler.state
+    frames = []
+    done = fixture("stream_planner_text_done")
+    done["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = 999  # a later reply
+    for k in range(1, 4):  # a reply streaming (live text), left open
+        frame = copy.deepcopy(done)
+        frame["plannerResponse"]["modifiedResponse"] = "lorem ipsum " * k
+        frame["status"] = "CORTEX_STEP_STATUS_GENERATING"
+        frames.append(frame)
+    waiting = fixture("run_command_waiting")  # a gate: live only, not in the cursor (re-fed on resume)
+    waiting["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = 1000
+    for batch in ([fixture(n) for n in names()], frames):
+        await emitter.apply(StepBatch(cascade_id=CASCADE, steps=tuple(batch), snapshot=False, source="t"))
+        assert journal_state(st) == st.model_dump(mode="json", exclude={"committed"})
+    assert st.live and st.status == "running"
+    resumed = FileCursorStore(tmp_path).load(CASCADE)
+    assert resumed is not None
+    assert resumed.state == st.model_dump(mode="json") | {"committed": resumed.state["committed"]}
+    assert set(resumed.committed) == st.committed
+    await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(waiting,), snapshot=False, source="t"))
+    assert st.gates and journal_state(st) == st.model_dump(mode="json", exclude={"committed"})
