@@ -230,13 +230,14 @@ class Reconciler:
     # model's field order, so pydantic does not validate them again (``ports.events.built``).
 
     def _status_event(self, sk: str, suffix: str, status: RunStatus, reason: str) -> StatusChanged:
-        values: dict[str, Any] = {
+        values = {
             "id": f"{sk}/{suffix}",
             "cascade_id": self.cascade_id,
             "step_key": sk,
             "type": "status",
+            "status": status,
+            "reason": reason,
         }
-        values["status"], values["reason"] = status, reason
         return built(StatusChanged, values, _STATUS_SET)
 
     def _status(self, sk: str, status: RunStatus, reason: str = "") -> StatusChanged:
@@ -305,9 +306,15 @@ class Reconciler:
     def _assistant(
         self, sk: str, suffix: str, text: str, message_id: str, is_error: bool, fields: set[str]
     ) -> AssistantMessage:
-        values: dict[str, Any] = {"id": f"{sk}/{suffix}", "cascade_id": self.cascade_id, "step_key": sk}
-        values["type"], values["text"], values["message_id"] = "assistant_message", text, message_id
-        values["is_error"] = is_error
+        values = {
+            "id": f"{sk}/{suffix}",
+            "cascade_id": self.cascade_id,
+            "step_key": sk,
+            "type": "assistant_message",
+            "text": text,
+            "message_id": message_id,
+            "is_error": is_error,
+        }
         return built(AssistantMessage, values, fields)
 
     def _stream(
@@ -389,22 +396,26 @@ class Reconciler:
         name = S.tool_name(step)
         out = self._ensure_running(sk)
         cascade_id = self.cascade_id
-        call: dict[str, Any] = {
+        call = {
             "id": f"{sk}/call",
             "cascade_id": cascade_id,
             "step_key": sk,
             "type": "tool_call",
+            "call_id": sk,
+            "name": name,
+            "arguments": S.tool_arguments(step),
         }
-        call["call_id"], call["name"], call["arguments"] = sk, name, S.tool_arguments(step)
         out.append(built(ToolCall, call, _CALL_SET))
-        result: dict[str, Any] = {
+        result = {
             "id": f"{sk}/result",
             "cascade_id": cascade_id,
             "step_key": sk,
             "type": "tool_result",
+            "call_id": sk,
+            "name": name,
+            "output": S.tool_output(step),
+            "is_error": step.status != "DONE",
         }
-        result["call_id"], result["name"], result["output"] = sk, name, S.tool_output(step)
-        result["is_error"] = step.status != "DONE"
         out.append(built(ToolResult, result, _RESULT_SET))
         return out
 

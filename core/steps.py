@@ -340,8 +340,17 @@ def _from_body(name: str, body: dict[str, Any]) -> tuple[bool, Any]:
     value = body[key]
     # ``AbsolutePath`` is a path; its typed body field ``absolutePathUri`` is a file:// URI.
     if not exact and key.lower().endswith("uri") and isinstance(value, str) and value.startswith("file://"):
-        value = unquote(urlparse(value).path)
+        value = file_uri_path(value)
     return True, value
+
+
+def file_uri_path(uri: str) -> str:
+    """The path of a ``file://`` URI: ``unquote(urlparse(uri).path)``, without urlparse where the URI
+    is a plain ``file:///path`` (no host, query or fragment)."""
+    rest = uri[7:]
+    if rest.startswith("/") and rest.isprintable() and "?" not in rest and "#" not in rest:
+        return unquote(rest)  # (urlparse drops tabs and line breaks: not printable)
+    return unquote(urlparse(uri).path)
 
 
 def _body_field(name: str, keys: tuple[str, ...]) -> tuple[str, bool] | None:

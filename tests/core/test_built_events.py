@@ -231,6 +231,20 @@ def test_the_digest_fast_path_equals_the_careful_one(request: Any, body: Any, de
         assert opened.request is not pending[2]
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(["/", "a", "é", "%", "2", "0", "?", "#", ";", ":", " ", "\t", "\n", "\x00"])
+    )
+)
+@example("//host/a")
+def test_a_file_uri_path_equals_urlparses(rest: str) -> None:
+    from urllib.parse import unquote, urlparse
+
+    uri = "file://" + rest
+    assert S.file_uri_path(uri) == unquote(urlparse(uri).path)
+
+
 def round_trip_key(text: str) -> str:
     parsed = stamps.parse_time(text)
     if parsed == stamps.parse_time(""):
