@@ -1,0 +1,34 @@
+"""The README's benchmark table is the last whole run's (benchmarks/last_run.json, written by
+``python benchmarks/run_all.py``), row for row: a claim in the README is a benchmark row that
+reproduces, never an edited one. Runs no benchmark."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import goals  # noqa: E402
+
+
+def test_the_readmes_table_is_the_last_runs() -> None:
+    run = json.loads((ROOT / "benchmarks" / "last_run.json").read_text())
+    readme = (ROOT / "README.md").read_text()
+    start, end = readme.index(goals.BEGIN), readme.index(goals.END) + len(goals.END)
+    assert readme[start:end] == goals.table(run)
+
+
+def test_the_last_run_has_every_target_of_issue_22() -> None:
+    run = json.loads((ROOT / "benchmarks" / "last_run.json").read_text())
+    assert run["rows"] == [list(r) for r in goals.rows(run["figures"])]  # the rows are the figures'
+    targets = " ".join(t for t, _, _ in run["rows"])
+    for goal in ("mapper", "end to end", "… and CPU", "steady CPU per appended step", "p50", "p99",
+                 "loop lag p99", "cursor store"):  # fmt: skip
+        assert goal in targets, goal
+    for target, measured, verdict in run["rows"]:  # a ratio over repetitions says its spread
+        if "×" in measured and "(one run)" not in measured and "runs)" not in measured:
+            raise AssertionError(f"{target}: {measured} has no spread")
+        assert verdict.startswith(("met", "MISSED", "within the spread")), verdict
