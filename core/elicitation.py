@@ -16,6 +16,7 @@ from agy_harness.ports.protocols import GateAnswer
 
 from . import steps as S
 from .answers import Allow, CheckedAnswer, Choose, Deny, Refuse, Response, Verdict, loose_verdict
+from .arguments import multi_select_flags
 from .binding import request_digest, timed_out
 from .gates import asked
 
@@ -165,7 +166,7 @@ def with_poll_details(gate: GateOpened, raws: list[Any]) -> GateOpened:
             gate.step_index,
         ):
             continue
-        flags = S.multi_select_flags(step)
+        flags = multi_select_flags(step)
         if not flags:
             return gate
         questions = tuple(

@@ -26,11 +26,12 @@ from agy_harness.ports.events import (
 
 from . import safejson
 from . import steps as S
+from .arguments import multi_select_flags
 from .steps import Step
 
 
 def _questions(step: Step, request: dict[str, Any]) -> tuple[Question, ...]:
-    flags = S.multi_select_flags(step)
+    flags = multi_select_flags(step)
     questions = []
     for i, q in enumerate(S.as_list(request.get("questions"))):
         q = S.as_dict(q)

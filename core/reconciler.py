@@ -15,12 +15,9 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
-    GateWithdrawn,
     ModelChanged,
     ReasoningDelta,
     RunStatus,
@@ -35,51 +32,16 @@ from agy_harness.ports.events import (
 
 from . import stamps
 from . import steps as S
-from .binding import digest_and_clean
-from .gates import gate_events, pending_request
+from .arguments import tool_arguments
+from .gate_book import CHANGED as CHANGED
+from .gate_book import GATE_DIGEST as GATE_DIGEST
+from .gate_book import GateBook
+from .gate_book import gate_id_for as gate_id_for
+from .mapper_state import LiveText as LiveText
+from .mapper_state import MapperState as MapperState
 from .steps import Step
 
 log = logging.getLogger("agy_harness.core.reconciler")
-
-
-class LiveText(BaseModel):
-    """What has been streamed so far for one planner step."""
-
-    message_id: str
-    text: str = ""
-    text_index: int = 0
-    thinking: str = ""
-    thinking_index: int = 0
-
-
-class MapperState(BaseModel):
-    """The reconciler's memory. On the hot path the reconciler writes its fields (and a
-    :class:`LiveText`'s) through ``vars()``: pydantic's ``__setattr__`` cost more than the rest of a
-    step, and the values are the reconciler's own, of the field types (no validation is skipped:
-    these models do not validate assignments)."""
-
-    committed: set[str] = Field(default_factory=set)
-    live: dict[str, LiveText] = Field(default_factory=dict)
-    gates: dict[str, str] = Field(default_factory=dict)  # step key -> gate id, while WAITING
-    status: RunStatus | None = None
-    turn: str = ""  # step key of the USER_INPUT that opened the current turn
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    model: str = ""
-    #: the conversation's real trajectory id, once seen (steps from agy's current transcript name
-    #: none: their placeholder trajectory is mapped to it)
-    trajectory_id: str = ""
-
-
-def gate_id_for(cascade_id: str, key: S.StepKey, digest: str) -> str:
-    """A gate's id names its step AND its request: another request at the same step is another gate."""
-    return f"{cascade_id}/{key.trajectory_id}/{key.step_index}/{digest[:GATE_DIGEST]}"
-
-
-GATE_DIGEST = 12  # digest characters in a gate id
-#: why a gate is withdrawn when the request of its step changed while it waited
-CHANGED = "changed: agy now asks something else"
 
 
 class Reconciler:
@@ -87,9 +49,7 @@ class Reconciler:
         self.cascade_id = cascade_id
         self.state = state if state is not None else MapperState()
         self.skipped = 0  # steps skipped as unreadable
-        #: step key -> (what its WAITING request was made of, its digest): a WAITING step is re-fed on
-        #: every frame and poll that carries it; its digest is computed again only when it changed
-        self._digests: dict[str, tuple[tuple[Any, ...], str, bool]] = {}
+        self._gates = GateBook(cascade_id)  # the open gates' bookkeeping (its digests memo)
         #: step keys committed since a cursor journal last took them; None (nothing kept) until a
         #: journal starts taking them (without one it would only grow)
         self.committed_log: list[str] | None = None
@@ -207,7 +167,8 @@ class Reconciler:
 
     def _map(self, step: Step, sk: str) -> list[Event]:
         # a gate opens only on a WAITING step, and is withdrawn only where one is open
-        gate_events = self._gate(step, sk) if step.status == "WAITING" or sk in self.state.gates else []
+        gates = self.state.gates
+        gate_events = self._gates.events(step, sk, gates) if step.status == "WAITING" or sk in gates else []
         step_type = step.type
         if step_type == "USER_INPUT":
             out = self._user_input(step, sk)
@@ -222,9 +183,6 @@ class Reconciler:
                 log.debug("ignoring unsettled %s step %s", step_type, sk)
             return gate_events
         return out + gate_events if gate_events else out
-
-    def _base(self, sk: str, suffix: str) -> dict[str, Any]:
-        return {"id": f"{sk}/{suffix}", "cascade_id": self.cascade_id, "step_key": sk}
 
     # The events below are built from values this module made of the field types, listed in each
     # model's field order, so pydantic does not validate them again (``ports.events.built``).
@@ -403,7 +361,7 @@ class Reconciler:
             "type": "tool_call",
             "call_id": sk,
             "name": name,
-            "arguments": S.tool_arguments(step),
+            "arguments": tool_arguments(step),
         }
         out.append(built(ToolCall, call, _CALL_SET))
         result = {
@@ -418,61 +376,6 @@ class Reconciler:
         }
         out.append(built(ToolResult, result, _RESULT_SET))
         return out
-
-    # -- gates -----------------------------------------------------------------------------
-
-    def _gate(self, step: Step, sk: str) -> list[Event]:
-        pending = pending_request(step)
-        gate_id = self.state.gates.get(sk)
-        if pending is None:
-            if gate_id is None:
-                return []
-            del self.state.gates[sk]
-            self._digests.pop(sk, None)
-            if S.interaction_response(step) is not None or step.status in ("RUNNING", "DONE"):
-                reason = "answered"
-            elif step.status == "ERROR":
-                reason = "timed out"
-            else:
-                reason = step.status.lower() or "gone"
-            return [self._withdrawn(sk, gate_id, reason)]
-        digest, clean = self._digest(step, sk, pending)
-        current = gate_id_for(self.cascade_id, step.key, digest)
-        if gate_id == current:
-            return []
-        # a new gate; or the step's request changed under its card: that card is withdrawn first
-        out = [self._withdrawn(sk, gate_id, CHANGED)] if gate_id is not None else []
-        self.state.gates[sk] = current
-        return out + gate_events(
-            step, self._base(sk, f"gate/{digest[:GATE_DIGEST]}"), current, pending, digest, clean
-        )
-
-    def _digest(self, step: Step, sk: str, pending: tuple[str, str, dict[str, Any]]) -> tuple[str, bool]:
-        """The request's digest, and whether the request needs no cleaning, computed once per request
-        (a dict comparison when it is re-fed)."""
-        made_of = (
-            pending,
-            step.body,
-            step.raw.get("runCommand"),
-            step.metadata.get("executionId"),
-            step.type,
-        )
-        cached = self._digests.get(sk)
-        if cached is not None and cached[0] == made_of:
-            return cached[1], cached[2]
-        digest, clean = digest_and_clean(step, *pending)
-        self._digests[sk] = (made_of, digest, clean)
-        return digest, clean
-
-    def _withdrawn(self, sk: str, gate_id: str, reason: str) -> GateWithdrawn:
-        tag = gate_id.rsplit("/", 1)[-1]
-        values: dict[str, Any] = {
-            "id": f"{sk}/gate/{tag}/withdrawn",
-            "cascade_id": self.cascade_id,
-            "step_key": sk,
-        }
-        values["type"], values["gate_id"], values["reason"] = "gate_withdrawn", gate_id, reason
-        return built(GateWithdrawn, values, _WITHDRAWN_SET)
 
 
 _NONE: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # no aliases
@@ -496,4 +399,3 @@ _USAGE_SET = {
 }
 _CALL_SET = {*_BASE, "call_id", "name", "arguments"}
 _RESULT_SET = {*_BASE, "call_id", "name", "output", "is_error"}
-_WITHDRAWN_SET = {*_BASE, "gate_id", "reason"}

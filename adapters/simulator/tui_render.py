@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from agy_harness.core.arguments import tool_arguments
 from agy_harness.core.steps import (
     Step,
     as_dict,
@@ -17,7 +18,6 @@ from agy_harness.core.steps import (
     as_str,
     parse_step,
     planner_text,
-    tool_arguments,
     tool_name,
     user_text,
     waiting_interaction,

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from agy_harness.adapters.simulator.steps import stream_projection
 from agy_harness.core import safejson, stamps
 from agy_harness.core import steps as S
+from agy_harness.core.arguments import file_uri_path
 from agy_harness.core.binding import DIGEST_CHARS, request_digest, request_fields
 from agy_harness.core.gates import pending_request
 from agy_harness.core.reconciler import Reconciler
@@ -242,7 +243,7 @@ def test_a_file_uri_path_equals_urlparses(rest: str) -> None:
     from urllib.parse import unquote, urlparse
 
     uri = "file://" + rest
-    assert S.file_uri_path(uri) == unquote(urlparse(uri).path)
+    assert file_uri_path(uri) == unquote(urlparse(uri).path)
 
 
 def round_trip_key(text: str) -> str:
