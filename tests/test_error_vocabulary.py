@@ -64,8 +64,8 @@ def test_method_missing_is_said_once() -> None:
     }
     for gone in ("TurnSendUnavailable", "method_missing", "_is_not_found"):
         assert not [name for name, text in sources.items() if gone in text], gone
-    # the one place a 404 is read: where the RPC client makes its error
-    assert [name for name, text in sources.items() if "== 404" in text] == ["adapters/rpc/client.py"]
+    # the one place a 404 is read: where the RPC adapter classifies agy's failures
+    assert [name for name, text in sources.items() if "== 404" in text] == ["adapters/rpc/classify.py"]
 
 
 @pytest.mark.parametrize(

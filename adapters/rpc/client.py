@@ -42,6 +42,7 @@ from yarl import URL
 from agy_harness.core import safejson
 
 from .bounded import MAX_BODY, MAX_STRING, BodyTooLarge, read_body
+from .classify import error_from_response, raise_trailer, transport_error
 from .codec import (
     FLAG_END_STREAM,
     HEADER_SIZE,
@@ -56,11 +57,6 @@ from .errors import (
     CompressedFrameRefused,
     NonLoopbackError,
     RpcBadResponse,
-    RpcError,
-    RpcInputNotRegistered,
-    RpcMethodNotFound,
-    RpcTimeout,
-    RpcUnreachable,
     StreamBroken,
 )
 from .listeners import is_loopback_host, listener_problem
@@ -76,18 +72,6 @@ ERROR_BYTES = 64 * 1024  # of an error answer's body: its code and message
 MAX_TRAILER = 1 << 20  # bytes of an end-of-stream trailer a probe reads
 
 # connect protocol: HTTP status -> code, for error bodies that carry no code
-_STATUS_CODES = {
-    400: "internal",
-    401: "unauthenticated",
-    403: "permission_denied",
-    404: "unimplemented",
-    408: "deadline_exceeded",
-    429: "unavailable",
-    502: "unavailable",
-    503: "unavailable",
-    504: "unavailable",
-}
-
 # The transport failures aiohttp raises (ClientError covers connect, TLS, disconnects, payload errors).
 _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, ssl.SSLError)
 
@@ -117,35 +101,6 @@ def check_loopback(base_url: str) -> URL:
     if url.scheme not in ("http", "https") or not host or not is_loopback_host(host):
         raise NonLoopbackError(f"refusing non-loopback agy URL {base_url!r}")
     return url
-
-
-def error_from_response(method: str, status: int, body: bytes) -> RpcError:
-    """Map a non-2xx connect answer (JSON {"code","message"} or anything else) to a typed error."""
-    code = _STATUS_CODES.get(status, "unknown")
-    message = body[:500].decode(errors="replace").strip()
-    try:
-        parsed = safejson.loads(body)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, dict):
-        code = str(parsed.get("code") or code)
-        message = str(parsed.get("message") or message)
-    return make_error(method, status, code, message)
-
-
-def make_error(method: str, status: int, code: str, message: str) -> RpcError:
-    cls: type[RpcError] = RpcError
-    if status == 404 or code == "unimplemented":
-        cls = RpcMethodNotFound
-    elif "input not registered" in message.lower():
-        cls = RpcInputNotRegistered
-    return cls(method, status, code, message)
-
-
-def _transport_error(method: str, exc: BaseException) -> RpcError:
-    if isinstance(exc, TimeoutError):
-        return RpcTimeout(method, 0, "deadline_exceeded", str(exc) or "deadline exceeded")
-    return RpcUnreachable(method, 0, "unavailable", str(exc) or type(exc).__name__)
 
 
 def _http_version(resp: aiohttp.ClientResponse) -> str:
@@ -292,7 +247,7 @@ class RpcClient:
                 raise RpcBadResponse(method, status, "resource_exhausted", str(exc)) from exc
             except (*_TRANSPORT_ERRORS, TimeoutError) as exc:
                 self.reset_pool()
-                raise _transport_error(method, exc) from exc
+                raise transport_error(method, exc) from exc
         if not 200 <= status < 300:
             raise error_from_response(method, status, data)
         if not data.strip():
@@ -324,7 +279,7 @@ class RpcClient:
                     resp = await http.post(self.url(method), data=encode_envelope(body), headers=headers)
             except (*_TRANSPORT_ERRORS, TimeoutError) as exc:
                 self.reset_pool()
-                raise _transport_error(method, exc) from exc
+                raise transport_error(method, exc) from exc
             frames = self._frames(method, resp, progress or StreamProgress())
             try:
                 async for frame in frames:
@@ -361,7 +316,7 @@ class RpcClient:
                             if length > MAX_TRAILER:
                                 raise StreamBroken(method, resp.status, "internal", "oversized trailer")
                             frame = decode_payload(header[0], await resp.content.readexactly(length))
-                            _raise_trailer(method, resp.status, frame)
+                            raise_trailer(method, resp.status, frame)
                     finally:
                         resp.close()
             except asyncio.IncompleteReadError as exc:
@@ -370,7 +325,7 @@ class RpcClient:
                 ) from exc
             except (*_TRANSPORT_ERRORS, TimeoutError) as exc:
                 self.reset_pool()
-                raise _transport_error(method, exc) from exc
+                raise transport_error(method, exc) from exc
 
     async def _frames(
         self, method: str, resp: aiohttp.ClientResponse, progress: StreamProgress
@@ -391,7 +346,7 @@ class RpcClient:
                     if frame.bad is BadFrame.COMPRESSED:
                         raise CompressedFrameRefused(method, resp.status, "internal", frame.detail)
                     if frame.is_trailer:
-                        _raise_trailer(method, resp.status, frame)
+                        raise_trailer(method, resp.status, frame)
                         return
                     yield frame
             decoder.close()
@@ -429,11 +384,3 @@ class _Pool:
     http: aiohttp.ClientSession
     inflight: int = 0
     retired: bool = False
-
-
-def _raise_trailer(method: str, status: int, frame: Frame) -> None:
-    if frame.bad is not None:
-        raise StreamBroken(method, status, "internal", f"bad end-of-stream trailer: {frame.bad}")
-    error = frame.trailer_error
-    if error is not None:
-        raise make_error(method, status, str(error.get("code") or "unknown"), str(error.get("message") or ""))
