@@ -277,7 +277,7 @@ class OmnigentSink(GateAsks):
                 if outcome in ("held", "timeout"):
                     return 0
             self._count([event], outcome)
-            await self._after(event)
+            await self._after(event, shown=outcome == "ok")
             return 1
         run: list[tuple[Event, Wire | None]] = [(event, bodies[0])]
         for j in range(start + 1, min(len(events), start + self.batch_size)):
@@ -305,7 +305,7 @@ class OmnigentSink(GateAsks):
                 self.stats.not_posted += 1
             else:
                 self._count([done], outcome)
-            await self._after(done)
+            await self._after(done, shown=posted is not None and outcome == "ok")
         if outcome == "ok":
             self.stats.requests += 1
         return len(run)
@@ -330,7 +330,7 @@ class OmnigentSink(GateAsks):
                 self._count([event], outcome)
                 if outcome == "ok":
                     self.stats.requests += 1
-            await self._after(event)
+            await self._after(event, shown=body is not None and outcome == "ok")
             done += 1
         return done
 
@@ -341,13 +341,18 @@ class OmnigentSink(GateAsks):
             self.stats.dropped += len(run)
             self.stats.rejected_bodies.extend(e.id for e in run)
 
-    async def _after(self, event: Event) -> None:
+    async def _after(self, event: Event, *, shown: bool) -> None:
+        """Note what a delivered event changes; ``shown``: its body went out and omnigent took it."""
         if isinstance(event, Usage):
             session = (
                 self.session_id if event.cascade_id == self._main else self._sessions.get(event.cascade_id)
             )
             self._usage.accepted(event, session or "")
-        if isinstance(event, TextDelta):
+        if isinstance(event, TextDelta) and shown:
+            # only a delta omnigent got starts (or goes on with) a preview: a moot one never does, or
+            # the message's later deltas, in a later request of the same delivery (its run of events
+            # cut by a sub-agent's or a gate's), would go out as a preview without its start, which
+            # omnigent (matching previews to stored messages by text) never retires
             self._replies.delta(event.message_id, event.index, event.delta)
         if isinstance(event, AssistantMessage):
             self._replies.commit(event.message_id, event.text)
