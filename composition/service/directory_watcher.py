@@ -124,11 +124,16 @@ class DirectoryWatcher:
             return False
         return not self.subagents.running(summaries)
 
-    async def _tick(self, interval: float) -> bool:
-        """Sleep until the next multiple of ``interval`` on the clock; False when woken early."""
+    async def _tick(self, interval: float, *, wakeable: bool = True) -> bool:
+        """Sleep until the next multiple of ``interval`` on the clock; False when woken early (by a
+        delivery; never when not ``wakeable``)."""
         delay = interval - self.clock.monotonic() % interval
         if delay < interval / 1000:  # on a tick already (or a float's rounding short of it): the next
             delay += interval
+        if not wakeable:
+            await self.clock.sleep(delay)
+            self._wake.clear()
+            return True
         if self._wake.is_set():
             return False
         return not await self.clock.wait(self._wake, delay)
@@ -139,9 +144,8 @@ class DirectoryWatcher:
         interval = base
         while True:
             if not await self._tick(interval):  # delivered events: check on the next short tick
-                self._wake.clear()
                 interval = base
-                await self._tick(base)
+                await self._tick(base, wakeable=False)  # (not cut short by the next delivery)
             self._wake.clear()
             self.checks += 1
             try:

@@ -211,10 +211,10 @@ class TickLog:
         self.watcher = watcher
         self.wake_after = wake_after
 
-    async def __call__(self, interval: float) -> bool:
+    async def __call__(self, interval: float, *, wakeable: bool = True) -> bool:
         self.asked.append(interval)
         await asyncio.sleep(0)
-        return len(self.asked) != self.wake_after  # False: woken by a delivery
+        return not wakeable or len(self.asked) != self.wake_after  # False: woken by a delivery
 
 
 async def run_ticks(watcher: DirectoryWatcher, ticks: TickLog, n: int) -> list[float]:
@@ -301,3 +301,48 @@ async def test_a_conversation_another_session_claimed_is_no_clear_and_unsafe_cla
     unsafe = [text for _, text, _ in emitter.notices if "claims cannot be read safely" in text]
     assert len(unsafe) == 1 and "writable by other users" in unsafe[0]
     assert set(rotations.targets) == {"mine"}
+
+
+async def test_a_busy_stream_lists_agys_conversations_once_a_tick() -> None:
+    """While the stream delivers step after step, the directory is checked at the next tick after a
+    delivery (every ``directory_interval``), not after every delivery: the short tick used to be cut
+    short by the next delivery, so a stream delivering every 10 ms listed agy's conversations about
+    a hundred times a second (each a GetAllCascadeTrajectories: most of the CPU of a steady stream)."""
+    from agy_harness.adapters.simulator import Simulator
+    from agy_harness.adapters.sinks.queue import QueueSink
+    from agy_harness.composition.root.session import open_session
+
+    async with Simulator(profile="1.0.10", pace=0) as sim:
+        c = sim._cascade(sim.cascade_id)
+        listed = 0
+        summaries = sim.trajectory_summaries
+
+        def counted() -> dict[str, dict[str, Any]]:
+            nonlocal listed
+            listed += 1
+            return summaries()
+
+        sim.trajectory_summaries = counted  # type: ignore[method-assign]
+        sink = QueueSink()
+        async with open_session(base_url=sim.base_url, cascade_id=sim.cascade_id, sink=sink):
+
+            async def turn() -> None:  # agy at work, a step every 10 ms for 1.5 s
+                for _ in range(150):
+                    step = fixture("stream_run_command_done")
+                    step["metadata"]["sourceTrajectoryStepInfo"].update(
+                        trajectoryId=c.trajectory_id, cascadeId=c.id, stepIndex=len(c.steps)
+                    )
+                    sim._append(c, step)
+                    await asyncio.sleep(0.01)
+
+            await asyncio.sleep(0.2)
+            before = listed
+            c.worker = asyncio.create_task(turn())
+            await c.worker
+            c.worker = None
+            during = listed - before
+            delivered = 0
+            while not sink.queue.empty():
+                delivered += sink.queue.get_nowait().type == "tool_result"
+        assert delivered == 150
+        assert 1 <= during <= 4, during  # 1.5 s at one listing a second (1.0 s default)
