@@ -15,6 +15,8 @@ async def test_a_sub_agent_is_streamed_and_the_session_keeps_working(sim: Simula
     sink = RecordingSink()
     async with harness_on(sim, sink) as session:
         await run_turn(session, sink, "start a subagent to review the code")
+        # the child is linked when agy's listing shows it, which may come after the parent's turn ended
+        await sink.wait_for(lambda: any(e.type == "subagent" for e in sink.events), timeout=10)
         [link] = [e for e in sink.events if e.type == "subagent"]
         child = link.child_cascade_id  # type: ignore[attr-defined]
         await sink.wait_for(
