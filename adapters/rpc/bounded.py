@@ -48,6 +48,43 @@ def _match_end(pattern: re.Pattern[bytes], data: bytes, pos: int, endpos: int) -
     return found.end() if found is not None else pos
 
 
+def _short_strings_end(chunk: bytes, pos: int, stop: int) -> int:
+    """Where the JSON of ``chunk[pos:stop]`` (``pos`` outside a string) stops being whole strings and
+    the bytes between them: ``stop`` when it ends outside a string, else the opening quote of the
+    string that goes on past ``stop`` -- what ``_SHORT_STRINGS`` matches, by counting in C instead of
+    matching token by token (a quarter of the cost).
+
+    A quote is escaped when an odd run of backslashes precedes it; ``count`` of a run of ``m``
+    backslashes and a quote counts the quotes preceded by ``m`` or more, so the escaped ones are
+    ``c1 - c2 + c3 - ...``, and the quotes left open or close the strings. (Outside strings JSON has
+    no backslash, so a run never reaches back past ``pos``. A document with one there is no JSON:
+    its decode fails whatever is cut. Long runs, or a string with many escaped quotes at the end,
+    take the regex.)"""
+    quotes = chunk.count(b'"', pos, stop)
+    if not quotes:
+        return stop
+    escaped, sign = 0, 1
+    for run in _RUNS:
+        found = chunk.count(run, pos, stop)
+        if not found:
+            break
+        escaped += sign * found
+        sign = -sign
+    else:
+        return _match_end(_SHORT_STRINGS, chunk, pos, stop)
+    if (quotes - escaped) % 2 == 0:
+        return stop
+    quote = stop
+    for _ in range(16):  # the last quote that is not escaped opens the string left open
+        quote = chunk.rfind(b'"', pos, quote)
+        if quote < 0 or not _odd_run(chunk, pos, quote, False):
+            return max(quote, pos)
+    return _match_end(_SHORT_STRINGS, chunk, pos, stop)
+
+
+_RUNS = tuple(b"\\" * m + b'"' for m in range(1, 9))
+
+
 def _odd_run(chunk: bytes, start: int, stop: int, carried: bool) -> bool:
     """Whether ``chunk[start:stop]`` ends in an odd run of backslashes (``carried``: the content
     before ``start`` did, which counts when the run reaches back to ``start``)."""
@@ -130,7 +167,7 @@ class StringCutter:
             if not self._in_string:
                 # fast path (C speed): JSON whose strings all close within one window -- shorter than
                 # the window, so none is cut; it stops before a string that goes on past the window
-                stop = _match_end(_SHORT_STRINGS, chunk, pos, min(end, pos + window))
+                stop = _short_strings_end(chunk, pos, min(end, pos + window))
                 if stop > pos:
                     self._emit(view[pos:stop])
                     pos = stop

@@ -66,3 +66,26 @@ def test_over_the_body_limit_nothing_is_kept() -> None:
     cutter = StringCutter(8, 100)
     cutter.feed(json.dumps([["y" * 5] * 50]).encode())
     assert cutter.over and cutter.result() == b""
+
+
+nested = st.recursive(values, lambda inner: inner.map(json.dumps), max_leaves=3)  # JSON in strings: runs of \
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=nested, ascii_=st.booleans())
+def test_the_counting_fast_path_stops_where_the_token_regex_does(value: Any, ascii_: bool) -> None:
+    """The fast path counts quotes and backslash runs in C; on any JSON it stops exactly where the
+    regex that matches it token by token stops, for every window end."""
+    from agy_harness.adapters.rpc.bounded import _SHORT_STRINGS, _match_end, _short_strings_end
+
+    data = json.dumps([value, {"k": value}], ensure_ascii=ascii_).encode()
+    for stop in range(len(data) + 1):
+        assert _short_strings_end(data, 0, stop) == _match_end(_SHORT_STRINGS, data, 0, stop), stop
+
+
+def test_deep_backslash_runs_take_the_regex() -> None:
+    text = json.dumps(["a" + "\\" * 40 + '"', "b"]).encode()
+    from agy_harness.adapters.rpc.bounded import _SHORT_STRINGS, _match_end, _short_strings_end
+
+    for stop in range(len(text) + 1):
+        assert _short_strings_end(text, 0, stop) == _match_end(_SHORT_STRINGS, text, 0, stop)
