@@ -222,6 +222,7 @@ def event_to_json(event: Event) -> dict[str, Any]:
 E = TypeVar("E", bound=BaseModel)
 
 _new = object.__new__
+_FIELD_COUNTS: dict[type[BaseModel], int] = {}  # fields per model class (a few dozen classes)
 
 
 def _slot_setter(name: str) -> Any:
@@ -250,7 +251,10 @@ def built(cls: type[E], values: dict[str, Any], fields_set: set[str]) -> E:
     ``values`` that does not hold exactly the model's fields goes through the validating constructor
     (so a field added to a model later is never left out). The core's tests re-validate, strictly,
     every event it makes."""
-    if len(values) != len(cls.__pydantic_fields__):
+    count = _FIELD_COUNTS.get(cls)
+    if count is None:  # (a class attribute of a model reads slowly: its metaclass is in the way)
+        count = _FIELD_COUNTS[cls] = len(cls.__pydantic_fields__)
+    if len(values) != count:
         return cls(**{k: values[k] for k in fields_set if k in values})
     event: E = _new(cls)
     _set_dict(event, values)
