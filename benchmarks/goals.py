@@ -29,6 +29,13 @@ def spread(ratios: Sequence[float]) -> str:
     return f"{statistics.median(r):.2f}× ({min(r):.2f}–{max(r):.2f} over {len(r)} runs)"
 
 
+def _ms_spread(figures: Sequence[float]) -> str:
+    r = list(figures)
+    if len(r) == 1:
+        return f"{r[0]:.2f} ms (one round)"
+    return f"{statistics.median(r):.2f} ms ({min(r):.2f}–{max(r):.2f} over {len(r)} rounds)"
+
+
 def held(ratios: Sequence[float], ok: Callable[[float], bool]) -> str:
     """met in every repetition, within the spread in some, MISSED in none."""
     n = sum(1 for r in ratios if ok(r))
@@ -91,8 +98,16 @@ def _transport(data: dict[str, Any]) -> list[Row]:
         out.append(("300 streams + calls on one agy, every call within its deadline",
                     f"{row['replayed']}/300 streams, {row['calls_ok']} calls answered, {row['misses']} misses",
                     verdict(row["misses"] == 0 and row["replayed"] == 300)))  # fmt: skip
-        out.append(("CPU per unary call ≤ 0.5 ms", f"{row['cpu_ms_per_call']:.2f} ms with 300 streams open",
-                    verdict(row["cpu_ms_per_call"] <= 0.5)))  # fmt: skip
+        rounds = row.get("cpu_ms_per_call_rounds")
+        if rounds:  # this process's CPU over each round of calls on the same 300 open streams
+            ours = (data.get("transports") or {}).get("rpc-client/300")
+            mine = f"; through RpcClient {ours['cpu_ms_per_call']:.2f} ms" if ours else ""
+            out.append(("CPU per unary call ≤ 0.5 ms",
+                        f"{_ms_spread(rounds)} with 300 streams open{mine}",
+                        held(rounds, lambda ms: ms <= 0.5)))  # fmt: skip
+        else:  # a run from before the probe's rounds: one figure
+            out.append(("CPU per unary call ≤ 0.5 ms", f"{row['cpu_ms_per_call']:.2f} ms with 300 streams open",
+                        verdict(row["cpu_ms_per_call"] <= 0.5)))  # fmt: skip
     return out
 
 

@@ -38,7 +38,7 @@ BENCHMARKS: list[tuple[str, list[str], int]] = [
     ("bench_idle.py", [], 180),
     ("bench_cursor.py", [], 180),
     ("bench_volume.py", [], 180),
-    ("probe_transports.py", ["--streams", "1", "300", "--calls", "100"], 300),
+    ("probe_transports.py", ["--streams", "1", "300", "--calls", "100", "--rounds", "5"], 300),
     ("bench_reference.py", [], 420),
     ("bench_attach.py", [], 420),
     ("bench_active.py", [], 420),

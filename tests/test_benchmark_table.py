@@ -32,3 +32,19 @@ def test_the_last_run_has_every_target_of_issue_22() -> None:
         if "×" in measured and "(one run)" not in measured and "runs)" not in measured:
             raise AssertionError(f"{target}: {measured} has no spread")
         assert verdict.startswith(("met", "MISSED", "within the spread")), verdict
+
+
+def test_cpu_per_unary_call_is_read_over_the_probes_rounds() -> None:
+    """One round of 100 calls on a loaded machine read 0.88 ms where the same tree reads 0.33-0.45 ms
+    quiet: the target is judged over every round, with the spread shown, never from one figure."""
+    probe = {"replayed": 300, "calls_ok": 300, "misses": 0, "cpu_ms_per_call": 0.45}
+    transports: dict[str, dict[str, object]] = {
+        "aiohttp-h1/300": {**probe, "cpu_ms_per_call_rounds": [0.45, 0.88, 0.41]},
+        "rpc-client/300": {"cpu_ms_per_call": 0.47},
+    }
+    row = next(r for r in goals.rows({"transports": transports}) if r[0] == "CPU per unary call ≤ 0.5 ms")
+    assert row[1] == "0.45 ms (0.41–0.88 over 3 rounds) with 300 streams open; through RpcClient 0.47 ms"
+    assert row[2] == "within the spread (2/3)"
+    transports["aiohttp-h1/300"]["cpu_ms_per_call_rounds"] = [0.45, 0.48, 0.41]
+    row = next(r for r in goals.rows({"transports": transports}) if r[0] == "CPU per unary call ≤ 0.5 ms")
+    assert row[2] == "met"
