@@ -160,12 +160,15 @@ class FileCursorStore:
             if opened is None:
                 opened = self._read(cascade_id) or _Open(self._snapshot_generation(cascade_id))
                 self._open[cascade_id] = opened
-            added = [k for k in committed if k not in opened.committed]
-            rec = journal.diff(opened.state, state, added)
-            if rec:
-                self._append(cascade_id, opened, journal.encode(rec))
-                opened.must_sync = opened.must_sync or journal.is_durable_change(rec)
-                opened.committed.update(dict.fromkeys(added))
+            known = opened.committed
+            added = [k for k in committed if k not in known]
+            line, durable = journal.line(opened.state, state, added)
+            if line:
+                self._append(cascade_id, opened, line)
+                if durable:
+                    opened.must_sync = True
+                for k in added:
+                    known[k] = None
                 opened.state = state
             return opened.must_sync or self._compaction_due(opened)
 
@@ -227,10 +230,11 @@ class FileCursorStore:
             path = self.journal_path(cascade_id, opened.generation)
             opened.new_file = not path.exists()
             opened.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        view = memoryview(line)
-        while view:
-            written = os.write(opened.fd, view)
-            view = view[written:]
+        written = os.write(opened.fd, line)
+        if written < len(line):  # (a short write: a signal or a full disk) the rest, or the error
+            view = memoryview(line)[written:]
+            while view:
+                view = view[os.write(opened.fd, view) :]
         opened.journal_bytes += len(line)
         opened.unsynced = True
 

@@ -17,12 +17,15 @@ No I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from agy_harness.core.safejson import clean
 
 Record = dict[str, Any]
+_esc: Callable[[str], str] = encode_basestring_ascii
+_ABSENT: Any = object()  # a field the old state lacks (None is a value)
 
 
 def _entry_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -45,11 +48,14 @@ def diff(old: dict[str, Any], new: dict[str, Any], added: Iterable[str]) -> Reco
     committed = list(added)
     if committed:
         rec["c"] = committed
-    changed = {k: v for k, v in new.items() if k != "live" and (k not in old or old[k] != v)}
+    prior = old.get
+    changed = {k: v for k, v in new.items() if prior(k, _ABSENT) != v and k != "live"}
     if changed:
         rec["s"] = changed
     old_live: dict[str, Any] = old.get("live") or {}
     new_live: dict[str, Any] = new.get("live") or {}
+    if not (old_live or new_live):  # no reply streaming (an attach): nothing more to compare
+        return rec
     live: dict[str, Any] = {}
     for key, entry in new_live.items():
         before = old_live.get(key)
@@ -69,6 +75,44 @@ def diff(old: dict[str, Any], new: dict[str, Any], added: Iterable[str]) -> Reco
 def is_durable_change(rec: Record) -> bool:
     """True when the record holds more than streamed text: committed keys, state fields, settled replies."""
     return bool(rec.get("c") or rec.get("s") or rec.get("ld"))
+
+
+def line(old: dict[str, Any], new: dict[str, Any], added: list[str]) -> tuple[bytes, bool]:
+    """``encode(diff(old, new, added))`` (b"" when nothing changed) and whether the record is a durable
+    change. The common record -- committed keys and changed fields, no reply streaming: every step of
+    an attach -- is written straight from the values instead of being built as a dict and handed to
+    the JSON encoder (that was 40% of a record's cost, paid once per delivery)."""
+    if not (old.get("live") or new.get("live")):
+        prior = old.get
+        changed = [(k, v) for k, v in new.items() if prior(k, _ABSENT) != v and k != "live"]
+        if not changed and not added:
+            return b"", False
+        try:
+            return _plain_line(added, changed), True
+        except (TypeError, ValueError, RecursionError):
+            pass  # a value of another kind (not a str key, a deep field): the general way
+    rec = diff(old, new, added)
+    return (encode(rec) if rec else b""), is_durable_change(rec)
+
+
+def _plain_line(added: list[str], changed: list[tuple[str, Any]]) -> bytes:
+    parts = []
+    if added:
+        parts.append('"c":[' + ",".join(map(_esc, added)) + "]")
+    if changed:
+        fields = []
+        for k, v in changed:
+            kind = type(v)
+            if kind is str:
+                fields.append(_esc(k) + ":" + _esc(v))
+            elif kind is int:
+                fields.append(_esc(k) + ":" + int.__repr__(v))
+            elif v is None:
+                fields.append(_esc(k) + ":null")
+            else:
+                fields.append(_esc(k) + ":" + "".join(_compact(v, 0)))
+        parts.append('"s":{' + ",".join(fields) + "}")
+    return ("{" + ",".join(parts) + "}\n").encode("ascii")
 
 
 def apply(committed: dict[str, None], state: dict[str, Any], rec: Record) -> None:
@@ -98,13 +142,24 @@ def dumps(value: Any) -> bytes:
     """Compact ASCII JSON that never fails on content: ASCII escapes carry any str (a lone surrogate
     too); what the encoder still refuses (over-deep nesting) goes through ``safejson.clean`` first."""
     try:
-        return _compact(value).encode("ascii")
+        return "".join(_compact(value, 0)).encode("ascii")
     except (ValueError, RecursionError):
         return json.dumps(clean(value), separators=(",", ":")).encode("ascii")
 
 
-#: ``json.dumps(value, separators=(",", ":"))``'s encoder, made once (json.dumps makes one a call)
-_compact = json.JSONEncoder(separators=(",", ":")).encode
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+#: ``json.dumps(value, separators=(",", ":"))``'s C encoder, made once: ``JSONEncoder.encode`` makes
+#: one per call, and that was half of what encoding a record cost (1.4 us a record instead of 3.7).
+#: No circular-reference markers: a record is built from JSON data, and a cycle would end in the
+#: RecursionError handled above.
+_compact: Callable[[Any, int], Sequence[str]] = (
+    c_make_encoder(None, _not_json, encode_basestring_ascii, None, ":", ",", False, False, True)
+    if c_make_encoder is not None
+    else lambda value, _level: [json.JSONEncoder(separators=(",", ":")).encode(value)]
+)
 
 
 def encode(rec: Record) -> bytes:

@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from agy_harness.core.elicitation import with_poll_details
+from agy_harness.core.mapper_state import LiveText
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, Notice
 from agy_harness.ports.protocols import (
@@ -66,7 +68,7 @@ class Emitter:
         self.clock = clock if clock is not None else LoopClock()
         self.inflight: set[asyncio.Future[None]] = set()
         self._lock = asyncio.Lock()
-        # a journal store takes only what changed (O(1) per delivery); see _advance_cursor
+        # a journal store takes only what changed (O(1) per delivery); see _record
         self._journal = cursor_store if isinstance(cursor_store, CursorJournal) else None
         self._journaled: Reconciler | None = None  # the reconciler whose committed keys it has
         self._in_batch = False
@@ -170,7 +172,12 @@ class Emitter:
             reconciler = self.conversation.reconciler
             mine = bool(events) and events[0].cascade_id == reconciler.cascade_id  # a sub-agent's are not
             if self.cursor_store is not None and mine and any(e.type in _CURSOR_TYPES for e in events):
-                await self._advance_cursor(reconciler)
+                if self._journal is not None:
+                    self._record(self._journal, reconciler)  # one append, on the loop: no task, no await
+                    if not self._in_batch:
+                        await self._sync()
+                else:
+                    await self._save_cursor(reconciler)
         self.bus.delivered(events)
 
     async def _isolate(self, pending: list[Event], exc: Exception) -> int:
@@ -206,29 +213,27 @@ class Emitter:
             log.warning("event sink failed (%s: %s after %s); retrying", type(down).__name__, down, exc)
             return 0
 
-    async def _advance_cursor(self, reconciler: Reconciler) -> None:
+    async def _save_cursor(self, reconciler: Reconciler) -> None:
+        """A plain CursorStore: the whole cursor, off the loop."""
+        assert self.cursor_store is not None
         st = reconciler.state
-        if self._journal is None:
-            assert self.cursor_store is not None
-            cursor = Cursor(
-                cascade_id=reconciler.cascade_id,
-                committed=sorted(st.committed),
-                state=st.model_dump(mode="json"),
-            )
-            await asyncio.to_thread(self.cursor_store.save, cursor)  # file I/O off the loop
-            return
+        cursor = Cursor(
+            cascade_id=reconciler.cascade_id,
+            committed=sorted(st.committed),
+            state=st.model_dump(mode="json"),
+        )
+        await asyncio.to_thread(self.cursor_store.save, cursor)  # file I/O off the loop
+
+    def _record(self, journal: CursorJournal, reconciler: Reconciler) -> None:
+        """A journal: what changed since its last record, appended at once (the fsync is _sync's)."""
         if reconciler is not self._journaled:  # bound, resumed or rotated: everything it has, once
             self._journaled = reconciler
-            added = list(st.committed)
+            added = list(reconciler.state.committed)
         else:
             added = reconciler.committed_log or []
         reconciler.committed_log = []  # from now on the reconciler keeps what the journal lacks
-        # one append(2) of what changed, on the loop (no fsync); the fsync is _sync's, off the loop
-        state = journal_state(st)
-        if self._journal.record(reconciler.cascade_id, added, state):
+        if journal.record(reconciler.cascade_id, added, journal_state(reconciler.state)):
             self._sync_due.add(reconciler.cascade_id)
-        if not self._in_batch:
-            await self._sync()
 
     async def _sync(self) -> None:
         """Make the journal durable (the durability rule in adapters/store/cursor_file.py)."""
@@ -253,23 +258,36 @@ class Emitter:
 def journal_state(st: MapperState) -> dict[str, Any]:
     """``st.model_dump(mode="json")`` without ``committed``, as the journal diffs it, made from the
     state's own values (a dump per delivery was most of what the journal cost an attach: 10,000
-    deliveries). Every field but ``gates`` and ``live`` holds a str, an int or None, shared as they
-    are; those two are copied (the journal keeps the last state it wrote to diff the next one
-    against). A field of another type goes through ``model_dump``."""
-    state: dict[str, Any] = {}
-    for name, value in vars(st).items():
-        if name == "committed":
-            continue
-        kind = type(value)
-        if kind is str or kind is int or value is None:
-            state[name] = value
-        elif name == "gates":
-            state[name] = dict(value)
-        elif name == "live":
-            state[name] = {k: dict(v) for k, v in value.items()}  # plain str/int fields, not copied
-        else:
-            state[name] = st.model_dump(mode="json", include={name})[name]
+    deliveries). Every field but ``committed``, ``gates`` and ``live`` holds a str, an int or None
+    (:data:`_PLAIN_FIELDS` checks it once, from the model's annotations), shared as they are; ``gates``
+    and ``live`` are copied (the journal keeps the last state it wrote to diff the next one against).
+    Should a field of another type appear, every delivery goes through ``model_dump`` instead."""
+    if not _PLAIN_FIELDS:
+        return st.model_dump(mode="json", exclude={"committed"})
+    state = dict(vars(st))
+    del state["committed"]
+    gates, live = state["gates"], state["live"]
+    state["gates"] = dict(gates) if gates else {}
+    state["live"] = {k: dict(v) for k, v in live.items()} if live else {}  # LiveText: str/int fields
     return state
+
+
+def _plain(annotation: Any) -> bool:
+    """Whether a field of this type dumps to itself: str, int, None, a Literal of those, or a union of them."""
+    if annotation in (str, int, type(None)):
+        return True
+    if get_origin(annotation) is Literal:
+        return all(type(a) in (str, int) for a in get_args(annotation))
+    if get_origin(annotation) in (Union, UnionType):
+        return all(_plain(a) for a in get_args(annotation))
+    return False
+
+
+_PLAIN_FIELDS = all(
+    _plain(f.annotation)
+    for name, f in MapperState.model_fields.items()
+    if name not in ("committed", "gates", "live")
+) and all(_plain(f.annotation) for f in LiveText.model_fields.values())
 
 
 def _other_cascade(raw: Any, ours: str) -> str:

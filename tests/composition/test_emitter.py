@@ -195,3 +195,19 @@ async def test_the_journal_resumes_the_very_state_the_session_had(tmp_path: Any)
     assert set(resumed.committed) == st.committed
     await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(waiting,), snapshot=False, source="t"))
     assert st.gates and journal_state(st) == st.model_dump(mode="json", exclude={"committed"})
+
+
+def test_journal_state_takes_the_fields_as_they_are_only_when_they_dump_to_themselves() -> None:
+    """``journal_state`` shares the mapper state's scalar fields instead of dumping them; that holds
+    only while every such field is a str, an int or None (checked once from the annotations). A field
+    of another kind (a float, a datetime, a nested model) would send it back to ``model_dump``."""
+    from datetime import datetime
+    from typing import Literal
+
+    from agy_harness.composition.service import emitter as E
+
+    assert E._PLAIN_FIELDS  # the mapper state as it is: the fast way
+    for plain in (str, int, type(None), Literal["a", "b"] | None, Literal[1, 2], str | None):
+        assert E._plain(plain), plain
+    for other in (float, datetime, dict[str, str], list[str], float | None, Literal[1.5]):
+        assert not E._plain(other), other

@@ -12,6 +12,7 @@ import pytest
 
 from agy_harness.adapters.store import FileCursorStore
 from agy_harness.adapters.store import journal as J
+from agy_harness.core import safejson
 from agy_harness.ports.protocols import CursorJournal
 
 CID = "2399249c-4a48-40f1-bf3b-4c6e5d3a5a0e"
@@ -166,3 +167,37 @@ def test_random_changes_round_trip(tmp_path: Path) -> None:
         if store.record(CID, added, s):
             store.sync(CID)
     assert loaded_state(store) == (committed, s)
+
+
+def test_the_direct_line_is_the_record_the_encoder_writes() -> None:
+    """``journal.line`` writes the common record (keys and fields, no reply streaming) straight from
+    the values: it must be byte for byte ``encode(diff(...))``, for any value a field may hold, and
+    replay to the new state."""
+    rng = random.Random(11)
+    values: list[Any] = ["", "plain", "é☃", "\ud800 lone", 'q"\\\n\t\x00', 0, 7, -3, 10**30, None, True, False,
+                         1.5, float("nan"), {"g/1": "gate-1"}, {}, ["x", 1], {"deep": [[[{"a": None}]]]}]  # fmt: skip
+    fields = ["status", "turn", "input_tokens", "model", "gates", "trajectory_id"]
+    old: dict[str, Any] = {"live": {}}
+    committed: dict[str, None] = {}
+    replayed: dict[str, Any] = {}
+    for i in range(2000):
+        new = dict(old)
+        for name in rng.sample(fields, rng.randrange(len(fields) + 1)):
+            new[name] = rng.choice(values)
+        added = [rng.choice([f"k/{i}", f"k/é{i}", f'k/"{i}', f"k/\udc80{i}"])] if rng.random() < 0.6 else []
+        if rng.random() < 0.05:  # a reply streaming: the general way
+            new["live"] = {"t/1": {"message_id": "t/1", "text": "x" * i, "text_index": i}}
+        rec = J.diff(old, new, added)
+        line, durable = J.line(old, new, added)
+        assert line == (J.encode(rec) if rec else b"")
+        assert durable == J.is_durable_change(rec)
+        if line:
+            J.apply(committed, replayed, safejson.loads(line))
+        old = new
+    nan_free = {k: v for k, v in old.items() if v == v}  # NaN != NaN; the rest must match
+    assert {k: v for k, v in replayed.items() if k in nan_free} == nan_free
+
+
+def test_a_key_that_is_not_a_str_takes_the_general_way() -> None:
+    line, durable = J.line({"live": {}}, {"live": {}, "status": "idle"}, [7])  # type: ignore[list-item]
+    assert (line, durable) == (b'{"c":[7],"s":{"status":"idle"}}\n', True)
