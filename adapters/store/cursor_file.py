@@ -230,11 +230,9 @@ class FileCursorStore:
             path = self.journal_path(cascade_id, opened.generation)
             opened.new_file = not path.exists()
             opened.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        written = os.write(opened.fd, line)
-        if written < len(line):  # (a short write: a signal or a full disk) the rest, or the error
-            view = memoryview(line)[written:]
-            while view:
-                view = view[os.write(opened.fd, view) :]
+        view = memoryview(line)[os.write(opened.fd, line) :]
+        while view:  # a short write (a signal, a full disk): the rest, or the error
+            view = view[os.write(opened.fd, view) :]
         opened.journal_bytes += len(line)
         opened.unsynced = True
 

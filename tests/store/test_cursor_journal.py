@@ -201,3 +201,17 @@ def test_the_direct_line_is_the_record_the_encoder_writes() -> None:
 def test_a_key_that_is_not_a_str_takes_the_general_way() -> None:
     line, durable = J.line({"live": {}}, {"live": {}, "status": "idle"}, [7])  # type: ignore[list-item]
     assert (line, durable) == (b'{"c":[7],"s":{"status":"idle"}}\n', True)
+
+
+def test_a_short_write_is_finished_before_record_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """write(2) may take part of a line (a signal, a nearly full disk): the rest follows at once, so
+    the journal never holds half a record that a later one runs into."""
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))  # 7 bytes a call
+    store = FileCursorStore(tmp_path)
+    store.record(CID, ["a"], state("one"))
+    store.record(CID, ["b"], state(status="idle"))
+    monkeypatch.undo()
+    assert loaded_state(store) == (["a", "b"], state(status="idle"))
