@@ -6,8 +6,10 @@ The reference runs in its own Python 3.12 venv (``tests/real_omnigent.py`` build
 ``~/.cache/agy-harness/``: ``omnigent==0.19.1`` from the registry), through ``ref_worker.py``:
 
 * mapper: its ``steps.map_step_to_events`` vs our ``Reconciler.feed`` (parse, map, dedup, live state)
-  on the recorded fixtures renumbered x200 (none dedups); best of 5 each. Target: ours >= 1x
-  (stretch 2x).
+  on the recorded fixtures renumbered x200 (none dedups), both read from one JSON file; best of 5
+  each. Target: ours >= 1x (stretch 2x). Beside it, the same steps through the reference's whole
+  per-step work (``_process_stream_step``: dedup, status edges, usage, gates), which is what
+  ``Reconciler.feed`` does besides the mapping: no target, the comparison of equal work.
 * (attach end to end is ``bench_attach.py``'s.)
 * stream latency: one simulator (this process, pace ``--pace``) streams ``--turns`` long replies to
   each side; each side follows its own conversation from its own process (ours: ``our_worker.py``,
@@ -158,18 +160,26 @@ async def amain(args: argparse.Namespace) -> int:
     print(f"us vs the reference (omnigent 0.19.1 antigravity-native), {args.reps} runs ({machine()})")
     python = reference_python()
     fixtures = [json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))]
-    steps = renumbered(fixtures, 200)
-    maps = []
+    maps, works = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "steps.json").write_text(json.dumps(steps))
+        path = Path(tmp) / "steps.json"
+        path.write_text(json.dumps(renumbered(fixtures, 200)))
+        steps = json.loads(path.read_text())  # both sides read the same file: dicts as a decoder makes them
         for _ in range(args.reps):  # interleaved: the machine is shared, a ratio is read within one rep
-            ref_map = ref_run(python, "mapper", str(Path(tmp) / "steps.json"))["steps_per_s"]
+            ref_map = ref_run(python, "mapper", str(path))["steps_per_s"]
             maps.append((throughput(steps), ref_map))
+            ref_work = ref_run(python, "process", str(path))["steps_per_s"]
+            works.append((throughput(steps), ref_work))
     m_ratios = [o / r for o, r in maps]
     ours_map, ref_map = statistics.median(o for o, _ in maps), statistics.median(r for _, r in maps)
     m = statistics.median(m_ratios)
     print(f"mapper: ours {ours_map:,.0f} steps/s, reference {ref_map:,.0f} steps/s (medians of {args.reps}): "
           f"{m:.2f}x, spread {spread(m_ratios)} (goal >= 1x, stretch 2x, in every run: {verdict(min(m_ratios) >= 1, f'{min(m_ratios):.2f}x')})")  # fmt: skip
+    w_ratios = [o / r for o, r in works]
+    ours_work, ref_work = statistics.median(o for o, _ in works), statistics.median(r for _, r in works)
+    print(f"per step, the same work (its reader's _process_stream_step: dedup, status edges, usage, gates): "
+          f"ours {ours_work:,.0f} steps/s, reference {ref_work:,.0f} steps/s: {statistics.median(w_ratios):.2f}x, "
+          f"spread {spread(w_ratios)}")  # fmt: skip
     runs = [await latency(python, args.turns, args.pace) for _ in range(args.reps)]
     p50s = [r["ours"]["p50"] / r["ref"]["p50"] for r in runs]
     p99s = [r["ours"]["p99"] / r["ref"]["p99"] for r in runs]
@@ -190,6 +200,7 @@ async def amain(args: argparse.Namespace) -> int:
         "reference",
         {
             "mapper_ours": ours_map, "mapper_ref": ref_map, "mapper_ratio": m, "mapper_ratios": m_ratios,
+            "work_ours": ours_work, "work_ref": ref_work, "work_ratios": w_ratios,
             "latency": lat, "latency_p50_ratios": p50s, "latency_p99_ratios": p99s,
         },
     )  # fmt: skip

@@ -57,6 +57,12 @@ def _reference(data: dict[str, Any]) -> list[Row]:
     out.append(("mapper: new steps/s ≥ 1× the reference's `map_step_to_events` (stretch 2×)",
                 f"{ref['mapper_ours']:,.0f} vs {ref['mapper_ref']:,.0f} steps/s: {spread(m)}",
                 held(m, lambda r: r >= 1) + ("; stretch met" if min(m) >= 2 else "")))  # fmt: skip
+    w = ref.get("work_ratios")
+    if w:  # (a run from before this row has none)
+        out.append(("… the same work per step: ≥ 1× the reference reader's `_process_stream_step` (dedup, status "
+                    "edges, usage, gates: what `Reconciler.feed` does besides mapping)",
+                    f"{ref['work_ours']:,.0f} vs {ref['work_ref']:,.0f} steps/s: {spread(w)}",
+                    held(w, lambda r: r >= 1)))  # fmt: skip
     lat = ref["latency"]
     p50, p99 = ref["latency_p50_ratios"], ref["latency_p99_ratios"]
     out.append(("stream change → event p50 ≤ 0.5× the reference's",

@@ -1,6 +1,7 @@
 """Runs INSIDE the reference's Python 3.12 venv (omnigent 0.19.1): the reference's own code on our inputs.
 
     <ref-python> ref_worker.py mapper STEPS.json        -> {"steps_per_s", "n"}
+    <ref-python> ref_worker.py process STEPS.json       -> {"steps_per_s", "n", "events"}
     <ref-python> ref_worker.py stream PORT CASCADE      -> runs until stdin closes, then
                                                            {"events": [[t, step_index, type, len], ...]}
                                                            (step_index -1: an event that is not a text delta)
@@ -10,6 +11,10 @@
                                                            {"started"}, then {"cpu"} once step LAST was
 
 * ``mapper``: ``omnigent.harnesses.antigravity_native.steps.map_step_to_events`` over every step (best of 5).
+* ``process``: the same steps through its reader's per-step work, ``_process_stream_step`` (dedup,
+  deltas, committed items, status edges, usage, model change, gate hand-off and withdrawal): the
+  work ``Reconciler.feed`` does. Its events are collected, not posted; best of 5, a fresh reader
+  state each time (the gate hand-off's tasks are cancelled after each run, untimed).
 * ``attach-stream``: the reader's stream path from connect (``_stream_loop``: its HTTP/1.1 stream, frame
   decode, ``_process_stream_step``: dedup, deltas, committed items, status edges, usage, model
   change, gates), until it has processed a given step; then its CPU while steps are appended.
@@ -74,6 +79,31 @@ def mapper(path: str) -> dict[str, Any]:
     return {"steps_per_s": best, "n": len(steps)}
 
 
+async def process(path: str) -> dict[str, Any]:
+    with open(path) as fh:
+        steps = json.load(fh)
+    posted: list[Any] = []
+
+    async def collect(client: Any, session_id: str, event: Any) -> None:
+        posted.append(event)
+
+    reader._post_event = collect  # type: ignore[assignment]
+    step = reader._process_stream_step
+    best = 0.0
+    for _ in range(5):
+        state, posted[:] = _state(0), []
+        t = time.perf_counter()
+        for s in steps:
+            await step(s, client=None, session_id="s", cascade_id="bench", state=state,
+                       on_pending_interaction=_no_interaction)  # fmt: skip
+        best = max(best, len(steps) / (time.perf_counter() - t))
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:  # its gate re-scans: not timed
+            task.cancel()
+        await asyncio.sleep(0)
+    reader._post_event = _record  # type: ignore[assignment]
+    return {"steps_per_s": best, "n": len(steps), "events": len(posted)}
+
+
 async def stream(port: int, cascade: str) -> dict[str, Any]:
     state = _state(port)
     stopping = False
@@ -131,6 +161,8 @@ def main() -> int:
     cmd, *args = sys.argv[1:]
     if cmd == "mapper":
         out = mapper(args[0])
+    elif cmd == "process":
+        out = asyncio.run(process(args[0]))
     elif cmd == "attach-stream":
         out = asyncio.run(attach_stream(int(args[0]), args[1], int(args[2]), int(args[3])))
     elif cmd == "stream":
