@@ -129,6 +129,20 @@ async def test_idle_watchdog_fires_while_running(stub: StubServer) -> None:
     assert len(got) == 1 and info.value.cascade_id == "c"
 
 
+async def test_idle_watchdog_waits_while_a_frame_is_arriving(stub: StubServer) -> None:
+    """A frame whose bytes trickle in for longer than the idle timeout, a chunk within each timeout,
+    is a frame arriving, not an idle stream (the cascade runs all along)."""
+    big = update([step(1)], status=RUNNING)
+    pieces: list[bytes | float] = []
+    for i in range(0, len(big), 40):
+        pieces += [big[i : i + 40], 0.05]
+    serve_stream(stub, update([step(0)], status=RUNNING), 0.05, *pieces, TRAILER)
+    assert sum(p for p in pieces if isinstance(p, float)) > 0.3  # the whole frame takes longer than the timeout
+    async with RpcClient(stub.base_url) as client:
+        batches = await drain(RpcStreamSource(client, idle_timeout=0.15))
+    assert [b.steps[0]["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] for b in batches] == [0, 1]
+
+
 async def test_idle_watchdog_waits_while_idle(stub: StubServer) -> None:
     serve_stream(stub, update([step(0)], status=IDLE), 0.5, update([step(1)], status=IDLE), TRAILER)
     async with RpcClient(stub.base_url) as client:
