@@ -184,21 +184,23 @@ def _not_json(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def _encoder(sort_keys: bool, item_separator: str, key_separator: str) -> Callable[[Any], str]:
-    """``json.dumps(value, ensure_ascii=False, sort_keys=..., separators=...)``, the same text, from
+def make_encoder(
+    sort_keys: bool, item_separator: str, key_separator: str, *, ensure_ascii: bool = False
+) -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=..., sort_keys=..., separators=...)``, the same text, from
     json's C encoder made once (json.dumps builds a JSONEncoder and a C encoder on every call: half
     its cost on a tool step's body). No cycle check: a cycle raises RecursionError instead of
     ValueError (every caller here takes both)."""
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:  # (an interpreter without json's C speedups)
         encoder = json.JSONEncoder(
-            ensure_ascii=False, sort_keys=sort_keys, separators=(item_separator, key_separator)
+            ensure_ascii=ensure_ascii, sort_keys=sort_keys, separators=(item_separator, key_separator)
         )
         return encoder.encode
     chunks = make(
         None,
         _not_json,
-        json.encoder.encode_basestring,
+        json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring,
         None,
         key_separator,
         item_separator,
@@ -214,10 +216,10 @@ def _encoder(sort_keys: bool, item_separator: str, key_separator: str) -> Callab
     return encode
 
 
-encode = _encoder(False, ", ", ": ")  # json.dumps(value, ensure_ascii=False)
-encode_sorted = _encoder(True, ", ", ": ")  # ... sort_keys=True
+encode = make_encoder(False, ", ", ": ")  # json.dumps(value, ensure_ascii=False)
+encode_sorted = make_encoder(True, ", ", ": ")  # ... sort_keys=True
 #: the canonical text a digest is taken of: sorted keys, no spaces, not ASCII-escaped
-canonical = _encoder(True, ",", ":")
+canonical = make_encoder(True, ",", ":")
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> str:

@@ -17,11 +17,11 @@ No I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from collections.abc import Callable, Iterable
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from agy_harness.core.safejson import clean
+from agy_harness.core.safejson import clean, make_encoder
 
 Record = dict[str, Any]
 _esc: Callable[[str], str] = encode_basestring_ascii
@@ -110,7 +110,7 @@ def _plain_line(added: list[str], changed: list[tuple[str, Any]]) -> bytes:
             elif v is None:
                 fields.append(_esc(k) + ":null")
             else:
-                fields.append(_esc(k) + ":" + "".join(_compact(v, 0)))
+                fields.append(_esc(k) + ":" + _compact(v))
         parts.append('"s":{' + ",".join(fields) + "}")
     return ("{" + ",".join(parts) + "}\n").encode("ascii")
 
@@ -142,24 +142,14 @@ def dumps(value: Any) -> bytes:
     """Compact ASCII JSON that never fails on content: ASCII escapes carry any str (a lone surrogate
     too); what the encoder still refuses (over-deep nesting) goes through ``safejson.clean`` first."""
     try:
-        return "".join(_compact(value, 0)).encode("ascii")
+        return _compact(value).encode("ascii")
     except (ValueError, RecursionError):
         return json.dumps(clean(value), separators=(",", ":")).encode("ascii")
 
 
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-#: ``json.dumps(value, separators=(",", ":"))``'s C encoder, made once: ``JSONEncoder.encode`` makes
-#: one per call, and that was half of what encoding a record cost (1.4 us a record instead of 3.7).
-#: No circular-reference markers: a record is built from JSON data, and a cycle would end in the
-#: RecursionError handled above.
-_compact: Callable[[Any, int], Sequence[str]] = (
-    c_make_encoder(None, _not_json, encode_basestring_ascii, None, ":", ",", False, False, True)
-    if c_make_encoder is not None
-    else lambda value, _level: [json.JSONEncoder(separators=(",", ":")).encode(value)]
-)
+#: ``json.dumps(value, separators=(",", ":"))``'s text from json's C encoder, made once
+#: (``JSONEncoder.encode`` makes one per call: that was half of what encoding a record cost)
+_compact = make_encoder(False, ",", ":", ensure_ascii=True)
 
 
 def encode(rec: Record) -> bytes:
