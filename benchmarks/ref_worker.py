@@ -104,18 +104,22 @@ async def process(path: str) -> dict[str, Any]:
     return {"steps_per_s": best, "n": len(steps), "events": len(posted)}
 
 
-async def stream(port: int, cascade: str) -> dict[str, Any]:
-    state = _state(port)
-    stopping = False
-    task = asyncio.create_task(
+def _follow(port: int, cascade: str, stopping: asyncio.Event) -> asyncio.Task[None]:
+    """Its reader's stream loop on ``cascade``, as it follows a conversation, until ``stopping``."""
+    return asyncio.create_task(
         reader._stream_loop(
             port=port, cascade_id=cascade, client=None, session_id="s",
-            on_pending_interaction=_no_interaction, state=state, stop=lambda: stopping,
+            on_pending_interaction=_no_interaction, state=_state(port), stop=stopping.is_set,
         )
     )  # fmt: skip
+
+
+async def stream(port: int, cascade: str) -> dict[str, Any]:
+    stopping = asyncio.Event()
+    task = _follow(port, cascade, stopping)
     print(json.dumps({"ready": True}), flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes it
-    stopping = True
+    stopping.set()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     return {"events": RECORDED}
@@ -136,14 +140,8 @@ async def attach_stream(port: int, cascade: str, caught_up: int, last: int) -> d
             seen.set()
 
     reader._process_stream_step = watched  # type: ignore[assignment]
-    state = _state(port)
-    stopping = False
-    task = asyncio.create_task(
-        reader._stream_loop(
-            port=port, cascade_id=cascade, client=None, session_id="s",
-            on_pending_interaction=_no_interaction, state=state, stop=lambda: stopping,
-        )
-    )  # fmt: skip
+    stopping = asyncio.Event()
+    task = _follow(port, cascade, stopping)
     await done[caught_up].wait()
     print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}), flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)
@@ -151,7 +149,7 @@ async def attach_stream(port: int, cascade: str, caught_up: int, last: int) -> d
     print(json.dumps({"started": True}), flush=True)
     await done[last].wait()
     out = {"cpu": time.process_time() - cpu}
-    stopping = True
+    stopping.set()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     return out
