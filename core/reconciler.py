@@ -74,11 +74,13 @@ class Reconciler:
             return []
         aliases: AbstractSet[str] | tuple[str, ...]
         if key.trajectory_id == self.state.trajectory_id and not key.execution_id:
-            # the common case, a step of the known trajectory: its one other key is the placeholder's
-            alias = f"{self._placeholder}/{key.step_index}"
-            if alias in committed:
+            # the common case, a step of the known trajectory: its one other key is the placeholder's,
+            # committed by a transcript read before the trajectory was known. Not committed in turn:
+            # from now on a transcript's step is resolved to this trajectory (``_resolve``) and
+            # known by this key.
+            if f"{self._placeholder}/{key.step_index}" in committed:
                 return []
-            aliases = () if alias == sk else (alias,)
+            aliases = ()
         else:
             check, aliases = self._aliases(step, sk)
             if check and not check.isdisjoint(committed):

@@ -115,6 +115,22 @@ def test_settled_steps_are_committed_once_across_projections_and_replays() -> No
     assert again == []
 
 
+def test_a_step_of_the_known_trajectory_is_committed_under_its_own_key_only() -> None:
+    """The committed set (saved by a cursor store, one journal record a key) holds one key a step:
+    a transcript read later resolves its steps to the known trajectory, so no placeholder alias is kept
+    for it; a step the transcript committed before the trajectory was known is still recognised."""
+    r = Reconciler(CASCADE)
+    r.feed_all([fixture("run_command_done"), fixture("planner_response_text")])
+    assert r.state.committed == {f"{TRAJ}/6", f"{TRAJ}/2"}
+    early = Reconciler(CASCADE)
+    transcript = fixture("run_command_done")
+    transcript["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"] = f"transcript:{CASCADE}"
+    assert types(early.feed(transcript)) == ["status", "tool_call", "tool_result"]  # trajectory not known yet
+    assert early.feed(fixture("planner_response_text")) != []  # teaches the trajectory
+    assert early.feed(fixture("run_command_done")) == []  # the transcript's step 6, under its real key
+    assert early.feed(transcript) == []
+
+
 def test_restored_state_resumes_without_repeats_and_keeps_usage_totals() -> None:
     r = Reconciler(CASCADE)
     r.feed(fixture("planner_response_text"))
