@@ -1,6 +1,7 @@
 """Runs INSIDE the reference's Python 3.12 venv (omnigent 0.19.1): the reference's own code on our inputs.
 
-    <ref-python> ref_worker.py mapper STEPS.json        -> {"steps_per_s", "n"}
+    <ref-python> ref_worker.py mapper-passes STEPS.json -> {"loaded"}, then for each line on stdin
+                                                           one pass: {"seconds"} (until stdin closes)
     <ref-python> ref_worker.py process STEPS.json       -> {"steps_per_s", "n", "events"}
     <ref-python> ref_worker.py stream PORT CASCADE      -> runs until stdin closes, then
                                                            {"events": [[t, step_index, type, len], ...]}
@@ -10,7 +11,8 @@
                                                            CAUGHT_UP was processed; after "go" on stdin
                                                            {"started"}, then {"cpu"} once step LAST was
 
-* ``mapper``: ``omnigent.harnesses.antigravity_native.steps.map_step_to_events`` over every step (best of 5).
+* ``mapper-passes``: ``omnigent.harnesses.antigravity_native.steps.map_step_to_events`` over every
+  step, one pass whenever the parent asks (it interleaves them with its own).
 * ``process``: the same steps through its reader's per-step work, ``_process_stream_step`` (dedup,
   deltas, committed items, status edges, usage, model change, gate hand-off and withdrawal): the
   work ``Reconciler.feed`` does. Its events are collected, not posted; best of 5, a fresh reader
@@ -67,16 +69,15 @@ def _state(port: int = 0) -> Any:
     return reader._ReaderState(seen=set(), interacted=set(), port=port)
 
 
-def mapper(path: str) -> dict[str, Any]:
+def mapper_passes(path: str) -> None:
     with open(path) as fh:
         steps = json.load(fh)
-    best = 0.0
-    for _ in range(5):
+    print(json.dumps({"loaded": len(steps)}), flush=True)
+    for _ in sys.stdin:
         t = time.perf_counter()
         for s in steps:
             map_step_to_events(s, conversation_id="bench")
-        best = max(best, len(steps) / (time.perf_counter() - t))
-    return {"steps_per_s": best, "n": len(steps)}
+        print(json.dumps({"seconds": time.perf_counter() - t}), flush=True)
 
 
 async def process(path: str) -> dict[str, Any]:
@@ -157,9 +158,10 @@ async def attach_stream(port: int, cascade: str, caught_up: int, last: int) -> d
 
 def main() -> int:
     cmd, *args = sys.argv[1:]
-    if cmd == "mapper":
-        out = mapper(args[0])
-    elif cmd == "process":
+    if cmd == "mapper-passes":
+        mapper_passes(args[0])
+        return 0
+    if cmd == "process":
         out = asyncio.run(process(args[0]))
     elif cmd == "attach-stream":
         out = asyncio.run(attach_stream(int(args[0]), args[1], int(args[2]), int(args[3])))
