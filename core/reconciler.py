@@ -32,6 +32,7 @@ from agy_harness.ports.events import (
 
 from . import stamps
 from . import steps as S
+from .aliases import other_keys
 from .arguments import tool_arguments
 from .gate_book import CHANGED as CHANGED
 from .gate_book import GATE_DIGEST as GATE_DIGEST
@@ -82,7 +83,7 @@ class Reconciler:
                 return []
             aliases = ()
         else:
-            check, aliases = self._aliases(step, sk)
+            check, aliases = other_keys(step, sk, self._placeholder, self.state.trajectory_id)
             if check and not check.isdisjoint(committed):
                 return []
         try:
@@ -115,41 +116,6 @@ class Reconciler:
         elif not self.state.trajectory_id and step.cascade_id in ("", self.cascade_id):
             vars(self.state)["trajectory_id"] = trajectory
         return key
-
-    def _aliases(self, step: Step, sk: str) -> tuple[AbstractSet[str], AbstractSet[str]]:
-        """Other keys the same step has in another source, as ``(to check, to commit)``: its key under
-        the placeholder trajectory (read from the transcript before the real trajectory was known)
-        and, for a USER_INPUT (keyed by executionId on the RPC, by createdAt in the transcript, which
-        has no executionId), its createdAt: an RPC turn commits ``u:r:<createdAt>`` and checks the
-        transcript's ``u:t:<createdAt>``, and the other way round, so two RPC turns never alias."""
-        placeholder, known = self._placeholder, self.state.trajectory_id
-        own = step.key.trajectory_id
-        if own != placeholder and own != known:
-            return _NONE  # another trajectory: its steps alias nothing (they never hide ours)
-        if step.type != "USER_INPUT":
-            # {f"{t}/{index}" for t in (its trajectory, the placeholder, the known one)} - {sk}; its
-            # trajectory is the placeholder or the known one (above)
-            index = step.key.step_index
-            if own == placeholder:
-                keys = {f"{known}/{index}"} if known and known != placeholder else set()
-            else:
-                keys = {f"{placeholder}/{index}"}
-            return keys, keys
-        trajectories = {own, placeholder}
-        if known:
-            trajectories.add(known)
-        created = S.as_str(step.metadata.get("createdAt"))
-        if not created:
-            return _NONE
-        stamp = stamps.time_key(created)
-        from_transcript = step.key.execution_id.startswith("t:")
-        mine, theirs = ("t", "r") if from_transcript else ("r", "t")
-        check = {f"{t}/u:{theirs}:{stamp}" for t in trajectories} | {
-            f"{t}/u:{mine}:{stamp}" for t in trajectories
-        }
-        check = check - {sk} if from_transcript else {f"{t}/u:t:{stamp}" for t in trajectories}
-        commit = {f"{t}/u:{mine}:{stamp}" for t in trajectories} - {sk}
-        return check, commit
 
     def feed_all(self, raws: Iterable[object]) -> list[Event]:
         out: list[Event] = []
@@ -380,7 +346,6 @@ class Reconciler:
         return out
 
 
-_NONE: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # no aliases
 _SILENT_TYPES = frozenset({"CHECKPOINT", "CONVERSATION_HISTORY", "SYSTEM_MESSAGE", "EPHEMERAL_MESSAGE"})
 
 # model_fields_set of each event the mapper builds: the fields it sets (the rest keep their default)
