@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import assert_never
 
 from rich.console import Console, RenderableType
@@ -35,6 +35,7 @@ from rich.text import Text
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.adapters.sinks.escape import visible, visible_event
 from agy_harness.adapters.sinks.keyboard import InputFnReader, Keyboard
+from agy_harness.adapters.sinks.model_names import ModelNames
 from agy_harness.adapters.sinks.terminal_answers import (
     ask_at_keyboard,
     describe_answer,
@@ -69,7 +70,7 @@ from agy_harness.ports.events import (
     Usage,
     UserMessage,
 )
-from agy_harness.ports.protocols import GateAnswer
+from agy_harness.ports.protocols import GateAnswer, ModelCatalog
 
 __all__ = [
     "TerminalSink",
@@ -98,7 +99,6 @@ class TerminalSink(StreamedText):
         keyboard: Keyboard | None = None,
         max_output_lines: int = 12,
         err_console: Console | None = None,
-        model_names: Mapping[str, str] | None = None,
         status_line: bool = True,
     ) -> None:
         self.console = console if console is not None else Console()
@@ -106,7 +106,8 @@ class TerminalSink(StreamedText):
         self.input_fn = input_fn
         self.keyboard = keyboard
         self.max_output_lines = max_output_lines
-        self.model_names: dict[str, str] = dict(model_names or {})
+        #: agy's display names of its model ids, once the session binds its catalog (ShowsModelNames)
+        self.models = ModelNames()
         self.screen = Screen(self.console, err_console)
         self.screen.bottom = self._bottom
         self.screen.break_line = self._close_line
@@ -134,8 +135,11 @@ class TerminalSink(StreamedText):
 
     # -- what the bottom line shows -------------------------------------------------------------
 
+    def bind_model_catalog(self, catalog: ModelCatalog) -> None:
+        self.models.bind(catalog)
+
     def model_label(self, model: str) -> str:
-        return self.model_names.get(model, model)
+        return self.models.name(model)
 
     def _bottom(self) -> Text | None:
         typed = visible(self.keyboard.typed) if self.keyboard is not None else ""
@@ -192,6 +196,8 @@ class TerminalSink(StreamedText):
 
     async def deliver(self, events: Sequence[Event]) -> int:
         for event in events:
+            if isinstance(event, Usage | ModelChanged):
+                await self.models.learn(event.model)
             try:
                 self.render(event)
             except Exception:  # a rendering bug must not wedge the stream

@@ -52,7 +52,6 @@ async def _attached(
         port=port, cascade_id=cascade_id, pane_pid=pane_pid, sink=terminal, tmux_target=tmux_target
     )  # agy's version: asked of the agy that discovery binds
     async with session_from(container) as session:
-        terminal.model_names.update(await session.model_names())
         terminal.info(f"attached · {session.capabilities.describe()}")
         can_send = session.capabilities.rpc_turns or tmux_target is not None
         if not can_send:

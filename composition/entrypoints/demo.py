@@ -19,7 +19,7 @@ from .cli_args import GATE_HELP, SECONDS, command, non_negative, positive
 
 if TYPE_CHECKING:  # (the CLI imports this module for its arguments: --help stays light)
     from agy_harness.ports.events import Event, GateOpened
-    from agy_harness.ports.protocols import EventSink, GateAnswer
+    from agy_harness.ports.protocols import EventSink, GateAnswer, ModelCatalog
 
 log = logging.getLogger("agy_harness.demo")
 
@@ -73,6 +73,12 @@ class TapSink:
 
     async def withdraw(self, gate_id: str) -> None:
         await self.inner.withdraw(gate_id)
+
+    def bind_model_catalog(self, catalog: ModelCatalog) -> None:
+        from agy_harness.ports.protocols import ShowsModelNames
+
+        if isinstance(self.inner, ShowsModelNames):  # (the terminal shows agy's display names)
+            self.inner.bind_model_catalog(catalog)
 
     def _touch(self) -> None:
         self.last_activity = asyncio.get_running_loop().time()
@@ -179,7 +185,6 @@ async def _demo_in_tmux(terminal: Any, tap: TapSink, *, profile: str, pace: floa
 
 
 async def _play(session: Any, terminal: Any, tap: TapSink, timeout: float) -> None:
-    terminal.model_names.update(await session.model_names())
     terminal.info(session.capabilities.describe())
     for text, action in SCRIPT:
         start = len(tap.seen)

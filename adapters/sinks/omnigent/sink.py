@@ -40,6 +40,7 @@ from urllib.parse import quote
 import httpx
 
 from agy_harness.adapters.sinks.asks import PendingAsks
+from agy_harness.adapters.sinks.model_names import ModelNames
 from agy_harness.core.turns import Replies
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -56,7 +57,6 @@ from agy_harness.ports.events import (
 from agy_harness.ports.protocols import Clock, EventRefused, ModelCatalog
 
 from .hook import HOOK_NAME, GateAsks
-from .models import ModelNames
 from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock, log
 from .usage import UsageFloors
 from .wire import FAILED_TEXT, ITEM, Wire, source_id, subagent_data, to_wire

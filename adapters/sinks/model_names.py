@@ -1,4 +1,5 @@
-"""agy model ids -> the display names omnigent shows (agy's ``GetAvailableModels`` ``displayName``)."""
+"""agy model ids -> the display names a sink shows (agy's ``GetAvailableModels`` ``displayName``): the
+omnigent sink's and the terminal's, each a ``ShowsModelNames`` the session binds to agy's catalog."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 
 from agy_harness.ports.protocols import ModelCatalog
 
-log = logging.getLogger("agy_harness.adapters.sinks.omnigent")
+log = logging.getLogger("agy_harness.adapters.sinks.model_names")
 
 
 class ModelNames:
