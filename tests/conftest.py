@@ -45,7 +45,13 @@ pytest_plugins = ["tests.ci_skips"]  # in CI a skipped test fails the run
 ROOT = Path(__file__).resolve().parents[1]
 
 #: the pure tests (``-m pure``): the core and pure units, no network, files, subprocesses or real sleeps
-PURE = ("tests/core/", "tests/rpc/test_codec.py", "tests/rpc/test_bounded.py")
+PURE = (
+    "tests/core/",
+    "tests/rpc/test_codec.py",
+    "tests/rpc/test_bounded.py",
+    "tests/composition/test_harness_unit.py",  # the session's roles on a virtual clock
+    "tests/composition/test_read_driver.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
