@@ -15,6 +15,7 @@ import logging
 from collections.abc import Sequence
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
+from weakref import WeakKeyDictionary
 
 from agy_harness.core.elicitation import with_poll_details
 from agy_harness.core.mapper_state import LiveText
@@ -68,6 +69,8 @@ class Emitter:
         self.clock = clock if clock is not None else LoopClock()
         self.inflight: set[asyncio.Future[None]] = set()
         self._lock = asyncio.Lock()
+        #: one batch of a conversation fed at a time (see apply), a lock per reconciler
+        self._feeding: WeakKeyDictionary[Reconciler, asyncio.Lock] = WeakKeyDictionary()
         # a journal store takes only what changed (O(1) per delivery); see _record
         self._journal = cursor_store if isinstance(cursor_store, CursorJournal) else None
         self._journaled: Reconciler | None = None  # the reconciler whose committed keys it has
@@ -94,6 +97,18 @@ class Emitter:
                 )
         reconciler = reconciler or self.conversation.reconciler
         self.stats.batches[batch.source or "?"] = self.stats.batches.get(batch.source or "?", 0) + 1
+        # Two sources read one conversation (the stream, the run-status backstop's read, a sub-agent's
+        # stream and its final read): one batch is fed and delivered at a time. A step is committed
+        # when fed and its delivery queued after; another source's batch fed meanwhile would hand
+        # the next step to the sink first.
+        feeding = self._feeding.get(reconciler)
+        if feeding is None:
+            feeding = self._feeding[reconciler] = asyncio.Lock()
+        async with feeding:
+            await self._feed(batch, reconciler)
+        await self._sync()
+
+    async def _feed(self, batch: StepBatch, reconciler: Reconciler) -> None:
         self._in_batch = True  # one journal fsync per batch, at its end
         try:
             steps = batch.steps
@@ -115,7 +130,6 @@ class Emitter:
                     break
         finally:
             self._in_batch = False
-        await self._sync()
 
     async def _deliver_rest(
         self, events: list[Event], rest: Sequence[Any], reconciler: Reconciler, stop: asyncio.Event

@@ -124,6 +124,47 @@ async def test_a_cancelled_batch_delivers_the_fed_step_and_feeds_no_more() -> No
     assert emitter.conversation.reconciler.feed(steps[1])
 
 
+class HeldSink(RecordingSink):
+    """Holds its first delivery until ``release`` is set: a consumer slow to take a step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+        self.holding = asyncio.Event()
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        if not self.holding.is_set():
+            self.holding.set()
+            await self.release.wait()
+        return await super().deliver(events)
+
+
+async def test_two_sources_reading_one_conversation_deliver_its_steps_in_order() -> None:
+    """The stream delivers step 1 of a batch while a second source (the run-status backstop's read)
+    applies the same steps: its batch waits for the stream's, so step 2 is never delivered before a
+    step 3 the stream goes on to feed. (It was: the second source fed step 2 and handed it to a
+    delivery task; the stream, let go by the sink in the same turn of the loop, fed step 3 and took
+    the sink first: seen end to end in tests/store/test_cursor_killed.py's session case, under load.)"""
+    sink = HeldSink()
+    emitter = make(sink)
+    steps = []
+    for index, name in ((1, "run_command_done"), (2, "list_directory_done"), (3, "stream_view_file_done")):
+        step = fixture(name)
+        step["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] = index
+        steps.append(step)
+    stream = asyncio.ensure_future(
+        emitter.apply(StepBatch(cascade_id=CASCADE, steps=tuple(steps), source="stream"))
+    )
+    await sink.holding.wait()  # the stream's delivery of step 1 is in the sink
+    backstop = asyncio.ensure_future(
+        emitter.apply(StepBatch(cascade_id=CASCADE, steps=tuple(steps), snapshot=True, source="backstop"))
+    )
+    sink.release.set()  # in the same turn of the loop as the backstop's first
+    await asyncio.wait_for(asyncio.gather(stream, backstop), 5)
+    order = [e.step_key.rsplit("/", 1)[1] for e in sink.events if e.type == "tool_call"]
+    assert order == ["1", "2", "3"]
+
+
 async def test_a_notice_names_the_bound_conversation() -> None:
     sink = RecordingSink()
     emitter = make(sink)
