@@ -68,13 +68,19 @@ class Reconciler:
             if step is None:
                 self.skipped += 1
             return []
-        placeholder = step.key.trajectory_id.startswith(stamps.PLACEHOLDER_PREFIX)
-        key = self._resolve(step)
+        key = step.key
+        known = self.state.trajectory_id
+        if key.trajectory_id == known and known:  # (the common case: nothing to resolve)
+            placeholder = False
+        else:
+            placeholder = key.trajectory_id.startswith(stamps.PLACEHOLDER_PREFIX)
+            key = self._resolve(step)
+            known = self.state.trajectory_id
         sk = step.name
         if (placeholder or key.execution_id) and sk in committed:  # (parse_new_step checked the others)
             return []
         aliases: AbstractSet[str] | tuple[str, ...]
-        if key.trajectory_id == self.state.trajectory_id and not key.execution_id:
+        if key.trajectory_id == known and not key.execution_id:
             # the common case, a step of the known trajectory: its one other key is the placeholder's,
             # committed by a transcript read before the trajectory was known. Not committed in turn:
             # from now on a transcript's step is resolved to this trajectory (``_resolve``) and
@@ -83,7 +89,7 @@ class Reconciler:
                 return []
             aliases = ()
         else:
-            check, aliases = other_keys(step, sk, self._placeholder, self.state.trajectory_id)
+            check, aliases = other_keys(step, sk, self._placeholder, known)
             if check and not check.isdisjoint(committed):
                 return []
         try:
@@ -93,10 +99,15 @@ class Reconciler:
             self.skipped += 1
             return []
         if step.settled:
-            keys = (sk, *sorted(aliases)) if aliases else (sk,)
-            committed.update(keys)
-            if self.committed_log is not None:
-                self.committed_log.extend(keys)
+            if aliases:
+                keys = (sk, *sorted(aliases))
+                committed.update(keys)
+                if self.committed_log is not None:
+                    self.committed_log.extend(keys)
+            else:
+                committed.add(sk)
+                if self.committed_log is not None:
+                    self.committed_log.append(sk)
             if self.state.live:
                 self.state.live.pop(sk, None)
         return events
