@@ -152,6 +152,8 @@ def parse_step(raw: object) -> Step | None:
 
 
 _NOTHING: frozenset[str] = frozenset()
+#: ``StepKey(a, b, c)`` without the named tuple's Python-level ``__new__`` (every step makes one)
+_new_key = tuple.__new__
 
 
 def parse_new_step(raw: object, committed: AbstractSet[str]) -> Step | Committed | None:
@@ -190,7 +192,7 @@ def parse_new_step(raw: object, committed: AbstractSet[str]) -> Step | Committed
         if not execution_id:
             log.warning("skipping a USER_INPUT step without metadata.executionId or createdAt")
             return None
-        key = StepKey(trajectory_id, 0, execution_id)
+        key = _new_key(StepKey, (trajectory_id, 0, execution_id))
         name = f"{trajectory_id}/u:{execution_id}"
     else:
         index = info.get("stepIndex", 0)
@@ -199,7 +201,7 @@ def parse_new_step(raw: object, committed: AbstractSet[str]) -> Step | Committed
         name = f"{trajectory_id}/{index}"
         if committed and name in committed and not trajectory_id.startswith(PLACEHOLDER_PREFIX):
             return COMMITTED
-        key = StepKey(trajectory_id, index)
+        key = _new_key(StepKey, (trajectory_id, index, ""))
     raw_status = raw.get("status")
     status = _SHORT_STATUSES.get(raw_status) if type(raw_status) is str else None
     if status is None:
