@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from agy_harness.core.steps import steps_from_update
@@ -61,13 +61,20 @@ class RpcStreamSource:
     async def _batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
         progress = StreamProgress()
         frames = self._client.stream(STREAM_METHOD, {"conversationId": cascade_id}, progress)
-        loop = asyncio.get_running_loop()
+        watch = _IdleWatch(self._idle, progress, self._is_running)
         first = True
         try:
             while True:
-                frame = await self._next_frame(frames, progress, loop, cascade_id)
-                if frame is None:
+                try:
+                    frame = await watch.wait(anext(frames))
+                except StopAsyncIteration:
                     return
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if not watch.fired or task is None or task.uncancel() > 0:
+                        raise  # (cancelled from outside too: that wins)
+                    self._client.reset_pool()  # the connection may be half-open: dial afresh
+                    raise StreamIdle(cascade_id, self._idle) from None
                 batch = self._batch(cascade_id, frame, snapshot=first)
                 if batch is None:
                     continue
@@ -75,46 +82,8 @@ class RpcStreamSource:
                 if batch.steps or batch.snapshot:
                     yield batch
         finally:
+            watch.close()
             await frames.aclose()
-
-    async def _next_frame(
-        self,
-        frames: AsyncIterator[Frame],
-        progress: StreamProgress,
-        loop: asyncio.AbstractEventLoop,
-        cascade_id: str,
-    ) -> Frame | None:
-        """The next frame (None at the stream's end), awaited in place; a timer re-armed every
-        ``idle_timeout`` s watches it: while bytes arrive or the cascade does not run it waits again,
-        else it cancels the wait, which becomes StreamIdle. (A task and an ``asyncio.wait`` per frame
-        cost ~20 us of loop time a frame: a fifth of a core at 300 streaming sessions.)"""
-        task = asyncio.current_task()
-        assert task is not None
-        seen = progress.received
-        fired = False
-        timer: asyncio.TimerHandle
-
-        def check() -> None:
-            nonlocal seen, timer, fired
-            if progress.received != seen or not self._is_running():  # a big frame arriving, or idle
-                seen = progress.received
-                timer = loop.call_later(self._idle, check)
-                return
-            fired = True
-            task.cancel()
-
-        timer = loop.call_later(self._idle, check)
-        try:
-            return await anext(frames)
-        except StopAsyncIteration:
-            return None
-        except asyncio.CancelledError:
-            if not fired or task.uncancel() > 0:  # (cancelled from outside too: that wins)
-                raise
-            self._client.reset_pool()  # the connection may be half-open: dial afresh
-            raise StreamIdle(cascade_id, self._idle) from None
-        finally:
-            timer.cancel()
 
     def _batch(self, cascade_id: str, frame: Frame, *, snapshot: bool) -> StepBatch | None:
         self.frames_seen += 1
@@ -131,6 +100,60 @@ class RpcStreamSource:
             self.last_status = status
         steps = object_steps(steps_from_update(update), source="stream", cascade_id=cascade_id)
         return StepBatch(cascade_id=cascade_id, steps=steps, snapshot=snapshot, source=self.name)
+
+
+class _IdleWatch:
+    """The stream's idle watchdog: one timer for the whole stream, not one per frame (a timer armed
+    and cancelled per frame, with its closure, was a good part of the loop's garbage at 300
+    streaming sessions). A wait for the next frame (:meth:`wait`) is cancelled once ``idle`` seconds
+    passed since it began (``fired`` then says so) unless bytes arrived meanwhile (a big frame on
+    its way) or ``is_running()`` says the cascade does not run: then it waits another ``idle`` s."""
+
+    __slots__ = ("_idle", "_is_running", "_progress", "_seen", "_start", "_timer", "fired", "task")
+
+    def __init__(self, idle: float, progress: StreamProgress, is_running: Callable[[], bool]) -> None:
+        self._idle = idle
+        self._progress = progress
+        self._is_running = is_running
+        self._timer: asyncio.TimerHandle | None = None
+        self._start = 0.0  # when the current wait began (or was last extended)
+        self._seen = 0  # bytes received by then
+        self.task: asyncio.Task[Any] | None = None  # the task waiting, while one waits
+        self.fired = False
+
+    async def wait(self, frame: Awaitable[Frame]) -> Frame:
+        """The next frame, awaited in place (no task per frame), watched."""
+        loop = asyncio.get_running_loop()
+        self._start, self._seen = loop.time(), self._progress.received
+        self.task = asyncio.current_task()
+        if self._timer is None:
+            self._timer = loop.call_at(self._start + self._idle, self._check)
+        try:
+            return await frame
+        finally:
+            self.task = None
+
+    def _check(self) -> None:
+        loop = asyncio.get_running_loop()
+        now, task = loop.time(), self.task
+        self._timer = None
+        if task is None:  # nobody waits: the next wait arms the timer again
+            return
+        due = self._start + self._idle
+        if now < due:  # a later wait than the one this timer was armed for
+            self._timer = loop.call_at(due, self._check)
+            return
+        if self._progress.received != self._seen or not self._is_running():  # a big frame arriving, or idle
+            self._start, self._seen = now, self._progress.received
+            self._timer = loop.call_at(now + self._idle, self._check)
+            return
+        self.fired = True
+        task.cancel()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class RpcPollSource:

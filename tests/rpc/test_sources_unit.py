@@ -137,10 +137,40 @@ async def test_idle_watchdog_waits_while_a_frame_is_arriving(stub: StubServer) -
     for i in range(0, len(big), 40):
         pieces += [big[i : i + 40], 0.05]
     serve_stream(stub, update([step(0)], status=RUNNING), 0.05, *pieces, TRAILER)
-    assert sum(p for p in pieces if isinstance(p, float)) > 0.3  # the whole frame takes longer than the timeout
+    assert (
+        sum(p for p in pieces if isinstance(p, float)) > 0.3
+    )  # the whole frame takes longer than the timeout
     async with RpcClient(stub.base_url) as client:
         batches = await drain(RpcStreamSource(client, idle_timeout=0.15))
     assert [b.steps[0]["metadata"]["sourceTrajectoryStepInfo"]["stepIndex"] for b in batches] == [0, 1]
+
+
+async def test_idle_watchdog_times_each_wait_from_its_start(stub: StubServer) -> None:
+    """Frames for longer than the idle timeout in all, each within it, then silence while the cascade
+    runs: every frame is delivered, then StreamIdle (one timer watches the whole stream)."""
+    pieces: list[bytes | float] = []
+    for i in range(8):
+        pieces += [update([step(i)], status=RUNNING), 0.05]
+    serve_stream(stub, *pieces, 3.0, TRAILER)
+    got: list[StepBatch] = []
+    async with RpcClient(stub.base_url) as client:
+        with pytest.raises(StreamIdle):
+            async for batch in RpcStreamSource(client, idle_timeout=0.15).batches("c"):
+                got.append(batch)
+    assert len(got) == 8
+
+
+async def test_a_consumer_slower_than_the_idle_timeout_is_not_an_idle_stream(stub: StubServer) -> None:
+    """The time the consumer spends on a batch is not the stream's silence: each wait for a frame
+    has the whole idle timeout."""
+    frames = [update([step(i)], status=RUNNING) for i in range(3)]
+    serve_stream(stub, frames[0], 0.01, frames[1], 0.01, frames[2], TRAILER)
+    got: list[StepBatch] = []
+    async with RpcClient(stub.base_url) as client:
+        async for batch in RpcStreamSource(client, idle_timeout=0.1).batches("c"):
+            got.append(batch)
+            await asyncio.sleep(0.3)  # busy with the batch for three timeouts
+    assert len(got) == 3
 
 
 async def test_idle_watchdog_waits_while_idle(stub: StubServer) -> None:
