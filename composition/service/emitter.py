@@ -68,6 +68,7 @@ class Emitter:
         self.bus = bus if bus is not None else SessionBus()
         self.clock = clock if clock is not None else LoopClock()
         self.inflight: set[asyncio.Future[None]] = set()
+        self._stopped: set[asyncio.Future[None]] = set()  # deliveries whose reader was cancelled
         self._lock = asyncio.Lock()
         #: one batch of a conversation fed at a time (see apply), a lock per reconciler
         self._feeding: WeakKeyDictionary[Reconciler, asyncio.Lock] = WeakKeyDictionary()
@@ -118,27 +119,30 @@ class Emitter:
                     # fed steps are committed: their events must reach the sink even if the reader is
                     # cancelled. One shielded task delivers them and goes on with the rest of the batch
                     # (an attach is thousands of steps: not a task and a shield each).
-                    stop = asyncio.Event()
-                    task = asyncio.ensure_future(self._deliver_rest(events, steps[i + 1 :], reconciler, stop))
+                    task = asyncio.ensure_future(self._deliver_rest(events, steps[i + 1 :], reconciler))
                     self.inflight.add(task)
-                    task.add_done_callback(self.inflight.discard)
+                    task.add_done_callback(self._settled)
                     try:
                         await asyncio.shield(task)
                     except asyncio.CancelledError:
-                        stop.set()  # the step being delivered still is; the rest is read again later
+                        # the step being delivered still is; the rest is read again later
+                        self._stopped.add(task)
                         raise
                     break
         finally:
             self._in_batch = False
 
-    async def _deliver_rest(
-        self, events: list[Event], rest: Sequence[Any], reconciler: Reconciler, stop: asyncio.Event
-    ) -> None:
+    def _settled(self, task: asyncio.Future[None]) -> None:
+        self.inflight.discard(task)
+        self._stopped.discard(task)
+
+    async def _deliver_rest(self, events: list[Event], rest: Sequence[Any], reconciler: Reconciler) -> None:
         """Deliver a fed step's events; then feed and deliver the rest of its batch step by step (one
-        delivery per step, as sinks expect), until ``stop``: no step is fed after its reader is gone."""
+        delivery per step, as sinks expect), until the delivery is stopped: no step is fed after its
+        reader is gone."""
         await self.emit(events)
         for raw in rest:
-            if stop.is_set():
+            if self._stopped and asyncio.current_task() in self._stopped:
                 return
             events = reconciler.feed(raw)
             if events:

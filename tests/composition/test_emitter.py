@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Sequence
 from typing import Any
 
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
+from agy_harness.composition.service.clock import LoopClock
 from agy_harness.composition.service.conversation import Conversation, HarnessOptions, HarnessStats
 from agy_harness.composition.service.emitter import Emitter
 from agy_harness.ports.events import Event, Notice
@@ -252,3 +254,77 @@ def test_journal_state_takes_the_fields_as_they_are_only_when_they_dump_to_thems
         assert E._plain(plain), plain
     for other in (float, datetime, dict[str, str], list[str], float | None, Literal[1.5]):
         assert not E._plain(other), other
+
+
+class HoldingSink(RecordingSink):
+    """The ``hold_at``-th delivery (1-based) waits for ``release`` first."""
+
+    def __init__(self, hold_at: int) -> None:
+        super().__init__()
+        self.calls = 0
+        self.hold_at = hold_at
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        self.calls += 1
+        if self.calls == self.hold_at:
+            self.holding.set()
+            await self.release.wait()
+        return await super().deliver(events)
+
+
+async def test_a_delivery_that_waits_on_a_later_step_finishes_when_the_reader_is_cancelled() -> None:
+    """The first step is delivered; the second one's delivery waits (the sink is slow) and the reader
+    is cancelled meanwhile: that step's events still reach the sink, and the third step is not fed
+    (it is read again later)."""
+    sink = HoldingSink(hold_at=2)
+    emitter = make(sink)
+    steps = (fixture("user_input"), fixture("planner_response_text"), fixture("run_command_done"))
+    reader = asyncio.ensure_future(emitter.apply(StepBatch(cascade_id=CASCADE, steps=steps)))
+    await asyncio.wait_for(sink.holding.wait(), 2.0)
+    reader.cancel()
+    await asyncio.gather(reader, return_exceptions=True)
+    assert reader.cancelled() and len(emitter.inflight) == 1
+    sink.release.set()
+    await asyncio.wait(emitter.inflight, timeout=2.0)
+    assert not emitter.inflight and not emitter._stopped
+    assert any(e.type == "assistant_message" for e in sink.events)  # the second step's, after the cancel
+    # the third step was never fed: a later read of it yields its events
+    assert emitter.conversation.reconciler.feed(steps[2])
+
+
+async def test_a_sinks_own_timeout_ends_only_its_delivery_attempt() -> None:
+    """A sink that times out inside a delivery (asyncio.timeout around its own wait) fails that
+    attempt only: the delivery is retried and the reader goes on (a delivery moved to another task
+    after it began would cancel the reader instead)."""
+
+    class TimingOut(RecordingSink):
+        attempts = 0
+
+        async def deliver(self, events: Sequence[Event]) -> int:
+            self.attempts += 1
+            if self.attempts == 1:
+                async with asyncio.timeout(0.01):
+                    await asyncio.Event().wait()
+            return await super().deliver(events)
+
+    sink = TimingOut()
+    emitter = make(sink)
+    emitter.clock = LoopClock()  # real time: the sink's timeout and the retry pause
+    await asyncio.wait_for(emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),))), 2.0)
+    assert sink.attempts == 2 and [e.type for e in sink.events] == ["status", "model_change", "user_message"]
+
+
+async def test_a_delivery_runs_in_a_copy_of_the_readers_context() -> None:
+    """What a sink sets in a context variable stays in its delivery."""
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="reader")
+
+    class Setter(RecordingSink):
+        async def deliver(self, events: Sequence[Event]) -> int:
+            var.set("sink")
+            return await super().deliver(events)
+
+    emitter = make(Setter())
+    await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),)))
+    assert var.get() == "reader"
