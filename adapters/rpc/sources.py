@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agy_harness.core.steps import steps_from_update
@@ -65,8 +65,9 @@ class RpcStreamSource:
         first = True
         try:
             while True:
+                watch.begin()  # the next frame, awaited in place (no task per frame), watched
                 try:
-                    frame = await watch.wait(anext(frames))
+                    frame = await anext(frames)
                 except StopAsyncIteration:
                     return
                 except asyncio.CancelledError:
@@ -75,6 +76,8 @@ class RpcStreamSource:
                         raise  # (cancelled from outside too: that wins)
                     self._client.reset_pool()  # the connection may be half-open: dial afresh
                     raise StreamIdle(cascade_id, self._idle) from None
+                finally:
+                    watch.task = None
                 batch = self._batch(cascade_id, frame, snapshot=first)
                 if batch is None:
                     continue
@@ -105,8 +108,8 @@ class RpcStreamSource:
 class _IdleWatch:
     """The stream's idle watchdog: one timer for the whole stream, not one per frame (a timer armed
     and cancelled per frame, with its closure, was a good part of the loop's garbage at 300
-    streaming sessions). A wait for the next frame (:meth:`wait`) is cancelled once ``idle`` seconds
-    passed since it began (``fired`` then says so) unless bytes arrived meanwhile (a big frame on
+    streaming sessions). A wait for the next frame is cancelled once ``idle`` seconds passed since
+    it began (:meth:`begin`; ``fired`` then says so) unless bytes arrived meanwhile (a big frame on
     its way) or ``is_running()`` says the cascade does not run: then it waits another ``idle`` s."""
 
     __slots__ = ("_idle", "_is_running", "_progress", "_seen", "_start", "_timer", "fired", "task")
@@ -121,17 +124,13 @@ class _IdleWatch:
         self.task: asyncio.Task[Any] | None = None  # the task waiting, while one waits
         self.fired = False
 
-    async def wait(self, frame: Awaitable[Frame]) -> Frame:
-        """The next frame, awaited in place (no task per frame), watched."""
+    def begin(self) -> None:
+        """The current task starts waiting for a frame (it sets ``task`` back to None when done)."""
         loop = asyncio.get_running_loop()
         self._start, self._seen = loop.time(), self._progress.received
         self.task = asyncio.current_task()
         if self._timer is None:
             self._timer = loop.call_at(self._start + self._idle, self._check)
-        try:
-            return await frame
-        finally:
-            self.task = None
 
     def _check(self) -> None:
         loop = asyncio.get_running_loop()

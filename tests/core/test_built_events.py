@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import codecs
 import copy
 import hashlib
 import json
@@ -191,17 +192,22 @@ def test_safejson_fast_paths_equal_the_clean_route(value: Any, depth: int, sort_
 @given(json_values, st.sampled_from(["", " ", "\n", "x", "]", "1", ",{}"]), st.sampled_from(["", " "]))
 @example([1e400, -1e400], "", "")
 def test_loads_fast_path_equals_the_careful_route(value: Any, tail: str, head: str) -> None:
-    """safejson.loads(str) takes json's C scanner straight; bytes take the careful route: the same
-    value, or a ValueError both ways."""
+    """safejson.loads takes json's C scanner straight, bytes read as UTF-8 first: the same value as
+    json.loads, or a ValueError both ways, for a str and for bytes in any encoding json.loads takes
+    (UTF-8 with or without a BOM, UTF-16 and UTF-32: not UTF-8, they take json.loads's own route)."""
     for text in (json.dumps(value), json.dumps(value, ensure_ascii=False), "[" * 2000 + "]" * 2000):
         text = head + text + tail
-        try:
-            careful = safejson.loads(text.encode("utf-8", "surrogatepass"))
-        except ValueError:
-            with pytest.raises(ValueError):
-                safejson.loads(text)
-            continue
-        assert json.dumps(safejson.loads(text)) == json.dumps(careful)
+        for data in (text, *(codecs.BOM_UTF8 * bom + text.encode(c, "surrogatepass")
+                             for c in ("utf-8", "utf-16-le", "utf-32-be") for bom in (0, c == "utf-8"))):  # fmt: skip
+            try:
+                careful = json.loads(data)
+            except RecursionError:  # safejson's markers: test_safejson_survives_nesting and the like
+                continue
+            except ValueError:
+                with pytest.raises(ValueError):
+                    safejson.loads(data)
+                continue
+            assert json.dumps(safejson.loads(data)) == json.dumps(careful)
     with pytest.raises(ValueError):  # as json.loads says of a str
         safejson.loads("\ufeff" + json.dumps(value))
 
