@@ -173,6 +173,11 @@ class TuiScreen(Protocol):
 
 @runtime_checkable
 class EventSink(Protocol):
+    """Where events go. A sink whose ``deliver`` never waits (it puts events on an unbounded queue or
+    a list, nothing else) may say so with a class attribute ``delivers_at_once = True``: the harness
+    then delivers to it from the reader's own task, without a task per batch. Such a ``deliver``
+    must not await anything that waits (a timeout, I/O, a lock)."""
+
     async def deliver(self, events: Sequence[Event]) -> int:
         """Deliver events in order; return how many (a prefix) the consumer accepted."""
         ...

@@ -13,6 +13,8 @@ from agy_harness.ports.protocols import GateAnswer
 class QueueSink:
     """The default sink of :func:`open_session`: events on a queue, gates answered by ``Session.answer``."""
 
+    delivers_at_once = True  # deliver never waits (an unbounded queue): see EventSink
+
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         self._asks: dict[str, asyncio.Future[GateAnswer]] = {}

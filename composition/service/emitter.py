@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 from weakref import WeakKeyDictionary
@@ -31,6 +31,7 @@ from agy_harness.ports.protocols import (
     StepSnapshot,
 )
 
+from . import eager
 from .bus import SessionBus
 from .clock import LoopClock
 from .conversation import Conversation, HarnessOptions, HarnessStats
@@ -69,6 +70,7 @@ class Emitter:
         self.clock = clock if clock is not None else LoopClock()
         self.inflight: set[asyncio.Future[None]] = set()
         self._stopped: set[asyncio.Future[None]] = set()  # deliveries whose reader was cancelled
+        self._eager = False  # a delivery runs in the reader's task (_deliver_shielded)
         self._lock = asyncio.Lock()
         #: one batch of a conversation fed at a time (see apply), a lock per reconciler
         self._feeding: WeakKeyDictionary[Reconciler, asyncio.Lock] = WeakKeyDictionary()
@@ -117,20 +119,46 @@ class Emitter:
                 events = reconciler.feed(raw)
                 if events:
                     # fed steps are committed: their events must reach the sink even if the reader is
-                    # cancelled. One shielded task delivers them and goes on with the rest of the batch
-                    # (an attach is thousands of steps: not a task and a shield each).
-                    task = asyncio.ensure_future(self._deliver_rest(events, steps[i + 1 :], reconciler))
-                    self.inflight.add(task)
-                    task.add_done_callback(self._settled)
-                    try:
-                        await asyncio.shield(task)
-                    except asyncio.CancelledError:
-                        # the step being delivered still is; the rest is read again later
-                        self._stopped.add(task)
-                        raise
+                    # cancelled. One delivery goes on with the rest of the batch (an attach is
+                    # thousands of steps: not a task and a shield each); see _deliver_shielded.
+                    await self._deliver_shielded(self._deliver_rest(events, steps[i + 1 :], reconciler))
                     break
         finally:
             self._in_batch = False
+
+    async def _deliver_shielded(self, delivery: Coroutine[Any, Any, None]) -> None:
+        """Run ``delivery`` to its end even if the caller is cancelled meanwhile: in a task the caller
+        awaits shielded; if the caller is cancelled, the task is marked stopped (the step it delivers
+        still reaches the sink, no further step of the batch is fed).
+
+        To a sink that says it ``delivers_at_once`` (its deliver never waits: QueueSink), the delivery
+        runs here at once (:mod:`.eager`): no cancellation can land before it is done, and a task is
+        made only if it has to wait after all (the lock, a gate's details, a cursor write, a retry:
+        each hands off to the task first, see _handoff). A task and a shield per streamed frame were
+        a good part of the loop's CPU and garbage at 300 streaming sessions (issue #22)."""
+        if getattr(self.sink, "delivers_at_once", False) is True:
+            self._eager = True
+            try:
+                task = eager.start(delivery)
+            finally:
+                self._eager = False
+            if task is None:
+                return
+        else:
+            task = asyncio.ensure_future(delivery)
+        self.inflight.add(task)
+        task.add_done_callback(self._settled)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._stopped.add(task)  # the step being delivered still is; the rest is read again later
+            raise
+
+    async def _handoff(self) -> None:
+        """Before a wait that may be bound to the task it begins in (a timeout: an RPC call's, a
+        sink's): a delivery still running in the reader's task (_deliver_shielded) goes on in its own."""
+        if self._eager:
+            await asyncio.sleep(0)
 
     def _settled(self, task: asyncio.Future[None]) -> None:
         self.inflight.discard(task)
@@ -153,6 +181,7 @@ class Emitter:
         out = list(events)
         for i, event in enumerate(out):
             if isinstance(event, GateOpened) and event.kind == "question":
+                await self._handoff()
                 try:
                     out[i] = with_poll_details(event, await self.snapshot.read_steps(event.cascade_id))
                 except asyncio.CancelledError:
@@ -167,7 +196,10 @@ class Emitter:
             events = await self._with_details(events)
             pending = list(events)
             pause = self.options.sink_retry
+            at_once = getattr(self.sink, "delivers_at_once", False) is True
             while pending:
+                if not at_once:
+                    await self._handoff()
                 try:
                     accepted = await self.sink.deliver(pending)
                 except asyncio.CancelledError:
@@ -183,6 +215,7 @@ class Emitter:
                 self.stats.events += accepted
                 pending = pending[accepted:]
                 if pending:
+                    await self._handoff()
                     await self.clock.sleep(pause)
                     pause = min(pause * 2, self.options.max_backoff)
             # after every acknowledged delivery (deltas too: a restart resumes a reply where the
@@ -193,8 +226,10 @@ class Emitter:
                 if self._journal is not None:
                     self._record(self._journal, reconciler)  # one append, on the loop: no task, no await
                     if not self._in_batch:
+                        await self._handoff()
                         await self._sync()
                 else:
+                    await self._handoff()
                     await self._save_cursor(reconciler)
         self.bus.delivered(events)
 
@@ -204,6 +239,7 @@ class Emitter:
         ``pending`` by a notice naming it, so one event never wedges the sink (the rest, and the
         cursor, move on). Returns how many events the sink accepted (0 when it is simply down)."""
         first = pending[0]
+        await self._handoff()
         try:
             return min(1, await self.sink.deliver([first]))
         except asyncio.CancelledError:

@@ -328,3 +328,68 @@ async def test_a_delivery_runs_in_a_copy_of_the_readers_context() -> None:
     emitter = make(Setter())
     await emitter.apply(StepBatch(cascade_id=CASCADE, steps=(fixture("user_input"),)))
     assert var.get() == "reader"
+
+
+class AtOnceSink(RecordingSink):
+    """A sink whose deliver never waits, and says so; it records the task each delivery ran in."""
+
+    delivers_at_once = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: list[asyncio.Task[Any] | None] = []
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        self.tasks.append(asyncio.current_task())
+        return await super().deliver(events)
+
+
+async def test_a_sink_that_delivers_at_once_is_delivered_to_from_the_readers_task() -> None:
+    """No task and no shield per batch for a sink that never waits (QueueSink): its deliveries run in
+    the reader's own task, and nothing is left in flight."""
+    sink = AtOnceSink()
+    emitter = make(sink)
+    steps = (fixture("user_input"), fixture("planner_response_text"))
+    reader = asyncio.ensure_future(emitter.apply(StepBatch(cascade_id=CASCADE, steps=steps)))
+    await reader
+    assert [e.type for e in sink.events][:3] == ["status", "model_change", "user_message"]
+    assert any(e.type == "assistant_message" for e in sink.events)
+    assert len(sink.tasks) == 2 and set(sink.tasks) == {reader}
+    assert not emitter.inflight
+
+
+async def test_a_delivery_at_once_that_must_wait_goes_on_in_its_own_task() -> None:
+    """A question gate's details are read (an RPC call, with its own timeout) before it is delivered:
+    the delivery hands off to a task of its own first, so that wait and its timeout belong to the
+    delivery, not to the reader; the reader cancelled meanwhile, the gate still reaches the sink."""
+    reads: list[asyncio.Task[Any] | None] = []
+    release = asyncio.Event()
+
+    class SlowSnapshot(MemorySnapshot):
+        async def read_steps(self, cascade_id: str) -> list[Any]:
+            reads.append(asyncio.current_task())
+            async with asyncio.timeout(5.0):  # bound to the task it is entered in
+                await release.wait()
+            return await super().read_steps(cascade_id)
+
+    sink = AtOnceSink()
+    emitter = Emitter(
+        Conversation(CASCADE),
+        snapshot=SlowSnapshot([fixture("ask_question_waiting")]),
+        sink=sink,
+        options=FAST,
+        clock=FakeClock(),
+    )
+    steps = (fixture("user_input"), fixture("ask_question_waiting"))
+    reader = asyncio.ensure_future(emitter.apply(StepBatch(cascade_id=CASCADE, steps=steps)))
+    async with asyncio.timeout(2.0):
+        while not reads:
+            await asyncio.sleep(0.001)
+    [delivery] = emitter.inflight
+    assert reads == [delivery] and sink.tasks == [reader]  # the first step at once, the read in its task
+    reader.cancel()
+    await asyncio.gather(reader, return_exceptions=True)
+    assert reader.cancelled()
+    release.set()
+    await asyncio.wait(emitter.inflight, timeout=2.0)
+    assert [e.type for e in sink.events][-1] == "gate_opened" and sink.tasks[-1] is delivery
