@@ -57,7 +57,7 @@ async def amain(sessions: int, pace: float, rounds: int = 3) -> int:
                 s = await stack.enter_async_context(
                     open_session(base_url=base_url, cascade_id=cascade, sink=sink)
                 )
-                s.harness.directory = OwnDirectory(s.harness.directory, [s.harness])
+                s.harness.directory = OwnDirectory(s.harness.directory, lambda h=s.harness: h)
                 opened.append(s)
             setup = time.perf_counter() - t0
             runs: list[tuple[float, float, list[float]]] = []  # (wall, cpu, lags) of each round
