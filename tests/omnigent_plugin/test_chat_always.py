@@ -78,6 +78,13 @@ async def test_approve_always_does_not_carry_to_the_next_command_of_the_same_tur
         assert [c for c, _ in sim.executed] == ["rm -rf build"]  # the curl waits for the human
         chat.type("n")
         await chat.wait("refused", since=mark)
+        # the chat shows "refused" before the deny reaches agy, and wait_idle returns at once while
+        # agy is still parked on the gate: wait for the gate to be answered first
+        async with asyncio.timeout(WAIT):
+            while any(
+                s["status"].endswith("WAITING") for s in sim.steps() if s["type"].endswith("RUN_COMMAND")
+            ):
+                await asyncio.sleep(0.05)
         await sim.wait_idle(timeout=WAIT)
         assert [c for c, _ in sim.executed] == ["rm -rf build"]
         [first, second] = [s for s in sim.steps() if s["type"].endswith("RUN_COMMAND")]
