@@ -42,6 +42,9 @@ MODELS: dict[str, dict[str, Any]] = {
 }
 
 
-def catalog_answer(default_model: str = DEFAULT_MODEL) -> dict[str, Any]:
-    """The ``GetAvailableModels`` answer."""
-    return {"response": {"models": copy.deepcopy(MODELS), "defaultAgentModelId": default_model}}
+def catalog_answer(
+    default_model: str = DEFAULT_MODEL, models: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The ``GetAvailableModels`` answer (``models``: the simulator's own list, else :data:`MODELS`)."""
+    listed = MODELS if models is None else models
+    return {"response": {"models": copy.deepcopy(listed), "defaultAgentModelId": default_model}}

@@ -68,6 +68,8 @@ class Simulator(CascadeHost):
         self.workspace = workspace
         self.home = home
         self.model = model
+        #: the models this agy lists (GetAvailableModels): a test may add one, as agy does after an update
+        self.models: dict[str, dict[str, Any]] = copy.deepcopy(MODELS)
         self.faults = Faults()
         self.session_id = st.session_id()
         #: summaries of trajectories that are not this simulator's conversations (tests: a

@@ -79,7 +79,7 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
     if method == "StartCascade":
         return {"cascadeId": await sim.start_cascade()}
     if method == "GetAvailableModels":
-        answer = catalog_answer(sim.model)
+        answer = catalog_answer(sim.model, sim.models)
         if sim.faults.drift:
             models = answer["response"]["models"]
             answer["response"]["models"] = {k: with_drift(v, "model") for k, v in models.items()}

@@ -20,7 +20,7 @@ from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
 from agy_harness.adapters.sinks.terminal import TerminalSink
 from agy_harness.composition.entrypoints.demo import TapSink
 from agy_harness.ports.events import Event, ModelChanged, Usage
-from agy_harness.ports.protocols import ModelInfo, ShowsModelNames
+from agy_harness.ports.protocols import ShowsModelNames
 from tests.sinks.omnigent_app import OmnigentApp
 
 from .conftest import Agy
@@ -92,19 +92,6 @@ async def demo_tap() -> AsyncIterator[Shown]:
 SINKS = {"omnigent": omnigent, "terminal": terminal, "demo tap": demo_tap}
 
 
-class Catalog:
-    """A catalog whose answer the test changes: agy adding a model, or failing to answer."""
-
-    def __init__(self, models: list[ModelInfo]) -> None:
-        self.list, self.calls, self.fails = models, 0, False
-
-    async def models(self) -> list[ModelInfo]:
-        self.calls += 1
-        if self.fails:
-            raise ConnectionError("agy is gone")
-        return list(self.list)
-
-
 async def deliver(shown: Shown, events: list[Event]) -> None:
     assert await shown.sink.deliver(events) == len(events)
 
@@ -121,16 +108,19 @@ async def test_bound_to_agys_catalog_a_sink_shows_display_names(kind: str, agy: 
 
 
 @pytest.mark.parametrize("kind", SINKS)
-async def test_a_model_agy_adds_later_is_looked_up_once_and_a_failing_catalog_shows_ids(kind: str) -> None:
-    catalog = Catalog([ModelInfo(model=PRO, label=PRO_NAME)])
+async def test_a_model_agy_adds_later_is_looked_up_once_and_a_failing_catalog_shows_ids(
+    kind: str, agy: Agy
+) -> None:
+    sim, flash = agy.sim, agy.sim.models.pop(FLASH)  # agy lists Flash only after an update
+    asked = lambda: sim.calls.count("GetAvailableModels")  # noqa: E731
     async with SINKS[kind]() as shown:
-        shown.sink.bind_model_catalog(catalog)
+        shown.sink.bind_model_catalog(RpcModelCatalog(agy.client))
         await deliver(shown, [change(1, PRO), usage(2, PRO)])
-        assert catalog.calls == 1  # asked once for what it listed
-        catalog.list.append(ModelInfo(model=FLASH, label=FLASH_NAME))
+        assert asked() == 1  # asked once for what it listed
+        sim.models[FLASH] = flash
         await deliver(shown, [change(3, FLASH), usage(4, FLASH)])
-        assert catalog.calls == 2  # asked again for the model it had not listed, once
-        catalog.fails = True
+        assert asked() == 2  # asked again for the model it had not listed, once
+        sim.faults.fail("GetAvailableModels", status=503, times=5)
         await deliver(shown, [change(5, "MODEL_NEW"), usage(6, "MODEL_NEW")])  # the stream goes on
         assert shown.changes() == [PRO_NAME, FLASH_NAME, "MODEL_NEW"]
         assert shown.usages() == [PRO_NAME, FLASH_NAME, "MODEL_NEW"]
