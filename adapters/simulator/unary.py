@@ -17,6 +17,7 @@ class UnaryHost(Protocol):
     """What the unary methods use of the simulator."""
 
     model: str
+    models: dict[str, dict[str, Any]]
     faults: Faults
     _cascades: dict[str, Cascade]
 
