@@ -63,6 +63,8 @@ class Emitter:
         self.conversation = conversation
         self.snapshot = snapshot
         self.sink = sink
+        #: the sink's deliver never waits (EventSink's ``delivers_at_once``): see _deliver_shielded
+        self._at_once = getattr(sink, "delivers_at_once", False) is True
         self.cursor_store = cursor_store
         self.options = options or HarnessOptions()
         self.stats = stats or HarnessStats()
@@ -133,10 +135,11 @@ class Emitter:
 
         To a sink that says it ``delivers_at_once`` (its deliver never waits: QueueSink), the delivery
         runs here at once (:mod:`.eager`): no cancellation can land before it is done, and a task is
-        made only if it has to wait after all (the lock, a gate's details, a cursor write, a retry:
-        each hands off to the task first, see _handoff). A task and a shield per streamed frame were
+        made only if it has to wait after all: on the lock it goes on in the task where it waits (no
+        timeout is bound to a lock's wait); before a gate's details, a cursor write or a retry it
+        hands off to the task first (_handoff). A task and a shield per streamed frame were
         a good part of the loop's CPU and garbage at 300 streaming sessions (issue #22)."""
-        if getattr(self.sink, "delivers_at_once", False) is True:
+        if self._at_once:
             self._eager = True
             try:
                 task = eager.start(delivery)
@@ -196,9 +199,8 @@ class Emitter:
             events = await self._with_details(events)
             pending = list(events)
             pause = self.options.sink_retry
-            at_once = getattr(self.sink, "delivers_at_once", False) is True
             while pending:
-                if not at_once:
+                if not self._at_once:
                     await self._handoff()
                 try:
                     accepted = await self.sink.deliver(pending)
