@@ -7,7 +7,8 @@ The simulator runs in its own process. ``--sessions`` conversations (StartCascad
 session starts a long reply at once (~50 streamed text chunks each, one every ``0.1 * pace`` s) and
 they all stream together. Measured while they run: this process's CPU (100 % = one core: a
 saturated loop), the loop's lag (a 10 ms ticker: how late it wakes; p50/p99/max), and how long
-until every reply was committed; ``--rounds`` times (3) on the same sessions. Target: the loop not
+until every reply was committed; ``--rounds`` times (3) on the same sessions. The sinks count events
+and keep none (``common.CountingSink``: what a forwarding sink leaves in the harness's process). Target: the loop not
 saturated: CPU < 100 % of a core and a p99 lag of at most 100 ms in every round.
 """
 
@@ -22,7 +23,7 @@ import time
 from typing import Any
 
 from bench_idle import OwnDirectory
-from common import TimedSink, machine, percentile, quiet_logs, simulator_process, write_summary
+from common import CountingSink, machine, percentile, quiet_logs, simulator_process, write_summary
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.composition.root.session import open_session
@@ -49,7 +50,7 @@ async def amain(sessions: int, pace: float, rounds: int = 3) -> int:
         base_url = f"https://127.0.0.1:{agy['port']}"
         async with RpcClient(base_url) as client:
             cascades = [(await client.call("StartCascade", {}))["cascadeId"] for _ in range(sessions)]
-        sinks = [TimedSink() for _ in cascades]
+        sinks = [CountingSink() for _ in cascades]
         async with contextlib.AsyncExitStack() as stack:
             t0 = time.perf_counter()
             opened = []
@@ -67,22 +68,14 @@ async def amain(sessions: int, pace: float, rounds: int = 3) -> int:
                 tick = asyncio.create_task(ticker(lags, stop))
                 c0, w0 = cpu(), time.perf_counter()
                 await asyncio.gather(*(s.send(PROMPT) for s in opened))
-                # which replies are committed, read incrementally: rescanning every sink's events every
-                # 50 ms grew with the events, and this process's CPU is what is measured as the harness's
-                seen = [0] * len(sinks)
-                replies = [0] * len(sinks)
+                # until every session's reply of this round is committed (its sink counted it)
                 async with asyncio.timeout(120):
-                    while min(replies) <= rnd:
-                        for i, sink in enumerate(sinks):
-                            replies[i] += sum(
-                                e.type == "assistant_message" for _, e in sink.events[seen[i] :]
-                            )
-                            seen[i] = len(sink.events)
+                    while min(s.counts.get("assistant_message", 0) for s in sinks) <= rnd:
                         await asyncio.sleep(0.05)
                 runs.append((time.perf_counter() - w0, cpu() - c0, lags))
                 stop.set()
                 await tick
-            deltas = sum(e.type == "text_delta" for sink in sinks for _, e in sink.events)
+            deltas = sum(sink.counts.get("text_delta", 0) for sink in sinks)
     wall, used = sum(r[0] for r in runs), sum(r[1] for r in runs)
     lags = [lag for r in runs for lag in r[2]]
     pct = 100 * used / wall

@@ -79,6 +79,31 @@ class TimedSink:
         return None
 
 
+class CountingSink:
+    """An EventSink that counts what it is handed, by event type, and keeps nothing else: as a sink
+    that forwards events (omnigent's posts each and forgets it) leaves the harness's process. A sink
+    that kept every event would grow the heap by some 100,000 objects over a 300-session run, and
+    each full garbage collection of the harness's loop would walk them all: that cost is the sink's
+    own, not the harness's."""
+
+    delivers_at_once = True  # deliver never waits: the harness needs no task per batch
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    async def deliver(self, events: Sequence[Event]) -> int:
+        counts = self.counts
+        for e in events:
+            counts[e.type] = counts.get(e.type, 0) + 1
+        return len(events)
+
+    async def ask(self, gate: GateOpened) -> GateAnswer:
+        return GateAnswer(allow=True)
+
+    async def withdraw(self, gate_id: str) -> None:
+        return None
+
+
 @contextlib.contextmanager
 def simulator_process(*args: str) -> Iterator[dict[str, Any]]:
     """``python -m agy_harness.adapters.simulator`` in its own process: {"port", "cascade", "pid"}."""
