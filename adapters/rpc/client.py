@@ -57,6 +57,7 @@ from .errors import (
     CompressedFrameRefused,
     NonLoopbackError,
     RpcBadResponse,
+    RpcUnreachable,
     StreamBroken,
 )
 from .listeners import is_loopback_host, listener_problem
@@ -124,6 +125,7 @@ class RpcClient:
         self._timeout = timeout
         self._pool: _Pool | None = None
         self._retired: list[_Pool] = []
+        self._closed = False  # by aclose: no new connection pool after it (nobody would close it)
         self.http_version = ""  # of the last response, e.g. "HTTP/1.1"
         #: limits on what agy sends (adapters/rpc/bounded.py): an answer or frame, one string in it
         self.max_body = MAX_BODY
@@ -169,7 +171,10 @@ class RpcClient:
         self.pool_resets += 1
 
     @contextlib.asynccontextmanager
-    async def _use(self) -> AsyncIterator[aiohttp.ClientSession]:
+    async def _use(self, method: str) -> AsyncIterator[aiohttp.ClientSession]:
+        if self._closed:  # a call after aclose would open a pool that nobody closes
+            log.info("%s: the RPC client was closed; not calling", method)
+            raise RpcUnreachable(method, 0, "unavailable", "the RPC client is closed")
         await self._reap()
         if self._pool is None:
             self._pool = self._new_pool()
@@ -224,7 +229,7 @@ class RpcClient:
         """
         content = json.dumps(body, separators=(",", ":")).encode()
         deadline = self._timeout if timeout is None else timeout
-        async with self._use() as http:
+        async with self._use(method) as http:
             try:
                 async with (
                     asyncio.timeout(deadline),
@@ -273,7 +278,7 @@ class RpcClient:
         """
         headers = self._headers("application/connect+json")
         headers["Accept-Encoding"] = "identity"
-        async with self._use() as http:
+        async with self._use(method) as http:
             try:
                 async with asyncio.timeout(self._timeout):
                     resp = await http.post(self.url(method), data=encode_envelope(body), headers=headers)
@@ -300,7 +305,7 @@ class RpcClient:
         sends nothing within ``timeout`` raises RpcTimeout. The connection is closed either way."""
         headers = self._headers("application/connect+json")
         headers["Accept-Encoding"] = "identity"
-        async with self._use() as http:
+        async with self._use(method) as http:
             try:
                 async with asyncio.timeout(timeout):
                     resp = await http.post(self.url(method), data=encode_envelope(body), headers=headers)
@@ -357,6 +362,8 @@ class RpcClient:
         raise StreamBroken(method, resp.status, "unavailable", "stream ended without a trailer")
 
     async def aclose(self) -> None:
+        """Close every connection; a call after this raises RpcUnreachable ("closed")."""
+        self._closed = True
         pools = [p for p in (self._pool, *self._retired) if p is not None]
         self._pool, self._retired = None, []
         for pool in pools:

@@ -349,3 +349,21 @@ async def test_a_retired_pool_waits_for_its_in_flight_calls(stub: StubServer) ->
         release.set()
         assert await call == {"done": True}  # not cut by the reset
         assert client._retired == []
+
+
+async def test_a_closed_client_opens_no_connection(stub: StubServer) -> None:
+    """A call after ``aclose`` (a background read that outlived its session) is refused: it opened a
+    new connection pool that nobody closed ("Unclosed client session" at exit)."""
+    stub.routes["Heartbeat"] = const(200, b"{}")
+    route_stream(stub, encode_envelope({"ok": 1}), encode_envelope({}, FLAG_END_STREAM))
+    client = RpcClient(stub.base_url)
+    assert await client.call("Heartbeat", {}) == {}
+    await client.aclose()
+    with pytest.raises(RpcUnreachable, match="closed"):
+        await client.call("Heartbeat", {})
+    with pytest.raises(RpcUnreachable, match="closed"):
+        await collect(client)
+    with pytest.raises(RpcUnreachable, match="closed"):
+        await client.stream_opens("StreamAgentStateUpdates", {})
+    assert client._pool is None and client._retired == []
+    assert len(stub.requests) == 1  # only the call before aclose reached agy
