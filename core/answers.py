@@ -58,7 +58,8 @@ DENY_WORDS = frozenset({"deny", "denied", "reject", "rejected", "no", "n", "fals
 REFUSE_WORDS = frozenset({"decline", "cancel"})
 
 PERMISSION_FORMS = (
-    "True / 'allow' / 'yes' / 'y' / 'approve' / 'ok' to allow; False / 'deny' / 'no' / 'n' / 'reject' to deny; "
+    f"True / {' / '.join(map(repr, sorted(ALLOW_WORDS)))} to allow; "
+    f"False / {' / '.join(map(repr, sorted(DENY_WORDS)))} to deny; "
     "'deny: <reason>' to deny and tell agy why; 'decline' / 'cancel' to refuse"
 )
 QUESTION_FORMS = (

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.root.session import Session, open_session
-from agy_harness.core.answers import AnswerError, check_answer, parse_answer
+from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, check_answer, parse_answer
 from agy_harness.core.elicitation import interaction_payload
 from agy_harness.ports.events import Event, GateOpened, PermissionRequest, Question, QuestionOption
 from agy_harness.ports.protocols import GateAnswer
@@ -36,15 +38,30 @@ def question_gate(*questions: Question) -> GateOpened:
     return PERMISSION.model_copy(update={"kind": "question", "permission": None, "questions": questions})
 
 
-@pytest.mark.parametrize("value", ["no", "deny", "false", "n", " NO ", "Denied", False, ["deny"]])
+@pytest.mark.parametrize("value", [*sorted(DENY_WORDS), " NO ", "Denied", False, ["deny"]])
 def test_deny_words_deny(value: Any) -> None:
     answer = parse_answer(PERMISSION, value)
     assert interaction_payload(PERMISSION, answer)["permission"] == {"allow": False}
 
 
-@pytest.mark.parametrize("value", [True, "allow", "yes", "y", "Y", " Approve ", "ok", GateAnswer(allow=True)])
+@pytest.mark.parametrize("value", [True, *sorted(ALLOW_WORDS), "Y", " Approve ", GateAnswer(allow=True)])
 def test_only_explicit_allows_allow(value: Any) -> None:
     assert interaction_payload(PERMISSION, parse_answer(PERMISSION, value))["permission"] == {"allow": True}
+
+
+def test_the_readme_lists_exactly_the_words_that_allow_and_deny() -> None:
+    """The README's permission bullet is the user's list of what allows: no word allows that it does
+    not name, and the error message lists the same words."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    bullet = readme[readme.index("- for a permission: only") :]
+    allow_part, deny_part = bullet[: bullet.index(" allow (")], bullet[: bullet.index(" deny;")]
+    quoted = re.compile(r'`"(\w+)"`')
+    allows = set(quoted.findall(allow_part))
+    assert allows == ALLOW_WORDS
+    assert set(quoted.findall(deny_part)) - allows == DENY_WORDS
+    with pytest.raises(AnswerError) as refused:
+        parse_answer(PERMISSION, "maybe")
+    assert all(repr(word) in str(refused.value) for word in ALLOW_WORDS | DENY_WORDS)
 
 
 @pytest.mark.parametrize(
