@@ -14,7 +14,9 @@ import pytest
 from agy_harness.adapters.private_state import UnsafeStateError, private_dir, state_root
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.claims import RETENTION, ClaimRegistry
+from agy_harness.adapters.store.cursor_file import FileCursorStore
 from agy_harness.ports.events import Notice, Rotation
+from agy_harness.ports.protocols import Cursor
 from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on
 
@@ -149,3 +151,45 @@ def test_a_runtime_dir_that_is_not_the_users_own_is_not_used(monkeypatch: pytest
         os.chmod(tmp, 0o700)  # (ours and private: now it is the one)
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp))
         assert state_root() == tmp / "agy-harness"
+
+
+def _cursor() -> Cursor:
+    return Cursor(cascade_id="c-1", committed=["traj/1"], state={"model": "m"})
+
+
+def test_a_cursor_store_makes_its_directory_private() -> None:
+    """``FileCursorStore(dir)``: a missing ``dir`` is made 0700, and the cursor in it is the user's."""
+    with shared_dir() as tmp:
+        where = tmp / "made" / "cursors"
+        store = FileCursorStore(where)
+        store.save(_cursor())
+        for made in (where, where.parent):
+            info = os.lstat(made)
+            assert stat.S_IMODE(info.st_mode) == 0o700 and info.st_uid == os.geteuid()
+        assert store.load("c-1") == _cursor()
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777])
+def test_a_cursor_directory_others_may_write_to_is_refused(mode: int) -> None:
+    """A directory of one's own that others may write to (they could plant or swap a cursor) is
+    refused; one they may only read (the user's choice of a directory) is used."""
+    with shared_dir() as tmp:
+        where = tmp / "cursors"
+        where.mkdir()
+        os.chmod(where, mode)
+        with pytest.raises(UnsafeStateError, match="open to other users"):
+            FileCursorStore(where).save(_cursor())
+        assert list(where.iterdir()) == []
+        os.chmod(where, 0o750)
+        FileCursorStore(where).save(_cursor())
+        assert len(list(where.iterdir())) == 1
+
+
+def test_a_cursor_directory_another_user_owns_is_refused() -> None:
+    intruder = other_user()
+    with shared_dir() as tmp:
+        where = tmp / "theirs"
+        intruder.run(["mkdir", "-m", "755", str(where)])
+        with pytest.raises(UnsafeStateError, match="belongs to uid"):
+            FileCursorStore(where).save(_cursor())
+        assert list(where.iterdir()) == []
