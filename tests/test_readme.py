@@ -1,5 +1,6 @@
-"""The README's promises: exactly two set-up commands, .ci/run runs the same test command, and the
-Python API example runs (against the simulator) and prints what it says."""
+"""The README's promises: exactly two set-up commands, .ci/run runs the same test command, and its
+two Python examples (the API's, the composition root's) run against the simulator and print what
+they say."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def test_the_python_api_example_runs(tmp_path: Path) -> None:
     assert lines[0] == "agy asks: git status"
     assert "output: On branch main" in lines
     assert any(line.startswith("agy: `git status` ran") for line in lines)
+
+
+def test_the_composition_root_example_runs(tmp_path: Path) -> None:
+    """The README's entry-point example: a container whose capabilities are overridden runs on the
+    sources the version gate picks for them (the poll alone, for an agy without the stream)."""
+    [code] = [b for b in blocks(README, "python") if "make_container" in b]
+    script = tmp_path / "root_example.py"
+    script.write_text(code)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "sources: ['poll']"
+    assert len(lines) == 2 and lines[1].startswith("agy: ") and len(lines[1]) > len("agy: ")
