@@ -5,6 +5,7 @@ all refused, and nothing reaches agy. A good answer goes through the fail-closed
 from __future__ import annotations
 
 import asyncio
+from html.parser import HTMLParser
 from typing import Any
 
 import httpx
@@ -211,3 +212,40 @@ async def test_a_timed_out_gate_retires_and_its_late_answer_reaches_nothing() ->
             assert waiting_step(sim, sim.cascade_id)[1] == int(
                 cards[0]["gate_id"].split("/")[-2]
             )  # .../<step>/<digest>
+
+
+class _ScriptTags(HTMLParser):
+    """The nonce attribute of every <script> tag of a page (None for a tag without one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nonces: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "script":
+            self.nonces.append(dict(attrs).get("nonce"))
+
+
+def _directives(csp: str) -> dict[str, list[str]]:
+    parts = [d.split() for d in csp.split(";") if d.strip()]
+    return {p[0].lower(): p[1:] for p in parts}
+
+
+async def test_the_page_runs_only_its_own_script_by_a_fresh_nonce_per_load() -> None:
+    async with running_board(agy_ports=[]) as board, httpx.AsyncClient() as client:
+        nonces = []
+        for _ in range(2):
+            page = await client.get(f"{_base(board.url)}/", params={"token": board.token})
+            assert page.status_code == 200
+            tags = _ScriptTags()
+            tags.feed(page.text)
+            assert tags.nonces and len(set(tags.nonces)) == 1  # every script tag carries the one nonce
+            nonce = tags.nonces[0]
+            assert nonce
+            csp = _directives(page.headers["content-security-policy"])
+            # only that nonce may run a script: no 'unsafe-inline', no host, no 'strict-dynamic'
+            assert csp["script-src"] == [f"'nonce-{nonce}'"]
+            assert csp["default-src"] == ["'none'"]
+            assert not {"script-src-elem", "script-src-attr"} & csp.keys()  # no looser per-kind rule
+            nonces.append(nonce)
+        assert nonces[0] != nonces[1]  # a fresh nonce per page load
