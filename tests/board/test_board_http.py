@@ -4,14 +4,21 @@ all refused, and nothing reaches agy. A good answer goes through the fail-closed
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
+import io
+import signal
+from collections.abc import AsyncIterator
 from html.parser import HTMLParser
 from typing import Any
 
 import httpx
 import psutil
+import pytest
 
 from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.entrypoints.board import command
 from agy_harness.composition.entrypoints.board.command import running_board
 
 from .helpers import until, waiting_step
@@ -249,3 +256,60 @@ async def test_the_page_runs_only_its_own_script_by_a_fresh_nonce_per_load() -> 
             assert not {"script-src-elem", "script-src-attr"} & csp.keys()  # no looser per-kind rule
             nonces.append(nonce)
         assert nonces[0] != nonces[1]  # a fresh nonce per page load
+
+
+@contextlib.asynccontextmanager
+async def _on_loopback(asked: list[str], **kw: Any) -> AsyncIterator[Any]:
+    """running_board as the command calls it, noting the host it was asked for and binding 127.0.0.1."""
+    asked.append(kw.pop("host"))
+    async with running_board(host="127.0.0.1", **kw) as board:
+        yield board
+
+
+class _Out(io.StringIO):
+    """The command's stdout; ``serving`` is set once it prints the URL (its warnings come before)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.serving = asyncio.Event()
+
+    def write(self, text: str) -> int:
+        if text.startswith("agy board: open"):
+            self.serving.set()
+        return super().write(text)
+
+
+async def _warned(host: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``agy-harness board --host HOST`` says on stderr once it serves (the socket on 127.0.0.1)."""
+    asked: list[str] = []
+    monkeypatch.setattr(command, "running_board", lambda **kw: _on_loopback(asked, **kw))
+    args = argparse.Namespace(host=host, port=0, agy_port=[], sim=False, sim_pace=0.0)
+    out = _Out()
+    serving = asyncio.create_task(command._serve(args, None, out=out))
+    try:
+        async with asyncio.timeout(10):
+            await out.serving.wait()
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+        for sig in (signal.SIGINT, signal.SIGTERM):  # the command's Ctrl-C handlers, off this loop
+            asyncio.get_running_loop().remove_signal_handler(sig)
+    assert asked == [host]
+    return capsys.readouterr().err
+
+
+async def test_a_host_beyond_this_machine_is_warned_about(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = await _warned("0.0.0.0", monkeypatch, capsys)
+    assert "agy-harness board: WARNING: listening on 0.0.0.0, beyond this machine" in err
+    assert "WARNING" not in await _warned("127.0.0.1", monkeypatch, capsys)
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("localhost", True),
+     ("0.0.0.0", False), ("::", False), ("192.168.1.10", False), ("10.0.0.1", False), ("board.example", False)],
+)  # fmt: skip
+def test_only_a_loopback_host_goes_without_the_warning(host: str, loopback: bool) -> None:
+    assert command._loopback(host) is loopback
