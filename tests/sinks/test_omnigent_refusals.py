@@ -5,9 +5,13 @@ later event of the session reached omnigent. A transient failure is still retrie
 from __future__ import annotations
 
 import asyncio
+import json
 
+import httpx
 import pytest
 
+from agy_harness.adapters.sinks.omnigent import elicitation_id
+from agy_harness.adapters.sinks.omnigent.transport import MAX_ANSWER, BoundedTransport
 from agy_harness.composition.service.conversation import Conversation, HarnessOptions, HarnessStats
 from agy_harness.composition.service.emitter import Emitter
 from agy_harness.ports.events import StatusChanged, SubagentStarted, UserMessage
@@ -76,3 +80,44 @@ async def test_an_answer_over_the_limit_is_not_read_and_the_gate_is_asked_again(
         ask.cancel()
         await asyncio.gather(ask, return_exceptions=True)
     assert any("over 16777216 bytes" in r.getMessage() for r in caplog.records)
+
+
+#: an "accept" padded to a few KiB: the fake sends it as json.dumps(...) gives it, byte for byte
+PADDED_ACCEPT = {"action": "accept", "padding": "x" * 4000}
+PADDED_SIZE = len(json.dumps(PADDED_ACCEPT).encode())
+
+
+async def test_an_accept_one_byte_over_the_limit_is_a_logged_error_and_never_an_allow(
+    omnigent: OmnigentApp, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the limit injected (PADDED_SIZE - 1), the padded accept is never read: a logged error,
+    the gate asked again; the decline given later is the answer, so the accept never was one."""
+    assert MAX_ANSWER == 16 << 20  # the README's number, the sink's default
+    eid = elicitation_id(PERMISSION_GATE.gate_id)
+    limit = PADDED_SIZE - 1
+    async with (
+        httpx.AsyncClient(transport=BoundedTransport(limit=limit)) as client,
+        make_sink(omnigent, client=client) as sink,
+    ):
+        ask = asyncio.create_task(sink.ask(PERMISSION_GATE))
+        await omnigent.push_answer(PADDED_ACCEPT, eid)
+        await omnigent.wait_for(lambda: len(omnigent.hook_posts) >= 3)  # asked again, and again
+        assert not ask.done()
+        await omnigent.push_answer({"action": "decline"}, eid)
+        async with asyncio.timeout(5):
+            answer = await ask
+    assert answer.allow is False
+    assert any(f"over {limit} bytes; not read" in r.getMessage() for r in caplog.records)
+
+
+async def test_an_accept_of_exactly_the_limit_is_read(omnigent: OmnigentApp) -> None:
+    """The bound is "up to" the limit: the same padded accept, with the limit at its size, allows."""
+    async with (
+        httpx.AsyncClient(transport=BoundedTransport(limit=PADDED_SIZE)) as client,
+        make_sink(omnigent, client=client) as sink,
+    ):
+        ask = asyncio.create_task(sink.ask(PERMISSION_GATE))
+        await omnigent.push_answer(PADDED_ACCEPT, elicitation_id(PERMISSION_GATE.gate_id))
+        async with asyncio.timeout(5):
+            answer = await ask
+    assert answer.allow is True and len(omnigent.hook_posts) == 1
