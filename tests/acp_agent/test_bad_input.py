@@ -6,10 +6,13 @@ These bytes are written raw on purpose: no client library sends malformed JSON-R
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import sys
 from typing import Any
+
+from agy_harness.composition.entrypoints.acp.transport import MAX_LINE, StdioTransport
 
 from .helpers import agy_harness_command
 
@@ -117,3 +120,59 @@ async def test_without_the_sdk_the_command_says_how_to_install_it() -> None:
     assert proc.returncode == 2
     assert out == b""
     assert err.decode().strip() == "agy-harness acp: the ACP SDK is missing; pip install 'agy-harness[acp]'"
+
+
+SMALL_LINE = 4096  # the limit injected below, in place of the 50 MiB one
+
+#: ``agy-harness acp --sim`` with its stdio transport built with ``limit=SMALL_LINE``
+WITH_A_SMALL_LIMIT = f"""
+from agy_harness.composition.entrypoints.acp import transport
+
+class Small(transport.StdioTransport):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs, limit={SMALL_LINE})
+
+transport.StdioTransport = Small
+from agy_harness.composition.cli import main
+raise SystemExit(main(["acp", "--sim", "--sim-pace", "0"]))
+"""
+
+
+def _initialize(id_: int, size: int) -> bytes:
+    """A well-formed ``initialize`` request of exactly ``size`` bytes (padded with JSON whitespace)."""
+    request = {"jsonrpc": "2.0", "id": id_, "method": "initialize", "params": {"protocolVersion": 1}}
+    head = json.dumps(request)[:-1]
+    line = (head + " " * (size - len(head) - 1) + "}").encode()
+    assert len(line) == size
+    return line
+
+
+async def test_a_line_over_the_limit_gets_32600_and_the_next_one_is_served() -> None:
+    assert MAX_LINE == 50 * 1024 * 1024  # the README's number: the agent's transport by default
+    assert inspect.signature(StdioTransport).parameters["limit"].default == MAX_LINE
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", WITH_A_SMALL_LIMIT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    answers = []
+    try:
+        for line in (_initialize(1, SMALL_LINE + 1), _initialize(2, SMALL_LINE)):
+            proc.stdin.write(line + b"\n")
+            await proc.stdin.drain()
+            async with asyncio.timeout(30):
+                answers.append(json.loads(await proc.stdout.readline()))
+        assert proc.returncode is None  # still serving
+    finally:
+        proc.stdin.close()  # the agent ends at end of input
+        try:
+            async with asyncio.timeout(15):
+                _, stderr = await proc.communicate()
+        except TimeoutError:
+            proc.kill()
+            raise
+    over, within = answers
+    assert over["id"] is None and over["error"]["code"] == -32600  # not read: its id is unknown
+    assert over["error"]["data"]["details"] == f"message over {SMALL_LINE} bytes"
+    assert within["id"] == 2 and "result" in within  # a line of exactly the limit is read
+    assert proc.returncode == 0 and b"Traceback" not in stderr
