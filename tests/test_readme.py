@@ -33,13 +33,18 @@ def test_two_setup_commands_and_ci_runs_the_same_test_command() -> None:
     assert commands[1] in ci.splitlines()
 
 
-def test_the_python_api_example_runs(tmp_path: Path) -> None:
-    [code] = blocks(section("Python API"), "python")
+def printed_by(code: str, tmp_path: Path) -> list[str]:
+    """The lines a README example prints, run as a script of its own (it must exit 0)."""
     script = tmp_path / "example.py"
     script.write_text(code)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    return out.stdout.splitlines()
+
+
+def test_the_python_api_example_runs(tmp_path: Path) -> None:
+    [code] = blocks(section("Python API"), "python")
+    lines = printed_by(code, tmp_path)
     assert lines[0] == "agy asks: git status"
     assert "output: On branch main" in lines
     assert any(line.startswith("agy: `git status` ran") for line in lines)
@@ -49,10 +54,6 @@ def test_the_composition_root_example_runs(tmp_path: Path) -> None:
     """The README's entry-point example: a container whose capabilities are overridden runs on the
     sources the version gate picks for them (the poll alone, for an agy without the stream)."""
     [code] = [b for b in blocks(README, "python") if "make_container" in b]
-    script = tmp_path / "root_example.py"
-    script.write_text(code)
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+    lines = printed_by(code, tmp_path)
     assert lines[0] == "sources: ['poll']"
     assert len(lines) == 2 and lines[1].startswith("agy: ") and len(lines[1]) > len("agy: ")
