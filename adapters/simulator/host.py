@@ -14,6 +14,8 @@ from typing import Any
 
 from . import steps as st
 from .engine import Engine
+from .faults import Faults
+from .grants import Grants
 from .state import Cascade, Gate, TurnCanceled, TurnRequest, Watcher
 from .views import update_frame
 
@@ -34,6 +36,8 @@ class CascadeHost:
     gate_reasks: int
     workspace: str
     executed: list[tuple[str, str]]
+    grants: Grants
+    faults: Faults
     _cascades: dict[str, Cascade]
     _subscribers: list[StepCallback]
     _tick: asyncio.Event
