@@ -83,14 +83,14 @@ KINDS: tuple[Kind, ...] = (
         "confirm, proposedCommandLine, submittedCommandLine",
     ),
     _k(6, "open_browser_url", "open {what} in a browser", "other", "none", _NAME_ONLY),
-    _k(7, "run_extension_code", "run extension code {what}", "other", "none", _NAME_ONLY),
-    _k(8, "execute_browser_javascript", "run JavaScript in the browser {what}", "other", "none", _NAME_ONLY),
-    _k(9, "capture_browser_screenshot", "capture a browser screenshot {what}", "other", "none", _NAME_ONLY),
-    _k(10, "click_browser_pixel", "click in the browser {what}", "other", "none", _NAME_ONLY),
-    _k(13, "browser_action", "act in the browser {what}", "other", "none", _NAME_ONLY),
-    _k(14, "open_browser_setup", "open the browser setup {what}", "other", "none", _NAME_ONLY),
-    _k(15, "confirm_browser_setup", "confirm the browser setup {what}", "other", "none", _NAME_ONLY),
-    _k(16, "send_command_input", "send input to a running command {what}", "other", "none", _NAME_ONLY),
+    _k(7, "run_extension_code", "run extension code: {what}", "other", "none", _NAME_ONLY),
+    _k(8, "execute_browser_javascript", "run JavaScript in the browser: {what}", "other", "none", _NAME_ONLY),
+    _k(9, "capture_browser_screenshot", "capture a browser screenshot: {what}", "other", "none", _NAME_ONLY),
+    _k(10, "click_browser_pixel", "click in the browser: {what}", "other", "none", _NAME_ONLY),
+    _k(13, "browser_action", "act in the browser: {what}", "other", "none", _NAME_ONLY),
+    _k(14, "open_browser_setup", "open the browser setup: {what}", "other", "none", _NAME_ONLY),
+    _k(15, "confirm_browser_setup", "confirm the browser setup: {what}", "other", "none", _NAME_ONLY),
+    _k(16, "send_command_input", "send input to a running command: {what}", "other", "none", _NAME_ONLY),
     _k(17, "read_url_content", "read {what}", "other", "none", _NAME_ONLY),
     _k(18, "mcp", "use the MCP tool {what}", "other", "none", _NAME_ONLY),
     _k(
@@ -103,7 +103,7 @@ KINDS: tuple[Kind, ...] = (
         f"request spec: {FIELD_MAP}",
         "allow, scope, absolutePathUri",
     ),
-    _k(20, "elicitation", "ask for input {what}", "other", "none", _NAME_ONLY),
+    _k(20, "elicitation", "ask for input: {what}", "other", "none", _NAME_ONLY),
     _k(
         21,
         "permission",
@@ -120,9 +120,9 @@ KINDS: tuple[Kind, ...] = (
         "question",
         "recorded",
         f"adapters/simulator/shapes/ask_question_done.json; {RESEARCH} §8.2",
-        "responses, cancelled",
+        "responses",
     ),
-    _k(23, "approval_interaction", "approve {what}", "other", "none", _NAME_ONLY),
+    _k(23, "approval_interaction", "approve: {what}", "other", "none", _NAME_ONLY),
 )
 
 BY_FIELD: dict[str, Kind] = {k.field: k for k in KINDS}
@@ -151,6 +151,7 @@ _SUBJECT_KEYS = (
     "url",
     "uri",
     "absolutePathUri",
+    "targetFileUri",
     "filePath",
     "path",
     "target",
@@ -158,8 +159,9 @@ _SUBJECT_KEYS = (
     "commandLine",
     "command",
     "input",
-    "serverName",
+    "code",
     "toolName",
+    "serverName",
     "name",
     "title",
     "message",
@@ -216,10 +218,10 @@ def describe(gate: GateOpened) -> str:
     if field == "permission" and p is not None:
         what = p.description or " ".join(x for x in (p.action, p.target) if x) or "a permission"
         return f"agy asks for permission: {_quote(what)}"
-    if field in SETTING_GATES:
-        what = SETTING_GATES[field]
-        return f"agy asks to {what} — answer in agy's terminal"
     thing = subject(request)
+    if field in SETTING_GATES:
+        detail = f": {_quote(thing)}" if thing else ""
+        return f"agy asks to {SETTING_GATES[field]}{detail} — answer in agy's terminal"
     if kind is None:
         name = one_line(field or "an interaction")
         tail = f" ({_quote(thing)})" if thing else ""
@@ -231,8 +233,7 @@ def describe(gate: GateOpened) -> str:
         reason = " (gitignored)" if why == "BLOCK_REASON_GITIGNORED" else reason
         return f"agy asks to access {_quote(thing or 'a file')}{directory}{reason}"
     what = _quote(thing) if thing else ""
-    text = " ".join(kind.asks.replace("{what}", what).split())
-    if not what and kind.asks.strip() == "{what}":
-        text = kind.proto.replace("_", " ")
+    template = kind.asks if what else kind.asks.replace(": {what}", "")
+    text = " ".join(template.replace("{what}", what or "something").split())
     tail = "" if gate.answerable and gate.kind != "other" else " — answer in agy's terminal"
     return f"agy asks to {text} ({field}){tail}"
