@@ -177,3 +177,30 @@ def test_the_readme_table_agrees_with_the_code() -> None:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[2] == kind.gate and cells[3].startswith(f"{kind.evidence}:")
         assert (kind.answer in cells[4]) if kind.gate != "other" else cells[4].startswith("none")
+
+
+async def test_a_file_permission_nested_in_a_tool_step_opens_a_gate_answered_over_rpc(sim: Simulator) -> None:
+    async with session_on(sim) as session:
+        watch = Watch(session)
+        await session.send("kind: nestedFilePermission file:///etc")
+        gate = await watch.gate()
+        assert gate.kind == "permission" and gate.interaction == "filePermission" and gate.answerable
+        assert gate.request == {
+            "absolutePathUri": "file:///etc",
+            "isDirectory": True,
+            "blockReason": "BLOCK_REASON_OUTSIDE_WORKSPACE",
+        }
+        assert describe(gate) == "agy asks to access file:///etc (a directory) outside the workspace"
+        assert gate.scopes == ("once", "conversation")
+        await session.answer(gate.gate_id, "allow conversation")
+        await watch.turn_over()
+    [(_, sent)] = sim.received
+    assert sent["filePermission"] == {
+        "allow": True,
+        "scope": "PERMISSION_SCOPE_CONVERSATION",
+        "absolutePathUri": "file:///etc",
+    }
+    step = sim.steps()[gate.step_index]
+    assert "requestedInteraction" not in step and step["listDirectory"]["filePermissionRequest"]
+    assert step["completedInteractions"][-1]["response"]["filePermission"] == sent["filePermission"]
+    assert step["status"] == "CORTEX_STEP_STATUS_DONE"
