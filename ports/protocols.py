@@ -38,6 +38,9 @@ class StepBatch(BaseModel):
     steps: tuple[RawStep, ...]
     snapshot: bool = False
     source: str = ""
+    #: agy's own word on the run, where the batch carries one (the stream): True when agy reports
+    #: it over (``status`` IDLE and ``fullyIdle`` where this agy sends it); None: it does not say
+    run_idle: bool | None = None
 
 
 @runtime_checkable
