@@ -62,7 +62,7 @@ def scope_choice(gate: GateOpened, line: str) -> GateAnswer | None:
     if not text.isdigit() or not 1 <= int(text) <= len(gate.scopes):
         return None
     scope = gate.scopes[int(text) - 1]
-    return GateAnswer(allow=True, scope=None if scope == "once" else scope)  # type: ignore[arg-type]
+    return GateAnswer(allow=True, scope=None if scope == "once" else scope)
 
 
 async def _confirm_edit(
