@@ -232,6 +232,9 @@ class Simulator(CascadeHost):
         c = self._cascades.get(cascade_id)
         if c is None:  # agy's words for an interaction with no run behind it
             raise RpcFailure(500, "unknown", f"run state not found ({cascade_id})")
+        perm = interaction.get("permission") if isinstance(interaction, dict) else None
+        if self.faults.refuse_scope and isinstance(perm, dict) and "scope" in perm:
+            raise RpcFailure(400, "invalid_argument", 'proto: unknown field "scope"')
         index, response = interactions.apply(c, interaction)
         self.grants.take(c.id, c.steps[index].get("requestedInteraction") or {}, response)
         gate = c.gates[index]

@@ -314,7 +314,29 @@ class GateBridge:
                 self.watch.answered(gate, answer, gate.step_index)
             if typed is not None:
                 return typed
-        return await self._send.rpc(gate, answer, deadline)
+        delivered = await self._send.rpc(gate, answer, deadline)
+        shape = gate.gate_id in self._send.refused_shape  # agy refused the answer's shape
+        self._send.refused_shape.discard(gate.gate_id)
+        if not delivered and shape and isinstance(answer.verdict, Allow) and answer.verdict.scope is not None:
+            return await self._scope_refused(gate, answer.verdict.scope)
+        return delivered
+
+    async def _scope_refused(self, gate: GateOpened, scope: str) -> bool:
+        """agy refused the RPC ``scope`` field (its shape, while the step still waits): the scope is
+        not offered again this session, and -- the version gate's fallback -- where agy's own menu
+        offers that grant and its pane is known, the grant is typed there instead."""
+        self.watch.refuse_scope(gate.interaction, scope)
+        persist = {"conversation": "session", "global": "always"}.get(scope)
+        if persist is None or self.tui is None or not persist_offered(gate):
+            await self.emitter.notice(
+                f"{gate.id}/scope-refused",
+                f"agy refused the grant ({scope}) by RPC; it is no longer offered in this session: "
+                "answer again (allow once), or from agy's pane (attach --tmux)",
+                "warning",
+            )
+            return False
+        log.warning("gate %s: agy refused the scope field; typing agy's own menu key instead", gate.gate_id)
+        return await self._persist(gate, parse_answer(gate, GateAnswer(allow=True, persist=persist)))
 
     async def _persist(self, gate: GateOpened, answer: CheckedAnswer) -> bool:
         """ "Allow always": typed into agy's own menu, which records agy's own pattern and answers the

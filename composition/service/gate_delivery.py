@@ -89,6 +89,8 @@ class AnswerDelivery:
     ) -> None:
         self.claim_re_ask = claim_re_ask
         self.answered = answered
+        #: gates whose answer agy refused for its shape while it still waited (a field it does not take)
+        self.refused_shape: set[str] = set()
         self.clock = clock if clock is not None else LoopClock()
         self.snapshot = snapshot
         self.emitter = emitter
@@ -287,6 +289,7 @@ class AnswerDelivery:
             )
             return None
         if kind == "shape":
+            self.refused_shape.add(gate.gate_id)
             await self.emitter.notice(
                 gate.id,
                 f"agy refused the answer to gate {gate.gate_id} ({exc.detail}); not retrying",

@@ -61,6 +61,10 @@ class GateWatch:
         if grant is not None:
             self._grants = [*self._grants[-(KEPT - 1) :], grant]
 
+    def refuse_scope(self, interaction: str, scope: str) -> None:
+        """agy refused ``scope`` by RPC: it is not offered again for that interaction this session."""
+        self._dropped.setdefault(interaction, set()).add(scope)
+
     def offered(self, gate: GateOpened) -> tuple[str, ...]:
         return without(gate.scopes, self._dropped.get(gate.interaction, set()))
 

@@ -78,3 +78,58 @@ async def test_a_grant_agy_did_not_keep_is_said_and_its_scope_is_not_offered_aga
         {"allow": True},
         {"allow": False},
     ]
+
+
+class SimPane:
+    """agy's own pane for the fallback route: its menu keys answer the simulator's waiting gate as
+    agy's menu does (1/2/3 allow, 4 deny), and are recorded."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.typed: list[list[str]] = []
+
+    async def shows_prompt(self, gate: object) -> bool:
+        return True
+
+    async def send_keys(self, keys: list[str]) -> None:
+        self.typed.append(list(keys))
+        await self.sim.resolve_in_terminal(kind="permission", accept=keys[0] in ("1", "2", "3"))
+
+
+async def test_an_agy_that_refuses_the_scope_field_is_said_and_the_scope_is_withdrawn(sim: Simulator) -> None:
+    from agy_harness.ports.errors import AnswerNotDelivered
+
+    sim.faults.refuse_scope = True
+    async with session_on(sim) as session:
+        watch = Watch(session)
+        await session.send("run: ls -la")
+        gate = await watch.gate()
+        with pytest.raises(AnswerNotDelivered):
+            await session.answer(gate.gate_id, "allow conversation")
+        notice = await watch.notice("agy refused the grant (conversation) by RPC")
+        assert notice.level == "warning"
+        assert sim.is_running()  # nothing was answered: agy still waits
+        await session.answer(gate.gate_id, "allow")  # once still works
+        await watch.turn_over()
+        await session.send("run: pwd")
+        later = await watch.gate()
+        assert later.scopes == ("once", "global")  # never offered again this session
+        await session.answer(later.gate_id, "deny")
+        await watch.turn_over()
+
+
+async def test_with_agys_pane_the_refused_scope_falls_back_to_agys_own_menu(sim: Simulator) -> None:
+    sim.faults.refuse_scope = True
+    async with session_on(sim) as session:
+        pane = SimPane(sim)
+        session.harness.gates.tui = pane  # type: ignore[assignment]
+        watch = Watch(session)
+        await session.send("run: ls -la")
+        gate = await watch.gate()
+        await session.answer(gate.gate_id, "allow conversation")
+        await watch.turn_over()
+    assert pane.typed == [["2", "Enter"]]  # agy's own "always allow in this conversation"
+    assert [i.get("permission") for _, i in sim.received] == [
+        {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"},  # refused
+        {"allow": True},  # agy's menu answered the step
+    ]
