@@ -195,6 +195,34 @@ def _quote(text: str, limit: int = 160) -> str:
     return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A gate's request as a human must see it: agy's kind (its field and number; 0 for a field not
+    in the table), what it acts on, the one-line card text, and whether anything here answers it."""
+
+    field: str
+    number: int
+    subject: str
+    card: str
+    answerable: bool
+    evidence: Evidence
+
+
+def read_request(gate: GateOpened) -> Reading:
+    """The typed reading of ``gate``'s request (:class:`Reading`)."""
+    kind = BY_FIELD.get(gate.interaction)
+    p = gate.permission
+    thing = subject(gate.request) or (p.command_line or p.target if p is not None else "")
+    return Reading(
+        field=gate.interaction,
+        number=kind.number if kind is not None else 0,
+        subject=thing,
+        card=describe(gate),
+        answerable=gate.answerable and gate.kind != "other",
+        evidence=kind.evidence if kind is not None else "none",
+    )
+
+
 def describe(gate: GateOpened) -> str:
     """The one-line card text of ``gate`` (through the one display rule): "agy asks to run `ls -la`
     in ~/proj", "agy asks to read https://…", "agy asks to access ~/proj/a.py"; a kind nothing here

@@ -55,8 +55,12 @@ def to_answer(gate: GateOpened, value: AnswerLike) -> CheckedAnswer:
     Permission: ``True`` / ``"allow"`` / ``"yes"`` / ``"y"`` allow; ``False`` / ``"deny"`` / ``"no"`` /
     ``"n"`` deny. Question: ``"2"`` or a label picks one option (other text is the write-in);
     ``["1", "3"]`` several (or one per question when the gate has several questions);
-    ``[["1"], ["2", "3"]]`` one list per question. ``"decline"``/``"cancel"`` refuse. Anything else
-    raises :class:`~agy_harness.core.answers.AnswerError` (a ValueError) and sends nothing.
+    ``[["1"], ["2", "3"]]`` one list per question. ``"decline"``/``"cancel"`` refuse. A lasting grant:
+    ``"allow conversation"`` / ``"allow workspace"`` / ``"allow project"`` / ``"allow always"`` or
+    ``GateAnswer(allow=True, scope=...)``, only a scope in ``gate.scopes``; an edited command:
+    ``"edit: <command>"`` or ``GateAnswer(allow=True, edited_command=...)``, only where
+    ``gate.editable``. Anything else raises :class:`~agy_harness.core.answers.AnswerError` (a
+    ValueError) and sends nothing.
     """
     return parse_answer(gate, value)
 

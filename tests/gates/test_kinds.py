@@ -173,7 +173,9 @@ def test_the_readme_table_agrees_with_the_code() -> None:
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for kind in KINDS:
-        [row] = [line for line in readme.splitlines() if line.startswith(f"| {kind.number} | `{kind.field}` |")]
+        [row] = [
+            line for line in readme.splitlines() if line.startswith(f"| {kind.number} | `{kind.field}` |")
+        ]
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[2] == kind.gate and cells[3].startswith(f"{kind.evidence}:")
         assert (kind.answer in cells[4]) if kind.gate != "other" else cells[4].startswith("none")
@@ -204,3 +206,16 @@ async def test_a_file_permission_nested_in_a_tool_step_opens_a_gate_answered_ove
     assert "requestedInteraction" not in step and step["listDirectory"]["filePermissionRequest"]
     assert step["completedInteractions"][-1]["response"]["filePermission"] == sent["filePermission"]
     assert step["status"] == "CORTEX_STEP_STATUS_DONE"
+
+
+def test_a_typed_reading_of_each_kind() -> None:
+    from agy_harness.core.kinds import read_request
+
+    browser, _ = opened(waiting_step("openBrowserUrl", "https://example.com/x"))
+    reading = read_request(browser)
+    assert (reading.field, reading.number, reading.subject, reading.answerable, reading.evidence) == (
+        "openBrowserUrl", 6, "https://example.com/x", False, "none",
+    )  # fmt: skip
+    assert reading.card == describe(browser)
+    command, _ = opened(waiting_step("runCommand", "make test"))
+    assert read_request(command).subject == "make test" and read_request(command).answerable
