@@ -60,12 +60,20 @@ def _permission(step: Step, request: dict[str, Any], key: str = "permission") ->
         target = S.as_str(request.get("absolutePathUri"))
     elif key == "runCommand":
         action = action or "command"
-        target = target or S.as_str(command.get("proposedCommandLine")) or S.as_str(command.get("commandLine"))
+        target = (
+            target or S.as_str(command.get("proposedCommandLine")) or S.as_str(command.get("commandLine"))
+        )
+    # runCommand's answer names agy's proposal (proposedCommandLine): the card shows that one
+    first, second = (
+        ("proposedCommandLine", "commandLine")
+        if key == "runCommand"
+        else ("commandLine", "proposedCommandLine")
+    )
     values = {
         "action": action,
         "target": target,
         "description": S.as_str(request.get("actionDescription")),
-        "command_line": S.as_str(command.get("commandLine")) or S.as_str(command.get("proposedCommandLine")),
+        "command_line": S.as_str(command.get(first)) or S.as_str(command.get(second)),
         "cwd": S.as_str(command.get("cwd")),
         "persist_suggestion_type": S.as_str(request.get("persistSuggestionType")),
         "suggested_persist_pattern": S.as_str(request.get("suggestedPersistPattern")),

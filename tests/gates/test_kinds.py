@@ -219,3 +219,14 @@ def test_a_typed_reading_of_each_kind() -> None:
     assert reading.card == describe(browser)
     command, _ = opened(waiting_step("runCommand", "make test"))
     assert read_request(command).subject == "make test" and read_request(command).answerable
+
+
+def test_a_run_command_gate_names_agys_proposal() -> None:
+    from agy_harness.core.elicitation import interaction_payload
+
+    raw = waiting_step("runCommand", "make test")
+    raw["runCommand"]["commandLine"] = "make test --normalised"  # agy's step may hold another line
+    gate, _ = opened(raw)
+    assert gate.permission is not None and gate.permission.command_line == "make test"
+    sent = interaction_payload(gate, parse_answer(gate, True))["runCommand"]
+    assert sent == {"confirm": True, "proposedCommandLine": "make test", "submittedCommandLine": "make test"}
