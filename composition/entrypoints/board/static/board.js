@@ -124,8 +124,40 @@
     }
   }
 
+  // A card the person has started on: an option picked, a write-in or a reason typed, focus inside,
+  // or an answer on its way. Such a card is never replaced under them.
+  function editing(node) {
+    if (node.classList.contains("sent") || node.contains(document.activeElement)) return true;
+    return [...node.querySelectorAll("input")].some((i) => (i.type === "text" ? i.value !== "" : i.checked));
+  }
+
+  // The home view, updated in place by gate id: a card whose content (its `shown` digest) did not
+  // change is kept as it is (only its conversation's title is refreshed); a changed one is rebuilt,
+  // unless the person is on it: then it stays, saying the request changed (its answer would be 409).
   function renderHome() {
-    $("cards").replaceChildren(...board.cards.map((c) => card(c, true)));
+    const box = $("cards");
+    const have = new Map([...box.children].map((n) => [n.dataset.gate, n]));
+    const want = board.cards.map((c) => {
+      let n = have.get(c.gate_id);
+      if (n && n.dataset.shown !== c.shown) {
+        if (editing(n)) {
+          if (!n.querySelector(".changed")) {
+            const gone = n;
+            n.append(el("div", { class: "note changed", role: "status" },
+              "agy changed this request since it was shown: an answer to this card would be refused. ",
+              el("button", { type: "button", class: "ghost", on: { click: () => { gone.remove(); renderHome(); } } }, "Show the new request")));
+          }
+        } else n = null;
+      }
+      if (!n) return card(c, true);
+      const from = n.querySelector(".card-from");
+      const title = c.title || "conversation " + short(c.cascade_id);
+      if (from && from.textContent !== title) from.textContent = title;
+      return n;
+    });
+    const keep = new Set(want);
+    for (const n of have.values()) if (!keep.has(n)) n.remove();
+    want.forEach((n, i) => { if (box.children[i] !== n) box.insertBefore(n, box.children[i] || null); });
     $("calm").hidden = board.cards.length > 0;
   }
 
@@ -148,7 +180,7 @@
 
   function card(c, withFrom) {
     const msg = el("div", { class: "form-msg", role: "alert" });
-    const node = el("form", { class: "card", "data-gate": c.gate_id, "data-kind": c.kind, "aria-label": "agy asks" });
+    const node = el("form", { class: "card", "data-gate": c.gate_id, "data-shown": c.shown, "data-kind": c.kind, "aria-label": "agy asks" });
     const send = async (answer) => {
       for (const b of node.querySelectorAll("button, input")) b.disabled = true;
       msg.textContent = "";
