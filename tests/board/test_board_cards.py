@@ -65,3 +65,40 @@ async def test_typing_on_home_cards_survives_another_conversation_streaming() ->
             assert denial == {"userDenyInstruction": "use make clean"}  # exactly what was typed
             assert sim.executed == []
             assert page.errors == []
+
+
+async def test_a_conversation_taller_than_the_pane_scrolls_and_tool_cards_show_whole() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        for _ in range(4):
+            await sim.submit_user_turn("list the directory and view README.md and autorun: make test")
+            await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url, height=520) as page,
+        ):
+            await page.locator(".row").first.click()
+            await page.wait_for_function("() => document.querySelectorAll('#stream .tool .tool-out').length >= 12")
+            stream = page.locator("#stream")
+            sizes = await stream.evaluate("s => ({scroll: s.scrollHeight, client: s.clientHeight})")
+            assert sizes["scroll"] > 2 * sizes["client"]  # taller than the pane: it scrolls
+            # every tool card is as tall as its content (nothing crushed or clipped away)
+            crushed = await page.eval_on_selector_all(
+                "#stream .tool",
+                "ts => ts.filter(t => t.getBoundingClientRect().height + 1 < t.scrollHeight"
+                " || t.getBoundingClientRect().height + 1 < [...t.children].reduce("
+                "(h, c) => h + c.getBoundingClientRect().height, 0)).length",
+            )
+            assert crushed == 0
+            # scrolled to, a tool card is seen whole: its command line and its output inside the pane
+            await stream.evaluate("s => { s.scrollTop = 0; }")
+            tool = page.locator("#stream .tool", has=page.locator("pre.cmd")).nth(1)
+            await tool.scroll_into_view_if_needed()
+            inside = await tool.evaluate(
+                "t => { const a = t.getBoundingClientRect(), b = document.getElementById('stream')"
+                ".getBoundingClientRect(); return a.top >= b.top - 1 && a.bottom <= b.bottom + 1 && a.height > 60; }"
+            )
+            assert inside
+            assert await page.evaluate("document.getElementById('stream').scrollTop") > 0
+            assert "make test" in await tool.locator("pre.cmd").inner_text()
+            assert await tool.locator(".tool-out").is_visible()
+            assert page.errors == []
