@@ -141,3 +141,26 @@ async def until(predicate: Any, timeout: float = 10.0, every: float = 0.05) -> N
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(every)
+
+
+def hold_withdrawals(board: Any) -> tuple[list[Any], Any]:
+    """The board's live sessions stop seeing gates withdrawn (held here): the window where agy's
+    terminal has answered and the board still shows the card, made to last. Returns the held
+    events and a function that lets them through."""
+    held: list[tuple[Any, Any]] = []
+    for live in board.board.live.values():
+        apply = live._apply
+
+        def hold(event: Any, apply: Any = apply) -> None:
+            if getattr(event, "type", "") == "gate_withdrawn":
+                held.append((apply, event))
+            else:
+                apply(event)
+
+        live._apply = hold
+
+    def release() -> None:
+        for apply, event in held:
+            apply(event)
+
+    return held, release

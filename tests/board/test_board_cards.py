@@ -8,7 +8,7 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
 
-from .helpers import browser_page, require_chromium, until
+from .helpers import answer_in_terminal, browser_page, hold_withdrawals, require_chromium, until, waiting_step
 
 LONG = "Write a long story about a lighthouse keeper."
 
@@ -77,7 +77,9 @@ async def test_a_conversation_taller_than_the_pane_scrolls_and_tool_cards_show_w
             browser_page(board.url, height=520) as page,
         ):
             await page.locator(".row").first.click()
-            await page.wait_for_function("() => document.querySelectorAll('#stream .tool .tool-out').length >= 12")
+            await page.wait_for_function(
+                "() => document.querySelectorAll('#stream .tool .tool-out').length >= 12"
+            )
             stream = page.locator("#stream")
             sizes = await stream.evaluate("s => ({scroll: s.scrollHeight, client: s.clientHeight})")
             assert sizes["scroll"] > 2 * sizes["client"]  # taller than the pane: it scrolls
@@ -102,3 +104,48 @@ async def test_a_conversation_taller_than_the_pane_scrolls_and_tool_cards_show_w
             assert "make test" in await tool.locator("pre.cmd").inner_text()
             assert await tool.locator(".tool-out").is_visible()
             assert page.errors == []
+
+
+async def test_the_page_says_what_happened_and_what_to_do() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        ask, run = sim.cascade_id, await sim.start_cascade()
+        await sim.submit_user_turn("ask: which part should we work on first?", cascade_id=ask)
+        await sim.submit_user_turn("run: rm -rf build", cascade_id=run)
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            question = page.locator("#cards .card[data-kind=question]")
+            permission = page.locator("#cards .card[data-kind=permission]")
+            await question.wait_for()
+            await permission.wait_for()
+            # an answer agy could not read: what to do, in words; nothing sent
+            await question.get_by_text("Start with the tests.").click()
+            await question.locator("input.write-in").fill("the docs")
+            await question.get_by_role("button", name="Answer").click()
+            msg = question.locator(".form-msg")
+            await page.wait_for_function(
+                "() => document.querySelector('#cards .card[data-kind=question] .form-msg').textContent"
+            )
+            assert await msg.inner_text() == (
+                "not sent: “Which part should we work on first?” takes one answer: "
+                "pick an option or write your own, not both"
+            )
+            assert sim.is_running(ask) or waiting_step(sim, ask)[2]["status"].endswith("WAITING")
+            # agy's terminal answers first while the page still shows the card: a lost race, in words
+            _, release = hold_withdrawals(board)
+            await answer_in_terminal(sim, run, allow=False)
+            await permission.get_by_role("button", name="Allow once").click()
+            said = permission.locator(".form-msg")
+            await page.wait_for_function(
+                "() => document.querySelector('#cards .card[data-kind=permission] .form-msg').textContent"
+            )
+            assert (await said.inner_text()).startswith("answered elsewhere (in agy's terminal, on ACP")
+            assert sim.executed == []
+            release()
+            await permission.wait_for(state="detached")
+            # (chromium logs each refused POST; no script error)
+            assert sorted(page.errors) == [
+                f"Failed to load resource: the server responded with a status of {n} ()" for n in (400, 410)
+            ]

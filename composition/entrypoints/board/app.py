@@ -13,7 +13,9 @@ and the three things a human does: answer a gate, send a turn, interrupt.
 
 POSTs carry ``X-Board-Token`` (see :mod:`.guard`). An answer goes through ``Session.answer`` (the one
 fail-closed parser): one it cannot read unambiguously is refused with 400 and nothing is sent; one for
-a card that changed since it was shown, 409; one for a gate that no longer waits, 410.
+a card that changed since it was shown, 409 ("the request changed"); one for a gate that no longer
+waits, 410 ("answered elsewhere ...", or why agy stopped waiting); one agy did not take, 503. Every
+refusal says in words what happened and what to do (:mod:`.outcomes`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from agy_harness.ports.protocols import GateAnswer
 from ...root.session import AnswerLike
 from .guard import BodyTooLarge, Guard
 from .hub import Board
-from .live import GateGone, LiveSession, StaleCard
+from .live import LiveSession
+from .outcomes import GateGone, NotTaken, StaleCard, unreadable
 
 log = logging.getLogger("agy_harness.board")
 
@@ -197,18 +200,25 @@ class _Handlers:
             gate_id, shown = body.get("gate_id"), body.get("shown")
             if not isinstance(gate_id, str) or not isinstance(shown, str):
                 raise _Refused(400, "an answer names the gate_id and the card's shown digest")
+            words = unreadable(live.gate(gate_id), body.get("answer"))
+            if words is not None:
+                raise _Refused(400, f"not sent: {words}")
             value = answer_value(body.get("answer"))
             await live.answer(gate_id, value, shown)
         except _Refused as exc:
             return _error(exc.status, exc.text)
-        except AnswerError as exc:
-            return _error(400, f"not sent: {exc}")
+        except AnswerError as exc:  # the fail-closed parser's own refusal (the page never sends one)
+            return _error(
+                400, f"not sent: agy could not read this answer ({exc}); reload the page and answer again"
+            )
         except StaleCard as exc:
             return _error(409, str(exc))
-        except (GateGone, KeyError):
-            return _error(410, "this gate is no longer waiting (answered elsewhere, or agy moved on)")
-        except RuntimeError as exc:
-            return _error(502, str(exc))
+        except GateGone as exc:
+            return _error(410, str(exc))
+        except NotTaken as exc:
+            return _error(503, str(exc))
+        except RuntimeError as exc:  # the conversation is not connected (yet)
+            return _error(503, f"not sent: {exc}; try again in a moment")
         return JSONResponse({"ok": True})
 
     async def send(self, request: Request) -> Response:
