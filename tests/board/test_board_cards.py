@@ -149,3 +149,37 @@ async def test_the_page_says_what_happened_and_what_to_do() -> None:
             assert sorted(page.errors) == [
                 f"Failed to load resource: the server responded with a status of {n} ()" for n in (400, 410)
             ]
+
+
+async def test_a_cut_command_expands_to_the_whole_text_and_two_look_alikes_differ_by_hash() -> None:
+    middle = "x" * 300
+    commands = [f"echo {'a' * 300} {middle}{tail} {'b' * 300}" for tail in ("1", "2")]
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        first, second = sim.cascade_id, await sim.start_cascade()
+        for cascade_id, command in zip((first, second), commands, strict=True):
+            await sim.submit_user_turn(f"run: `{command}`", cascade_id=cascade_id)
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 2")
+            cards = page.locator("#cards .card[data-kind=permission]")
+            shown = [await cards.nth(i).locator("pre.cmd").inner_text() for i in range(2)]
+            assert all("chars not shown" in text for text in shown)
+            assert shown[0] == shown[1]  # cut, the two read the same...
+            hashes = [await cards.nth(i).locator(".card-hash").inner_text() for i in range(2)]
+            assert hashes[0] != hashes[1] and all(len(h) == 9 and h.startswith("#") for h in hashes)
+            # ...and one click shows the whole command, exactly
+            for i in range(2):
+                card = cards.nth(i)
+                await card.locator("pre.cmd").click()
+                whole = (await card.locator("pre.cmd").inner_text()).removeprefix("$ ")
+                assert whole in commands
+                assert await card.locator("button.expand").get_attribute("aria-expanded") == "true"
+            picked = cards.filter(has_text=commands[1])
+            assert await picked.count() == 1
+            await picked.get_by_role("button", name="Allow once").click()
+            await until(lambda: bool(sim.executed))
+            assert [command for command, _ in sim.executed] == [commands[1]]  # what was read is what ran
+            assert page.errors == []

@@ -1,7 +1,9 @@
 """What the board shows of a gate and of an event: text only, every agy string made visible.
 
 :func:`gate_card` is the ONE place that decides what a gate card shows (a command by the core's
-rendering rule, :func:`agy_harness.core.display.command_view`), and its ``shown`` digest binds an
+rendering rule, :func:`agy_harness.core.display.command_view`; a cut command also carries its whole
+text, ``full``, which the page shows on a click; ``hash``, the request digest's first 8 hex digits,
+tells two requests apart however alike their cut texts), and its ``shown`` digest binds an
 answer to exactly that: the page sends the digest back with the answer, and the board refuses an
 answer whose digest is not the card's (the page is stale). The card includes the request's digest
 (``GateOpened.digest``), and ``Session.answer`` delivers only to a WAITING step with it.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from typing import Any, assert_never
 
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
@@ -57,6 +60,11 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         # the core's one rendering rule: every line visible, blank-line runs collapsed with a count,
         # an over-tall command cut with a marker (as the terminal, ACP and omnigent show it)
         shown["command"] = "\n".join(command_view(what, COMMAND_LINES).lines)
+        # a cut card can always be expanded to the whole text: the same rule, nothing cut (blank-line
+        # and space runs still collapsed with their count, every character visible)
+        whole = "\n".join(command_view(what, sys.maxsize, sys.maxsize).lines)
+        if whole != shown["command"]:
+            shown["full"] = whole
         shown["cwd"] = visible(p.cwd)
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
     elif gate.kind == "question":
@@ -71,6 +79,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
     else:
         shown["what"] = visible(gate.interaction or gate.tool_name or "an action")
     shown["request"] = gate.digest  # the request the harness binds the answer to (core/binding.py)
+    shown["hash"] = gate.digest[:8]  # shown on the card: two different requests never look the same
     digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return {**shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32]}
 

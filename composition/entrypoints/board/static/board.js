@@ -197,6 +197,7 @@
     const head = el("div", { class: "card-head" },
       el("span", { class: "card-kind" }, c.kind === "permission" ? "Permission" : c.kind === "question" ? "Question" : "Waiting"),
       c.tool ? el("span", {}, c.tool) : null,
+      c.hash ? el("span", { class: "card-hash", title: "the request's short hash: two different requests never share it" }, "#" + c.hash) : null,
       withFrom ? el("span", { class: "card-from" }, c.title || "conversation " + short(c.cascade_id)) : null,
       withFrom ? el("button", { type: "button", class: "card-open ghost", on: { click: () => openSession(c.cascade_id) } }, "Open") : null);
     node.append(head);
@@ -206,7 +207,23 @@
       return node;
     }
     if (c.kind === "permission") {
-      node.append(el("pre", { class: "cmd" }, "$ " + c.command));
+      const cmd = el("pre", { class: "cmd" }, "$ " + c.command);
+      node.append(cmd);
+      if (c.full) {  // cut: one click shows the whole command (and one more the short view again)
+        const lines = c.full.split("\n").length;
+        const toggle = el("button", { type: "button", class: "ghost expand", "aria-expanded": "false" },
+          `show the whole command (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`);
+        toggle.addEventListener("click", () => {
+          const open = toggle.getAttribute("aria-expanded") !== "true";
+          cmd.textContent = "$ " + (open ? c.full : c.command);
+          cmd.classList.toggle("whole", open);
+          toggle.setAttribute("aria-expanded", String(open));
+          toggle.textContent = open ? "show it cut again" :
+            `show the whole command (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`;
+        });
+        cmd.addEventListener("click", () => { if (toggle.getAttribute("aria-expanded") !== "true") toggle.click(); });
+        node.append(toggle);
+      }
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
       const why = el("input", { class: "deny-reason", type: "text", maxlength: "2000",
