@@ -3,6 +3,8 @@ answered keeps what was picked and typed while other conversations move (issue 4
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
@@ -182,4 +184,30 @@ async def test_a_cut_command_expands_to_the_whole_text_and_two_look_alikes_diffe
             await picked.get_by_role("button", name="Allow once").click()
             await until(lambda: bool(sim.executed))
             assert [command for command, _ in sim.executed] == [commands[1]]  # what was read is what ran
+            assert page.errors == []
+
+
+async def test_titles_and_notifications_name_the_request_and_agys_own_title() -> None:
+    home = str(Path.home())
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await sim.submit_user_turn("run: `ls -la /srv/data` in /var/tmp")  # the first prompt
+        await until(lambda: any(s.get("status", "").endswith("WAITING") for s in sim.steps()))
+        await answer_in_terminal(sim, sim.cascade_id)
+        await sim.wait_idle(timeout=10)  # the first turn ends: agy titles the conversation
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            await page.wait_for_selector(".row")
+            await sim.submit_user_turn(f"run: `rm -rf build` in {home}/proj")
+            card = page.locator("#cards .card[data-kind=permission]")
+            await card.wait_for()
+            ask = "agy asks to run `rm -rf build` in ~/proj"
+            await page.wait_for_function("() => (window.__notes || []).length > 0")
+            notes = await page.evaluate("window.__notes")
+            assert notes == [{"title": ask, "body": "in “Run Ls La Srv Request”"}]
+            assert await page.title() == f"(1) {ask}"
+            assert await card.locator(".card-from").inner_text() == "Run Ls La Srv Request"
+            assert await page.locator(".row .row-title").inner_text() == "Run Ls La Srv Request"
+            assert "ls -la" not in str(notes) + await page.title()  # the first prompt misleads no one
             assert page.errors == []

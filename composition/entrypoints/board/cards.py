@@ -18,12 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from pathlib import Path
 from typing import Any, assert_never
 
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
-from agy_harness.core.display import command_view
+from agy_harness.core.display import command_view, one_line
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -45,6 +46,34 @@ from agy_harness.ports.events import (
 
 MAX_OUTPUT_LINES = 40
 COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
+
+
+ASK_CHARS = 160  # the command in a one-line ask (a title, a notification), cut past this with a marker
+HOME = str(Path.home())
+
+
+def short_path(path: str) -> str:
+    """``path`` made visible, the user's home as ``~``."""
+    if path == HOME or path.startswith(HOME.rstrip("/") + "/"):
+        path = "~" + path[len(HOME.rstrip("/")) :]
+    return one_line(path)
+
+
+def ask_line(gate: GateOpened) -> str:
+    """What ``gate`` asks, on one line, naming the request itself (a title, a notification):
+    "agy asks to run `rm -rf build` in ~/proj" (the display rule's one-line title of the command)."""
+    if gate.kind == "permission" and gate.permission is not None:
+        p = gate.permission
+        if p.command_line:
+            command = command_view(p.command_line, COMMAND_LINES).title(ASK_CHARS)
+            return f"agy asks to run `{command}`" + (f" in {short_path(p.cwd)}" if p.cwd else "")
+        what = p.target or p.description or p.action or gate.tool_name
+        return f"agy asks to {one_line(p.action or 'act')}: {one_line(what)[:ASK_CHARS]}"
+    if gate.kind == "question" and gate.questions:
+        more = len(gate.questions) - 1
+        head = one_line(gate.questions[0].question)[:ASK_CHARS]
+        return f"agy asks: {head}" + (f" (+{more} more question{'s' if more > 1 else ''})" if more else "")
+    return f"agy waits for {one_line(gate.interaction or gate.tool_name or 'an action')} in its terminal"
 
 
 def gate_card(gate: GateOpened) -> dict[str, Any]:
@@ -79,6 +108,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
     else:
         shown["what"] = visible(gate.interaction or gate.tool_name or "an action")
     shown["request"] = gate.digest  # the request the harness binds the answer to (core/binding.py)
+    shown["ask"] = ask_line(gate)  # the request on one line: the tab's title, the browser notification
     shown["hash"] = gate.digest[:8]  # shown on the card: two different requests never look the same
     digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return {**shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32]}

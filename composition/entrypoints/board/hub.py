@@ -15,6 +15,7 @@ import logging
 import time
 from typing import Any, assert_never
 
+from agy_harness.adapters.sinks.escape import visible
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -244,7 +245,10 @@ class Board:
             "parent_id": row.summary.parent_id,
             "port": row.server.port,
             "state": state,
-            "title": (live.title if own and live is not None and live.title else d.title),
+            # agy's own title for the conversation where it gives one; else its first prompt
+            "title": visible(row.summary.title)
+            or (live.title if own and live is not None and live.title else d.title),
+            "agy_title": visible(row.summary.title),
             "model": row.server.label(live.model if own and live is not None and live.model else d.model),
             "tokens_in": tokens[0],
             "tokens_out": tokens[1],
@@ -257,13 +261,15 @@ class Board:
     def snapshot(self) -> dict[str, Any]:
         rows = [self._row_view(r) for r in self.fleet.rows.values()]
         rows.sort(key=lambda r: (STATES.index(r["state"]), -r["last_activity"]))
-        titles = {r["cascade_id"]: r["title"] for r in rows}
+        # a card names its conversation by agy's own title only: a first prompt can mislead about
+        # what is asked now (the card's `ask` names the request itself)
+        titles = {r["cascade_id"]: r["agy_title"] for r in rows}
         cards = []
         for live in self.live.values():
             if not live.alive:
                 continue
             for card in live.cards():
-                cards.append({**card, "title": titles.get(card["cascade_id"]) or live.title})
+                cards.append({**card, "title": titles.get(card["cascade_id"], "")})
         return {
             "servers": [{"port": s.port, "pid": s.pid} for s in self.fleet.servers.values()],
             "rows": rows,

@@ -76,8 +76,8 @@
     for (const r of board.rows) n[r.state] += 1;
     $("counts").replaceChildren(...STATES.map(([s, label]) =>
       el("span", { class: "chip st-" + s + (n[s] ? "" : " zero"), title: label }, label + " " + n[s])));
-    const waiting = board.cards.length;
-    document.title = waiting ? `(${waiting}) agy needs you` : "agy board";
+    const waiting = board.cards.length;  // the tab names the request itself (the first one waiting)
+    document.title = waiting ? `(${waiting}) ${board.cards[0].ask || "agy needs you"}` : "agy board";
   }
 
   function renderRows() {
@@ -117,9 +117,8 @@
     for (const c of board.cards) seenCards.add(c.gate_id);
     if (firstSnapshot) { firstSnapshot = false; if (!board.cards.length) return; }
     if (!fresh.length || !("Notification" in window) || Notification.permission !== "granted") return;
-    for (const c of fresh) {
-      const what = c.command ? "run: " + c.command : c.questions ? c.questions.map((q) => q.question).join(" / ") : c.what;
-      const n = new Notification("agy needs you", { body: (c.title || "agy") + " — " + what, tag: c.gate_id });
+    for (const c of fresh) {  // the request itself; the conversation by agy's own title, where it gives one
+      const n = new Notification(c.ask || "agy needs you", { body: c.title ? "in “" + c.title + "”" : "on the agy board", tag: c.gate_id });
       n.onclick = () => { window.focus(); openSession(c.cascade_id); };
     }
   }
@@ -198,7 +197,7 @@
       el("span", { class: "card-kind" }, c.kind === "permission" ? "Permission" : c.kind === "question" ? "Question" : "Waiting"),
       c.tool ? el("span", {}, c.tool) : null,
       c.hash ? el("span", { class: "card-hash", title: "the request's short hash: two different requests never share it" }, "#" + c.hash) : null,
-      withFrom ? el("span", { class: "card-from" }, c.title || "conversation " + short(c.cascade_id)) : null,
+      withFrom ? el("span", { class: "card-from", title: "the conversation (agy's own title)" }, c.title || "conversation " + short(c.cascade_id)) : null,
       withFrom ? el("button", { type: "button", class: "card-open ghost", on: { click: () => openSession(c.cascade_id) } }, "Open") : null);
     node.append(head);
     if (!c.answerable) {
@@ -333,7 +332,7 @@
         break;
       }
       case "gate_opened": pending.set(e.gate_id, { ...e.card, title: "" }); renderPinned();
-        line("agy asks: " + (e.card.command ? "run " + e.card.command : e.card.questions ? e.card.questions.map((q) => q.question).join(" / ") : e.card.what), "warning"); break;
+        line(e.card.ask, "warning"); break;
       case "gate_withdrawn": pending.delete(e.gate_id); renderPinned(); line("· " + (e.reason || "answered")); break;
       case "status": if (e.status === "failed") line("the turn failed" + (e.reason ? ": " + e.reason : ""), "error"); break;
       case "subagent": stream.append(el("div", { class: "line" }, "sub-agent started · ",
