@@ -211,3 +211,94 @@ async def test_titles_and_notifications_name_the_request_and_agys_own_title() ->
             assert await page.locator(".row .row-title").inner_text() == "Run Ls La Srv Request"
             assert "ls -la" not in str(notes) + await page.title()  # the first prompt misleads no one
             assert page.errors == []
+
+
+async def test_one_allow_button_per_offered_scope_each_reaching_agy_with_that_scope() -> None:
+    from agy_harness.core.scopes import PERMISSION_SCOPE
+
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        ids = [sim.cascade_id, await sim.start_cascade(), await sim.start_cascade()]
+        for cascade_id, command in zip(ids, ("ls -la", "git status", "make test"), strict=True):
+            await sim.submit_user_turn(f"run: `{command}`", cascade_id=cascade_id)
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 3")
+            for cascade_id, command, scope in zip(
+                ids, ("ls -la", "git status", "make test"), ("once", "conversation", "global"), strict=True
+            ):
+                card = page.locator("#cards .card", has_text=command)
+                gate = next(g for g, _ in board.board.live[cascade_id].gates.values())
+                assert gate.scopes == ("once", "conversation", "global")  # what agy offers here
+                labels = await card.locator("button[data-act=allow]").evaluate_all(
+                    "bs => bs.map(b => [b.dataset.scope, b.textContent])"
+                )
+                word = command.split()[0]
+                assert labels == [
+                    ["once", "Allow once"],
+                    ["conversation", f"Allow for this conversation: commands that start with '{word}'"],
+                    ["global", f"Always allow: commands that start with '{word}'"],
+                ]
+                await card.locator(f"button[data-scope={scope}]").click()
+                await card.wait_for(state="detached")
+                await until(lambda c=cascade_id: any(r[0] == c for r in sim.received))
+                [sent] = [r for c, r in sim.received if c == cascade_id]
+                expected: dict[str, object] = {"allow": True}
+                if scope != "once":
+                    expected["scope"] = PERMISSION_SCOPE[scope]
+                assert sent["permission"] == expected
+            assert page.errors == []
+
+
+async def test_an_edited_command_is_what_the_card_shows_and_what_runs() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        other = await sim.start_cascade()
+        await sim.submit_user_turn("kind: runCommand rm -rf build")  # agy lets this one be edited
+        await sim.submit_user_turn("run: `ls -la`", cascade_id=other)  # and not this one
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            card = page.locator("#cards .card", has_text="rm -rf build")
+            await card.wait_for()
+            plain = page.locator("#cards .card", has_text="ls -la")
+            await plain.wait_for()
+            assert await plain.locator("button[data-act=edit]").count() == 0  # not editable: no control
+            assert await card.locator("button[data-act=allow]").count() == 1  # runCommand: once only
+            await card.get_by_role("button", name="Edit command").click()
+            box = card.get_by_label("the command to run (edited)")
+            assert await box.input_value() == "rm -rf build"
+            await box.fill("rm -rf build/tmp\u202e")
+            assert await card.locator("pre.cmd").inner_text() == "$ rm -rf build/tmp\\u202e"  # shown visibly
+            await box.fill("rm -rf build/tmp")
+            assert await card.locator("pre.cmd").inner_text() == "$ rm -rf build/tmp"
+            await card.get_by_role("button", name="Allow once").click()
+            await card.wait_for(state="detached")
+            await until(lambda: bool(sim.executed))
+            assert sim.executed == [("rm -rf build/tmp", sim.workspace)]  # the edited text ran
+            assert sim.received[-1][1]["runCommand"]["submittedCommandLine"] == "rm -rf build/tmp"
+            assert page.errors == []
+
+
+async def test_each_kind_has_its_named_card() -> None:
+    from agy_harness.core.kinds import describe
+
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        browse = await sim.start_cascade()
+        await sim.submit_user_turn("kind: openBrowserUrl https://example.com/", cascade_id=browse)
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            card = page.locator("#cards .card")
+            await card.wait_for()
+            gate = next(g for g, _ in board.board.live[browse].gates.values())
+            named = describe(gate)
+            assert named.startswith("agy asks to open https://example.com/ in a browser")
+            assert await card.locator(".ask").inner_text() == named
+            assert await card.locator("button[data-act=allow]").count() == 0  # nothing here answers it
+            assert page.errors == []

@@ -182,12 +182,13 @@ async def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c() -> None:
 
 
 async def test_a_timed_out_gate_retires_and_its_late_answer_reaches_nothing() -> None:
-    async with Simulator(pace=0, gate_timeout=1.0, gate_reasks=1) as sim:
+    # (each ask lasts 3 s: room for a loaded machine's board to show the re-ask before it times out)
+    async with Simulator(pace=0, gate_timeout=3.0, gate_reasks=1) as sim:
         await sim.submit_user_turn("run: make deploy")
         async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
             base = _base(board.url)
             first = await _card(client, base, board.token)
-            for _ in range(100):  # agy gives up on the step and asks again under a new step index
+            for _ in range(400):  # agy gives up on the step and asks again under a new step index
                 cards = (await client.get(f"{base}/api/board", params={"token": board.token})).json()["cards"]
                 if cards and cards[0]["gate_id"] != first["gate_id"]:
                     break
@@ -199,6 +200,7 @@ async def test_a_timed_out_gate_retires_and_its_late_answer_reaches_nothing() ->
                 f"{base}/api/s/{first['cascade_id']}/answer", json=late, headers=headers
             )
             assert response.status_code == 410
+            assert response.json()["error"].startswith("agy stopped waiting for this (the request timed out)")
             assert waiting_step(sim, sim.cascade_id)[1] == int(
                 cards[0]["gate_id"].split("/")[-2]
             )  # .../<step>/<digest>

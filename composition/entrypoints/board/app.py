@@ -6,6 +6,7 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     GET  /api/board/events?token=T         the board, again each time it changes (SSE)
     GET  /api/s/{cascade}/events?token=T   one conversation: its history, then live events (SSE)
     POST /api/s/{cascade}/answer           {"gate_id", "shown", "answer": "allow"|"deny"|"decline"
+                                            | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
                                             | {"questions": [{"choices": [ids], "write_in": text}]}}
     POST /api/s/{cascade}/send             {"text"}
@@ -35,6 +36,7 @@ from starlette.routing import Route
 
 from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
+from agy_harness.core.scopes import SCOPES
 from agy_harness.ports.protocols import GateAnswer
 
 from ...root.session import AnswerLike
@@ -61,6 +63,15 @@ def answer_value(raw: Any) -> AnswerLike:
     """The page's answer as a value for ``Session.answer``; AnswerError for any other shape."""
     if raw == "allow":
         return True
+    if isinstance(raw, dict) and set(raw) == {"allow"}:  # a scope the card offered, an edited command
+        how = raw["allow"]
+        if not isinstance(how, dict) or not set(how) <= {"scope", "command"}:
+            raise AnswerError("an allow names its scope and, edited, its command")
+        scope = next((s for s in SCOPES if s == how.get("scope", "once")), None)
+        command = how.get("command", "")
+        if scope is None or not isinstance(command, str):
+            raise AnswerError("an allow's scope is one of the card's, its command text")
+        return GateAnswer(allow=True, scope=None if scope == "once" else scope, edited_command=command)
     if raw == "deny":
         return False
     if raw == "decline":

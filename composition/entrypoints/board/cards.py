@@ -25,6 +25,8 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
 from agy_harness.core.display import command_view, one_line
+from agy_harness.core.kinds import describe
+from agy_harness.core.scopes import scope_label
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -61,19 +63,13 @@ def short_path(path: str) -> str:
 
 def ask_line(gate: GateOpened) -> str:
     """What ``gate`` asks, on one line, naming the request itself (a title, a notification):
-    "agy asks to run `rm -rf build` in ~/proj" (the display rule's one-line title of the command)."""
-    if gate.kind == "permission" and gate.permission is not None:
-        p = gate.permission
-        if p.command_line:
-            command = command_view(p.command_line, COMMAND_LINES).title(ASK_CHARS)
-            return f"agy asks to run `{command}`" + (f" in {short_path(p.cwd)}" if p.cwd else "")
-        what = p.target or p.description or p.action or gate.tool_name
-        return f"agy asks to {one_line(p.action or 'act')}: {one_line(what)[:ASK_CHARS]}"
-    if gate.kind == "question" and gate.questions:
-        more = len(gate.questions) - 1
-        head = one_line(gate.questions[0].question)[:ASK_CHARS]
-        return f"agy asks: {head}" + (f" (+{more} more question{'s' if more > 1 else ''})" if more else "")
-    return f"agy waits for {one_line(gate.interaction or gate.tool_name or 'an action')} in its terminal"
+    "agy asks to run `rm -rf build` in ~/proj" (the display rule's one-line title of the command);
+    any other kind by its name (:func:`agy_harness.core.kinds.describe`)."""
+    p = gate.permission
+    if gate.kind == "permission" and p is not None and p.command_line:
+        command = command_view(p.command_line, COMMAND_LINES).title(ASK_CHARS)
+        return f"agy asks to run `{command}`" + (f" in {short_path(p.cwd)}" if p.cwd else "")
+    return describe(gate)
 
 
 def gate_card(gate: GateOpened) -> dict[str, Any]:
@@ -96,6 +92,10 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
             shown["full"] = whole
         shown["cwd"] = visible(p.cwd)
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
+        # one allow button per scope the gate offers (labelled by core.scopes), never another
+        shown["allows"] = [{"scope": scope, "label": scope_label(gate, scope)} for scope in gate.scopes]
+        if gate.editable and p.command_line:
+            shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
     elif gate.kind == "question":
         shown["questions"] = [
             {

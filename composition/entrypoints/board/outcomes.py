@@ -68,11 +68,20 @@ def refused(notice: str) -> Exception:
 def unreadable(gate: GateOpened, raw: Any) -> str | None:
     """What to do, in words, when the page's answer ``raw`` cannot be an answer to ``gate`` (None:
     it may be; the fail-closed parser still reads it). Nothing is sent for an answer refused here."""
-    if raw in ("allow", "deny", "decline") or (isinstance(raw, dict) and set(raw) == {"deny"}):
+    if raw in ("allow", "deny", "decline") or (isinstance(raw, dict) and set(raw) in ({"deny"}, {"allow"})):
         if gate.kind == "question" and raw != "decline":
             return "this is a question: pick an option or write your own answer, or Decline"
         if gate.kind == "permission" and raw == "decline":
             return "this asks to run a command: Allow it or Deny it"
+        how = raw.get("allow") if isinstance(raw, dict) else None
+        if isinstance(how, dict):
+            scope = how.get("scope", "once")
+            if scope != "once" and scope not in gate.scopes:
+                return "agy does not offer this lasting allow for this request; use one of the card's buttons"
+            if how.get("command") and not gate.editable:
+                return "this request's command cannot be edited before it runs: Allow it as shown or Deny it"
+            if isinstance(how.get("command"), str) and how["command"] and not how["command"].strip():
+                return "an edited command cannot be empty: write the command to run, or Deny"
         return None
     if not (isinstance(raw, dict) and isinstance(raw.get("questions"), list)):
         return "the board could not read this answer; reload the page and answer again"

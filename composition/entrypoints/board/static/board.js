@@ -27,6 +27,27 @@
     }
     return node;
   }
+  // the display rule (core/display.py: visible() and command_view's glyph escapes) for text typed
+  // here, an edited command: controls, format, invisible and non-ASCII space characters as escapes,
+  // the rule's own glyphs (⋯ ⏎ ⇥) escaped, a backslash that would read as an escape doubled
+  const INVISIBLE = /[\u034f\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\u22ef\u23ce\u21e5]|[\u{e0100}-\u{e01ef}]/u;
+  const SHORT = { "\r": "\\r", "\v": "\\v", "\f": "\\f" };
+  function escapeChar(ch) {
+    if (ch === "\n" || ch === "\t" || ch === " ") return null;
+    if (!(INVISIBLE.test(ch) || /\p{C}|\p{Z}/u.test(ch))) return null;
+    if (SHORT[ch]) return SHORT[ch];
+    const code = ch.codePointAt(0);
+    if (code <= 0xff) return "\\x" + code.toString(16).padStart(2, "0");
+    return code <= 0xffff ? "\\u" + code.toString(16).padStart(4, "0") : "\\U" + code.toString(16).padStart(8, "0");
+  }
+  function visibleText(text) {
+    const chars = [...text];
+    return chars.map((ch, i) => {
+      if (ch !== "\\") return escapeChar(ch) || ch;
+      const next = i + 1 < chars.length ? (escapeChar(chars[i + 1]) || chars[i + 1]) : "";
+      return next && "xuUrvf\\".includes(next[0]) ? "\\\\" : "\\";
+    }).join("");
+  }
   const url = (path) => path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(TOKEN);
   async function post(path, body) {
     const res = await fetch(path, {
@@ -127,7 +148,8 @@
   // or an answer on its way. Such a card is never replaced under them.
   function editing(node) {
     if (node.classList.contains("sent") || node.contains(document.activeElement)) return true;
-    return [...node.querySelectorAll("input")].some((i) => (i.type === "text" ? i.value !== "" : i.checked));
+    return [...node.querySelectorAll("input, textarea:not([hidden])")]
+      .some((i) => (i.type === "text" || i.tagName === "TEXTAREA" ? i.value !== "" : i.checked));
   }
 
   // The home view, updated in place by gate id: a card whose content (its `shown` digest) did not
@@ -181,7 +203,7 @@
     const msg = el("div", { class: "form-msg", role: "alert" });
     const node = el("form", { class: "card", "data-gate": c.gate_id, "data-shown": c.shown, "data-kind": c.kind, "aria-label": "agy asks" });
     const send = async (answer) => {
-      for (const b of node.querySelectorAll("button, input")) b.disabled = true;
+      for (const b of node.querySelectorAll("button, input, textarea")) b.disabled = true;
       msg.textContent = "";
       try {
         await post(`/api/s/${encodeURIComponent(c.cascade_id)}/answer`, { gate_id: c.gate_id, shown: c.shown, answer });
@@ -190,7 +212,7 @@
         node.append(el("div", { class: "note" }, "sent — waiting for agy to move on"));
       } catch (e) {
         msg.textContent = e.message;
-        for (const b of node.querySelectorAll("button, input")) b.disabled = false;
+        for (const b of node.querySelectorAll("button, input, textarea")) b.disabled = false;
       }
     };
     const head = el("div", { class: "card-head" },
@@ -201,7 +223,7 @@
       withFrom ? el("button", { type: "button", class: "card-open ghost", on: { click: () => openSession(c.cascade_id) } }, "Open") : null);
     node.append(head);
     if (!c.answerable) {
-      node.append(el("div", {}, "agy waits for " + (c.what || "an answer") + " in its own terminal."),
+      node.append(el("div", { class: "ask" }, c.ask || "agy waits for " + (c.what || "an answer") + " in its own terminal."),
         el("div", { class: "note" }, "This kind of request can only be answered there; the card goes away when agy moves on."));
       return node;
     }
@@ -229,8 +251,40 @@
         "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" });
       const deny = () => (why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
       why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
+      // "edit command" (a gate agy lets the human edit): what is typed is what the card shows and runs
+      let edit = null;
+      const edited = () => (edit && !edit.hidden && edit.value !== c.edit_from ? edit.value : "");
+      if (c.edit_from !== undefined) {
+        edit = el("textarea", { class: "edit-cmd", rows: "2", hidden: true, spellcheck: "false",
+          "aria-label": "the command to run (edited)" });
+        edit.value = c.edit_from;
+        const shownNow = () => {
+          const text = edited();
+          cmd.textContent = "$ " + (text ? visibleText(text) : c.command);
+          cmd.classList.toggle("edited", !!text);
+        };
+        edit.addEventListener("input", shownNow);
+        const toggle = el("button", { type: "button", class: "ghost", "data-act": "edit", "aria-expanded": "false" }, "Edit command");
+        toggle.addEventListener("click", () => {
+          edit.hidden = !edit.hidden;
+          toggle.setAttribute("aria-expanded", String(!edit.hidden));
+          toggle.textContent = edit.hidden ? "Edit command" : "Keep agy's command";
+          shownNow();
+          if (!edit.hidden) edit.focus();
+        });
+        node.append(edit);
+        node.append(toggle);
+      }
+      // one allow per scope the gate offers (a plain allow where a gate lists none), never another
+      const allows = c.allows && c.allows.length ? c.allows : [{ scope: "once", label: "Allow once" }];
+      const allow = (scope) => {
+        const command = edited();
+        if (edit && !edit.hidden && !command.trim() && edit.value !== c.edit_from) { msg.textContent = "not sent: an edited command cannot be empty"; return; }
+        send(command ? { allow: { scope, command } } : scope === "once" ? "allow" : { allow: { scope } });
+      };
       node.append(el("div", { class: "actions" },
-        el("button", { type: "button", class: "allow", "data-act": "allow", on: { click: () => send("allow") } }, "Allow once"),
+        allows.map((a, i) => el("button", { type: "button", class: i === 0 ? "allow" : "allow lasting", "data-act": "allow",
+          "data-scope": a.scope, on: { click: () => allow(a.scope) } }, a.label)),
         el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, "Deny"),
         why,
         el("span", { class: "key" }, "a"), el("span", { class: "key" }, "d")), msg);
