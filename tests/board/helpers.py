@@ -1,5 +1,6 @@
-"""What the board tests share: Debian's chromium driven by playwright, a local webhook receiver,
-and reading/answering the simulator's waiting gate as agy's own terminal would."""
+"""What the board tests share: Debian's chromium driven by playwright, notification receivers on
+127.0.0.1 (healthy and hostile), and reading/answering the simulator's waiting gate as agy's own
+terminal would."""
 
 from __future__ import annotations
 
@@ -79,45 +80,71 @@ async def browser_page(url: str, *, width: int = 1360, height: int = 860) -> Asy
 
 
 @dataclass
-class Receiver:
-    """A webhook receiver on 127.0.0.1: every POST's headers and body."""
+class Hostile:
+    """One receiver on 127.0.0.1 that behaves as ``mode`` says; what it was sent and what it sent."""
 
+    mode: str  # healthy | endless | trickle | silent
     port: int = 0
     posts: list[dict[str, Any]] = field(default_factory=list)
+    connections: int = 0
+    sent_bytes: int = 0
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/agy"
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            self.posts.append({"line": head[0], "headers": headers, "body": body.decode("utf-8")})
+            self.arrived.set()
+            if self.mode == "healthy":
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+                )
+                await writer.drain()
+            elif self.mode == "endless":
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+                )
+                chunk = b"%x\r\n%s\r\n" % (1 << 16, b" " * (1 << 16))
+                while True:
+                    writer.write(chunk)
+                    await writer.drain()
+                    self.sent_bytes += 1 << 16
+            elif self.mode == "trickle":
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n"
+                )
+                while True:
+                    writer.write(b" ")
+                    await writer.drain()
+                    self.sent_bytes += 1
+                    await asyncio.sleep(2)
+            else:  # silent: never a byte
+                await asyncio.Event().wait()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
-        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
-        self.posts.append({"line": head[0], "headers": headers, "body": body.decode("utf-8")})
-        self.arrived.set()
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
-        await writer.drain()
-        writer.close()
-
-    async def wait_for(self, kind: str, text: str = "", timeout: float = 10.0) -> dict[str, Any]:
-        """The first POST of ``kind`` whose body holds ``text``."""
+    async def wait_for(self, n: int, timeout: float = 60.0) -> list[dict[str, Any]]:
         async with asyncio.timeout(timeout):
-            while True:
-                for post in self.posts:
-                    if post["headers"].get("x-agy-event") == kind and text in post["body"]:
-                        return post
+            while len(self.posts) < n:
                 self.arrived.clear()
                 await self.arrived.wait()
+        return self.posts
 
 
 @contextlib.asynccontextmanager
-async def receiver() -> AsyncIterator[Receiver]:
-    r = Receiver()
-    server = await asyncio.start_server(r._handle, "127.0.0.1", 0)
-    r.port = server.sockets[0].getsockname()[1]
-    async with server:
-        yield r
+async def receivers(*modes: str) -> AsyncIterator[list[Hostile]]:
+    out = [Hostile(mode) for mode in modes]
+    async with contextlib.AsyncExitStack() as stack:
+        for r in out:
+            server = await asyncio.start_server(r.handle, "127.0.0.1", 0)
+            r.port = server.sockets[0].getsockname()[1]
+            await stack.enter_async_context(server)
+        yield out
 
 
 def waiting_step(sim: Simulator, cascade_id: str) -> tuple[str, int, dict[str, Any]]:
@@ -141,3 +168,26 @@ async def until(predicate: Any, timeout: float = 10.0, every: float = 0.05) -> N
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(every)
+
+
+def hold_withdrawals(board: Any) -> tuple[list[Any], Any]:
+    """The board's live sessions stop seeing gates withdrawn (held here): the window where agy's
+    terminal has answered and the board still shows the card, made to last. Returns the held
+    events and a function that lets them through."""
+    held: list[tuple[Any, Any]] = []
+    for live in board.board.live.values():
+        apply = live._apply
+
+        def hold(event: Any, apply: Any = apply) -> None:
+            if getattr(event, "type", "") == "gate_withdrawn":
+                held.append((apply, event))
+            else:
+                apply(event)
+
+        live._apply = hold
+
+    def release() -> None:
+        for apply, event in held:
+            apply(event)
+
+    return held, release

@@ -1,4 +1,4 @@
-"""The board's pure parts: what an answer from the page may be, what a card binds, the webhook's
+"""The board's pure parts: what an answer from the page may be, what a card binds, the notifier's
 settings and text, agy's timestamps, and a conversation's digest from recorded steps."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from agy_harness.composition.entrypoints.board.app import answer_value
 from agy_harness.composition.entrypoints.board.cards import gate_card
 from agy_harness.composition.entrypoints.board.fleet import digest, epoch
-from agy_harness.composition.entrypoints.board.notify import Webhook
+from agy_harness.composition.entrypoints.board.notify import Notifier, NotifySetupError, parse_urls, redact
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened, PermissionRequest
 from agy_harness.ports.protocols import GateAnswer
@@ -54,11 +54,26 @@ def test_the_card_shows_what_will_run_by_the_core_rule_and_binds_the_request() -
     )
 
 
-def test_the_webhook_is_explicit() -> None:
-    with pytest.raises(ValueError, match="http"):
-        Webhook("file:///etc/passwd")
-    with pytest.raises(ValueError, match="unknown"):
-        Webhook("http://127.0.0.1:1/x", ("gate", "everything"))
+def test_notifications_are_explicit_redacted_and_carry_no_request_by_default() -> None:
+    with pytest.raises(NotifySetupError, match="no notification URLs"):
+        Notifier(())
+    with pytest.raises(NotifySetupError, match="unknown"):
+        Notifier(("json://127.0.0.1:1/x",), ("gate", "everything"))
+    assert parse_urls("# mine\nntfys://ntfy.sh/t, json://h/x\n") == ("ntfys://ntfy.sh/t", "json://h/x")
+    assert redact("pover://user@token", 2) == "pover://… (URL #3)"
+    plain = Notifier(("json://h/x",))
+    plain.link = "http://127.0.0.1:8000/"
+    note = plain.note("gate", "proj", ask="agy asks to run `rm -rf build`", card="abcd1234")
+    assert note.body == "agy needs you in proj.\nhttp://127.0.0.1:8000/#card-abcd1234"
+    assert (
+        plain.note("failed", "proj", reason="GITHUB_TOKEN=x").body
+        == "agy's turn failed in proj.\nhttp://127.0.0.1:8000/"
+    )
+    told = Notifier(("json://h/x",), content=True)
+    assert (
+        told.note("gate", "proj", ask="agy asks to run `ls`").body
+        == "agy needs you in proj. agy asks to run `ls`"
+    )
 
 
 def test_agy_times_read_with_nanoseconds() -> None:

@@ -6,6 +6,7 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     GET  /api/board/events?token=T         the board, again each time it changes (SSE)
     GET  /api/s/{cascade}/events?token=T   one conversation: its history, then live events (SSE)
     POST /api/s/{cascade}/answer           {"gate_id", "shown", "answer": "allow"|"deny"|"decline"
+                                            | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
                                             | {"questions": [{"choices": [ids], "write_in": text}]}}
     POST /api/s/{cascade}/send             {"text"}
@@ -13,7 +14,9 @@ and the three things a human does: answer a gate, send a turn, interrupt.
 
 POSTs carry ``X-Board-Token`` (see :mod:`.guard`). An answer goes through ``Session.answer`` (the one
 fail-closed parser): one it cannot read unambiguously is refused with 400 and nothing is sent; one for
-a card that changed since it was shown, 409; one for a gate that no longer waits, 410.
+a card that changed since it was shown, 409 ("the request changed"); one for a gate that no longer
+waits, 410 ("answered elsewhere ...", or why agy stopped waiting); one agy did not take, 503. Every
+refusal says in words what happened and what to do (:mod:`.outcomes`).
 """
 
 from __future__ import annotations
@@ -33,12 +36,14 @@ from starlette.routing import Route
 
 from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
+from agy_harness.core.scopes import SCOPES
 from agy_harness.ports.protocols import GateAnswer
 
 from ...root.session import AnswerLike
 from .guard import BodyTooLarge, Guard
 from .hub import Board
-from .live import GateGone, LiveSession, StaleCard
+from .live import LiveSession
+from .outcomes import GateGone, NotTaken, StaleCard, unreadable
 
 log = logging.getLogger("agy_harness.board")
 
@@ -58,6 +63,15 @@ def answer_value(raw: Any) -> AnswerLike:
     """The page's answer as a value for ``Session.answer``; AnswerError for any other shape."""
     if raw == "allow":
         return True
+    if isinstance(raw, dict) and set(raw) == {"allow"}:  # a scope the card offered, an edited command
+        how = raw["allow"]
+        if not isinstance(how, dict) or not set(how) <= {"scope", "command"}:
+            raise AnswerError("an allow names its scope and, edited, its command")
+        scope = next((s for s in SCOPES if s == how.get("scope", "once")), None)
+        command = how.get("command", "")
+        if scope is None or not isinstance(command, str):
+            raise AnswerError("an allow's scope is one of the card's, its command text")
+        return GateAnswer(allow=True, scope=None if scope == "once" else scope, edited_command=command)
     if raw == "deny":
         return False
     if raw == "decline":
@@ -197,18 +211,25 @@ class _Handlers:
             gate_id, shown = body.get("gate_id"), body.get("shown")
             if not isinstance(gate_id, str) or not isinstance(shown, str):
                 raise _Refused(400, "an answer names the gate_id and the card's shown digest")
+            words = unreadable(live.gate(gate_id), body.get("answer"))
+            if words is not None:
+                raise _Refused(400, f"not sent: {words}")
             value = answer_value(body.get("answer"))
             await live.answer(gate_id, value, shown)
         except _Refused as exc:
             return _error(exc.status, exc.text)
-        except AnswerError as exc:
-            return _error(400, f"not sent: {exc}")
+        except AnswerError as exc:  # the fail-closed parser's own refusal (the page never sends one)
+            return _error(
+                400, f"not sent: agy could not read this answer ({exc}); reload the page and answer again"
+            )
         except StaleCard as exc:
             return _error(409, str(exc))
-        except (GateGone, KeyError):
-            return _error(410, "this gate is no longer waiting (answered elsewhere, or agy moved on)")
-        except RuntimeError as exc:
-            return _error(502, str(exc))
+        except GateGone as exc:
+            return _error(410, str(exc))
+        except NotTaken as exc:
+            return _error(503, str(exc))
+        except RuntimeError as exc:  # the conversation is not connected (yet)
+            return _error(503, f"not sent: {exc}; try again in a moment")
         return JSONResponse({"ok": True})
 
     async def send(self, request: Request) -> Response:

@@ -1,7 +1,9 @@
 """What the board shows of a gate and of an event: text only, every agy string made visible.
 
 :func:`gate_card` is the ONE place that decides what a gate card shows (a command by the core's
-rendering rule, :func:`agy_harness.core.display.command_view`), and its ``shown`` digest binds an
+rendering rule, :func:`agy_harness.core.display.command_view`; a cut command also carries its whole
+text, ``full``, which the page shows on a click; ``hash``, the request digest's first 8 hex digits,
+tells two requests apart however alike their cut texts), and its ``shown`` digest binds an
 answer to exactly that: the page sends the digest back with the answer, and the board refuses an
 answer whose digest is not the card's (the page is stale). The card includes the request's digest
 (``GateOpened.digest``), and ``Session.answer`` delivers only to a WAITING step with it.
@@ -15,12 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+from pathlib import Path
 from typing import Any, assert_never
 
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
-from agy_harness.core.display import command_view
+from agy_harness.core.display import command_view, one_line
+from agy_harness.core.kinds import describe
+from agy_harness.core.scopes import scope_label
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -44,6 +50,28 @@ MAX_OUTPUT_LINES = 40
 COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
 
 
+ASK_CHARS = 160  # the command in a one-line ask (a title, a notification), cut past this with a marker
+HOME = str(Path.home())
+
+
+def short_path(path: str) -> str:
+    """``path`` made visible, the user's home as ``~``."""
+    if path == HOME or path.startswith(HOME.rstrip("/") + "/"):
+        path = "~" + path[len(HOME.rstrip("/")) :]
+    return one_line(path)
+
+
+def ask_line(gate: GateOpened) -> str:
+    """What ``gate`` asks, on one line, naming the request itself (a title, a notification):
+    "agy asks to run `rm -rf build` in ~/proj" (the display rule's one-line title of the command);
+    any other kind by its name (:func:`agy_harness.core.kinds.describe`)."""
+    p = gate.permission
+    if gate.kind == "permission" and p is not None and p.command_line:
+        command = command_view(p.command_line, COMMAND_LINES).title(ASK_CHARS)
+        return f"agy asks to run `{command}`" + (f" in {short_path(p.cwd)}" if p.cwd else "")
+    return describe(gate)
+
+
 def gate_card(gate: GateOpened) -> dict[str, Any]:
     """The card of ``gate``: what the human is asked, and the digest an answer must carry."""
     shown: dict[str, Any] = {
@@ -57,8 +85,17 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         # the core's one rendering rule: every line visible, blank-line runs collapsed with a count,
         # an over-tall command cut with a marker (as the terminal, ACP and omnigent show it)
         shown["command"] = "\n".join(command_view(what, COMMAND_LINES).lines)
+        # a cut card can always be expanded to the whole text: the same rule, nothing cut (blank-line
+        # and space runs still collapsed with their count, every character visible)
+        whole = "\n".join(command_view(what, sys.maxsize, sys.maxsize).lines)
+        if whole != shown["command"]:
+            shown["full"] = whole
         shown["cwd"] = visible(p.cwd)
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
+        # one allow button per scope the gate offers (labelled by core.scopes), never another
+        shown["allows"] = [{"scope": scope, "label": scope_label(gate, scope)} for scope in gate.scopes]
+        if gate.editable and p.command_line:
+            shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
     elif gate.kind == "question":
         shown["questions"] = [
             {
@@ -71,6 +108,8 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
     else:
         shown["what"] = visible(gate.interaction or gate.tool_name or "an action")
     shown["request"] = gate.digest  # the request the harness binds the answer to (core/binding.py)
+    shown["ask"] = ask_line(gate)  # the request on one line: the tab's title, the browser notification
+    shown["hash"] = gate.digest[:8]  # shown on the card: two different requests never look the same
     digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return {**shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32]}
 

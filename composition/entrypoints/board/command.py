@@ -7,29 +7,34 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import secrets
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..cli_args import listen_port, non_negative, port
 from ..errors import EXIT_USAGE
+from .notify import ENV, Notifier, NotifySetupError, check_urls, link_for, urls_from
 
 DESCRIPTION = """\
 A local web board of every agy session on this machine: by state (needs you, working, failed,
 idle), each one live (reply, reasoning, tool cards, diffs), every question and command approval
 as a card you answer in one click, turns and interrupts. It listens on 127.0.0.1 only and prints
 a URL with a secret token; every request must carry it. Nothing leaves the machine unless you
-give --webhook."""
+name notification URLs (Apprise's: ntfy, Slack, Matrix, Telegram, Pushover, mailto, a desktop...)
+in a 0600 file (--notify-urls-file) or in $AGY_HARNESS_NOTIFY_URLS; never on the command line.
+A notification says "agy needs you in <project>" and links to the board (without its token);
+what agy asks goes out only with --notify-content."""
 
 EPILOG = """\
 examples:
   agy-harness board                        every agy of yours on this machine
   agy-harness board --sim                  try it on the embedded simulator
-  agy-harness board --webhook https://ntfy.sh/my-topic --notify gate,failed
+  agy-harness board --notify-urls-file ~/.config/agy-board.urls --notify gate,failed
 
 exit codes:
   0 ok · 1 failure · 2 usage or bad input · 130 interrupted (Ctrl-C)"""
@@ -65,11 +70,21 @@ def add_board_command(sub: Any) -> None:
         "--sim-pace", type=non_negative, default=1.0, metavar="SCALE",
         help="with --sim, the model's speed: 1 = like a person reads (default), 0 = instant",
     )  # fmt: skip
-    p.add_argument("--webhook", default=None, metavar="URL", help="POST a notification here (default: off)")
+    p.add_argument(
+        "--notify-urls-file", default=None, metavar="PATH",
+        help="Apprise URLs to notify, one a line, in a file only you may read (chmod 600); "
+        f"also ${ENV} (default: no notifications)",
+    )  # fmt: skip
     p.add_argument(
         "--notify", default="gate,turn,failed", metavar="KINDS",
-        help="what the webhook is told: gate, turn, failed (default: %(default)s)",
+        help="what is notified: gate, turn, failed (default: %(default)s)",
     )  # fmt: skip
+    p.add_argument(
+        "--notify-content", action="store_true",
+        help="include what agy asks (the command line, the question) and why a turn failed; "
+        "off by default: a notification names only the project",
+    )  # fmt: skip
+    p.add_argument("--webhook", default=None, help=argparse.SUPPRESS)  # gone: refused with where URLs go now
     p.set_defaults(handler=run_board)
 
 
@@ -81,16 +96,29 @@ def run_board(args: argparse.Namespace) -> int:
             "agy-harness board: the web stack is missing; pip install 'agy-harness[board]'", file=sys.stderr
         )
         return EXIT_USAGE
-    from .notify import Webhook
+    try:
+        notifier = notifier_from(args, os.environ)
+    except NotifySetupError as exc:
+        print(f"agy-harness board: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_serve(args, notifier))
 
-    webhook = None
-    if args.webhook:
-        try:
-            webhook = Webhook(args.webhook, tuple(k for k in args.notify.split(",") if k))
-        except ValueError as exc:
-            print(f"agy-harness board: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    return asyncio.run(_serve(args, webhook))
+
+def notifier_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Notifier | None:
+    """The notifier the arguments and the environment ask for (None: none); NotifySetupError says
+    what is wrong and what to do."""
+    if args.webhook is not None:
+        raise NotifySetupError(
+            "--webhook is gone: a URL on the command line is read by any local user (/proc). Put "
+            f"notification URLs (Apprise's; an ntfy topic is ntfys://ntfy.sh/TOPIC) in a file only you "
+            f"may read, given with --notify-urls-file PATH (chmod 600), or in ${ENV}"
+        )
+    urls = urls_from(args.notify_urls_file, environ)
+    if not urls:
+        return None
+    check_urls(urls)
+    kinds = tuple(k for k in args.notify.split(",") if k)
+    return Notifier(urls, kinds, content=args.notify_content)
 
 
 @dataclass
@@ -124,7 +152,7 @@ async def running_board(
     port: int = 0,
     agy_ports: list[int] | None = None,
     pids: list[int] | None = None,
-    webhook: Any = None,
+    notifier: Notifier | None = None,
     tick: float = 0.5,
     token: str | None = None,
 ) -> AsyncIterator[Running]:
@@ -139,7 +167,7 @@ async def running_board(
     token = token or secrets.token_urlsafe(24)
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
-    board = Board(Fleet(ports=agy_ports or (), pids=pids), webhook=webhook, tick=tick)
+    board = Board(Fleet(ports=agy_ports or (), pids=pids), notifier=notifier, tick=tick)
     await board.start()
     config = Config()
     config.bind = [f"fd://{sock.fileno()}"]
@@ -151,6 +179,8 @@ async def running_board(
         serve(build_app(board, token, _hosts(host, bound)), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
     )
     shown = f"[{host}]" if ":" in host else host
+    if notifier is not None:
+        notifier.link = link_for(f"http://{shown}:{bound}/")
     try:
         yield Running(f"http://{shown}:{bound}/?token={token}", token, bound, board)
     finally:
@@ -164,7 +194,7 @@ async def running_board(
             sock.close()
 
 
-async def _serve(args: argparse.Namespace, webhook: Any, out: TextIO | None = None) -> int:
+async def _serve(args: argparse.Namespace, notifier: Notifier | None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     stop = asyncio.Event()
     stopped_by: list[int] = []
@@ -186,7 +216,7 @@ async def _serve(args: argparse.Namespace, webhook: Any, out: TextIO | None = No
             await _showcase(sim)
             agy_ports.append(sim.port)
         board = await stack.enter_async_context(
-            running_board(host=args.host, port=args.port, agy_ports=agy_ports, webhook=webhook)
+            running_board(host=args.host, port=args.port, agy_ports=agy_ports, notifier=notifier)
         )
         if not _loopback(args.host):
             print(

@@ -13,8 +13,11 @@ import asyncio
 import json
 import logging
 import time
+from pathlib import PurePosixPath
 from typing import Any, assert_never
+from urllib.parse import unquote, urlsplit
 
+from agy_harness.adapters.sinks.escape import visible
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -34,23 +37,24 @@ from agy_harness.ports.events import (
 )
 from agy_harness.ports.tasks import reap
 
+from .cards import ask_line
 from .fleet import Fleet, Row
 from .live import LiveSession
-from .notify import Webhook
+from .notify import Notifier
 
 log = logging.getLogger("agy_harness.board")
 
 STATES = ("needs_you", "working", "failed", "idle")
 
 
-def gate_summary(gate: GateOpened) -> str:
-    """One line saying what a gate asks (for a notification)."""
-    if gate.kind == "permission" and gate.permission is not None:
-        p = gate.permission
-        return f"run `{p.command_line or p.target or p.description or p.action}`?"
-    if gate.questions:
-        return gate.questions[0].question
-    return f"{gate.interaction or gate.tool_name or 'an action'} waits in agy's terminal"
+def project_of(row: Row | None, gate: GateOpened | None = None) -> str:
+    """The project a conversation works in, by its folder's name: agy's workspace, else the
+    directory the gate's command runs in."""
+    uris = row.summary.workspace_uris if row is not None else ()
+    path = unquote(urlsplit(uris[0]).path) if uris else ""
+    if not path and gate is not None and gate.permission is not None:
+        path = gate.permission.cwd
+    return PurePosixPath(path).name if path else ""
 
 
 class Board:
@@ -58,18 +62,18 @@ class Board:
         self,
         fleet: Fleet,
         *,
-        webhook: Webhook | None = None,
+        notifier: Notifier | None = None,
         tick: float = 0.5,
         linger: float = 30.0,
     ) -> None:
         self.fleet = fleet
         fleet.followed = self._followed
-        self.webhook = webhook
+        self.notifier = notifier
         self.tick = tick
         self.linger = linger
         self.live: dict[str, LiveSession] = {}
         self._failed_at: dict[str, float] = {}
-        self._notified: set[str] = set()  # gates the webhook was told about
+        self._notified: set[str] = set()  # gates the notifier was told about
         self._turns: set[str] = set()  # conversations seen running: their end is news
         self.version = 0
         self.snapshot_json = "{}"
@@ -96,8 +100,8 @@ class Board:
         await reap(*self._tasks)
         await asyncio.gather(*(s.stop() for s in self.live.values()), return_exceptions=True)
         self.live.clear()
-        if self.webhook is not None:
-            await self.webhook.aclose()
+        if self.notifier is not None:
+            await self.notifier.aclose()
         await self.fleet.aclose()
 
     async def _refresh_loop(self) -> None:
@@ -186,7 +190,7 @@ class Board:
         return (row is not None and row.running) or live.status.get(root) == "running"
 
     def _on_event(self, live: LiveSession, event: Event) -> None:
-        """Notify (webhook) every gate the board sees open, once, and the end of every turn it saw
+        """Notify every gate the board sees open, once, and the end of every turn it saw
         running (a live session's replay of old turns is history, not news)."""
         match event:
             case TextDelta() | ReasoningDelta() | ToolCall() | ToolResult() | Notice():
@@ -205,21 +209,24 @@ class Board:
                 self._dirty.set()
             case other:
                 assert_never(other)
-        if self.webhook is None:
+        if self.notifier is None:
             return
-        title = live.title or "a conversation"
+        project = project_of(self.fleet.rows.get(self.root_of(event.cascade_id)), None)
         if isinstance(event, GateOpened) and event.gate_id not in self._notified:
             self._notified.add(event.gate_id)
-            self.webhook.notify("gate", event.cascade_id, f"{title}: {gate_summary(event)}")
+            self.notifier.notify(
+                "gate",
+                project or project_of(None, event),
+                ask=ask_line(event),
+                card=event.digest[:8],
+            )
         elif isinstance(event, StatusChanged) and event.cascade_id in self._turns:
             if event.status == "idle":
                 self._turns.discard(event.cascade_id)
-                self.webhook.notify("turn", event.cascade_id, f"{title}: the turn ended")
+                self.notifier.notify("turn", project)
             elif event.status == "failed":
                 self._turns.discard(event.cascade_id)
-                self.webhook.notify(
-                    "failed", event.cascade_id, f"{title}: {event.reason or 'the turn failed'}"
-                )
+                self.notifier.notify("failed", project, reason=event.reason or "the turn failed")
 
     # -- what pages see ----------------------------------------------------------------------
     def _row_view(self, row: Row) -> dict[str, Any]:
@@ -244,7 +251,10 @@ class Board:
             "parent_id": row.summary.parent_id,
             "port": row.server.port,
             "state": state,
-            "title": (live.title if own and live is not None and live.title else d.title),
+            # agy's own title for the conversation where it gives one; else its first prompt
+            "title": visible(row.summary.title)
+            or (live.title if own and live is not None and live.title else d.title),
+            "agy_title": visible(row.summary.title),
             "model": row.server.label(live.model if own and live is not None and live.model else d.model),
             "tokens_in": tokens[0],
             "tokens_out": tokens[1],
@@ -257,13 +267,15 @@ class Board:
     def snapshot(self) -> dict[str, Any]:
         rows = [self._row_view(r) for r in self.fleet.rows.values()]
         rows.sort(key=lambda r: (STATES.index(r["state"]), -r["last_activity"]))
-        titles = {r["cascade_id"]: r["title"] for r in rows}
+        # a card names its conversation by agy's own title only: a first prompt can mislead about
+        # what is asked now (the card's `ask` names the request itself)
+        titles = {r["cascade_id"]: r["agy_title"] for r in rows}
         cards = []
         for live in self.live.values():
             if not live.alive:
                 continue
             for card in live.cards():
-                cards.append({**card, "title": titles.get(card["cascade_id"]) or live.title})
+                cards.append({**card, "title": titles.get(card["cascade_id"], "")})
         return {
             "servers": [{"port": s.port, "pid": s.pid} for s in self.fleet.servers.values()],
             "rows": rows,

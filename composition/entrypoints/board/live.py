@@ -25,6 +25,7 @@ from typing import Any, assert_never
 from dependency_injector import providers
 
 from agy_harness.core.turns import Replies, UsageTotals
+from agy_harness.ports.errors import AnswerNotDelivered
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -48,6 +49,7 @@ from ...root.container import make_container
 from ...root.session import AnswerLike, Session, session_from
 from ...service.harness import HarnessOptions, InterruptReport
 from .cards import event_view, gate_card
+from .outcomes import StaleCard, refused, withdrawn
 
 log = logging.getLogger("agy_harness.board")
 
@@ -55,12 +57,14 @@ HISTORY = 4000
 SUBSCRIBER_BACKLOG = 2000
 
 
-class StaleCard(Exception):
-    """The answer was given for a card that is no longer what the board shows for that gate."""
+NEWS = 512  # the last gates' withdrawal reasons and refusal notices kept (why an answer was late)
+SETTLE = 3.0  # seconds an undelivered answer waits for the harness to say why
 
 
-class GateGone(Exception):
-    """No such gate waits (answered in agy's terminal, timed out, or never asked here)."""
+def _keep(book: dict[str, str], key: str, value: str) -> None:
+    book[key] = value
+    while len(book) > NEWS:
+        del book[next(iter(book))]
 
 
 class LiveSession:
@@ -81,6 +85,10 @@ class LiveSession:
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self._folded: dict[tuple[str, str], dict[str, Any]] = {}
         self.gates: dict[str, tuple[GateOpened, dict[str, Any]]] = {}
+        self._gate_of: dict[str, str] = {}  # a GateOpened event's id -> its gate id (notices name the event)
+        self.withdrawn: dict[str, str] = {}  # gate id -> why it was withdrawn
+        self.refusals: dict[str, str] = {}  # gate id -> the harness's last notice about it
+        self._news = asyncio.Event()
         self.subscribers: set[asyncio.Queue[dict[str, Any] | None]] = set()
         self.status: dict[str, str] = {}  # cascade -> running / idle / failed
         self.model = ""
@@ -146,8 +154,14 @@ class LiveSession:
         match event:
             case GateOpened():
                 self.gates[event.gate_id] = (event, view["card"])
+                _keep(self._gate_of, event.id, event.gate_id)
             case GateWithdrawn():
                 self.gates.pop(event.gate_id, None)
+                _keep(self.withdrawn, event.gate_id, event.reason)
+                self._tell()
+            case Notice() if event.id.removesuffix("/notice") in self._gate_of:
+                _keep(self.refusals, self._gate_of[event.id.removesuffix("/notice")], event.text)
+                self._tell()
             case StatusChanged():
                 self.status[event.cascade_id] = event.status
             case Usage() if root:
@@ -221,16 +235,45 @@ class LiveSession:
     def cards(self) -> list[dict[str, Any]]:
         return [card for _, card in self.gates.values()]
 
-    async def answer(self, gate_id: str, value: AnswerLike, shown: str) -> None:
-        """Answer ``gate_id`` with ``value`` (fail closed: ``Session.answer``), only if the card the
-        human answered (its ``shown`` digest) is the card the board shows for it now."""
+    def gate(self, gate_id: str) -> GateOpened:
+        """The gate ``gate_id`` waiting now; GateGone / StaleCard (in words) when it is not."""
         entry = self.gates.get(gate_id)
         if entry is None:
-            raise GateGone("this gate is no longer waiting (answered elsewhere, or agy moved on)")
-        gate, _ = entry
+            raise withdrawn(self.withdrawn.get(gate_id, ""))
+        return entry[0]
+
+    async def answer(self, gate_id: str, value: AnswerLike, shown: str) -> None:
+        """Answer ``gate_id`` with ``value`` (fail closed: ``Session.answer``), only if the card the
+        human answered (its ``shown`` digest) is the card the board shows for it now. Not delivered:
+        GateGone (410), StaleCard (409) or NotTaken (503), saying what happened (:mod:`.outcomes`)."""
+        gate = self.gate(gate_id)
         if gate_card(gate)["shown"] != shown:
-            raise StaleCard("the card changed since it was shown; look again and answer the new one")
-        await self._session().answer(gate_id, value)
+            raise StaleCard(
+                "the request changed since this card was shown; nothing was sent. Answer the new card"
+            )
+        session = self._session()
+        self.refusals.pop(gate_id, None)
+        try:
+            await session.answer(gate_id, value)
+        except AnswerNotDelivered:
+            raise await self._why(gate_id) from None
+        except KeyError:  # UnknownGate: the harness no longer has it
+            raise withdrawn(self.withdrawn.get(gate_id, "")) from None
+
+    async def _why(self, gate_id: str) -> Exception:
+        """Why the harness did not deliver an answer to ``gate_id``: its notice, or the gate's
+        withdrawal, once the session has seen either (at most SETTLE s)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SETTLE):
+                while gate_id not in self.refusals and gate_id not in self.withdrawn:
+                    await self._news.wait()
+        if gate_id in self.withdrawn:
+            return withdrawn(self.withdrawn[gate_id])
+        return refused(self.refusals.get(gate_id, ""))
+
+    def _tell(self) -> None:
+        self._news.set()
+        self._news = asyncio.Event()
 
     async def send(self, text: str) -> str:
         return await self._session().send(text)

@@ -1,103 +1,274 @@
-"""The outbound webhook: an ntfy-style POST when a gate opens, a turn ends or a turn fails.
+"""Notifications through Apprise (ntfy, Slack, Matrix, Telegram, Pushover, e-mail, a desktop...), when
+a gate opens, a turn ends or a turn fails.
 
-Off by default: nothing leaves the machine unless the user gives ``--webhook URL``. The body is the
-message as plain text (what ntfy shows); ``Title``, ``Tags``, ``Priority`` headers as ntfy reads them,
-and ``X-Agy-Event`` / ``X-Agy-Conversation`` for other receivers. The text is agy's, made visible and
-cut short; no token or URL of the board is sent. Posts are queued (bounded) and sent one at a time
-off the board's work; a failure is logged, never retried forever.
+Off by default: nothing leaves the machine unless the user names Apprise URLs, in a file only they can
+read (``--notify-urls-file``, refused when its group or others may read it) or in the environment
+(:data:`ENV`); never in argv, which any local user reads from /proc. A URL carries its secrets (a
+token, a password, a topic), so logs name a URL only by its scheme and its place in the list.
+
+What is sent carries **no request content** by default: "agy needs you in <project>", with a link
+to the board's card (the board's address without its token: the token never leaves the machine).
+The command line, the question or a failure's reason go out only with ``content=True``
+(``--notify-content``).
+
+Every send is bounded: each one (one note to one URL) runs in its own child process
+(:mod:`.send_note`), with a total deadline after which it is killed, and an address-space limit
+that bounds whatever the receiver sends back. At most :data:`PER_URL` sends to one URL run at once,
+and at most :data:`QUEUE` notes wait for it; a note past that is dropped with a log line. A slow
+receiver holds only its own notes, never another URL's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
+import stat
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-import httpx
-
-from agy_harness.adapters.sinks.escape import visible
+from agy_harness.core.display import one_line
 from agy_harness.ports.tasks import reap
 
 log = logging.getLogger("agy_harness.board")
 
 KINDS = ("gate", "turn", "failed")
-_HEADERS = {
-    "gate": ("agy needs you", "warning", "high"),
-    "turn": ("agy finished a turn", "white_check_mark", "default"),
-    "failed": ("agy failed", "x", "high"),
-}
+ENV = "AGY_HARNESS_NOTIFY_URLS"
+DEADLINE = 20.0  # seconds a send may take in all (Apprise's own connect/read timeouts are 4 s each)
+PER_URL = 2  # sends to one URL at once
+QUEUE = 20  # notes waiting for one URL; more are dropped
+MAX_URLS = 16
+MAX_FILE = 64 * 1024
 MAX_TEXT = 300
-QUEUE = 100
+MAX_REPLY = 4096
+CHILD = str(Path(__file__).with_name("send_note.py"))  # run as a script: the package is not imported
+MEMORY = 256 * 1024 * 1024  # a send's child process: its address space (bounds what a receiver sends back)
+
+
+class NotifySetupError(ValueError):
+    """The notification URLs cannot be used as given (the message says why and what to do)."""
+
+
+def redact(url: str, index: int) -> str:
+    """How a log names ``url``: its scheme and its place in the list, nothing of its secrets."""
+    scheme = url.split("://", 1)[0] if "://" in url else "?"
+    return f"{one_line(scheme[:20])}://… (URL #{index + 1})"
+
+
+def parse_urls(text: str) -> tuple[str, ...]:
+    """URLs separated by whitespace or commas; ``#`` starts a comment line."""
+    lines = (line.strip() for line in text.splitlines())
+    words = [w for line in lines if not line.startswith("#") for w in line.replace(",", " ").split()]
+    if len(words) > MAX_URLS:
+        raise NotifySetupError(f"at most {MAX_URLS} notification URLs, got {len(words)}")
+    return tuple(words)
+
+
+def read_urls_file(path: str) -> tuple[str, ...]:
+    """The URLs in ``path``: a regular file of this user that no one else may read (0600)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise NotifySetupError(f"cannot open the notification URLs file {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotifySetupError(f"{path} is not a regular file")
+        if info.st_uid != os.getuid():
+            raise NotifySetupError(f"{path} belongs to another user; the URLs hold your secrets")
+        if info.st_mode & 0o077:
+            raise NotifySetupError(
+                f"{path} may be read by others (mode {stat.S_IMODE(info.st_mode):o}); "
+                f"its URLs hold secrets: chmod 600 {path}"
+            )
+        data = f.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise NotifySetupError(f"{path} is over {MAX_FILE} bytes")
+    try:
+        return parse_urls(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise NotifySetupError(f"{path} is not UTF-8 text") from None
+
+
+def urls_from(path: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The URLs from ``path`` (when given) and the environment variable :data:`ENV`."""
+    urls = read_urls_file(path) if path else ()
+    return urls + parse_urls(environ.get(ENV, ""))
+
+
+def check_urls(urls: tuple[str, ...]) -> None:
+    """Each URL is one Apprise reads (NotifySetupError, naming it redacted, if not)."""
+    try:
+        import apprise
+    except ImportError:
+        raise NotifySetupError("notifications need Apprise: pip install 'agy-harness[board]'") from None
+    # Apprise logs a URL it cannot read, secrets and all: its log is off in the board's process
+    logging.getLogger("apprise").disabled = True
+    for index, url in enumerate(urls):
+        if apprise.Apprise.instantiate(url) is None:
+            raise NotifySetupError(
+                f"notification {redact(url, index)} is not a URL Apprise reads "
+                "(see https://github.com/caronc/apprise/wiki)"
+            )
 
 
 @dataclass(frozen=True)
 class Note:
     kind: str
-    cascade_id: str
-    text: str
+    title: str
+    body: str
 
 
-def _ascii(text: str) -> str:
-    return text.encode("ascii", "replace").decode("ascii")
+def _cut(text: str) -> str:
+    text = one_line(" ".join(text.split()))
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
-class Webhook:
-    """POSTs :class:`Note`s to ``url`` for the ``kinds`` asked for."""
+class Notifier:
+    """Sends a :class:`Note` to every URL for the ``kinds`` asked for (module doc)."""
 
-    def __init__(self, url: str, kinds: tuple[str, ...] = KINDS, *, timeout: float = 10.0) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"webhook URL must be http:// or https://, got {url!r}")
+    def __init__(
+        self,
+        urls: tuple[str, ...],
+        kinds: tuple[str, ...] = KINDS,
+        *,
+        content: bool = False,
+        deadline: float = DEADLINE,
+        per_url: int = PER_URL,
+        memory: int = MEMORY,
+    ) -> None:
         unknown = set(kinds) - set(KINDS)
         if unknown:
-            raise ValueError(f"unknown notification kind(s) {sorted(unknown)}; known: {', '.join(KINDS)}")
-        self.url = url
+            raise NotifySetupError(
+                f"unknown notification kind(s) {sorted(unknown)}; known: {', '.join(KINDS)}"
+            )
+        if not urls:
+            raise NotifySetupError("no notification URLs")
+        self.urls = urls
         self.kinds = kinds
-        self._timeout = timeout
-        self._queue: asyncio.Queue[Note] = asyncio.Queue(QUEUE)
-        self._task: asyncio.Task[None] | None = None
+        self.content = content
+        self.deadline = deadline
+        self.per_url = per_url
+        self.memory = memory
+        self.link = ""  # the board's address (no token), set once it listens
+        self._running: list[set[asyncio.Task[None]]] = [set() for _ in urls]
+        self._queues: list[asyncio.Queue[Note]] = [asyncio.Queue(QUEUE) for _ in urls]
         self.sent = 0
         self.failed = 0
+        self.dropped = 0
 
-    def notify(self, kind: str, cascade_id: str, text: str) -> None:
+    # -- what is said -------------------------------------------------------------------------
+    def note(self, kind: str, project: str, *, ask: str = "", reason: str = "", card: str = "") -> Note:
+        """The note for ``kind`` in ``project``; ``ask`` / ``reason`` only when content is on."""
+        where = f" in {_cut(project)}" if project else ""
+        if kind == "gate":
+            title, body = "agy needs you", f"agy needs you{where}."
+            if self.content and ask:
+                body += f" {_cut(ask)}"
+        elif kind == "turn":
+            title, body = "agy finished a turn", f"agy finished a turn{where}."
+        else:
+            title, body = "agy failed", f"agy's turn failed{where}."
+            if self.content and reason:
+                body += f" {_cut(reason)}"
+        if self.link:
+            body += f"\n{self.link}" + (f"#card-{card}" if card and kind == "gate" else "")
+        return Note(kind, title, body)
+
+    def notify(self, kind: str, project: str, *, ask: str = "", reason: str = "", card: str = "") -> None:
         if kind not in self.kinds:
             return
-        text = visible(" ".join(text.split()))
-        if len(text) > MAX_TEXT:
-            text = text[: MAX_TEXT - 1] + "…"
-        try:
-            self._queue.put_nowait(Note(kind, cascade_id, text))
-        except asyncio.QueueFull:
-            log.warning("board: webhook queue full; a %s notification is dropped", kind)
-            return
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._send_all(), name="agy-board-webhook")
+        note = self.note(kind, project, ask=ask, reason=reason, card=card)
+        for index, url in enumerate(self.urls):
+            try:
+                self._queues[index].put_nowait(note)
+            except asyncio.QueueFull:
+                self.dropped += 1
+                log.warning(
+                    "board: a %s notification to %s is dropped: %d earlier ones still wait for it",
+                    kind,
+                    redact(url, index),
+                    self._queues[index].qsize(),
+                )
+                continue
+            running = self._running[index]
+            if len(running) < self.per_url:
+                task = asyncio.create_task(self._work(index, url), name=f"agy-board-notify-{index}")
+                running.add(task)
+                task.add_done_callback(running.discard)
 
-    async def _send_all(self) -> None:
-        async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as client:
-            while not self._queue.empty():
-                note = self._queue.get_nowait()
-                title, tags, priority = _HEADERS[note.kind]
-                headers = {
-                    "Title": title,
-                    "Tags": tags,
-                    "Priority": priority,
-                    "Content-Type": "text/plain; charset=utf-8",
-                    "X-Agy-Event": note.kind,
-                    "X-Agy-Conversation": _ascii(note.cascade_id),
-                }
-                try:
-                    response = await client.post(self.url, content=note.text.encode("utf-8"), headers=headers)
-                    response.raise_for_status()
-                    self.sent += 1
-                except httpx.HTTPError as exc:
-                    self.failed += 1
-                    log.warning("board: webhook %s failed: %s", self.url, exc)
+    async def _work(self, index: int, url: str) -> None:
+        """Send ``url``'s waiting notes, one at a time, until none waits."""
+        queue = self._queues[index]
+        while not queue.empty():
+            await self._send(index, url, queue.get_nowait())
+
+    @property
+    def busy(self) -> bool:
+        """A send is still running."""
+        return any(self._running) or any(not q.empty() for q in self._queues)
+
+    # -- how it is sent -----------------------------------------------------------------------
+    async def _send(self, index: int, url: str, note: Note) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",  # (isolated: no PYTHON* variables, no user site; the script imports Apprise only)
+            CHILD,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,  # (a Ctrl-C at the board's terminal is the board's)
+        )
+        order = json.dumps(
+            {"url": url, "title": note.title, "body": note.body, "memory": self.memory}
+        ).encode()
+        why = ""
+        try:
+            async with asyncio.timeout(self.deadline):
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(order)
+                await proc.stdin.drain()
+                proc.stdin.close()
+                reply = await proc.stdout.read(MAX_REPLY)
+                await proc.wait()
+            try:
+                said = json.loads(reply)
+                ok, why = bool(said["ok"]), str(said.get("why", ""))[:200]
+            except (ValueError, KeyError, TypeError):
+                ok, why = False, "the sender ended without a word"
+        except TimeoutError:
+            ok, why = False, f"no answer within {self.deadline:g}s; dropped"
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        if ok:
+            self.sent += 1
+            log.info("board: %s notification sent to %s", note.kind, redact(url, index))
+        else:
+            self.failed += 1
+            log.warning("board: %s notification to %s failed: %s", note.kind, redact(url, index), why)
 
     async def aclose(self) -> None:
-        if self._task is not None:
+        """Let running sends finish for a moment, then end them."""
+        tasks = [t for running in self._running for t in running]
+        if tasks:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(2.0):
-                    await asyncio.shield(self._task)
-            self._task.cancel()
-            await reap(self._task)
+                    await asyncio.gather(*(asyncio.shield(t) for t in tasks), return_exceptions=True)
+        for t in tasks:
+            t.cancel()
+        await reap(*tasks)
+
+
+def link_for(base_url: str) -> str:
+    """The board's address without its token (what a notification links to)."""
+    return base_url.split("?", 1)[0]
+
+
+__all__ = ["ENV", "KINDS", "Notifier", "NotifySetupError", "check_urls", "link_for", "urls_from"]

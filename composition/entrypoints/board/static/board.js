@@ -27,6 +27,27 @@
     }
     return node;
   }
+  // the display rule (core/display.py: visible() and command_view's glyph escapes) for text typed
+  // here, an edited command: controls, format, invisible and non-ASCII space characters as escapes,
+  // the rule's own glyphs (⋯ ⏎ ⇥) escaped, a backslash that would read as an escape doubled
+  const INVISIBLE = /[\u034f\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\u22ef\u23ce\u21e5]|[\u{e0100}-\u{e01ef}]/u;
+  const SHORT = { "\r": "\\r", "\v": "\\v", "\f": "\\f" };
+  function escapeChar(ch) {
+    if (ch === "\n" || ch === "\t" || ch === " ") return null;
+    if (!(INVISIBLE.test(ch) || /\p{C}|\p{Z}/u.test(ch))) return null;
+    if (SHORT[ch]) return SHORT[ch];
+    const code = ch.codePointAt(0);
+    if (code <= 0xff) return "\\x" + code.toString(16).padStart(2, "0");
+    return code <= 0xffff ? "\\u" + code.toString(16).padStart(4, "0") : "\\U" + code.toString(16).padStart(8, "0");
+  }
+  function visibleText(text) {
+    const chars = [...text];
+    return chars.map((ch, i) => {
+      if (ch !== "\\") return escapeChar(ch) || ch;
+      const next = i + 1 < chars.length ? (escapeChar(chars[i + 1]) || chars[i + 1]) : "";
+      return next && "xuUrvf\\".includes(next[0]) ? "\\\\" : "\\";
+    }).join("");
+  }
   const url = (path) => path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(TOKEN);
   async function post(path, body) {
     const res = await fetch(path, {
@@ -76,8 +97,8 @@
     for (const r of board.rows) n[r.state] += 1;
     $("counts").replaceChildren(...STATES.map(([s, label]) =>
       el("span", { class: "chip st-" + s + (n[s] ? "" : " zero"), title: label }, label + " " + n[s])));
-    const waiting = board.cards.length;
-    document.title = waiting ? `(${waiting}) agy needs you` : "agy board";
+    const waiting = board.cards.length;  // the tab names the request itself (the first one waiting)
+    document.title = waiting ? `(${waiting}) ${board.cards[0].ask || "agy needs you"}` : "agy board";
   }
 
   function renderRows() {
@@ -117,15 +138,47 @@
     for (const c of board.cards) seenCards.add(c.gate_id);
     if (firstSnapshot) { firstSnapshot = false; if (!board.cards.length) return; }
     if (!fresh.length || !("Notification" in window) || Notification.permission !== "granted") return;
-    for (const c of fresh) {
-      const what = c.command ? "run: " + c.command : c.questions ? c.questions.map((q) => q.question).join(" / ") : c.what;
-      const n = new Notification("agy needs you", { body: (c.title || "agy") + " — " + what, tag: c.gate_id });
+    for (const c of fresh) {  // the request itself; the conversation by agy's own title, where it gives one
+      const n = new Notification(c.ask || "agy needs you", { body: c.title ? "in “" + c.title + "”" : "on the agy board", tag: c.gate_id });
       n.onclick = () => { window.focus(); openSession(c.cascade_id); };
     }
   }
 
+  // A card the person has started on: an option picked, a write-in or a reason typed, focus inside,
+  // or an answer on its way. Such a card is never replaced under them.
+  function editing(node) {
+    if (node.classList.contains("sent") || node.contains(document.activeElement)) return true;
+    return [...node.querySelectorAll("input, textarea:not([hidden])")]
+      .some((i) => (i.type === "text" || i.tagName === "TEXTAREA" ? i.value !== "" : i.checked));
+  }
+
+  // The home view, updated in place by gate id: a card whose content (its `shown` digest) did not
+  // change is kept as it is (only its conversation's title is refreshed); a changed one is rebuilt,
+  // unless the person is on it: then it stays, saying the request changed (its answer would be 409).
   function renderHome() {
-    $("cards").replaceChildren(...board.cards.map((c) => card(c, true)));
+    const box = $("cards");
+    const have = new Map([...box.children].map((n) => [n.dataset.gate, n]));
+    const want = board.cards.map((c) => {
+      let n = have.get(c.gate_id);
+      if (n && n.dataset.shown !== c.shown) {
+        if (editing(n)) {
+          if (!n.querySelector(".changed")) {
+            const gone = n;
+            n.append(el("div", { class: "note changed", role: "status" },
+              "agy changed this request since it was shown: an answer to this card would be refused. ",
+              el("button", { type: "button", class: "ghost", on: { click: () => { gone.remove(); renderHome(); } } }, "Show the new request")));
+          }
+        } else n = null;
+      }
+      if (!n) return card(c, true);
+      const from = n.querySelector(".card-from");
+      const title = c.title || "conversation " + short(c.cascade_id);
+      if (from && from.textContent !== title) from.textContent = title;
+      return n;
+    });
+    const keep = new Set(want);
+    for (const n of have.values()) if (!keep.has(n)) n.remove();
+    want.forEach((n, i) => { if (box.children[i] !== n) box.insertBefore(n, box.children[i] || null); });
     $("calm").hidden = board.cards.length > 0;
   }
 
@@ -148,9 +201,9 @@
 
   function card(c, withFrom) {
     const msg = el("div", { class: "form-msg", role: "alert" });
-    const node = el("form", { class: "card", "data-gate": c.gate_id, "data-kind": c.kind, "aria-label": "agy asks" });
+    const node = el("form", { class: "card", "data-gate": c.gate_id, "data-shown": c.shown, "data-kind": c.kind, "aria-label": "agy asks" });
     const send = async (answer) => {
-      for (const b of node.querySelectorAll("button, input")) b.disabled = true;
+      for (const b of node.querySelectorAll("button, input, textarea")) b.disabled = true;
       msg.textContent = "";
       try {
         await post(`/api/s/${encodeURIComponent(c.cascade_id)}/answer`, { gate_id: c.gate_id, shown: c.shown, answer });
@@ -159,30 +212,79 @@
         node.append(el("div", { class: "note" }, "sent — waiting for agy to move on"));
       } catch (e) {
         msg.textContent = e.message;
-        for (const b of node.querySelectorAll("button, input")) b.disabled = false;
+        for (const b of node.querySelectorAll("button, input, textarea")) b.disabled = false;
       }
     };
     const head = el("div", { class: "card-head" },
       el("span", { class: "card-kind" }, c.kind === "permission" ? "Permission" : c.kind === "question" ? "Question" : "Waiting"),
       c.tool ? el("span", {}, c.tool) : null,
-      withFrom ? el("span", { class: "card-from" }, c.title || "conversation " + short(c.cascade_id)) : null,
+      c.hash ? el("span", { class: "card-hash", title: "the request's short hash: two different requests never share it" }, "#" + c.hash) : null,
+      withFrom ? el("span", { class: "card-from", title: "the conversation (agy's own title)" }, c.title || "conversation " + short(c.cascade_id)) : null,
       withFrom ? el("button", { type: "button", class: "card-open ghost", on: { click: () => openSession(c.cascade_id) } }, "Open") : null);
     node.append(head);
     if (!c.answerable) {
-      node.append(el("div", {}, "agy waits for " + (c.what || "an answer") + " in its own terminal."),
+      node.append(el("div", { class: "ask" }, c.ask || "agy waits for " + (c.what || "an answer") + " in its own terminal."),
         el("div", { class: "note" }, "This kind of request can only be answered there; the card goes away when agy moves on."));
       return node;
     }
     if (c.kind === "permission") {
-      node.append(el("pre", { class: "cmd" }, "$ " + c.command));
+      const cmd = el("pre", { class: "cmd" }, "$ " + c.command);
+      node.append(cmd);
+      if (c.full) {  // cut: one click shows the whole command (and one more the short view again)
+        const lines = c.full.split("\n").length;
+        const toggle = el("button", { type: "button", class: "ghost expand", "aria-expanded": "false" },
+          `show the whole command (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`);
+        toggle.addEventListener("click", () => {
+          const open = toggle.getAttribute("aria-expanded") !== "true";
+          cmd.textContent = "$ " + (open ? c.full : c.command);
+          cmd.classList.toggle("whole", open);
+          toggle.setAttribute("aria-expanded", String(open));
+          toggle.textContent = open ? "show it cut again" :
+            `show the whole command (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`;
+        });
+        cmd.addEventListener("click", () => { if (toggle.getAttribute("aria-expanded") !== "true") toggle.click(); });
+        node.append(toggle);
+      }
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
       const why = el("input", { class: "deny-reason", type: "text", maxlength: "2000",
         "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" });
       const deny = () => (why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
       why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
+      // "edit command" (a gate agy lets the human edit): what is typed is what the card shows and runs
+      let edit = null;
+      const edited = () => (edit && !edit.hidden && edit.value !== c.edit_from ? edit.value : "");
+      if (c.edit_from !== undefined) {
+        edit = el("textarea", { class: "edit-cmd", rows: "2", hidden: true, spellcheck: "false",
+          "aria-label": "the command to run (edited)" });
+        edit.value = c.edit_from;
+        const shownNow = () => {
+          const text = edited();
+          cmd.textContent = "$ " + (text ? visibleText(text) : c.command);
+          cmd.classList.toggle("edited", !!text);
+        };
+        edit.addEventListener("input", shownNow);
+        const toggle = el("button", { type: "button", class: "ghost", "data-act": "edit", "aria-expanded": "false" }, "Edit command");
+        toggle.addEventListener("click", () => {
+          edit.hidden = !edit.hidden;
+          toggle.setAttribute("aria-expanded", String(!edit.hidden));
+          toggle.textContent = edit.hidden ? "Edit command" : "Keep agy's command";
+          shownNow();
+          if (!edit.hidden) edit.focus();
+        });
+        node.append(edit);
+        node.append(toggle);
+      }
+      // one allow per scope the gate offers (a plain allow where a gate lists none), never another
+      const allows = c.allows && c.allows.length ? c.allows : [{ scope: "once", label: "Allow once" }];
+      const allow = (scope) => {
+        const command = edited();
+        if (edit && !edit.hidden && !command.trim() && edit.value !== c.edit_from) { msg.textContent = "not sent: an edited command cannot be empty"; return; }
+        send(command ? { allow: { scope, command } } : scope === "once" ? "allow" : { allow: { scope } });
+      };
       node.append(el("div", { class: "actions" },
-        el("button", { type: "button", class: "allow", "data-act": "allow", on: { click: () => send("allow") } }, "Allow once"),
+        allows.map((a, i) => el("button", { type: "button", class: i === 0 ? "allow" : "allow lasting", "data-act": "allow",
+          "data-scope": a.scope, on: { click: () => allow(a.scope) } }, a.label)),
         el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, "Deny"),
         why,
         el("span", { class: "key" }, "a"), el("span", { class: "key" }, "d")), msg);
@@ -284,7 +386,7 @@
         break;
       }
       case "gate_opened": pending.set(e.gate_id, { ...e.card, title: "" }); renderPinned();
-        line("agy asks: " + (e.card.command ? "run " + e.card.command : e.card.questions ? e.card.questions.map((q) => q.question).join(" / ") : e.card.what), "warning"); break;
+        line(e.card.ask, "warning"); break;
       case "gate_withdrawn": pending.delete(e.gate_id); renderPinned(); line("· " + (e.reason || "answered")); break;
       case "status": if (e.status === "failed") line("the turn failed" + (e.reason ? ": " + e.reason : ""), "error"); break;
       case "subagent": stream.append(el("div", { class: "line" }, "sub-agent started · ",
