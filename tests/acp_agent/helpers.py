@@ -100,12 +100,12 @@ async def acp_agent(
     env: dict[str, str] | None = None,
     wrap: tuple[str, ...] = (),
     log: list[str] | None = None,
-    verbose: bool = False,
+    verbose: bool | int = False,
 ) -> AsyncIterator[Any]:
     """``agy-harness acp --sim ...`` (or ``where=("--port", N)``) spawned and initialized; yields the
     SDK's ClientSideConnection. ``wrap`` is a command line the agent runs under (``unshare ...``);
-    ``log`` gets what the agent wrote to stderr (``verbose``: with ``-v``), once it has ended."""
-    command = [*wrap, *agy_harness_command(), *(["-v"] if verbose else [])]
+    ``log`` gets what the agent wrote to stderr (``verbose``: with ``-v``, 2: ``-vv``), once it has ended."""
+    command = [*wrap, *agy_harness_command(), *(["-v"] * int(verbose))]
     with tempfile.TemporaryFile("w+") as stderr:
         observers = [observe.append] if observe is not None else []
         async with spawn_agent_process(

@@ -153,6 +153,9 @@ async def test_cancel_denies_a_parked_gate() -> None:
         (_, asked, _) = client.permission_requests[0]
         await client.wait_for(lambda: _calls(client, sid)[asked.tool_call_id][-1].status == "failed")
         assert "not run" in _calls(client, sid)[asked.tool_call_id][-1].content[0].content.text
+        # the refused command never flashes as running: pending, then failed (it was in_progress between)
+        statuses = [u.status for u in _calls(client, sid)[asked.tool_call_id] if u.status]
+        assert statuses == ["pending", "failed"]
 
 
 async def test_a_gate_withdrawn_by_agy_cancels_the_request() -> None:

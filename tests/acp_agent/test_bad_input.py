@@ -43,7 +43,7 @@ LINES: list[tuple[str, Any]] = [
     ('{"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"protocolVersion": 1}}', (6, "ok")),
     (
         '{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "nobody", "prompt": []}}',
-        (7, -32602),
+        (7, -32002),  # a session that is not open: "resource not found"
     ),
     ('{"jsonrpc": "2.0", "id": 8, "method": "session/new", "params": {"cwd": 5}}', (8, -32602)),
     ('{"jsonrpc": "2.0", "id": 9, "result": {}}', None),  # a response to nothing: ignored

@@ -39,6 +39,7 @@ async def serve(args: argparse.Namespace, protocol_fd: int) -> int:
     if args.start_agy and not args.sim and args.port is None and not args.tmux:
         launcher = AgyLauncher(args.agy_command, args.agy_session)
     agent = AgyAcpAgent(transport, sim=sim, target=target, launcher=launcher)
+    transport.on_cancel_prompt = agent.cancel  # ``$/cancel_request`` for a running prompt
     try:
         # the agent implements the methods it announces; the SDK answers the others -32601.
         # session/resume and session/close are stable ACP v1 methods that this SDK still routes only

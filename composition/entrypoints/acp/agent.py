@@ -1,7 +1,8 @@
 """The ACP agent: the SDK's ``Agent`` protocol over agy-harness sessions.
 
 Requests that come out of order get a JSON-RPC error, never a crash: anything before ``initialize``
-is ``-32600``; an unknown session id is ``-32602``; a second prompt while one runs is ``-32600``. The
+is ``-32600``; an unknown (or closed) session id is ``-32002``, ACP's "resource not found" (a
+second ``session/close`` succeeds: closing is idempotent); a second prompt while one runs is ``-32600``. The
 SDK answers unknown methods (``-32601``) and parameters its schema rejects (``-32602``). When agy is
 not there, the errors of :mod:`.errors` say so in a sentence.
 """
@@ -32,6 +33,7 @@ from acp.schema import (
 )
 
 from ...root.container import AgyContainer
+from . import errors
 from .binding import AgyTarget, close_client
 from .listing import process_cwd, session_list
 from .sessions import AcpSession, prompt_text
@@ -61,6 +63,7 @@ class AgyAcpAgent:
         self.transport = transport
         self.conn: Any = None
         self.sessions: dict[str, AcpSession] = {}
+        self.closed: set[str] = set()  # the sessions this connection closed (a second close succeeds)
         self._initialized = False
         self._forms = False
         self._target = target
@@ -83,7 +86,7 @@ class AgyAcpAgent:
         self._require_init()
         session = self.sessions.get(session_id)
         if session is None:
-            raise RequestError.invalid_params({"details": f"unknown session {session_id!r}"})
+            raise errors.unknown_session(session_id)
         return session
 
     async def target(self) -> AgyTarget:
@@ -206,6 +209,7 @@ class AgyAcpAgent:
                 -32603, f"could not follow the agy conversation: {exc}", {"reason": "open_failed"}
             ) from exc
         self.sessions[cascade_id] = session
+        self.closed.discard(cascade_id)  # loaded again after a close: open once more
         # sent after this request's answer: the handler's task writes the answer before this task runs
         task = asyncio.create_task(self._announce(session))
         self._tasks.add(task)
@@ -239,7 +243,10 @@ class AgyAcpAgent:
         self._require_init()
         session = self.sessions.pop(session_id, None)
         if session is None:
-            raise RequestError.invalid_params({"details": f"unknown session {session_id!r}"})
+            if session_id in self.closed:
+                return CloseSessionResponse()  # closed already: closing is idempotent
+            raise errors.unknown_session(session_id)
+        self.closed.add(session_id)
         await session.close()
         log.info("session %s closed (agy keeps the conversation)", session_id)
         return CloseSessionResponse()

@@ -8,7 +8,9 @@ the technical ``details``. The codes are in JSON-RPC's server-error range; ``-32
 * no agy runs (for this user, at ``--port``, in ``--tmux``'s pane): ``-32001``, reason ``no_agy``
   (a port served by another user is named: discovery binds only the user's own agy);
 * more than one agy answers: ``-32003``, reason ``ambiguous_agy`` (with the ports);
-* the conversation is not on the agy that runs: ``-32002``, reason ``conversation_gone``.
+* the conversation is not on the agy that runs: ``-32002``, reason ``conversation_gone``;
+* a session id this connection has not open (never opened, or closed): ``-32002`` (ACP's "resource
+  not found"), reason ``unknown_session``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,15 @@ def conversation_gone(session_id: str, details: str) -> RequestError:
     )
 
 
+def unknown_session(session_id: str) -> RequestError:
+    return RequestError(
+        CONVERSATION_GONE,
+        f"No session {session_id} is open here: it was closed, or never opened on this connection. "
+        "Load it (session/load) or start a new session.",
+        {"reason": "unknown_session", "sessionId": session_id},
+    )
+
+
 def agy_unreachable(exc: BaseException) -> RequestError:
     return RequestError(
         NO_AGY,
@@ -75,4 +86,5 @@ __all__ = [
     "ambiguous_agy",
     "conversation_gone",
     "no_agy",
+    "unknown_session",
 ]

@@ -141,8 +141,21 @@ class GateAsker:
         self.mapper = mapper
         self.cancel_outgoing = cancel_outgoing
         self.forms = forms
+        self.asking: set[str] = set()  # the step keys of the gates the client is being asked now
+
+    def refuse_asked(self) -> None:
+        """``session/cancel``: the gates being asked are about to be denied by agy-harness's interrupt;
+        their cards go from pending to agy's outcome, never through "in_progress"."""
+        self.mapper.refused.update(self.asking)
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
+        self.asking.add(gate.step_key)
+        try:
+            return await self._ask(gate)
+        finally:
+            self.asking.discard(gate.step_key)
+
+    async def _ask(self, gate: GateOpened) -> GateAnswer:
         card = self.mapper.gate_card(gate)
         if card is not None:
             await self.conn.session_update(self.session_id, card)

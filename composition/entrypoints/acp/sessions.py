@@ -256,6 +256,7 @@ class AcpSession:
         turn = self.turn
         if turn is not None:
             turn.cancelled = True
+        self.asker.refuse_asked()  # the interrupt denies them: the mapper must know before agy says so
         if self.session is not None:
             try:
                 report = await self.session.interrupt()
