@@ -12,6 +12,7 @@ from acp import RequestError
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
+from agy_harness.adapters.simulator.simulator import DEFAULT_WORKSPACE
 
 from .helpers import RecordingClient, acp_agent, agy_harness_command, prompt
 
@@ -350,7 +351,7 @@ async def test_the_version_is_the_bound_agys_not_the_one_on_the_path(tmp_path: P
         log: list[str] = []
         client = RecordingClient()
         async with acp_agent(client, where=("--port", port), env=env, log=log, verbose=True) as conn:
-            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.new_session(cwd=DEFAULT_WORKSPACE, mcp_servers=[])  # that agy's workspace
         assert "version gate: agy 1.0.4: polls its steps" in log[0]
         assert "1.2.7" not in log[0]
     finally:

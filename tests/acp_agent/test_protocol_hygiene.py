@@ -74,3 +74,16 @@ async def test_cancel_request_for_a_running_prompt_cancels_it() -> None:
         # the session takes the next turn
         assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
         assert client.text(sid).endswith(GREETING)
+
+
+async def test_a_prompt_over_4_mib_ends() -> None:
+    """agy's echo of a long prompt is not the prompt's text (cut where agy or the harness cuts
+    strings): the prompt is tied to its turn by order, not by comparing texts, and ends."""
+    client = RecordingClient()
+    async with acp_agent(client, "--sim-pace", "0") as conn:
+        sid = await _new(conn)
+        text = "Say hello in one short sentence.\n" + "x" * (4 * 1024 * 1024 + 512 * 1024)
+        async with asyncio.timeout(120):  # a bound for a hang, not a speed measure
+            response = await prompt(conn, sid, text)
+        assert response.stop_reason == "end_turn"
+        assert client.text(sid) == GREETING

@@ -11,7 +11,9 @@ cursor store and the client's model choice overriding the root's providers, then
   a gate still waiting is left out of the cursor so that it is asked live).
 * ``session/resume``: the same read and cursor, nothing replayed.
 * ``session/prompt``: send the turn, stream updates until agy's turn ends (status idle / failed); a
-  harness command (:mod:`.commands`) is answered without a turn.
+  harness command (:mod:`.commands`) is answered without a turn. The prompt's turn is the first user
+  message agy records after the send (``SendUserCascadeMessage`` answers ``{}``: no execution id to
+  tie it by), never found by comparing texts: agy's echo of a prompt over 4 MiB is cut.
 * ``session/cancel``: the harness's interrupt (cancels agy's steps and denies a parked gate).
 * ``session/close``: the harness session stops; agy keeps the conversation.
 * ``session_info_update``: agy's title and last activity (:mod:`.session_info`).
@@ -93,6 +95,7 @@ class AcpSession:
         self.turn: Turn | None = None
         self.model = ModelOption()
         self.info: SessionInfoFollower | None = None  # agy's title and last activity
+        self.notices: list[str] = []  # what the editor must be told about this session (announce)
         self._stack = AsyncExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -118,6 +121,8 @@ class AcpSession:
         """What the client can do in this session besides prompting, and agy's title for it (sent
         once the client knows the session)."""
         await self.conn.session_update(self.id, commands.available())
+        for notice in self.notices:
+            await self.conn.session_update(self.id, h.update_agent_message_text(f"> {notice}\n\n"))
         if self.info is not None:
             await self.info.ready()
 
@@ -168,10 +173,11 @@ class AcpSession:
                     turn.done.set_result((boundary.status, boundary.reason))
             return
         if isinstance(event, UserMessage) and turn is not None and not turn.echoed:
-            if event.text.strip() == turn.text.strip():
-                turn.echoed = turn.started = True  # the client shows its own prompt already
-                return
-            turn.started = False  # someone else's turn (agy's terminal) runs first; ours is queued
+            # the first user message agy records after our send is the prompt's (agy queues a message
+            # sent while a turn runs): tied by order, never by comparing texts (agy's echo of a long
+            # prompt is cut), since agy's send returns nothing to tie it by (no execution id)
+            turn.echoed = turn.started = True  # the client shows its own prompt already
+            return
         if isinstance(event, ModelChanged):  # agy moved models (e.g. in its TUI): show it as the option
             shown = self.model.current()
             self.mapper.model = self.model.seen = event.model
