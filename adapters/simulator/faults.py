@@ -7,6 +7,8 @@
     sim.faults.delay = 0.2                  # every response (unary, and each stream frame) waits 0.2 s
     sim.faults.delay_methods = {"Heartbeat"}  # ... only for these methods (None = all)
     sim.faults.stall_stream = True          # streams send nothing (no frames, no trailer) until cleared
+    sim.faults.forget_grants = True         # agy does not keep lasting grants: a covered request is asked again
+    sim.faults.rewrite_command_once = "rm -rf /tmp/x"  # a hook rewrites the next allowed command (overwrite.CommandLine)
     await sim.restart()                     # the server moves to a new port (streams end without trailer)
 
 ``*_once`` switches reset themselves when they fire. ``reset()`` clears everything.
@@ -33,6 +35,11 @@ class Faults:
     #: drift, for ``agy-harness doctor``'s test: a field agy might add in a later version appears in
     #: every step (``metadata.futureField``), every model entry (``futureFlag``) and every frame
     drift: bool = False
+    #: agy does not keep a lasting grant (``permission.scope``): a request the grant covers is asked again
+    forget_grants: bool = False
+    #: a hook rewrites the next allowed command before it runs (rtk-ai/rtk#3959 ``overwrite.CommandLine``):
+    #: the step's ``runCommand.commandLine`` becomes this text; "" = off
+    rewrite_command_once: str = ""
     delay: float = 0.0
     delay_methods: set[str] | None = None
     failures: dict[str, MethodFailure] = field(default_factory=dict)
@@ -72,6 +79,8 @@ class Faults:
     def reset(self) -> None:
         self.cut_stream_once = self.malformed_frame_once = self.non_dict_step_once = False
         self.stall_stream = False
+        self.forget_grants = False
+        self.rewrite_command_once = ""
         self.drift = False
         self.delay = 0.0
         self.delay_methods = None

@@ -40,6 +40,7 @@ from agy_harness.ports.tasks import reap
 from .conversation import HarnessOptions
 from .emitter import Emitter
 from .gate_delivery import AnswerDelivery
+from .gate_watch import GateWatch
 
 log = logging.getLogger("agy_harness.harness")
 
@@ -70,6 +71,7 @@ class GateBridge:
         self._asks: dict[str, asyncio.Task[None]] = {}  # in flight, oldest first
         self._backlog: dict[str, GateOpened] = {}  # open, waiting for room with the human
         self._claimed: set[str] = set()  # gates an answer was taken for (being delivered, or delivered)
+        self.watch = GateWatch(snapshot=snapshot, emitter=emitter)  # after an answer: grants, what ran
         self._send = AnswerDelivery(
             snapshot=snapshot,
             emitter=emitter,
@@ -79,6 +81,7 @@ class GateBridge:
             delivery=delivery,
             tui=tui,
             clock=clock,
+            answered=self.watch.answered,
         )
         self._stopped = False
         emitter.bus.on_delivered(self.observe)
@@ -111,7 +114,7 @@ class GateBridge:
         """The harness stops: nothing more is asked; the asks in progress, for it to cancel."""
         self._stopped = True
         self._backlog.clear()
-        return list(self._asks.values())
+        return [*self._asks.values(), *self.watch.tasks]
 
     # -- gates in --------------------------------------------------------------------------
 
@@ -307,6 +310,8 @@ class GateBridge:
         keys = answer_keys(gate, answer) if self.tui is not None else None
         if keys is not None:
             typed = await self._send.typed(gate, keys, "answer")
+            if typed:
+                self.watch.answered(gate, answer, gate.step_index)
             if typed is not None:
                 return typed
         return await self._send.rpc(gate, answer, deadline)
