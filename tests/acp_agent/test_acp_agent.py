@@ -55,7 +55,12 @@ async def test_an_allowed_and_a_denied_command() -> None:
         sid = await _new(conn)
         assert (await prompt(conn, sid, "run: git status")).stop_reason == "end_turn"
         (_, asked, options) = client.permission_requests[0]
-        assert {(o.option_id, o.kind) for o in options} == {("allow", "allow_once"), ("deny", "reject_once")}
+        assert [(o.option_id, o.kind) for o in options] == [
+            ("allow", "allow_once"),
+            ("allow:conversation", "allow_always"),
+            ("allow:global", "allow_always"),
+            ("deny", "reject_once"),
+        ]  # one allow per scope the gate lists (test_gate_scopes), and Deny
         assert asked.title == "Run `git status`" and asked.kind == "execute"
         card = _calls(client, sid)[asked.tool_call_id]
         assert card[0].session_update == "tool_call" and card[0].status == "pending"  # shown before the ask

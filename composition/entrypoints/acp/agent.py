@@ -80,6 +80,7 @@ class AgyAcpAgent:
         self.closed: set[str] = set()  # the sessions this connection closed (a second close succeeds)
         self._initialized = False
         self._forms = False
+        self._fs_read = False  # the client offers fs/read_text_file (its buffers)
         self._target = target
         self._sim_options = sim
         self._sim: Any = None
@@ -122,7 +123,11 @@ class AgyAcpAgent:
 
     def _new(self, session_id: str) -> AcpSession:
         return AcpSession(
-            self.conn, session_id, cancel_outgoing=self.transport.cancel_outgoing, forms=self._forms
+            self.conn,
+            session_id,
+            cancel_outgoing=self.transport.cancel_outgoing,
+            forms=self._forms,
+            fs_read=self._fs_read,
         )
 
     # -- the ACP methods ---------------------------------------------------------------------
@@ -132,6 +137,7 @@ class AgyAcpAgent:
     ) -> InitializeResponse:
         elicitation = getattr(client_capabilities, "elicitation", None)
         self._forms = getattr(elicitation, "form", None) is not None
+        self._fs_read = bool(getattr(getattr(client_capabilities, "fs", None), "read_text_file", False))
         self._initialized = True
         log.info(
             "client %s, protocol %s, forms=%s",

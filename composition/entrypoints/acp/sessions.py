@@ -42,8 +42,9 @@ from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 from ...root.container import AgyContainer, resuming_from
 from ...root.session import Session, session_from
 from . import commands
+from .changes import gate_change
 from .gates import CancelOutgoing, GateAsker
-from .mapping import UpdateMapper
+from .mapping import TERMINAL_ONLY, UpdateMapper
 from .models import ModelOption
 from .session_info import SessionInfoFollower
 
@@ -84,12 +85,29 @@ class AcpSink:
 
 
 class AcpSession:
-    def __init__(self, conn: Any, session_id: str, *, cancel_outgoing: CancelOutgoing, forms: bool) -> None:
+    def __init__(
+        self,
+        conn: Any,
+        session_id: str,
+        *,
+        cancel_outgoing: CancelOutgoing,
+        forms: bool,
+        fs_read: bool = False,
+    ) -> None:
         self.conn = conn
         self.id = session_id
         self.mapper = UpdateMapper()
         self.turns = Turns()
-        self.asker = GateAsker(conn, session_id, self.mapper, cancel_outgoing=cancel_outgoing, forms=forms)
+        #: the client's ``fs/read_text_file`` (its buffers, unsaved edits included), when it offers it
+        self.read_text = self._read_text if fs_read else None
+        self.asker = GateAsker(
+            conn,
+            session_id,
+            self.mapper,
+            cancel_outgoing=cancel_outgoing,
+            forms=forms,
+            read_text=self.read_text,
+        )
         self.session: Session | None = None
         self.cascades = {session_id}  # this conversation's cascades (agy's /clear adds one)
         self.turn: Turn | None = None
@@ -125,6 +143,10 @@ class AcpSession:
             await self.conn.session_update(self.id, h.update_agent_message_text(f"> {notice}\n\n"))
         if self.info is not None:
             await self.info.ready()
+
+    async def _read_text(self, path: str) -> str:
+        response = await self.conn.read_text_file(path=path, session_id=self.id)
+        return str(response.content)
 
     async def _send_info(self, update: Any) -> None:
         await self.conn.session_update(self.id, update)
@@ -177,6 +199,12 @@ class AcpSession:
             # sent while a turn runs): tied by order, never by comparing texts (agy's echo of a long
             # prompt is cut), since agy's send returns nothing to tie it by (no execution id)
             turn.echoed = turn.started = True  # the client shows its own prompt already
+            return
+        if isinstance(event, GateOpened) and not event.answerable:  # nobody is asked: agy's terminal is
+            extra, locations = await gate_change(event, self.read_text)
+            card = self.mapper.gate_card(event, TERMINAL_ONLY, extra=extra, locations=locations)
+            if card is not None:
+                await self.conn.session_update(self.id, card)
             return
         if isinstance(event, ModelChanged):  # agy moved models (e.g. in its TUI): show it as the option
             shown = self.model.current()
