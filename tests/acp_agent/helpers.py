@@ -25,6 +25,7 @@ from acp.schema import (
     DeniedOutcome,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
+    FileSystemCapabilities,
     Implementation,
     RequestPermissionResponse,
 )
@@ -43,7 +44,14 @@ def agy_harness_command() -> list[str]:
 
 
 class RecordingClient:
-    def __init__(self, permission: PermissionPolicy | None = None, form: FormPolicy | None = None) -> None:
+    def __init__(
+        self,
+        permission: PermissionPolicy | None = None,
+        form: FormPolicy | None = None,
+        files: dict[str, str] | None = None,
+    ) -> None:
+        self.files = files  # the editor's buffers, served by fs/read_text_file (None: no fs offered)
+        self.reads: list[str] = []
         self.updates: list[tuple[str, Any]] = []
         self.permission_requests: list[tuple[str, Any, list[Any]]] = []
         self.forms: list[tuple[str, Any]] = []
@@ -65,6 +73,15 @@ class RecordingClient:
         if choice is None:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choice))
+
+    async def read_text_file(self, path: str, session_id: str, **_: Any) -> Any:
+        from acp import RequestError
+        from acp.schema import ReadTextFileResponse
+
+        self.reads.append(path)
+        if self.files is None or path not in self.files:
+            raise RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.files[path])
 
     async def create_elicitation(self, message: str, mode: Any, **_: Any) -> Any:
         self.forms.append((message, mode))
@@ -100,12 +117,12 @@ async def acp_agent(
     env: dict[str, str] | None = None,
     wrap: tuple[str, ...] = (),
     log: list[str] | None = None,
-    verbose: bool = False,
+    verbose: bool | int = False,
 ) -> AsyncIterator[Any]:
     """``agy-harness acp --sim ...`` (or ``where=("--port", N)``) spawned and initialized; yields the
     SDK's ClientSideConnection. ``wrap`` is a command line the agent runs under (``unshare ...``);
-    ``log`` gets what the agent wrote to stderr (``verbose``: with ``-v``), once it has ended."""
-    command = [*wrap, *agy_harness_command(), *(["-v"] if verbose else [])]
+    ``log`` gets what the agent wrote to stderr (``verbose``: with ``-v``, 2: ``-vv``), once it has ended."""
+    command = [*wrap, *agy_harness_command(), *(["-v"] * int(verbose))]
     with tempfile.TemporaryFile("w+") as stderr:
         observers = [observe.append] if observe is not None else []
         async with spawn_agent_process(
@@ -122,7 +139,10 @@ async def acp_agent(
         ) as (conn, _process):
             try:
                 caps = ClientCapabilities(
-                    elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()) if forms else None
+                    elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities())
+                    if forms
+                    else None,
+                    fs=FileSystemCapabilities(read_text_file=True) if client.files is not None else None,
                 )
                 await conn.initialize(
                     protocol_version=PROTOCOL_VERSION,

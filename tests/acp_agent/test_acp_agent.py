@@ -12,6 +12,7 @@ from acp import RequestError
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
+from agy_harness.adapters.simulator.simulator import DEFAULT_WORKSPACE
 
 from .helpers import RecordingClient, acp_agent, agy_harness_command, prompt
 
@@ -54,7 +55,12 @@ async def test_an_allowed_and_a_denied_command() -> None:
         sid = await _new(conn)
         assert (await prompt(conn, sid, "run: git status")).stop_reason == "end_turn"
         (_, asked, options) = client.permission_requests[0]
-        assert {(o.option_id, o.kind) for o in options} == {("allow", "allow_once"), ("deny", "reject_once")}
+        assert [(o.option_id, o.kind) for o in options] == [
+            ("allow", "allow_once"),
+            ("allow:conversation", "allow_always"),
+            ("allow:global", "allow_always"),
+            ("deny", "reject_once"),
+        ]  # one allow per scope the gate lists (test_gate_scopes), and Deny
         assert asked.title == "Run `git status`" and asked.kind == "execute"
         card = _calls(client, sid)[asked.tool_call_id]
         assert card[0].session_update == "tool_call" and card[0].status == "pending"  # shown before the ask
@@ -153,6 +159,9 @@ async def test_cancel_denies_a_parked_gate() -> None:
         (_, asked, _) = client.permission_requests[0]
         await client.wait_for(lambda: _calls(client, sid)[asked.tool_call_id][-1].status == "failed")
         assert "not run" in _calls(client, sid)[asked.tool_call_id][-1].content[0].content.text
+        # the refused command never flashes as running: pending, then failed (it was in_progress between)
+        statuses = [u.status for u in _calls(client, sid)[asked.tool_call_id] if u.status]
+        assert statuses == ["pending", "failed"]
 
 
 async def test_a_gate_withdrawn_by_agy_cancels_the_request() -> None:
@@ -347,7 +356,7 @@ async def test_the_version_is_the_bound_agys_not_the_one_on_the_path(tmp_path: P
         log: list[str] = []
         client = RecordingClient()
         async with acp_agent(client, where=("--port", port), env=env, log=log, verbose=True) as conn:
-            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            await conn.new_session(cwd=DEFAULT_WORKSPACE, mcp_servers=[])  # that agy's workspace
         assert "version gate: agy 1.0.4: polls its steps" in log[0]
         assert "1.2.7" not in log[0]
     finally:

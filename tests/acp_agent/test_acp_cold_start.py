@@ -51,7 +51,7 @@ async def pane_with_listeners(tmp: Path, name: str, command: str, listeners: int
 async def test_start_agy_in_tmux_when_none_runs(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}
+    env = {**os.environ, "TMUX_TMPDIR": str(tmp_path), "AGY_HARNESS_STATE_DIR": str(tmp_path / "state")}
     client = RecordingClient()
     async with acp_agent(
         client,
@@ -77,6 +77,12 @@ async def test_start_agy_in_tmux_when_none_runs(tmp_path: Path) -> None:
         other = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
         assert other != sid
         assert _tmux(tmp_path, "list-sessions", "-F", "#{session_name}").split() == ["agy-test"]
+        # the editor's project lists them; a session in another directory is refused, not re-rooted
+        listed = {s.session_id for s in (await conn.list_sessions(cwd=str(project))).sessions}
+        assert {sid, other} <= listed
+        with pytest.raises(RequestError) as err:
+            await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        assert err.value.code == -32004 and err.value.data["workspace"] == str(project)
 
 
 async def test_without_start_agy_no_agy_is_an_error_that_says_what_to_do(tmp_path: Path) -> None:

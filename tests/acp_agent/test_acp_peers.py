@@ -70,7 +70,8 @@ async def test_tmux_pane_discovery_binds_the_users_agy_not_another_users(tmp_pat
             client = RecordingClient()
             env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}
             async with acp_agent(client, "--tmux", pane, where=(), env=env) as conn:
-                sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+                where = _tmux(tmp_path, "display-message", "-p", "-t", pane, "#{pane_current_path}").strip()
+                sid = (await conn.new_session(cwd=where, mcp_servers=[])).session_id  # agy's directory
                 assert await _hello(conn, sid) == "end_turn"
                 assert client.text(sid) == GREETING
         finally:

@@ -20,8 +20,9 @@ from .helpers import RecordingClient, acp_agent, prompt
 PACE = ("--sim-pace", "0.05")
 
 
-async def _new(conn: Any) -> str:
-    return str((await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id)
+async def _new(conn: Any, cwd: str = "/tmp") -> str:
+    """A new session (``cwd``: agy's workspace; ``--sim`` works in the first session's)."""
+    return str((await conn.new_session(cwd=cwd, mcp_servers=[])).session_id)
 
 
 def _card(client: RecordingClient, sid: str, call_id: str) -> list[Any]:
@@ -51,7 +52,7 @@ async def test_session_list_resume_and_close() -> None:
         await prompt(conn, sid, "Say hello in one short sentence.")
         listed = await conn.list_sessions()
         mine = next(s for s in listed.sessions if s.session_id == sid)
-        workspace = "/home/agy/.gemini/antigravity-cli/scratch"  # the simulator's workspaces[0]
+        workspace = "/tmp"  # --sim: the simulator works in the first session's directory
         assert mine.cwd == workspace
         assert mine.title == "Say Hello In One Request" and mine.updated_at  # agy's title for it
         assert listed.sessions[0].session_id == sid  # newest first
@@ -79,10 +80,8 @@ async def test_session_list_resume_and_close() -> None:
         await conn.close_session(session_id=sid)
         with pytest.raises(RequestError) as err:
             await prompt(conn, sid, "Say hello in one short sentence.")
-        assert err.value.code == -32602
-        with pytest.raises(RequestError) as err:
-            await conn.close_session(session_id=sid)
-        assert err.value.code == -32602
+        assert err.value.code == -32002
+        await conn.close_session(session_id=sid)  # a second close succeeds
         assert sid in {s.session_id for s in (await conn.list_sessions()).sessions}
         await conn.load_session(cwd=workspace, session_id=sid, mcp_servers=[])  # and can be loaded again
 
@@ -202,7 +201,7 @@ async def test_a_gate_only_agys_terminal_can_answer_is_a_card_that_says_so() -> 
     async with Simulator(pace=0.05) as agy:
         client = RecordingClient(permission=lambda tc, o: _allow())
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
-            sid = await _new(conn)
+            sid = await _new(conn, agy.workspace)
             turn = asyncio.create_task(prompt(conn, sid, "write the file notes.md"))
             said = lambda: [  # noqa: E731
                 c.content.text
@@ -253,10 +252,32 @@ async def test_a_conversation_agy_does_not_have_is_gone_and_a_session_binds_agy_
             # one bind per session (it was two: a probe, then the session bound agy again, asking
             # agy whether it hosts the conversation it had just started)
             before = len(agy.calls)
-            sid = await _new(conn)
+            sid = await _new(conn, agy.workspace)
             calls = agy.calls[before:]
             assert calls[: calls.index("StartCascade")].count("Heartbeat") == 1
             assert "GetConversationMetadata" not in calls
             before = agy.calls.count("GetConversationMetadata")  # a bind for a named conversation
             await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
             assert agy.calls.count("GetConversationMetadata") == before + 1
+
+
+async def test_the_editors_mcp_servers_are_not_used_and_the_editor_is_told() -> None:
+    """agy takes MCP servers only from its own config at start: none is advertised, and a session
+    given some says so to the editor (it was a log line only)."""
+    from acp.schema import HttpMcpServer, McpServerStdio
+
+    servers = [
+        McpServerStdio(name="files", command="/bin/true", args=[], env=[]),
+        HttpMcpServer(name="docs", url="http://127.0.0.1:9/mcp", headers=[], type="http"),
+    ]
+    client = RecordingClient()
+    async with acp_agent(client, *PACE) as conn:
+        sid = (await conn.new_session(cwd="/tmp", mcp_servers=servers)).session_id
+        said = "agy-harness: this editor's MCP servers (files, docs) are not used"
+        await client.wait_for(lambda: said in client.text(sid))
+        plain = await _new(conn)
+        await prompt(conn, plain, "Say hello in one short sentence.")
+        assert "MCP" not in client.text(plain)  # no servers given, nothing said
+        await conn.close_session(session_id=sid)
+        await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=servers[:1])
+        await client.wait_for(lambda: "MCP servers (files) are not used" in client.text(sid))

@@ -43,7 +43,7 @@ LINES: list[tuple[str, Any]] = [
     ('{"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"protocolVersion": 1}}', (6, "ok")),
     (
         '{"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "nobody", "prompt": []}}',
-        (7, -32602),
+        (7, -32002),  # a session that is not open: "resource not found"
     ),
     ('{"jsonrpc": "2.0", "id": 8, "method": "session/new", "params": {"cwd": 5}}', (8, -32602)),
     ('{"jsonrpc": "2.0", "id": 9, "result": {}}', None),  # a response to nothing: ignored
@@ -119,7 +119,37 @@ async def test_without_the_sdk_the_command_says_how_to_install_it() -> None:
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 2
     assert out == b""
-    assert err.decode().strip() == "agy-harness acp: the ACP SDK is missing; pip install 'agy-harness[acp]'"
+    assert err.decode().strip() == (
+        "agy-harness acp: the ACP SDK is missing; in your agy-harness clone: pip install -e '.[acp]'"
+    )  # the package is not on PyPI: 'agy-harness[acp]' installed nothing
+
+
+async def test_on_a_terminal_it_says_what_it_is_for() -> None:
+    """Started by a person on a terminal (stdin a tty): one stderr line says to start it from an editor;
+    it serves all the same (an initialize on that terminal is answered on stdout)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        *agy_harness_command(), "acp", "--sim",
+        stdin=follower, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    os.close(follower)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        line = await asyncio.wait_for(proc.stderr.readline(), 60)
+        assert line.decode().strip() == (
+            "agy-harness acp speaks the Agent Client Protocol on stdio; start it from an editor"
+        )
+        os.write(
+            leader, b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}\n'
+        )
+        answer = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+        assert answer["id"] == 1 and "result" in answer
+    finally:
+        proc.terminate()
+        await proc.wait()
+        os.close(leader)
 
 
 SMALL_LINE = 4096  # the limit injected below, in place of the 50 MiB one

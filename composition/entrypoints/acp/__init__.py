@@ -39,6 +39,7 @@ async def serve(args: argparse.Namespace, protocol_fd: int) -> int:
     if args.start_agy and not args.sim and args.port is None and not args.tmux:
         launcher = AgyLauncher(args.agy_command, args.agy_session)
     agent = AgyAcpAgent(transport, sim=sim, target=target, launcher=launcher)
+    transport.on_cancel_prompt = agent.cancel  # ``$/cancel_request`` for a running prompt
     try:
         # the agent implements the methods it announces; the SDK answers the others -32601.
         # session/resume and session/close are stable ACP v1 methods that this SDK still routes only
@@ -64,19 +65,24 @@ def _acp(args: argparse.Namespace) -> int:
     try:
         import acp  # noqa: F401
     except ImportError:
-        print("agy-harness acp: the ACP SDK is missing; pip install 'agy-harness[acp]'", file=sys.stderr)
+        print(f"agy-harness acp: the ACP SDK is missing; {INSTALL}", file=sys.stderr)
         return 2
+    if sys.stdin.isatty():  # a person typed it: say what it is for, then serve all the same
+        print(TERMINAL_HINT, file=sys.stderr)
     from .transport import claim_stdout
 
     protocol_fd = claim_stdout()  # from here on, only protocol messages reach the real stdout
     return asyncio.run(serve(args, protocol_fd))  # Ctrl-C: 130, from cli.main
 
 
+INSTALL = "in your agy-harness clone: pip install -e '.[acp]'"
+TERMINAL_HINT = "agy-harness acp speaks the Agent Client Protocol on stdio; start it from an editor"
+
 DESCRIPTION = """\
 Serve agy as an Agent Client Protocol agent on stdin/stdout, for editors (Zed, JetBrains, Neovim):
 each ACP session is an agy conversation, with live tool cards, permission requests, questions,
 reasoning and cancel. stdout carries protocol messages only; logs go to stderr (-v, -vv).
-Needs the ACP SDK: pip install 'agy-harness[acp]'."""
+Needs the ACP SDK: in your agy-harness clone, pip install -e '.[acp]'."""
 
 EPILOG = """\
 examples:
@@ -84,7 +90,8 @@ examples:
   agy-harness acp --sim              the embedded simulator, to try it without agy
   agy-harness acp --port 41234       that agy, when several run
   agy-harness acp --start-agy        starts agy in tmux (tmux attach -t agy) when none runs
-  (in Zed: "agent_servers": {"agy": {"type": "custom", "command": "agy-harness", "args": ["acp"]}})"""
+  (in Zed: "agent_servers": {"agy": {"type": "custom", "command": "/abs/path/to/agy-harness",
+   "args": ["acp"]}}; `which agy-harness` prints the path)"""
 
 
 def add_acp_command(sub: Any) -> None:

@@ -1,7 +1,8 @@
 """The ACP agent: the SDK's ``Agent`` protocol over agy-harness sessions.
 
 Requests that come out of order get a JSON-RPC error, never a crash: anything before ``initialize``
-is ``-32600``; an unknown session id is ``-32602``; a second prompt while one runs is ``-32600``. The
+is ``-32600``; an unknown (or closed) session id is ``-32002``, ACP's "resource not found" (a
+second ``session/close`` succeeds: closing is idempotent); a second prompt while one runs is ``-32600``. The
 SDK answers unknown methods (``-32601``) and parameters its schema rejects (``-32602``). When agy is
 not there, the errors of :mod:`.errors` say so in a sentence.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError
@@ -32,10 +34,12 @@ from acp.schema import (
 )
 
 from ...root.container import AgyContainer
+from . import errors
 from .binding import AgyTarget, close_client
 from .listing import process_cwd, session_list
 from .sessions import AcpSession, prompt_text
 from .transport import StdioTransport
+from .workspace import SessionCwds, agy_workspace, same_dir, unknown_workspace_notice
 
 log = logging.getLogger("agy_harness.acp")
 
@@ -45,6 +49,18 @@ try:
     VERSION = _dist_version("agy-harness")
 except Exception:  # running from a checkout that is not installed
     VERSION = "0"
+
+
+def mcp_notice(servers: Any) -> list[str]:
+    """The editor's MCP servers are not used: agy has no public way to take them (see the README)."""
+    if not servers:
+        return []
+    names = ", ".join(str(getattr(s, "name", "?")) for s in servers)
+    log.warning("the client's %d MCP server(s) are not passed to agy: %s", len(servers), names)
+    return [
+        f"agy-harness: this editor's MCP servers ({names}) are not used: agy takes MCP servers only "
+        "from its own mcp_config.json, read when agy starts; a running agy has no way to be handed them."
+    ]
 
 
 class AgyAcpAgent:
@@ -61,14 +77,17 @@ class AgyAcpAgent:
         self.transport = transport
         self.conn: Any = None
         self.sessions: dict[str, AcpSession] = {}
+        self.closed: set[str] = set()  # the sessions this connection closed (a second close succeeds)
         self._initialized = False
         self._forms = False
+        self._fs_read = False  # the client offers fs/read_text_file (its buffers)
         self._target = target
         self._sim_options = sim
         self._sim: Any = None
         self._sim_lock = asyncio.Lock()
         self._launcher = launcher  # starts agy in tmux when none runs (``--start-agy``)
         self._tasks: set[asyncio.Task[None]] = set()
+        self.cwds = SessionCwds()  # the client's cwd of each session made here (session/list)
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -83,24 +102,32 @@ class AgyAcpAgent:
         self._require_init()
         session = self.sessions.get(session_id)
         if session is None:
-            raise RequestError.invalid_params({"details": f"unknown session {session_id!r}"})
+            raise errors.unknown_session(session_id)
         return session
 
-    async def target(self) -> AgyTarget:
+    async def target(self, cwd: str | None = None) -> AgyTarget:
+        """Where agy is; the embedded simulator starts on first use, working in ``cwd`` when given
+        (like an agy started there)."""
         if self._sim_options is None:
             return self._target
         async with self._sim_lock:
             if self._sim is None:
                 from agy_harness.adapters.simulator import Simulator
 
-                self._sim = await Simulator(**self._sim_options).start()
+                where = {"workspace": cwd} if cwd else {}
+                self._sim = await Simulator(**self._sim_options, **where).start()
                 self._target.port, self._target.version_text = self._sim.port, self._sim.version
+                self._target.workspace = self._sim.workspace
                 log.info("agy simulator %s on 127.0.0.1:%d", self._sim.version, self._sim.port)
         return self._target
 
     def _new(self, session_id: str) -> AcpSession:
         return AcpSession(
-            self.conn, session_id, cancel_outgoing=self.transport.cancel_outgoing, forms=self._forms
+            self.conn,
+            session_id,
+            cancel_outgoing=self.transport.cancel_outgoing,
+            forms=self._forms,
+            fs_read=self._fs_read,
         )
 
     # -- the ACP methods ---------------------------------------------------------------------
@@ -110,6 +137,7 @@ class AgyAcpAgent:
     ) -> InitializeResponse:
         elicitation = getattr(client_capabilities, "elicitation", None)
         self._forms = getattr(elicitation, "form", None) is not None
+        self._fs_read = bool(getattr(getattr(client_capabilities, "fs", None), "read_text_file", False))
         self._initialized = True
         log.info(
             "client %s, protocol %s, forms=%s",
@@ -136,7 +164,7 @@ class AgyAcpAgent:
 
     async def _bind(self, cascade_id: str | None, cwd: str | None = None) -> tuple[AgyContainer, bool]:
         """Bind agy for one session (once); with ``--start-agy``, start agy when none runs."""
-        target = await self.target()
+        target = await self.target(cwd)
         try:
             return await target.bind(cascade_id)
         except RequestError as exc:
@@ -147,11 +175,14 @@ class AgyAcpAgent:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         self._require_init()
-        if mcp_servers:
-            log.warning(
-                "agy brings its own tools; the client's %d MCP server(s) are not passed on", len(mcp_servers)
-            )
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"details": f"cwd must be an absolute path, not {cwd!r}"})
         container, discovered = await self._bind(None, cwd)
+        workspace = await agy_workspace(container, self._target.workspace)
+        if workspace is not None and not same_dir(workspace, cwd):
+            await close_client(container)
+            log.info("session/new in %s refused: agy works in %s", cwd, workspace)
+            raise errors.other_workspace(cwd, workspace)
         try:
             cascade_id = await container.starter().start()
         except Exception as exc:
@@ -159,21 +190,26 @@ class AgyAcpAgent:
             raise RequestError(
                 -32603, f"agy could not start a conversation: {exc}", {"reason": "start_failed"}
             ) from exc
-        session = await self._open(cascade_id, container, discovered)
-        log.info(
-            "session %s: new conversation (cwd %s is agy's own choice, not the client's)", cascade_id, cwd
-        )
+        notices = [] if workspace is not None else [unknown_workspace_notice(cwd)]
+        notices += mcp_notice(mcp_servers)
+        session = await self._open(cascade_id, container, discovered, notices=notices)
+        await asyncio.to_thread(self.cwds.remember, cascade_id, cwd)
+        log.info("session %s: new conversation in %s (agy's workspace: %s)", cascade_id, cwd, workspace)
         return NewSessionResponse(session_id=cascade_id, config_options=session.config_options() or None)
 
-    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
-        session = await self._reopen(session_id, replay=True)
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
+    ) -> LoadSessionResponse:
+        session = await self._reopen(session_id, replay=True, notices=mcp_notice(mcp_servers))
         return LoadSessionResponse(config_options=session.config_options() or None)
 
-    async def resume_session(self, cwd: str, session_id: str, **_: Any) -> ResumeSessionResponse:
-        session = await self._reopen(session_id, replay=False)
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
+    ) -> ResumeSessionResponse:
+        session = await self._reopen(session_id, replay=False, notices=mcp_notice(mcp_servers))
         return ResumeSessionResponse(config_options=session.config_options() or None)
 
-    async def _reopen(self, session_id: str, *, replay: bool) -> AcpSession:
+    async def _reopen(self, session_id: str, *, replay: bool, notices: list[str]) -> AcpSession:
         """``session/load`` (``replay``) and ``session/resume``: the conversation, live from where it is."""
         self._require_init()
         old = self.sessions.get(session_id)
@@ -191,13 +227,16 @@ class AgyAcpAgent:
             raise RequestError(
                 -32603, f"could not read conversation {session_id} from agy: {exc}", {"reason": "read_failed"}
             ) from exc
-        return await self._open(session_id, container, discovered, session=session, cursor=cursor)
+        return await self._open(
+            session_id, container, discovered, session=session, cursor=cursor, notices=notices
+        )
 
     async def _open(
         self, cascade_id: str, container: AgyContainer, discovered: bool, *, session: AcpSession | None = None,
-        cursor: Any = None,
+        cursor: Any = None, notices: list[str] | None = None,
     ) -> AcpSession:  # fmt: skip
         session = session or self._new(cascade_id)
+        session.notices.extend(notices or ())
         try:
             await session.open(container, discovered, cursor)
         except Exception as exc:
@@ -206,6 +245,7 @@ class AgyAcpAgent:
                 -32603, f"could not follow the agy conversation: {exc}", {"reason": "open_failed"}
             ) from exc
         self.sessions[cascade_id] = session
+        self.closed.discard(cascade_id)  # loaded again after a close: open once more
         # sent after this request's answer: the handler's task writes the answer before this task runs
         task = asyncio.create_task(self._announce(session))
         self._tasks.add(task)
@@ -232,14 +272,18 @@ class AgyAcpAgent:
         finally:
             await close_client(container)
         binding = container.discovery().binding if container.config.port() is None else None
-        agy_cwd = process_cwd(binding.pid if binding is not None else None)
-        return session_list(summaries, agy_cwd=agy_cwd, cwd=cwd, cursor=cursor)
+        agy_cwd = process_cwd(binding.pid if binding is not None else None) or self._target.workspace
+        made = await asyncio.to_thread(self.cwds.all)
+        return session_list(summaries, agy_cwd=agy_cwd, cwd=cwd, cursor=cursor, made=made)
 
     async def close_session(self, session_id: str, **_: Any) -> CloseSessionResponse:
         self._require_init()
         session = self.sessions.pop(session_id, None)
         if session is None:
-            raise RequestError.invalid_params({"details": f"unknown session {session_id!r}"})
+            if session_id in self.closed:
+                return CloseSessionResponse()  # closed already: closing is idempotent
+            raise errors.unknown_session(session_id)
+        self.closed.add(session_id)
         await session.close()
         log.info("session %s closed (agy keeps the conversation)", session_id)
         return CloseSessionResponse()

@@ -35,6 +35,7 @@ class AgyTarget:
     version_text: str | None = None
     tmux_target: str | None = None
     pane_pid: int | None = None
+    workspace: str | None = None  # where the agy this agent started works (--start-agy, --sim)
 
     def container(self, cascade_id: str | None) -> AgyContainer:
         return make_container(

@@ -8,7 +8,11 @@ the technical ``details``. The codes are in JSON-RPC's server-error range; ``-32
 * no agy runs (for this user, at ``--port``, in ``--tmux``'s pane): ``-32001``, reason ``no_agy``
   (a port served by another user is named: discovery binds only the user's own agy);
 * more than one agy answers: ``-32003``, reason ``ambiguous_agy`` (with the ports);
-* the conversation is not on the agy that runs: ``-32002``, reason ``conversation_gone``.
+* the conversation is not on the agy that runs: ``-32002``, reason ``conversation_gone``;
+* ``session/new`` whose ``cwd`` is not the directory agy works in: ``-32004``, reason
+  ``other_workspace`` (with both paths);
+* a session id this connection has not open (never opened, or closed): ``-32002`` (ACP's "resource
+  not found"), reason ``unknown_session``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from agy_harness.ports.errors import AgyAmbiguous, AgyNotFound
 NO_AGY = -32001
 CONVERSATION_GONE = -32002
 AMBIGUOUS_AGY = -32003
+OTHER_WORKSPACE = -32004
 
 NO_AGY_SENTENCE = (
     "No agy is running for you: start agy in a terminal (or start agy-harness acp with --start-agy "
@@ -60,6 +65,25 @@ def conversation_gone(session_id: str, details: str) -> RequestError:
     )
 
 
+def other_workspace(cwd: str, workspace: str) -> RequestError:
+    return RequestError(
+        OTHER_WORKSPACE,
+        f"The agy running here works in {workspace}, not in {cwd}: agy works in the directory it was "
+        f"started in. Open {workspace} in the editor, or start agy in {cwd} (in a terminal there, or "
+        "with agy-harness acp --start-agy when no agy runs).",
+        {"reason": "other_workspace", "cwd": cwd, "workspace": workspace},
+    )
+
+
+def unknown_session(session_id: str) -> RequestError:
+    return RequestError(
+        CONVERSATION_GONE,
+        f"No session {session_id} is open here: it was closed, or never opened on this connection. "
+        "Load it (session/load) or start a new session.",
+        {"reason": "unknown_session", "sessionId": session_id},
+    )
+
+
 def agy_unreachable(exc: BaseException) -> RequestError:
     return RequestError(
         NO_AGY,
@@ -72,7 +96,10 @@ __all__ = [
     "AMBIGUOUS_AGY",
     "CONVERSATION_GONE",
     "NO_AGY",
+    "OTHER_WORKSPACE",
     "ambiguous_agy",
     "conversation_gone",
     "no_agy",
+    "other_workspace",
+    "unknown_session",
 ]

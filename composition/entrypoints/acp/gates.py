@@ -1,9 +1,13 @@
 """agy's gates put to the ACP client, and the client's replies read back failing closed.
 
-* A permission gate -> one ``session/request_permission`` with "Allow once" (``allow_once``) and
-  "Deny" (``reject_once``). No ``allow_always``: agy's payload for a persistent grant is not known
-  from any recording, so it is never offered. Only the "allow" option approves; "deny", a cancelled
-  request, an unknown option id or a failed request all deny.
+* A permission gate -> one ``session/request_permission`` with one allow option per entry of the
+  gate's ``scopes`` (the allows agy offers for it AND the harness can honour: issue 34's API), each
+  named by the core's :func:`agy_harness.core.scopes.scope_label` -- ``allow_once`` for ``once``,
+  ``allow_always`` for the lasting scopes (``conversation``, ``workspace``, ``project``, ``global``)
+  -- plus "Deny" (``reject_once``). Never an option for a scope the gate does not list. Only an allow
+  option of a listed scope approves (with that scope); "deny", a cancelled request, an unknown option
+  id or a failed request all deny. A command agy lets a human edit (``editable``) is allowed as
+  proposed: ACP's options carry no edited text.
 * A question gate, when the client announced form elicitation (``clientCapabilities.elicitation.form``)
   -> one ``elicitation/create`` form: per question a single-select (``oneOf``) or a multi-select
   (``array`` of ``anyOf``) field plus an optional write-in field. An answer the one parser
@@ -42,9 +46,11 @@ from acp.schema import (
 )
 
 from agy_harness.core.answers import AnswerError, parse_answer
+from agy_harness.core.scopes import scope_label, scope_word
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
+from .changes import gate_change
 from .mapping import UpdateMapper, command_content, gate_input, gate_title, shown, text_content, tool_kind
 
 log = logging.getLogger("agy_harness.acp.gates")
@@ -56,11 +62,24 @@ FORM_ATTEMPTS = 3
 CancelOutgoing = Callable[[str, str], Awaitable[bool]]
 
 
-def permission_options() -> list[PermissionOption]:
-    return [
-        PermissionOption(option_id=ALLOW, name="Allow once", kind="allow_once"),
-        PermissionOption(option_id=DENY, name="Deny", kind="reject_once"),
+SCOPE_PREFIX = "allow:"
+
+
+def scope_option_id(scope: str) -> str:
+    """``allow`` for once (the id clients and tests have known), ``allow:<scope>`` for a lasting one."""
+    return ALLOW if scope == "once" else SCOPE_PREFIX + scope
+
+
+def permission_options(gate: GateOpened) -> list[PermissionOption]:
+    allows = [
+        PermissionOption(
+            option_id=scope_option_id(scope),
+            name=scope_label(gate, scope),
+            kind="allow_once" if scope == "once" else "allow_always",
+        )
+        for scope in gate.scopes
     ]
+    return [*allows, PermissionOption(option_id=DENY, name="Deny", kind="reject_once")]
 
 
 def question_options(question: Question) -> list[PermissionOption]:
@@ -74,8 +93,9 @@ def question_options(question: Question) -> list[PermissionOption]:
 def read_permission_outcome(gate: GateOpened, outcome: Any) -> GateAnswer:
     """The client's ``RequestPermissionResponse.outcome`` for a permission gate; only "allow" allows."""
     if isinstance(outcome, AllowedOutcome):
-        if outcome.option_id == ALLOW:
-            return parse_answer(gate, "allow")
+        for scope in gate.scopes:  # only a scope this gate lists
+            if outcome.option_id == scope_option_id(scope):
+                return parse_answer(gate, scope_word(scope))
         if outcome.option_id != DENY:
             log.warning("gate %s: unknown option %r chosen; denied", gate.gate_id, outcome.option_id)
         return parse_answer(gate, "deny")
@@ -135,20 +155,38 @@ class GateAsker:
         *,
         cancel_outgoing: CancelOutgoing,
         forms: bool,
+        read_text: Any = None,
     ) -> None:
         self.conn = conn
         self.session_id = session_id
         self.mapper = mapper
         self.cancel_outgoing = cancel_outgoing
         self.forms = forms
+        self.read_text = read_text  # the client's fs/read_text_file, when it offers it
+        self.asking: set[str] = set()  # the step keys of the gates the client is being asked now
+
+    def refuse_asked(self) -> None:
+        """``session/cancel``: the gates being asked are about to be denied by agy-harness's interrupt;
+        their cards go from pending to agy's outcome, never through "in_progress"."""
+        self.mapper.refused.update(self.asking)
 
     async def ask(self, gate: GateOpened) -> GateAnswer:
-        card = self.mapper.gate_card(gate)
+        self.asking.add(gate.step_key)
+        try:
+            return await self._ask(gate)
+        finally:
+            self.asking.discard(gate.step_key)
+
+    async def _ask(self, gate: GateOpened) -> GateAnswer:
+        change, locations = (
+            await gate_change(gate, self.read_text) if gate.kind == "permission" else ([], None)
+        )
+        card = self.mapper.gate_card(gate, extra=change, locations=locations)
         if card is not None:
             await self.conn.session_update(self.session_id, card)
         try:
             if gate.kind == "permission":
-                answer = await self._permission(gate)
+                answer = await self._permission(gate, change, locations)
             elif self.forms:
                 answer = await self._form(gate)
             else:
@@ -169,13 +207,16 @@ class GateAsker:
             self.mapper.refused.add(gate.step_key)
         return answer
 
-    def _tool_call(self, gate: GateOpened, title: str | None = None) -> ToolCallUpdate:
+    def _tool_call(
+        self, gate: GateOpened, title: str | None = None, change: Any = (), locations: Any = None
+    ) -> ToolCallUpdate:
         p = gate.permission
-        content = []
+        content: list[Any] = []
         if p is not None and p.command_line:  # the exact command, as agy would run it
             content += command_content(p.command_line)
         if p is not None and p.description:
             content += text_content(p.description)
+        content += change
         return ToolCallUpdate(
             tool_call_id=gate.step_key,
             title=title or gate_title(gate),
@@ -183,6 +224,7 @@ class GateAsker:
             status="pending",
             raw_input=gate_input(gate),
             content=content or None,
+            locations=locations,
         )
 
     async def _note(self, gate: GateOpened, text: str) -> None:
@@ -190,9 +232,11 @@ class GateAsker:
             self.session_id, h.update_tool_call(gate.step_key, content=text_content(text))
         )
 
-    async def _permission(self, gate: GateOpened) -> GateAnswer:
+    async def _permission(self, gate: GateOpened, change: Any = (), locations: Any = None) -> GateAnswer:
         response = await self.conn.request_permission(
-            session_id=self.session_id, tool_call=self._tool_call(gate), options=permission_options()
+            session_id=self.session_id,
+            tool_call=self._tool_call(gate, change=change, locations=locations),
+            options=permission_options(gate),
         )
         return read_permission_outcome(gate, response.outcome)
 

@@ -53,7 +53,7 @@ class AgyLauncher:
                 )
             directory = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
             pane, pid = await asyncio.to_thread(self._start, directory)
-            target.pane_pid, target.tmux_target = pid, pane
+            target.pane_pid, target.tmux_target, target.workspace = pid, pane, directory
             log.info(
                 "started %r in tmux session %r (pane %s) in %s",
                 self.command,

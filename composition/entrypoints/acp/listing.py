@@ -3,7 +3,9 @@
 * Only root conversations: a sub-agent's conversation is a tool call of its parent.
 * ``title``: agy's own title for the conversation (the summary's ``summary``), when it has one.
 * ``updatedAt``: the summary's ``lastModifiedTime``; the list is newest first.
-* ``cwd`` (the rule): the first of the conversation's workspace folders agy reports
+* ``cwd`` (the rule): for a session this agent made, the client's own ``cwd`` of ``session/new``
+  (which was agy's workspace, or agy's workspace was unknown and the editor was told so:
+  :mod:`.workspace`); else the first of the conversation's workspace folders agy reports
   (``workspaces[].workspaceFolderAbsoluteUri``, a ``file:`` URI made a path); else the working
   directory of the agy process serving it (agy works in the directory it was started in), when the
   harness knows that process; else the conversation is left out (ACP requires a cwd, and none would
@@ -83,7 +85,12 @@ def decode_cursor(cursor: str | None) -> int:
 
 
 def session_list(
-    summaries: list[CascadeSummary], *, agy_cwd: str | None, cwd: str | None, cursor: str | None
+    summaries: list[CascadeSummary],
+    *,
+    agy_cwd: str | None,
+    cwd: str | None,
+    cursor: str | None,
+    made: dict[str, str] | None = None,
 ) -> ListSessionsResponse:
     offset = decode_cursor(cursor)
     if cwd is not None and not os.path.isabs(cwd):
@@ -94,8 +101,8 @@ def session_list(
         (s for s in summaries if not s.parent_id), key=lambda s: s.last_modified_time, reverse=True
     )
     for summary in roots:
-        where = cwd_of(summary, agy_cwd)
-        if where is None or (wanted is not None and where != wanted):
+        where = (made or {}).get(summary.cascade_id) or cwd_of(summary, agy_cwd)
+        if where is None or (wanted is not None and os.path.normpath(where) != wanted):
             continue
         infos.append(
             SessionInfo(

@@ -10,6 +10,7 @@ arguments.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -181,7 +182,7 @@ class UpdateMapper:
             case Usage():
                 self.usage.update(event)
                 return []
-            case GateOpened() if not event.answerable:  # nobody is asked: agy's terminal is
+            case GateOpened() if not event.answerable and history:  # live: the session adds its change
                 card = self.gate_card(event, TERMINAL_ONLY)
                 return [card] if card is not None else []
             case Notice() if not history:
@@ -202,8 +203,16 @@ class UpdateMapper:
             case other:
                 assert_never(other)
 
-    def gate_card(self, gate: GateOpened, note: str = "") -> Update | None:
-        """The ``tool_call`` a gate is about, announced before agy commits it (pending)."""
+    def gate_card(
+        self,
+        gate: GateOpened,
+        note: str = "",
+        *,
+        extra: Sequence[ContentToolCallContent | FileEditToolCallContent] = (),
+        locations: list[ToolCallLocation] | None = None,
+    ) -> Update | None:
+        """The ``tool_call`` a gate is about, announced before agy commits it (pending); ``extra``:
+        the change it is about (:mod:`.changes`)."""
         call_id = gate.step_key
         if call_id in self.tools:
             return None
@@ -215,7 +224,8 @@ class UpdateMapper:
             kind=tool_kind(name) if gate.kind == "permission" else "other",
             status="pending",
             raw_input=gate_input(gate),
-            content=text_content(note) or None,
+            content=[*text_content(note), *extra] or None,
+            locations=locations,
         )
 
     def _tool_call(self, event: ToolCall) -> Update:
@@ -313,6 +323,11 @@ def command_content(command: str) -> list[ContentToolCallContent]:
     rendering rule (every invisible character visible, blank-line runs collapsed with a count, an
     over-tall command cut with a marker), as the terminal's card shows it."""
     return text_content(_fenced("\n".join(command_view(command, COMMAND_LINES).lines)))
+
+
+def code_block(text: str, max_lines: int = 200) -> str:
+    """agy's text in a code block for a card's body, by the core's rendering rule (as commands)."""
+    return _fenced("\n".join(command_view(text, max_lines).lines))
 
 
 def _fenced(output: str) -> str:

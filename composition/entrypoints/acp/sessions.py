@@ -11,7 +11,9 @@ cursor store and the client's model choice overriding the root's providers, then
   a gate still waiting is left out of the cursor so that it is asked live).
 * ``session/resume``: the same read and cursor, nothing replayed.
 * ``session/prompt``: send the turn, stream updates until agy's turn ends (status idle / failed); a
-  harness command (:mod:`.commands`) is answered without a turn.
+  harness command (:mod:`.commands`) is answered without a turn. The prompt's turn is the first user
+  message agy records after the send (``SendUserCascadeMessage`` answers ``{}``: no execution id to
+  tie it by), never found by comparing texts: agy's echo of a prompt over 4 MiB is cut.
 * ``session/cancel``: the harness's interrupt (cancels agy's steps and denies a parked gate).
 * ``session/close``: the harness session stops; agy keeps the conversation.
 * ``session_info_update``: agy's title and last activity (:mod:`.session_info`).
@@ -40,8 +42,9 @@ from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 from ...root.container import AgyContainer, resuming_from
 from ...root.session import Session, session_from
 from . import commands
+from .changes import gate_change
 from .gates import CancelOutgoing, GateAsker
-from .mapping import UpdateMapper
+from .mapping import TERMINAL_ONLY, UpdateMapper
 from .models import ModelOption
 from .session_info import SessionInfoFollower
 
@@ -82,17 +85,35 @@ class AcpSink:
 
 
 class AcpSession:
-    def __init__(self, conn: Any, session_id: str, *, cancel_outgoing: CancelOutgoing, forms: bool) -> None:
+    def __init__(
+        self,
+        conn: Any,
+        session_id: str,
+        *,
+        cancel_outgoing: CancelOutgoing,
+        forms: bool,
+        fs_read: bool = False,
+    ) -> None:
         self.conn = conn
         self.id = session_id
         self.mapper = UpdateMapper()
         self.turns = Turns()
-        self.asker = GateAsker(conn, session_id, self.mapper, cancel_outgoing=cancel_outgoing, forms=forms)
+        #: the client's ``fs/read_text_file`` (its buffers, unsaved edits included), when it offers it
+        self.read_text = self._read_text if fs_read else None
+        self.asker = GateAsker(
+            conn,
+            session_id,
+            self.mapper,
+            cancel_outgoing=cancel_outgoing,
+            forms=forms,
+            read_text=self.read_text,
+        )
         self.session: Session | None = None
         self.cascades = {session_id}  # this conversation's cascades (agy's /clear adds one)
         self.turn: Turn | None = None
         self.model = ModelOption()
         self.info: SessionInfoFollower | None = None  # agy's title and last activity
+        self.notices: list[str] = []  # what the editor must be told about this session (announce)
         self._stack = AsyncExitStack()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -118,8 +139,14 @@ class AcpSession:
         """What the client can do in this session besides prompting, and agy's title for it (sent
         once the client knows the session)."""
         await self.conn.session_update(self.id, commands.available())
+        for notice in self.notices:
+            await self.conn.session_update(self.id, h.update_agent_message_text(f"> {notice}\n\n"))
         if self.info is not None:
             await self.info.ready()
+
+    async def _read_text(self, path: str) -> str:
+        response = await self.conn.read_text_file(path=path, session_id=self.id)
+        return str(response.content)
 
     async def _send_info(self, update: Any) -> None:
         await self.conn.session_update(self.id, update)
@@ -168,10 +195,17 @@ class AcpSession:
                     turn.done.set_result((boundary.status, boundary.reason))
             return
         if isinstance(event, UserMessage) and turn is not None and not turn.echoed:
-            if event.text.strip() == turn.text.strip():
-                turn.echoed = turn.started = True  # the client shows its own prompt already
-                return
-            turn.started = False  # someone else's turn (agy's terminal) runs first; ours is queued
+            # the first user message agy records after our send is the prompt's (agy queues a message
+            # sent while a turn runs): tied by order, never by comparing texts (agy's echo of a long
+            # prompt is cut), since agy's send returns nothing to tie it by (no execution id)
+            turn.echoed = turn.started = True  # the client shows its own prompt already
+            return
+        if isinstance(event, GateOpened) and not event.answerable:  # nobody is asked: agy's terminal is
+            extra, locations = await gate_change(event, self.read_text)
+            card = self.mapper.gate_card(event, TERMINAL_ONLY, extra=extra, locations=locations)
+            if card is not None:
+                await self.conn.session_update(self.id, card)
+            return
         if isinstance(event, ModelChanged):  # agy moved models (e.g. in its TUI): show it as the option
             shown = self.model.current()
             self.mapper.model = self.model.seen = event.model
@@ -256,6 +290,7 @@ class AcpSession:
         turn = self.turn
         if turn is not None:
             turn.cancelled = True
+        self.asker.refuse_asked()  # the interrupt denies them: the mapper must know before agy says so
         if self.session is not None:
             try:
                 report = await self.session.interrupt()

@@ -17,7 +17,11 @@ so a stray ``print`` or a child process's output can never corrupt the protocol 
 
 It also remembers the JSON-RPC ids of the requests the agent sends (``session/request_permission``,
 ``elicitation/create``), so a request agy made moot (a withdrawn gate) can be cancelled on the wire
-with ACP's ``$/cancel_request``.
+with ACP's ``$/cancel_request``; and the ids of the client's running ``session/prompt`` requests, so
+that a ``$/cancel_request`` the client sends for one cancels that prompt like ``session/cancel`` (the
+SDK routes no ``$/cancel_request``). A notification the SDK does not route (a method ACP does not
+have, or one this agent does not take) is dropped with a debug log line: a notification gets no
+answer, and the SDK would print a traceback for it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agy_harness.core import safejson
@@ -38,6 +43,7 @@ log = logging.getLogger("agy_harness.acp.transport")
 MAX_LINE = 50 * 1024 * 1024  # the SDK's own default for stdio (multimodal prompts)
 CANCEL_REQUEST = "$/cancel_request"
 _TRACKED = ("session/request_permission", "elicitation/create")
+ROUTED_NOTIFICATIONS = frozenset({"session/cancel"})  # and extensions ("_..."), which the SDK routes
 
 
 def _error(id_: Any, code: int, message: str, details: str) -> dict[str, Any]:
@@ -120,6 +126,9 @@ class StdioTransport:
         self._protocol: _PipeProtocol | None = None
         self._lock = asyncio.Lock()
         self._outgoing: dict[tuple[str, str], int | str] = {}  # (sessionId, toolCallId) -> request id
+        self._prompts: dict[int | str, str] = {}  # the client's running session/prompt id -> sessionId
+        self.on_cancel_prompt: Callable[[str], Awaitable[None]] | None = None  # the agent's cancel
+        self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
     async def start(self) -> StdioTransport:
@@ -159,6 +168,8 @@ class StdioTransport:
                 str(tool_call.get("toolCallId") or params.get("toolCallId") or ""),
             )
             self._outgoing[key] = message["id"]
+        elif "method" not in message and ("result" in message or "error" in message):
+            self._prompts.pop(message.get("id"), None)  # our answer to a prompt: it runs no more
         data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         async with self._lock:
             if self._pipe is not None and self._protocol is not None:
@@ -186,6 +197,10 @@ class StdioTransport:
             if problem is None:
                 if "method" not in message:  # the client's reply to one of our requests: settled
                     self._settled(message.get("id"))
+                elif "id" not in message and not self._routed(message):
+                    continue
+                elif message["method"] == "session/prompt" and isinstance(message.get("params"), dict):
+                    self._prompts[message["id"]] = str(message["params"].get("sessionId", ""))
                 return message  # type: ignore[no-any-return]
             log.warning("malformed JSON-RPC message: %s", problem["error"]["data"]["details"])
             if isinstance(message, dict) and "method" in message and "id" not in message:
@@ -229,6 +244,27 @@ class StdioTransport:
         with contextlib.suppress(ConnectionError):
             await self.send({"jsonrpc": "2.0", "method": CANCEL_REQUEST, "params": {"requestId": request_id}})
         return True
+
+    def _routed(self, message: dict[str, Any]) -> bool:
+        """Whether the SDK takes this notification; ``$/cancel_request`` for a prompt is done here."""
+        method = str(message["method"])
+        if method in ROUTED_NOTIFICATIONS or method.startswith("_"):
+            return True
+        params = message.get("params")
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if method == CANCEL_REQUEST and _usable_id(request_id) and request_id in self._prompts:
+            if self.on_cancel_prompt is not None:
+                task = asyncio.create_task(self.on_cancel_prompt(self._prompts[request_id]))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                log.info("$/cancel_request for prompt %r: cancelling it", request_id)
+            return False
+        log.debug(
+            "notification %s not taken (%s): ignored",
+            method,
+            "no such request" if method == CANCEL_REQUEST else "not an ACP notification this agent takes",
+        )
+        return False
 
     def _settled(self, request_id: Any) -> None:
         for key, pending in list(self._outgoing.items()):

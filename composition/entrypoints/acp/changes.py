@@ -1,0 +1,94 @@
+"""The change a gate is about, shown on its card the way an editor shows its own agent's edits.
+
+agy's gates that concern a file carry the file's URI in their request (``fileReview.targetFileUri``
+in the simulator's file-write review, a guessed field; ``filePermission.absolutePathUri``; a
+permission's ``target``). The card gets:
+
+* a ``location`` for that path (the editor can open it);
+* an ACP ``diff`` block (``{type: "diff", path, oldText, newText}``) where agy's request gives the
+  change whole: a unified diff that only adds lines is a new file (``oldText`` null, ``newText`` the
+  added lines). Where the client offers ``fs.readTextFile``, the current text is read through
+  ``fs/read_text_file`` (the editor's buffer, unsaved edits included): a file that has text is
+  then no new file, and the diff is not shown as one;
+* otherwise a line that says what there is to see: agy's own diff text, verbatim in a code block
+  (the display rule's body), or that agy's request carries no change to show.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from acp import helpers as h
+from acp.schema import ContentToolCallContent, FileEditToolCallContent, ToolCallLocation
+
+from agy_harness.ports.events import GateOpened
+
+from .listing import path_of
+from .mapping import code_block, text_content
+
+log = logging.getLogger("agy_harness.acp.changes")
+
+_URI_FIELDS = ("targetFileUri", "absolutePathUri", "fileUri", "uri")
+NOTHING_TO_SHOW = "agy's request carries no change to show here: only the path above."
+
+Content = ContentToolCallContent | FileEditToolCallContent
+
+
+def gate_path(gate: GateOpened) -> str | None:
+    inner = gate.request
+    for value in inner.values() if isinstance(inner, dict) else ():
+        if isinstance(value, dict):
+            for field in _URI_FIELDS:
+                uri = value.get(field)
+                if isinstance(uri, str) and (path := path_of(uri)):
+                    return path
+    for field in _URI_FIELDS:
+        uri = inner.get(field) if isinstance(inner, dict) else None
+        if isinstance(uri, str) and (path := path_of(uri)):
+            return path
+    p = gate.permission
+    if p is not None and not p.command_line and p.target and (path := path_of(p.target)):
+        return path
+    return None
+
+
+def agys_diff(gate: GateOpened) -> str:
+    """agy's diff text in the request (the interaction's value, or one level down)."""
+    for value in (gate.request, *gate.request.values()):
+        if isinstance(value, dict) and isinstance(value.get("diff"), str):
+            return str(value["diff"])
+    return ""
+
+
+def added_only(diff: str) -> str | None:
+    """The new file's text when ``diff`` only adds lines (``+`` lines, no hunk of an existing file)."""
+    lines = diff.splitlines(keepends=True)
+    if not lines or any(not line.startswith("+") or line.startswith("+++") for line in lines):
+        return None
+    return "".join(line[1:] for line in lines)
+
+
+async def gate_change(
+    gate: GateOpened, read_text: Any = None
+) -> tuple[list[Content], list[ToolCallLocation] | None]:
+    """The card's content and locations for ``gate`` (see the module doc); ``read_text(path)`` is the
+    client's ``fs/read_text_file`` when it offers it (else None)."""
+    path = gate_path(gate)
+    if path is None:
+        return [], None
+    locations = [ToolCallLocation(path=path)]
+    diff = agys_diff(gate)
+    new_text = added_only(diff) if diff else None
+    if new_text is not None:
+        current = None
+        if read_text is not None:
+            try:
+                current = await read_text(path)
+            except Exception as exc:  # no such file (a new one), or the client refused: agy's diff stands
+                log.debug("fs/read_text_file %s: %s", path, exc)
+        if not current:
+            return [h.tool_diff_content(path, new_text, None)], locations
+    if diff:
+        return text_content("agy's change (as agy gives it):\n" + code_block(diff)), locations
+    return text_content(NOTHING_TO_SHOW), locations

@@ -1,0 +1,116 @@
+"""Issue 34's scopes in the editor, through the SDK's client against a simulator the test reads: a
+permission request offers one option per scope the gate lists (named by the core's ``scope_label``)
+plus Deny, and each option reaches agy as exactly that interaction (the simulator's record)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agy_harness.adapters.simulator import Simulator
+
+from .helpers import RecordingClient, acp_agent, prompt
+
+LS = "commands that start with 'ls'"
+
+
+async def test_each_scope_option_reaches_agy_as_that_interaction() -> None:
+    picks = iter(["allow", "allow:conversation", "allow:global", "deny"])
+
+    async def pick(tool_call: Any, options: list[Any]) -> str:
+        return next(picks)
+
+    async with Simulator(pace=0.05) as agy:
+        client = RecordingClient(permission=pick)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = (await conn.new_session(cwd=agy.workspace, mcp_servers=[])).session_id
+            for command in ("run: ls -la", "run: ls src", "run: cat notes.md", "run: rm -rf build"):
+                assert (await prompt(conn, sid, command)).stop_reason == "end_turn"
+            (_, _, options) = client.permission_requests[0]
+            assert [(o.option_id, o.kind, o.name) for o in options] == [
+                ("allow", "allow_once", "Allow once"),
+                ("allow:conversation", "allow_always", f"Allow for this conversation: {LS}"),
+                ("allow:global", "allow_always", f"Always allow: {LS}"),
+                ("deny", "reject_once", "Deny"),
+            ]
+            sent = [interaction["permission"] for _, interaction in agy.received]
+            assert (
+                sent
+                == [
+                    {"allow": True},  # once: agy's recorded allow, no scope
+                    {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"},
+                    {"allow": True, "scope": "PERMISSION_SCOPE_GLOBAL"},
+                    {"allow": False},
+                ][: len(sent)]
+            )
+            assert len(sent) == 4 and [c for c, _ in agy.executed] == ["ls -la", "ls src", "cat notes.md"]
+            assert len(client.permission_requests) == 4
+
+
+def _card(client: RecordingClient, sid: str, call_id: str | None = None) -> list[Any]:
+    return [
+        u
+        for u in client.of(sid)
+        if u.session_update in ("tool_call", "tool_call_update") and call_id in (None, u.tool_call_id)
+    ]
+
+
+async def _write_review(files: dict[str, str] | None) -> tuple[RecordingClient, Any, str]:
+    """``write the file notes.md`` on a simulator: the file-write review's pending card (answered in
+    agy's terminal: no public evidence of its answer payload, issue 34's kinds table)."""
+    async with Simulator(pace=0.05) as agy:
+        client = RecordingClient(files=files)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = (await conn.new_session(cwd=agy.workspace, mcp_servers=[])).session_id
+            turn = asyncio.create_task(prompt(conn, sid, "write the file notes.md"))
+            await client.wait_for(lambda: bool(client.of(sid, "tool_call")))
+            await agy.resolve_in_terminal(sid)
+            assert (await turn).stop_reason == "end_turn"
+            return client, client.of(sid, "tool_call")[0], f"{agy.workspace}/notes.md"
+
+
+async def test_a_file_write_review_shows_agys_change_as_a_diff() -> None:
+    _client, card, path = await _write_review(None)
+    assert card.status == "pending" and [loc.path for loc in card.locations] == [path]
+    diffs = [c for c in card.content if c.type == "diff"]
+    assert [(d.path, d.old_text, d.new_text) for d in diffs] == [
+        (path, None, "# notes.md\n\nWritten by the simulator.\n")
+    ]  # a new file: agy's diff only adds lines
+    assert "answer it there" in card.content[0].content.text
+
+
+async def test_with_the_editors_fs_the_buffer_decides_what_the_diff_is() -> None:
+    """The client offers fs: the file's text is read through fs/read_text_file (the editor's unsaved
+    buffer). It has text, so agy's additions are no new file: agy's diff is shown as agy gives it."""
+    client, card, path = await _write_review({})  # fs offered, the file not there: a new file
+    assert client.reads == [path] and [c.type for c in card.content] == ["content", "diff"]
+    client, card, path = await _write_review({path: "unsaved text in the editor\n"})
+    assert client.reads == [path]
+    assert [c.type for c in card.content] == ["content", "content"]
+    assert card.content[1].content.text == (
+        "agy's change (as agy gives it):\n```\n+# notes.md\n+\n+Written by the simulator.\n```"
+    )
+
+
+async def test_a_file_permission_is_answered_in_the_editor_with_its_scope() -> None:
+    async def conversation(tool_call: Any, options: list[Any]) -> str:
+        return "allow:conversation"
+
+    async with Simulator(pace=0.05) as agy:
+        client = RecordingClient(permission=conversation)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = (await conn.new_session(cwd=agy.workspace, mcp_servers=[])).session_id
+            assert (await prompt(conn, sid, "kind: filePermission file:///etc")).stop_reason == "end_turn"
+            (_, asked, options) = client.permission_requests[0]
+            assert [(o.option_id, o.kind) for o in options] == [
+                ("allow", "allow_once"),
+                ("allow:conversation", "allow_always"),
+                ("deny", "reject_once"),
+            ]
+            assert [loc.path for loc in asked.locations] == ["/etc"]
+            assert asked.content[-1].content.text == (
+                "agy's request carries no change to show here: only the path above."
+            )
+            [(_, sent)] = agy.received
+            assert sent["filePermission"]["allow"] is True
+            assert sent["filePermission"]["scope"] == "PERMISSION_SCOPE_CONVERSATION"
