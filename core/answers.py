@@ -19,8 +19,17 @@ Permission gates (a command, a file write...):
 * deny and tell agy why: a deny word, a colon and the reason (``"no: use make clean instead"``), or
   ``GateAnswer(allow=False, deny_reason=...)`` (agy's ``userDenyInstruction``); a reason with an allow
   is refused;
-* "allow always" (``GateAnswer(allow=True, persist=...)``) only with an allow: with anything else
-  (a denial, a question) it is refused;
+* a lasting grant: ``GateAnswer(allow=True, scope=...)`` or the text forms ``"allow once"``,
+  ``"allow conversation"``, ``"allow workspace"``, ``"allow project"``, ``"allow always"`` (also
+  ``"allow global"``): only with an allow, and only a scope the gate lists in ``scopes`` (``once``,
+  or no scope, is always a plain allow); anything else is refused;
+* edit, then run: ``GateAnswer(allow=True, edited_command=...)`` or ``"edit: <command line>"``: only
+  on a gate whose ``editable`` is True, only with an allow, never empty; the checked answer binds
+  the edited text (:attr:`CheckedAnswer.command_digest`);
+* a denial with a reason only where agy's answer carries one (``permission.userDenyInstruction``;
+  ``runCommand`` and ``filePermission`` answers have no such field: refused);
+* "allow always" (``GateAnswer(allow=True, persist=...)``, the TUI-key fallback route) only with an
+  allow and never with a ``scope``: with anything else (a denial, a question) it is refused;
 * anything else (``None``, ``""``, ``[]``, ``1``, ``"maybe"``, ``GateAnswer()`` without ``allow``)
   raises :class:`AnswerError` -- never an approval.
 
@@ -45,6 +54,7 @@ Pure: imports only ports and stdlib.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -57,8 +67,21 @@ ALLOW_WORDS = frozenset({"allow", "allowed", "approve", "approved", "yes", "y", 
 DENY_WORDS = frozenset({"deny", "denied", "reject", "rejected", "no", "n", "false"})
 REFUSE_WORDS = frozenset({"decline", "cancel"})
 
+#: ``allow <word>``: allow with a lasting grant (agy's PermissionScope); ``allow`` alone is once
+SCOPE_WORDS: dict[str, Literal["once", "conversation", "workspace", "project", "global"]] = {
+    "once": "once",
+    "conversation": "conversation",
+    "workspace": "workspace",
+    "project": "project",
+    "always": "global",
+    "global": "global",
+}
+EDIT_WORD = "edit"  # "edit: <command line>": allow the edited command
+
 PERMISSION_FORMS = (
     f"True / {' / '.join(map(repr, sorted(ALLOW_WORDS)))} to allow; "
+    "'allow conversation' / 'allow workspace' / 'allow project' / 'allow always' for a lasting grant "
+    "the request offers; 'edit: <command>' to run an edited command where it may be edited; "
     f"False / {' / '.join(map(repr, sorted(DENY_WORDS)))} to deny; "
     "'deny: <reason>' to deny and tell agy why; 'decline' / 'cancel' to refuse"
 )
@@ -77,9 +100,14 @@ class AnswerError(AgyHarnessError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Allow:
-    """A permission, explicitly allowed; ``persist``: agy's own "allow always" (typed into its menu)."""
+    """A permission, explicitly allowed. ``scope``: the lasting grant agy keeps (agy's PermissionScope,
+    one the gate lists; None: once); ``command``: the edited command line that runs instead of agy's
+    proposal (None: as proposed); ``persist``: the TUI-key fallback's "allow always" (typed into agy's
+    menu)."""
 
     persist: Literal["session", "always"] | None = None
+    scope: str | None = None
+    command: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +152,17 @@ class CheckedAnswer(GateAnswer):
     gate_id: str
     digest: str
     verdict: Verdict
+
+    @property
+    def command_digest(self) -> str:
+        """The digest of what this answer approves to run: the gate's request digest and, for an edited
+        command, the edited text (so an edited approval names exactly the edited command); "" for an
+        answer that edits nothing."""
+        verdict = self.verdict
+        if not isinstance(verdict, Allow) or verdict.command is None:
+            return ""
+        text = f"{self.digest}\n{verdict.command}".encode("utf-8", "surrogatepass")
+        return hashlib.sha256(text).hexdigest()[:32]
 
     def bound_to(self, gate: GateOpened) -> bool:
         """Whether this answer was read for exactly ``gate`` (the same id and request digest)."""
@@ -183,6 +222,14 @@ def _permission(value: object) -> GateAnswer:
         head, colon, reason = value.partition(":")
         if colon and fold(head) in DENY_WORDS and reason.strip():
             return GateAnswer(allow=False, deny_reason=reason.strip())  # deny, and tell agy why
+        if colon and fold(head) == EDIT_WORD:
+            if not reason.strip():
+                raise AnswerError("'edit:' needs the command line to run")
+            return GateAnswer(allow=True, edited_command=reason.strip())  # allow the edited command
+        first, _, rest = word.partition(" ")
+        if first in ALLOW_WORDS and rest in SCOPE_WORDS:
+            scope = SCOPE_WORDS[rest]
+            return GateAnswer(allow=True, scope=None if scope == "once" else scope)
         if word in ALLOW_WORDS:
             return GateAnswer(allow=True)
         if word in DENY_WORDS:
@@ -195,14 +242,38 @@ def _permission(value: object) -> GateAnswer:
     raise AnswerError(f"cannot read {_show(value)} as allow or deny; accepted: {PERMISSION_FORMS}")
 
 
-def _permission_verdict(answer: GateAnswer) -> Allow | Deny:
+#: agy's answer messages that carry a denial's reason (``userDenyInstruction``)
+_REASONED = frozenset({"permission"})
+
+
+def _permission_verdict(gate: GateOpened, answer: GateAnswer) -> Allow | Deny:
+    lasting = answer.scope is not None and answer.scope != "once"
     if answer.action == "accept" and answer.allow is True:
         if answer.deny_reason.strip():
             raise AnswerError("a reason goes with a denial, not with an allow")
-        return Allow(answer.persist)
+        if lasting and answer.scope not in gate.scopes:
+            offered = ", ".join(gate.scopes) or "once only"
+            raise AnswerError(f"this request does not offer the scope {answer.scope!r} (offered: {offered})")
+        if lasting and answer.persist is not None:
+            raise AnswerError("a scope and allow-always are two routes to one grant: give one")
+        command: str | None = None
+        if answer.edited_command:
+            if not gate.editable:
+                raise AnswerError("this request's command cannot be edited before it runs")
+            if not answer.edited_command.strip():
+                raise AnswerError("an edited command cannot be empty")
+            command = answer.edited_command
+        return Allow(answer.persist, answer.scope if lasting else None, command)
     if answer.persist is not None:
         raise AnswerError("allow always applies only to allowing a permission")
-    return Deny(answer.deny_reason.strip())
+    if lasting:
+        raise AnswerError("a scope goes with an allow, not with a denial")
+    if answer.edited_command:
+        raise AnswerError("an edited command goes with an allow, not with a denial")
+    reason = answer.deny_reason.strip()
+    if reason and gate.interaction and gate.interaction not in _REASONED:
+        raise AnswerError(f"agy's {gate.interaction} answer carries no reason: deny without one")
+    return Deny(reason)
 
 
 def _show(value: object) -> str:
@@ -243,8 +314,10 @@ def _question(gate: GateOpened, value: object) -> GateAnswer:
 
 
 def _question_verdict(gate: GateOpened, answer: GateAnswer) -> Choose | Refuse:
-    if answer.persist is not None:
+    if answer.persist is not None or answer.scope is not None:
         raise AnswerError("allow always applies only to allowing a permission")
+    if answer.edited_command:
+        raise AnswerError("an edited command applies only to allowing a command")
     if answer.action != "accept":
         return Refuse(answer.action)
     if len(answer.selections) > len(gate.questions) or len(answer.write_ins) > len(gate.questions):
@@ -277,7 +350,7 @@ def parse_answer(gate: GateOpened, value: object) -> CheckedAnswer:
     _answerable(gate)
     if gate.kind == "permission":
         answer = _permission(value)
-        return _checked(gate, answer, _permission_verdict(answer))
+        return _checked(gate, answer, _permission_verdict(gate, answer))
     answer = _question(gate, value)
     return _checked(gate, answer, _question_verdict(gate, answer))
 
@@ -335,6 +408,6 @@ def loose_verdict(gate: GateOpened, answer: GateAnswer) -> Verdict:
         return answer.verdict
     if gate.kind == "permission":
         if answer.action == "accept" and answer.allow is True:
-            return Allow(answer.persist)
+            return _permission_verdict(gate, answer)  # a scope or an edit it cannot honour: refused
         return Deny(answer.deny_reason.strip())
     return parse_answer(gate, answer).verdict

@@ -19,6 +19,7 @@ from .answers import Allow, CheckedAnswer, Choose, Deny, Refuse, Response, Verdi
 from .arguments import multi_select_flags
 from .binding import request_digest, timed_out
 from .gates import asked
+from .scopes import PERMISSION_SCOPE
 
 log = logging.getLogger("agy_harness.core.elicitation")
 
@@ -67,9 +68,17 @@ def interaction_payload(
     if gate.kind == "question":
         payload["askQuestion"] = {"responses": _responses(verdict)}
         return payload
+    if gate.interaction == "runCommand":
+        payload["runCommand"] = _run_command(gate, verdict)
+        return payload
+    if gate.interaction == "filePermission":
+        payload["filePermission"] = _file_permission(gate, verdict)
+        return payload
     match verdict:
+        case Allow(scope=scope) if scope is not None:  # a lasting grant: agy's PermissionScope
+            payload["permission"] = {"allow": True, "scope": PERMISSION_SCOPE[scope]}
         case Allow():
-            payload["permission"] = {"allow": True}
+            payload["permission"] = {"allow": True}  # once: what agy's CLI records (run_command_done)
         case Deny(reason=reason) if reason:  # "deny and tell agy why" (public clients' field)
             payload["permission"] = {"allow": False, "userDenyInstruction": reason}
         case Deny() | Refuse() | Choose():
@@ -77,6 +86,42 @@ def interaction_payload(
         case other:
             assert_never(other)
     return payload
+
+
+def proposed_command(gate: GateOpened) -> str:
+    """The command line agy proposes on ``gate`` (its request's, else the step's)."""
+    proposed = gate.request.get("proposedCommandLine")
+    if isinstance(proposed, str) and proposed:
+        return proposed
+    return gate.permission.command_line if gate.permission is not None else ""
+
+
+def _run_command(gate: GateOpened, verdict: Verdict) -> dict[str, Any]:
+    """``CascadeRunCommandInteraction {confirm, proposedCommandLine, submittedCommandLine}`` (the IDE's
+    command confirmation: FarrelAD/ag-attention-bridge research §14): the submitted line is the
+    edited one, else the proposal."""
+    proposed = proposed_command(gate)
+    match verdict:
+        case Allow(command=command):
+            submitted = proposed if command is None else command
+            return {"confirm": True, "proposedCommandLine": proposed, "submittedCommandLine": submitted}
+        case Deny() | Refuse() | Choose():
+            return {"confirm": False, "proposedCommandLine": proposed}
+        case other:
+            assert_never(other)
+
+
+def _file_permission(gate: GateOpened, verdict: Verdict) -> dict[str, Any]:
+    """``FilePermissionInteraction {allow, scope, absolutePathUri}`` for the path agy asked about."""
+    uri = gate.request.get("absolutePathUri")
+    path = uri if isinstance(uri, str) else ""
+    match verdict:
+        case Allow(scope=scope):
+            return {"allow": True, "scope": PERMISSION_SCOPE[scope or "once"], "absolutePathUri": path}
+        case Deny() | Refuse() | Choose():
+            return {"allow": False, "absolutePathUri": path}
+        case other:
+            assert_never(other)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,8 @@ from agy_harness.ports.events import (
 from . import safejson
 from . import steps as S
 from .arguments import multi_select_flags
+from .kinds import describe, gate_kind
+from .scopes import offered
 from .steps import Step
 
 
@@ -49,12 +51,19 @@ def _questions(step: Step, request: dict[str, Any]) -> tuple[Question, ...]:
     return tuple(questions)
 
 
-def _permission(step: Step, request: dict[str, Any]) -> PermissionRequest:
+def _permission(step: Step, request: dict[str, Any], key: str = "permission") -> PermissionRequest:
     resource = S.as_dict(request.get("resource"))
     command = S.as_dict(step.raw.get("runCommand"))
+    action, target = S.as_str(resource.get("action")), S.as_str(resource.get("target"))
+    if key == "filePermission":  # FilePermissionInteractionSpec {absolutePathUri, isDirectory, blockReason}
+        action = "directory" if request.get("isDirectory") is True else "file"
+        target = S.as_str(request.get("absolutePathUri"))
+    elif key == "runCommand":
+        action = action or "command"
+        target = target or S.as_str(command.get("proposedCommandLine")) or S.as_str(command.get("commandLine"))
     values = {
-        "action": S.as_str(resource.get("action")),
-        "target": S.as_str(resource.get("target")),
+        "action": action,
+        "target": target,
         "description": S.as_str(request.get("actionDescription")),
         "command_line": S.as_str(command.get("commandLine")) or S.as_str(command.get("proposedCommandLine")),
         "cwd": S.as_str(command.get("cwd")),
@@ -81,7 +90,12 @@ def asked(step: Step) -> tuple[str, str, dict[str, Any]] | None:
         return "permission", "permission", requested["permission"]
     for key, value in requested.items():
         if value is not None:
-            return "other", key, value if isinstance(value, dict) else {"value": value}
+            kind = gate_kind(key) if isinstance(value, dict) else "other"
+            return kind, key, value if isinstance(value, dict) else {"value": value}
+    # a file permission inside a tool step (listDirectory.filePermissionRequest...): a gate like any other
+    nested = step.body.get("filePermissionRequest")
+    if isinstance(nested, dict) and nested:
+        return "permission", "filePermission", nested
     return None
 
 
@@ -124,25 +138,30 @@ def gate_events(
         else safejson.clean(request),  # agy's raw value: every event must encode
         "answerable": True,
         "digest": digest,
+        "scopes": (),
+        "editable": False,
     }
     if kind == "question":
         values["questions"] = _questions(step, request)
         return [built(GateOpened, values, {*_GATE_SET, "questions"})]
     if kind == "permission":
-        values["permission"] = _permission(step, request)
-        return [built(GateOpened, values, {*_GATE_SET, "permission"})]
+        values["permission"] = _permission(step, request, key)
+        values["scopes"] = offered(key, request)
+        values["editable"] = key == "runCommand"
+        return [built(GateOpened, values, {*_GATE_SET, "permission", "scopes", "editable"})]
     values["kind"], values["answerable"] = "other", False
+    gate = built(GateOpened, values, {*_GATE_SET, "answerable"})
     notice = Notice(
         id=f"{base['id']}/notice",
         cascade_id=base["cascade_id"],
         step_key=base.get("step_key", ""),
         level="warning",
         text=(
-            f"agy is waiting for {describe_other(key, step)}; this harness cannot answer that kind: "
-            "answer in agy's terminal"
+            f"{describe(gate)}. agy is waiting for {describe_other(key, step)}; this harness cannot "
+            "answer that kind: answer in agy's terminal"
         ),
     )
-    return [built(GateOpened, values, {*_GATE_SET, "answerable"}), notice]
+    return [gate, notice]
 
 
 # model_fields_set of what is built here (as if passed to the constructor)

@@ -11,7 +11,8 @@ agy's TUI answers its prompt from these keys (the reference harness types them; 
 
 The harness types them only onto the prompt of exactly that request, while agy waits on it alone
 (see ``composition/service/gate_delivery.py``); an answer the menu cannot express (a write-in, several
-questions, a denial with a reason, a denial where agy offers no persist menu) goes over RPC only.
+questions, a denial with a reason, a denial where agy offers no persist menu, an allow with a scope
+or an edited command, another interaction than ``permission``) goes over RPC only.
 "Allow always" is only ever typed (agy's menu records the rule; the RPC carries only ``allow``), and
 only where agy offers it (``persistSuggestionType`` SUGGESTED with a pattern).
 
@@ -61,12 +62,12 @@ def answer_keys(gate: GateOpened, answer: GateAnswer) -> list[str] | None:
     verdict = loose_verdict(gate, answer)
     if gate.kind == "permission":
         match verdict:
-            case Allow(persist=None):
+            case Allow(persist=None, scope=None, command=None) if gate.interaction in ("permission", ""):
                 return [_ALLOW, ENTER]
-            case Deny(reason="") if persist_offered(gate):
+            case Deny(reason="") if persist_offered(gate) and gate.interaction in ("permission", ""):
                 return [_DENY, ENTER]  # the 4-entry menu (with "No, cancel" 4) is the only one seen
             case Allow() | Deny() | Choose() | Refuse():
-                return None  # "allow always" is persist_keys'; a reason is text
+                return None  # "allow always" is persist_keys'; a reason is text; a scope or an edit is RPC's
             case other:
                 assert_never(other)
     if gate.kind != "question" or len(gate.questions) != 1:

@@ -11,6 +11,10 @@ read the answers; the terminal, the omnigent sink and plugin, ACP and the board 
 * :class:`Turns` -- turn boundaries from status edges: ``running`` opens a turn
   (:class:`TurnStarted`, with the totals at its start), ``idle``/``failed`` closes it
   (:class:`TurnEnded`, with what it spent when it was seen starting).
+* :class:`RunStatus` -- agy's own word on the run, from the stream's updates: over when ``status`` is
+  IDLE *and* ``fullyIdle`` (``AgentStateUpdate.fully_idle=18``) where this agy sends it; where it
+  does not, the stream's IDLE alone closes nothing (the current rule: the turn closes on its final
+  reply, or the run-status backstop).
 * :class:`Replies` -- streamed vs committed text: a message's deltas (a replayed ``index`` is skipped)
   are retired by its committed ``AssistantMessage``; :meth:`Replies.commit` says what the stream has
   not shown (:class:`Commit`).
@@ -109,6 +113,42 @@ def spent(before: UsageTotals, after: UsageTotals) -> TurnUsage:
         last_prompt=after.last_prompt,
         model=after.model,
     )
+
+
+# -- agy's word on the run ---------------------------------------------------------------------------
+
+RUN_RUNNING = "CASCADE_RUN_STATUS_RUNNING"
+RUN_IDLE = "CASCADE_RUN_STATUS_IDLE"
+
+
+@dataclass
+class RunStatus:
+    """Reads each stream update's ``status`` and ``fullyIdle``: :meth:`read` says whether agy reports
+    the run over. proto-JSON omits a false ``fullyIdle``, so "this agy sends it" is learned: once an
+    update carried the field, its absence means "not fully idle" (the evidence-backed terminal
+    predicate, sdougbrown/avenor ``FIELD_MAP.md``: ``status==IDLE && fully_idle==true``)."""
+
+    sends_fully_idle: bool = False
+    #: agy still works (RUNNING, or IDLE but not fully idle where it says so): the stream's watchdog
+    running: bool = False
+
+    def read(self, update: dict[str, object]) -> bool | None:
+        """True: the run is over; False: it is not; None: this update does not say (no status, or
+        an IDLE from an agy that does not send ``fullyIdle``: the current rule decides)."""
+        if "fullyIdle" in update:
+            self.sends_fully_idle = True
+        status = update.get("status")
+        if not isinstance(status, str) or not status:
+            return None
+        if status != RUN_IDLE:
+            self.running = status == RUN_RUNNING
+            return False
+        if not self.sends_fully_idle:
+            self.running = False
+            return None
+        fully = update.get("fullyIdle") is True
+        self.running = not fully
+        return fully
 
 
 # -- turns -------------------------------------------------------------------------------------------

@@ -150,6 +150,14 @@ class GateOpened(_Event):
     request: dict[str, Any] = Field(default_factory=dict)
     answerable: bool = True
     digest: str = ""
+    #: the allow choices this gate offers AND the harness can honour, in display order (``once``,
+    #: ``conversation``, ``workspace``, ``project``, ``global``: agy's PermissionScope); ``()`` for
+    #: questions and for gates nothing here can answer. One allow button per entry, labelled by
+    #: :func:`agy_harness.core.scopes.scope_label`; never a button for a scope not listed.
+    scopes: tuple[str, ...] = ()
+    #: the human may edit the command before allowing it (agy's run_command ``proposedCommandLine`` /
+    #: ``submittedCommandLine``): ``GateAnswer.edited_command``
+    editable: bool = False
 
 
 class GateWithdrawn(_Event):

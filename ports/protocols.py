@@ -38,6 +38,9 @@ class StepBatch(BaseModel):
     steps: tuple[RawStep, ...]
     snapshot: bool = False
     source: str = ""
+    #: agy's own word on the run, where the batch carries one (the stream): True when agy reports
+    #: it over (``status`` IDLE and ``fullyIdle`` where this agy sends it); None: it does not say
+    run_idle: bool | None = None
 
 
 @runtime_checkable
@@ -143,13 +146,21 @@ class GateAnswer(BaseModel):
     selections: tuple[tuple[str, ...], ...] = ()
     write_ins: tuple[str, ...] = ()
     allow: bool | None = None
-    #: "allow always" for a permission agy offers it on (``persist_suggestion_type`` SUGGESTED):
+    #: the version gate's FALLBACK route for a lasting grant (``scope`` is the route): "allow always"
+    #: typed into agy's menu, for a permission agy offers it on (``persist_suggestion_type`` SUGGESTED):
     #: ``session`` (this conversation) or ``always`` (agy's settings.json), for agy's own pattern
     #: (``suggested_persist_pattern``). Only agy's own menu records the rule, so this needs agy's
     #: pane; without it the answer is refused, nothing sent. Where agy offers no pattern it is once.
     persist: Literal["session", "always"] | None = None
     #: with a denial: what to tell agy instead (``permission.userDenyInstruction``)
     deny_reason: str = ""
+    #: with an allow: how long agy keeps the grant -- agy's PermissionScope, sent over RPC as
+    #: ``permission.scope`` (``PERMISSION_SCOPE_CONVERSATION``...). Only a scope the gate lists in its
+    #: ``scopes``, else the answer is refused (nothing sent). ``None``: once.
+    scope: Literal["once", "conversation", "workspace", "project", "global"] | None = None
+    #: with an allow, on a gate whose ``editable`` is True: the command line the human edited; it is
+    #: what runs (``runCommand.submittedCommandLine``). On a gate that is not editable: refused.
+    edited_command: str = ""
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agy_harness.core.steps import steps_from_update
+from agy_harness.core.turns import RunStatus
 from agy_harness.ports.protocols import Clock, RawStep, StepBatch
 
 from .client import RpcClient, StreamProgress
@@ -35,7 +36,9 @@ class RpcStreamSource:
     Ends with StopAsyncIteration on a clean trailer, raises MethodMissing on 404/unimplemented,
     RpcError/StreamBroken on transport trouble, and StreamIdle when no byte arrived for
     ``idle_timeout`` seconds while ``is_running()`` says the cascade runs (default: the last
-    update's ``status`` was RUNNING); the bytes of a big frame still arriving are not idleness.
+    update's ``status`` was RUNNING, or IDLE but not ``fullyIdle`` where agy sends that field); the
+    bytes of a big frame still arriving are not idleness. Each batch carries agy's word on the run
+    (``run_idle``, :class:`~agy_harness.core.turns.RunStatus`).
     """
 
     name = "stream"
@@ -51,7 +54,8 @@ class RpcStreamSource:
         self._client = client
         self._idle = idle_timeout
         self.last_status = ""
-        self._is_running = is_running or (lambda: self.last_status == RUNNING)
+        self.run = RunStatus()  # agy's word on the run: status, and fullyIdle where agy sends it
+        self._is_running = is_running or (lambda: self.run.running)
         self.frames_seen = 0
         self.bad_frames = 0
 
@@ -82,7 +86,7 @@ class RpcStreamSource:
                 if batch is None:
                     continue
                 first = False
-                if batch.steps or batch.snapshot:
+                if batch.steps or batch.snapshot or batch.run_idle:
                     yield batch
         finally:
             watch.close()
@@ -101,8 +105,9 @@ class RpcStreamSource:
         status = update.get("status")
         if isinstance(status, str) and status:
             self.last_status = status
+        idle = self.run.read(update)
         steps = object_steps(steps_from_update(update), source="stream", cascade_id=cascade_id)
-        return StepBatch(cascade_id=cascade_id, steps=steps, snapshot=snapshot, source=self.name)
+        return StepBatch(cascade_id=cascade_id, steps=steps, snapshot=snapshot, source=self.name, run_idle=idle)
 
 
 class _IdleWatch:

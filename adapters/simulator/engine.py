@@ -163,14 +163,18 @@ class Engine(ToolActions):
 
     # -- gates ------------------------------------------------------------------------------
     async def gate(
-        self, step: dict[str, Any], request: dict[str, Any], kind: str
+        self, step: dict[str, Any], request: dict[str, Any] | None, kind: str
     ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        """Ask ``request`` on ``step`` (already appended); re-ask after timeouts. Returns the step that
-        got the answer (or the last one) and the answer (``None``: gave up after the re-asks)."""
+        """Ask ``request`` on ``step`` (already appended; ``None``: the request is nested in the step's
+        own body, no ``requestedInteraction``); re-ask after timeouts. Returns the step that got the
+        answer (or the last one) and the answer (``None``: gave up after the re-asks)."""
         reasks = 0
         while True:
             index = self.c.steps.index(step)
-            ts.ask_gate(step, request)
+            if request is not None:
+                ts.ask_gate(step, request)
+            else:
+                st.transition(step, st.WAITING)
             self.changed(index)
             answer = await self.sim._await_gate(self.c, index, kind)
             if answer is not None:

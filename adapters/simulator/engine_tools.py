@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from . import steps as st
 from . import tool_steps as ts
 from .interactions import allowed, call_args, deny_instruction
+from .kind_steps import KIND_TOOLS, kind_request
 from .scenarios import (
     MULTI_OPTIONS,
     QUESTION_OPTIONS,
@@ -45,7 +46,7 @@ class ToolActions:
         def pause(self, seconds: float) -> Coroutine[Any, Any, None]: ...
         def planner_tools(self, calls: list[dict[str, Any]], thinking: str) -> Coroutine[Any, Any, int]: ...
         def gate(
-            self, step: dict[str, Any], request: dict[str, Any], kind: str
+            self, step: dict[str, Any], request: dict[str, Any] | None, kind: str
         ) -> Coroutine[Any, Any, tuple[dict[str, Any], dict[str, Any] | None]]: ...
 
     # -- tools ------------------------------------------------------------------------------
@@ -69,6 +70,9 @@ class ToolActions:
                 summary=args["toolSummary"],
             )
             index = self.add(step)
+            covered = self.sim.grants.covers(self.c.id, "command", command)
+            if gated and covered is not None and not self.sim.faults.forget_grants:
+                gated = False  # a lasting grant agy keeps: the same request runs without asking
             if gated:
                 step, answer = await self.gate(
                     step, ts.permission_request(command, args["toolAction"]), "permission"
@@ -87,6 +91,7 @@ class ToolActions:
             else:
                 st.transition(step, st.RUNNING)
                 self.changed(index)
+            self.hook_rewrites(step)
             # what runs is what the step holds now (a step can change while it waits)
             command, ran_in = step["runCommand"]["commandLine"], step["runCommand"]["cwd"]
             self.sim.executed.append((command, ran_in))
@@ -97,6 +102,61 @@ class ToolActions:
             self.current = None
             self.changed(index)
             self.results.append(f"`{command}` ran (exit code 0): {output.strip()[:120]}")
+
+    def hook_rewrites(self, step: dict[str, Any]) -> None:
+        """``Faults.rewrite_command_once``: a hook rewrites the allowed command before it runs."""
+        rewrite = self.sim.faults.rewrite_command_once
+        if rewrite:
+            self.sim.faults.rewrite_command_once = ""
+            self.sim.faults.fired.append("rewrite_command")
+            step["runCommand"]["commandLine"] = rewrite
+
+    async def do_kind(self, action: Action) -> None:
+        """``kind: <field> [subject]``: a step that waits for agy's interaction ``field`` (see
+        :mod:`.kind_steps`); answered, it runs (a command: what the step then holds) or settles."""
+        field, _, subject = action.arg.partition(" ")
+        subject = subject.strip()
+        if field not in KIND_TOOLS:
+            self.results.append(f"I know no gate kind {field!r}.")
+            return
+        tool, _key, default = KIND_TOOLS[field]
+        call = st.tool_call(tool, {"toolAction": f"Asking for {field}", "toolSummary": f"{field} gate"})
+        mi = await self.planner_tools([call], f"**Asking first**\n\nThis needs the user's {field}.")
+        await self.pause(STEP_DELAY)
+        request: dict[str, Any] | None = {field: kind_request(field, subject)}
+        kind = "permission" if field in ("runCommand", "filePermission", "nestedFilePermission") else "other"
+        if field == "runCommand":
+            command = subject or default
+            step = ts.run_command(self.where(mi), self.model, call, command=command, cwd=self.sim.workspace,
+                                  action=f"Running {command}", summary=f"Run {command}")  # fmt: skip
+        else:
+            step = ts.generic(self.where(mi), self.model, call, args={"subject": subject or default},
+                              arguments_order=["subject"], action=f"Asking for {field}", summary=f"{field} gate")  # fmt: skip
+        if field == "nestedFilePermission":  # the request sits in the tool step's own body
+            step["type"] = st.T + "LIST_DIRECTORY"
+            step["listDirectory"] = {"directoryPathUri": subject or default,
+                                     "filePermissionRequest": kind_request(field, subject)}  # fmt: skip
+            request = None
+        self.add(step)
+        step, answer = await self.gate(step, request, kind)
+        if answer is None:
+            self.results.append(f"Nobody answered the {field} gate in time.")
+            return
+        index = self.c.steps.index(step)
+        granted = any(isinstance(v, dict) and (v.get("allow") or v.get("confirm") or v.get("accepted"))
+                      for v in answer.values())  # fmt: skip
+        if not granted:
+            self.results.append(f"You refused the {field} request.")
+            return
+        if field == "runCommand":
+            self.hook_rewrites(step)
+            command, ran_in = step["runCommand"]["commandLine"], step["runCommand"]["cwd"]
+            self.sim.executed.append((command, ran_in))
+            ts.run_command_finish(step, canned_output(command, ran_in))
+        else:
+            st.settle(step, st.DONE)
+        self.changed(index)
+        self.results.append(f"The {field} request was allowed.")
 
     async def do_autorun(self, action: Action) -> None:
         await self.do_run(action, gated=False)

@@ -7,6 +7,9 @@
     sim.faults.delay = 0.2                  # every response (unary, and each stream frame) waits 0.2 s
     sim.faults.delay_methods = {"Heartbeat"}  # ... only for these methods (None = all)
     sim.faults.stall_stream = True          # streams send nothing (no frames, no trailer) until cleared
+    sim.faults.forget_grants = True         # agy does not keep lasting grants: a covered request is asked again
+    sim.faults.refuse_scope = True          # agy refuses the RPC permission.scope field (400), still waiting
+    sim.faults.rewrite_command_once = "rm -rf /tmp/x"  # a hook rewrites the next allowed command (overwrite.CommandLine)
     await sim.restart()                     # the server moves to a new port (streams end without trailer)
 
 ``*_once`` switches reset themselves when they fire. ``reset()`` clears everything.
@@ -33,6 +36,14 @@ class Faults:
     #: drift, for ``agy-harness doctor``'s test: a field agy might add in a later version appears in
     #: every step (``metadata.futureField``), every model entry (``futureFlag``) and every frame
     drift: bool = False
+    #: agy does not keep a lasting grant (``permission.scope``): a request the grant covers is asked again
+    forget_grants: bool = False
+    #: a hook rewrites the next allowed command before it runs (rtk-ai/rtk#3959 ``overwrite.CommandLine``):
+    #: the step's ``runCommand.commandLine`` becomes this text; "" = off
+    rewrite_command_once: str = ""
+    #: an agy that does not take the RPC ``permission.scope`` field: an answer carrying it is refused
+    #: (400 invalid_argument) and the step keeps waiting
+    refuse_scope: bool = False
     delay: float = 0.0
     delay_methods: set[str] | None = None
     failures: dict[str, MethodFailure] = field(default_factory=dict)
@@ -72,6 +83,9 @@ class Faults:
     def reset(self) -> None:
         self.cut_stream_once = self.malformed_frame_once = self.non_dict_step_once = False
         self.stall_stream = False
+        self.forget_grants = False
+        self.rewrite_command_once = ""
+        self.refuse_scope = False
         self.drift = False
         self.delay = 0.0
         self.delay_methods = None

@@ -14,6 +14,8 @@ from typing import Any
 
 from . import steps as st
 from .engine import Engine
+from .faults import Faults
+from .grants import Grants
 from .state import Cascade, Gate, TurnCanceled, TurnRequest, Watcher
 from .views import update_frame
 
@@ -34,6 +36,13 @@ class CascadeHost:
     gate_reasks: int
     workspace: str
     executed: list[tuple[str, str]]
+    grants: Grants
+    faults: Faults
+    #: agy >= some version sends AgentStateUpdate.fullyIdle (=18) with an IDLE status; the recorded
+    #: frames do not carry it, so the simulator sends it only when asked
+    sends_fully_idle: bool = False
+    #: IDLE but not fully idle (agy still has background work): fullyIdle is left out
+    background_work: bool = False
     _cascades: dict[str, Cascade]
     _subscribers: list[StepCallback]
     _tick: asyncio.Event
@@ -170,4 +179,7 @@ class CascadeHost:
         c.watchers.discard(w)
 
     def _update_frame(self, c: Cascade, indices: list[int]) -> dict[str, Any]:
-        return update_frame(c, indices)
+        frame = update_frame(c, indices)
+        if self.sends_fully_idle and not c.busy and not self.background_work:
+            frame["update"]["fullyIdle"] = True  # proto-JSON: a false fullyIdle is left out
+        return frame

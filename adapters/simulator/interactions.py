@@ -13,10 +13,41 @@ from . import steps as st
 from . import tool_steps as ts
 from .state import Cascade, RpcFailure
 
+#: agy's PermissionScope values (proto-JSON enum names) an allow may carry
+PERMISSION_SCOPES = frozenset(
+    {
+        "PERMISSION_SCOPE_UNSPECIFIED",
+        "PERMISSION_SCOPE_ONCE",
+        "PERMISSION_SCOPE_CONVERSATION",
+        "PERMISSION_SCOPE_WORKSPACE",
+        "PERMISSION_SCOPE_GLOBAL",
+        "PERMISSION_SCOPE_PROJECT",
+    }
+)
+
+
+def asked_field(step: dict[str, Any]) -> str:
+    """The interaction field a waiting step asks: its ``requestedInteraction``'s key, or
+    ``filePermission`` for a file permission nested in a tool step (``listDirectory.filePermissionRequest``)."""
+    requested = step.get("requestedInteraction") or {}
+    if requested:
+        return str(next(iter(requested)))
+    body = nested_file_permission(step)
+    return "filePermission" if body is not None else ""
+
+
+def nested_file_permission(step: dict[str, Any]) -> dict[str, Any] | None:
+    for value in step.values():
+        if isinstance(value, dict) and isinstance(value.get("filePermissionRequest"), dict):
+            return dict(value["filePermissionRequest"])
+    return None
+
 
 def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """Check ``interaction`` against the gate it names and record it on the step; returns the step
-    index and the recorded response. Raises RpcFailure(500, "input not registered for step N")."""
+    index and the recorded response. Raises RpcFailure(500, "input not registered for step N") for an
+    answer to no waiting gate or of another kind than the one asked (agy's refusal), and
+    RpcFailure(400, "invalid_argument") for a value agy's decoder rejects (an unknown enum name)."""
     if not isinstance(interaction, dict):
         interaction = {}
     index = as_int(interaction.get("stepIndex"))
@@ -26,62 +57,127 @@ def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]
         raise refused
     step = c.steps[index]
     response: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
-    if gate.kind == "other":
+    field = asked_field(step)
+    if gate.kind == "question":
+        field = "askQuestion"
+    if field not in interaction or not isinstance(interaction.get(field), dict):
+        raise refused  # another kind's answer (or none): agy's "input not registered"
+    if gate.kind == "question":
+        _question(step, interaction["askQuestion"], response)
+    elif field == "permission":
+        _permission(step, interaction["permission"], response)
+    elif field == "runCommand":
+        _run_command(step, interaction["runCommand"], response)
+    elif field == "filePermission":
+        _file_permission(step, interaction["filePermission"], response, refused)
+    else:
         # a kind the harness cannot answer: accepted in the simulated terminal, or over RPC as
         # {<the same field>: {...}} (a guess: no source shows this payload)
-        key = next(iter(step.get("requestedInteraction") or {}), "")
-        if not key or not isinstance(interaction.get(key), dict):
-            raise refused
-        response[key] = dict(interaction[key])
+        response[field] = dict(interaction[field])
         ts.record_interaction(step, response)
-        st.transition(step, st.RUNNING)
-    elif gate.kind == "permission":
-        perm = interaction.get("permission")
-        if not isinstance(perm, dict):
-            raise refused
-        allow = perm.get("allow") is True
-        response["permission"] = {"allow": True} if allow else {}
-        # "deny and tell agy why": public clients of agy's language server send it (see the README's
-        # conventions table); that agy's CLI records it like this is a guess
-        why = perm.get("userDenyInstruction")
-        if not allow and isinstance(why, str) and why.strip():
-            response["permission"]["userDenyInstruction"] = why
-        ts.record_interaction(step, response)
-        ts.grant(step, allow)
-        if allow:
-            st.transition(step, st.RUNNING)
-        else:
-            st.settle(step, st.ERROR)
-    else:
-        ask = interaction.get("askQuestion")
-        if not isinstance(ask, dict):
-            raise refused
-        # An empty (or, proto-JSON's omitted default, absent) ``responses`` is agy's skip signal: the
-        # reference harness sends it for a decline/cancel (omnigent 0.19.1
-        # server/routes/_antigravity_elicitation.py, "the RPC askQuestion skip"). The step settles DONE
-        # with no selection; the model is told the question was skipped.
-        responses = ask.get("responses", [])
-        if not isinstance(responses, list):
-            raise refused
-        if ask.get("cancelled") is True:  # public clients' explicit skip (a guess for agy's CLI)
-            responses = []
-        clean = []
-        for r in responses:
-            if not isinstance(r, dict):
-                continue
-            item: dict[str, Any] = {}
-            if isinstance(r.get("question"), str):
-                item["question"] = r["question"]
-            if isinstance(r.get("selectedOptionIds"), list) and r["selectedOptionIds"]:
-                item["selectedOptionIds"] = [str(x) for x in r["selectedOptionIds"]]
-            if isinstance(r.get("writeInResponse"), str) and r["writeInResponse"]:
-                item["writeInResponse"] = r["writeInResponse"]
-            clean.append(item)
-        response["askQuestion"] = {"responses": clean} if clean else {}
-        ts.record_interaction(step, response)
-        ts.ask_question_answer(step, clean)
         st.transition(step, st.RUNNING)
     return index, response
+
+
+def _scope(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or value not in PERMISSION_SCOPES:
+        raise RpcFailure(400, "invalid_argument", f"invalid value for enum PermissionScope: {value!r}")
+    return value
+
+
+def _permission(step: dict[str, Any], perm: dict[str, Any], response: dict[str, Any]) -> None:
+    allow = perm.get("allow") is True
+    scope = _scope(perm.get("scope"))
+    response["permission"] = {"allow": True} if allow else {}
+    if allow and scope:
+        response["permission"]["scope"] = scope  # kept as agy's proto-JSON does: the enum's name
+    # "deny and tell agy why": public clients of agy's language server send it (see the README's
+    # conventions table); that agy's CLI records it like this is a guess
+    why = perm.get("userDenyInstruction")
+    if not allow and isinstance(why, str) and why.strip():
+        response["permission"]["userDenyInstruction"] = why
+    ts.record_interaction(step, response)
+    ts.grant(step, allow)
+    if allow:
+        st.transition(step, st.RUNNING)
+    else:
+        st.settle(step, st.ERROR)
+
+
+def _run_command(step: dict[str, Any], run: dict[str, Any], response: dict[str, Any]) -> None:
+    """``CascadeRunCommandInteraction {confirm, proposedCommandLine, submittedCommandLine}``: a
+    confirmed submitted line is what the step then runs."""
+    confirm = run.get("confirm") is True
+    recorded: dict[str, Any] = {"confirm": True} if confirm else {}
+    for key in ("proposedCommandLine", "submittedCommandLine"):
+        if isinstance(run.get(key), str) and run[key]:
+            recorded[key] = run[key]
+    response["runCommand"] = recorded
+    ts.record_interaction(step, response)
+    body = step.get("runCommand")
+    if confirm and isinstance(body, dict) and recorded.get("submittedCommandLine"):
+        body["commandLine"] = recorded["submittedCommandLine"]
+    if confirm:
+        st.transition(step, st.RUNNING)
+    else:
+        st.settle(step, st.ERROR)
+
+
+def _file_permission(
+    step: dict[str, Any], perm: dict[str, Any], response: dict[str, Any], refused: RpcFailure
+) -> None:
+    """``FilePermissionInteraction {allow, scope, absolutePathUri}``: only for the path asked about."""
+    asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step) or {}
+    uri = perm.get("absolutePathUri")
+    if uri != asked.get("absolutePathUri"):
+        raise refused
+    allow = perm.get("allow") is True
+    scope = _scope(perm.get("scope"))
+    recorded: dict[str, Any] = {"allow": True} if allow else {}
+    if allow and scope:
+        recorded["scope"] = scope
+    recorded["absolutePathUri"] = uri
+    response["filePermission"] = recorded
+    if step.get("requestedInteraction"):
+        ts.record_interaction(step, response)
+    else:  # nested: the request is the tool step's own spec
+        step.setdefault("completedInteractions", []).append(
+            {"request": {"filePermission": copy.deepcopy(asked)}, "response": copy.deepcopy(response)}
+        )
+    if allow:
+        st.transition(step, st.RUNNING)
+    else:
+        st.settle(step, st.ERROR)
+
+
+def _question(step: dict[str, Any], ask: dict[str, Any], response: dict[str, Any]) -> None:
+    # An empty (or, proto-JSON's omitted default, absent) ``responses`` is agy's skip signal: the
+    # reference harness sends it for a decline/cancel (omnigent 0.19.1
+    # server/routes/_antigravity_elicitation.py, "the RPC askQuestion skip"). The step settles DONE
+    # with no selection; the model is told the question was skipped.
+    responses = ask.get("responses", [])
+    if not isinstance(responses, list):
+        raise RpcFailure(500, "unknown", f"input not registered for step {response['stepIndex']}")
+    if ask.get("cancelled") is True:  # public clients' explicit skip (a guess for agy's CLI)
+        responses = []
+    clean = []
+    for r in responses:
+        if not isinstance(r, dict):
+            continue
+        item: dict[str, Any] = {}
+        if isinstance(r.get("question"), str):
+            item["question"] = r["question"]
+        if isinstance(r.get("selectedOptionIds"), list) and r["selectedOptionIds"]:
+            item["selectedOptionIds"] = [str(x) for x in r["selectedOptionIds"]]
+        if isinstance(r.get("writeInResponse"), str) and r["writeInResponse"]:
+            item["writeInResponse"] = r["writeInResponse"]
+        clean.append(item)
+    response["askQuestion"] = {"responses": clean} if clean else {}
+    ts.record_interaction(step, response)
+    ts.ask_question_answer(step, clean)
+    st.transition(step, st.RUNNING)
 
 
 def call_args(call: dict[str, Any]) -> dict[str, Any]:
@@ -129,8 +225,15 @@ def terminal_answer(
             continue
         step = c.steps[index]
         answer: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
+        field = asked_field(step)
         if kind == "other":
-            answer[next(iter(step.get("requestedInteraction") or {}))] = {"accepted": accept}
+            answer[field] = {"accepted": accept}
+        elif field == "runCommand":
+            proposed = step["runCommand"]["proposedCommandLine"]
+            answer["runCommand"] = {"confirm": accept, "proposedCommandLine": proposed}
+        elif field == "filePermission":
+            asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step)
+            answer["filePermission"] = {"allow": accept, "absolutePathUri": (asked or {}).get("absolutePathUri")}
         elif kind == "permission":
             answer["permission"] = {"allow": accept}
         else:

@@ -23,6 +23,9 @@ one final text reply summarises):
   question is what follows ``ask:`` when it ends with ``?``. With ``multi`` / ``multiple`` /
   ``several`` it is multi-select (``is_multi_select: true`` in ``toolCall.argumentsJson``, 4 options).
   The final reply names the chosen option(s) (or the write-in).
+* ``kind: <field> [subject]`` — a step that waits for agy's interaction ``<field>`` (any of the 18
+  ``CascadeUserInteraction`` fields, ``nestedFilePermission``, or a settings gate): see
+  :mod:`.kind_steps`. The rest of the line is the request's subject.
 * ``list`` — LIST_DIRECTORY of the workspace (canned entries).
 * ``view`` / ``cat`` / ``read file`` — VIEW_FILE of the first path-like word (default README.md).
 * ``write the file`` / ``write a file`` — WRITE_TO_FILE that waits for a file-write review: a gate
@@ -61,6 +64,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from .kind_steps import KINDS_SCENARIO
+
 PLAN_ITEMS = ["Read the code", "Write the tests", "Fix the bug"]
 
 SCENARIOS: dict[str, list[str]] = {
@@ -73,6 +78,8 @@ SCENARIOS: dict[str, list[str]] = {
     "subagent": ["start a subagent to review the code"],
     "long": ["Write a long story about a lighthouse keeper."],
     "plan": ["make a task list and run: pytest"],
+    # every gate kind agy defines, one turn each (adapters/simulator/kind_steps.py)
+    "kinds": list(KINDS_SCENARIO),
 }
 
 GREETING = "Hello! I am Antigravity, your AI coding assistant, ready to help you with your tasks."
@@ -122,6 +129,7 @@ class Plan:
 
 
 _KEYWORDS: list[tuple[str, str]] = [
+    ("kind", r"\bkind:"),
     ("autorun", r"\bauto-?run\b"),
     ("run", r"\b(?<!-)(?:run|execute|command)\b"),
     ("ask", r"\b(?:ask|question|choose)\b"),
@@ -203,6 +211,9 @@ def plan_for(text: str) -> Plan:
             action.typed = bool(re.search(r"\binvoke\b", text, re.I))
         elif kind == "write":
             action.arg = extract_path(text[stop:])
+        elif kind == "kind":  # "kind: <field> [subject]": the rest of the line
+            line = text[stop:].split("\n", 1)[0]
+            action.arg, end = line.strip(), stop + len(line)
         taken_until = max(taken_until, end)
         plan.actions.append(action)
     return plan

@@ -25,6 +25,7 @@ from . import interactions, unary
 from . import steps as st
 from .catalog import DEFAULT_MODEL, MODELS
 from .faults import Faults
+from .grants import Grants
 from .host import CascadeHost, StepCallback
 from .profiles import DEFAULT_PROFILE, Profile, get_profile
 from .server import App, Listener
@@ -34,7 +35,6 @@ from .state import (
     Cascade,
     RpcFailure,
     Watcher,
-    not_found,
 )
 from .views import announce, summary_of
 
@@ -80,6 +80,11 @@ class Simulator(CascadeHost):
         #: every command agy "ran" (it was allowed, or needed no approval): (command line, cwd) as
         #: the step held them at that moment; nothing is ever executed
         self.executed: list[tuple[str, str]] = []
+        #: every HandleCascadeUserInteraction received, in order: (cascadeId, interaction as sent),
+        #: refused ones too -- what agy was told (tests read it as "what the human's answer became")
+        self.received: list[tuple[str, dict[str, Any]]] = []
+        #: the lasting grants agy keeps (``permission.scope``): a covered request runs without asking
+        self.grants = Grants()
         self._host = host
         self.log_file = Path(log_file) if log_file is not None else None
         self._cascades: dict[str, Cascade] = {}
@@ -223,10 +228,15 @@ class Simulator(CascadeHost):
 
     async def handle_interaction(self, cascade_id: str, interaction: dict[str, Any]) -> None:
         """``HandleCascadeUserInteraction``; raises RpcFailure(500, "input not registered for step N")."""
+        self.received.append((cascade_id, copy.deepcopy(interaction)))
         c = self._cascades.get(cascade_id)
-        if c is None:
-            raise not_found()
+        if c is None:  # agy's words for an interaction with no run behind it
+            raise RpcFailure(500, "unknown", f"run state not found ({cascade_id})")
+        perm = interaction.get("permission") if isinstance(interaction, dict) else None
+        if self.faults.refuse_scope and isinstance(perm, dict) and "scope" in perm:
+            raise RpcFailure(400, "invalid_argument", 'proto: unknown field "scope"')
         index, response = interactions.apply(c, interaction)
+        self.grants.take(c.id, c.steps[index].get("requestedInteraction") or {}, response)
         gate = c.gates[index]
         del c.gates[index]
         gate.future.set_result(response)

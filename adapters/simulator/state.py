@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .faults import Faults
+    from .grants import Grants
     from .profiles import Profile
 
 RUNNING = "CASCADE_RUN_STATUS_RUNNING"
@@ -102,6 +103,8 @@ class EngineHost(Protocol):
     gate_reasks: int
     workspace: str
     executed: list[tuple[str, str]]
+    grants: Grants
+    faults: Faults
 
     def _append(self, c: Cascade, step: dict[str, Any]) -> int: ...
     def _changed(self, c: Cascade, index: int) -> None: ...

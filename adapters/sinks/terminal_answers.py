@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from agy_harness.adapters.sinks.escape import visible
-from agy_harness.adapters.sinks.terminal_cards import prompt_label
+from agy_harness.adapters.sinks.terminal_cards import MAX_COMMAND_LINES, choice_lines, prompt_label
 from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
+from agy_harness.core.display import command_view
+from agy_harness.core.scopes import scope_label
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -54,6 +56,34 @@ def parse_permission(line: str) -> bool | None:
     return None
 
 
+def scope_choice(gate: GateOpened, line: str) -> GateAnswer | None:
+    """A number typed at a permission prompt: the allow with the gate's scope at that position."""
+    text = line.strip()
+    if not text.isdigit() or not 1 <= int(text) <= len(gate.scopes):
+        return None
+    scope = gate.scopes[int(text) - 1]
+    return GateAnswer(allow=True, scope=None if scope == "once" else scope)
+
+
+async def _confirm_edit(
+    gate: GateOpened,
+    answer: GateAnswer,
+    read: Callable[[str], Awaitable[str | None]],
+    say: Callable[[str], None],
+) -> GateAnswer | None:
+    """Edit, then run: the edited command is shown whole (the one display rule) and allowed only on an
+    explicit y; None: not confirmed, the gate is asked again."""
+    view = command_view(answer.edited_command, MAX_COMMAND_LINES)
+    say("your edit, which runs instead of agy's command:")
+    for row in view.lines:
+        say(f"  $ {row}")
+    line = await read(f"$ {view.prompt_label} · run the edited command? [y/n] ")
+    if line is not None and parse_permission(line) is True:
+        return answer
+    say("not confirmed; the request is asked again")
+    return None
+
+
 def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
     """A one-line human reading of ``answer`` (option ids shown as their texts)."""
     if answer.action != "accept":
@@ -61,6 +91,14 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
     if gate.kind == "permission":
         if answer.allow is None:
             return "no answer (refused: not an explicit allow or deny)"
+        if answer.allow and answer.edited_command:
+            return f"allow the edited command: {command_view(answer.edited_command).title()}"
+        if answer.allow and answer.scope not in (None, "once"):
+            return (
+                scope_label(gate, answer.scope or "")
+                .replace("Allow", "allow", 1)
+                .replace("Always", "always", 1)
+            )
         said = "allow" if answer.allow else "deny"
         return f"{said}: {answer.deny_reason}" if answer.deny_reason and answer.allow is False else said
     parts: list[str] = []
@@ -86,9 +124,18 @@ async def ask_at_keyboard(
             if line.strip() in REFUSE:
                 return GateAnswer(action="decline", allow=False)
             try:
-                return parse_answer(gate, line)
-            except AnswerError:
-                say("please answer y (allow), n (deny), or n: <reason> (deny and tell agy why)")
+                answer = parse_answer(gate, scope_choice(gate, line) or line)
+            except AnswerError as exc:
+                say(
+                    f"please answer y (allow), n (deny), or {' · '.join(choice_lines(gate))} ({visible(str(exc))})"
+                )
+                continue
+            if answer.edited_command:
+                confirmed = await _confirm_edit(gate, answer, read, say)
+                if confirmed is None:
+                    continue
+                return confirmed
+            return answer
     selections: list[tuple[str, ...]] = []
     for i, question in enumerate(gate.questions):
         if not question.options:

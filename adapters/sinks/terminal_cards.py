@@ -26,6 +26,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import safejson
 from agy_harness.core.display import MARKER, command_view, visible
+from agy_harness.core.scopes import scope_label, scope_word
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
 #: Argument names that hold a tool's command line / working directory (agy's and common spellings).
@@ -215,8 +216,11 @@ def gate_card(gate: GateOpened) -> Panel:
             body.append(Text(f"in {visible(p.cwd)}", style="dim"))
         if p is not None and p.description and p.description != command:
             body.append(Text(visible(p.description), style="dim"))
-        body.append(Text("y allow · n deny · n: <reason> deny and tell agy why", style="dim"))
-        title = Text(f"⏸ permission: {visible(gate.tool_name) or 'action'}")
+        body.extend(Text(line, style="dim") for line in choice_lines(gate))
+        kind = (
+            f" ({visible(gate.interaction)})" if gate.interaction and gate.interaction != "permission" else ""
+        )
+        title = Text(f"⏸ permission{kind}: {visible(gate.tool_name) or 'action'}")
     else:
         for i, question in enumerate(gate.questions):
             number = f"{i + 1}. " if len(gate.questions) > 1 else ""
@@ -225,6 +229,22 @@ def gate_card(gate: GateOpened) -> Panel:
                 body.append(Text(f"   {n}) {visible(option.text)}"))
         title = Text("? question")
     return Panel(Group(*body), title=title, title_align="left", border_style="yellow", expand=False)
+
+
+def choice_lines(gate: GateOpened) -> list[str]:
+    """How a permission is answered at the prompt: each allow the gate offers, numbered and labelled
+    (:func:`agy_harness.core.scopes.scope_label`), then y / n, the reason where agy takes one, and the
+    edit where the command may be edited. Never a choice the gate does not offer."""
+    lines = [f"{n}) {scope_label(gate, scope)}" for n, scope in enumerate(gate.scopes, start=1)]
+    if len(gate.scopes) > 1:
+        words = " · ".join(f"'{scope_word(s)}'" for s in gate.scopes[1:])
+        lines.append(f"type a number, or {words}")
+    tail = "y allow · n deny"
+    if gate.interaction in ("", "permission"):
+        tail += " · n: <reason> deny and tell agy why"
+    if gate.editable:
+        tail += " · edit: <command> run your edit instead"
+    return [*lines, tail]
 
 
 def prompt_label(gate: GateOpened) -> str:

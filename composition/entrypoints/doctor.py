@@ -21,6 +21,7 @@ from agy_harness.core.steps import as_dict, as_str, steps_from_update
 from ..root.container import bind_endpoint, make_container
 from ..root.surface import probe_surface
 from . import doctor_schema as K
+from .doctor_gates import gate_report, render_gates
 from .errors import EXIT_OK
 
 
@@ -128,6 +129,7 @@ async def diagnose(client: Any, cascade_id: str | None, version_text: str | None
         "cascade": surface.cascade,
         "steps": len(surface.steps),
         "drift": [{"where": w, "what": x, "example": e} for (w, x), e in sorted(drift.seen.items())],
+        "gates": gate_report(surface.steps),
     }
 
 
@@ -142,6 +144,7 @@ def render(report: dict[str, Any]) -> str:
     drift = report["drift"]
     lines.append(f"drift: {len(drift)} thing(s) this project does not know" + (":" if drift else ""))
     lines += [f"  {d['where']}: {d['what']} (e.g. {d['example']})" for d in drift]
+    lines += render_gates(report)
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 from weakref import WeakKeyDictionary
@@ -70,6 +70,9 @@ class Emitter:
         self.stats = stats or HarnessStats()
         self.bus = bus if bus is not None else SessionBus()
         self.clock = clock if clock is not None else LoopClock()
+        #: a look at each gate before the sink sees it (the gate watch: a scope agy did not keep is
+        #: not offered, and a notice says so): the events that stand for it
+        self.before_gate: Callable[[GateOpened], list[Event]] | None = None
         self.inflight: set[asyncio.Future[None]] = set()
         self._stopped: set[asyncio.Future[None]] = set()  # deliveries whose reader was cancelled
         self._eager = False  # a delivery runs in the reader's task (_deliver_shielded)
@@ -191,6 +194,9 @@ class Emitter:
                     raise
                 except Exception as exc:
                     log.warning("gate %s: could not read its details (%s)", event.gate_id, exc)
+        if self.before_gate is not None and any(isinstance(e, GateOpened) for e in out):
+            look = self.before_gate
+            out = [x for e in out for x in (look(e) if isinstance(e, GateOpened) else [e])]
         return out
 
     async def emit(self, events: Sequence[Event]) -> None:

@@ -40,6 +40,7 @@ from agy_harness.ports.tasks import reap
 from .conversation import HarnessOptions
 from .emitter import Emitter
 from .gate_delivery import AnswerDelivery
+from .gate_watch import GateWatch
 
 log = logging.getLogger("agy_harness.harness")
 
@@ -70,6 +71,7 @@ class GateBridge:
         self._asks: dict[str, asyncio.Task[None]] = {}  # in flight, oldest first
         self._backlog: dict[str, GateOpened] = {}  # open, waiting for room with the human
         self._claimed: set[str] = set()  # gates an answer was taken for (being delivered, or delivered)
+        self.watch = GateWatch(snapshot=snapshot, emitter=emitter)  # after an answer: grants, what ran
         self._send = AnswerDelivery(
             snapshot=snapshot,
             emitter=emitter,
@@ -79,6 +81,7 @@ class GateBridge:
             delivery=delivery,
             tui=tui,
             clock=clock,
+            answered=self.watch.answered,
         )
         self._stopped = False
         emitter.bus.on_delivered(self.observe)
@@ -111,7 +114,7 @@ class GateBridge:
         """The harness stops: nothing more is asked; the asks in progress, for it to cancel."""
         self._stopped = True
         self._backlog.clear()
-        return list(self._asks.values())
+        return [*self._asks.values(), *self.watch.tasks]
 
     # -- gates in --------------------------------------------------------------------------
 
@@ -307,9 +310,33 @@ class GateBridge:
         keys = answer_keys(gate, answer) if self.tui is not None else None
         if keys is not None:
             typed = await self._send.typed(gate, keys, "answer")
+            if typed:
+                self.watch.answered(gate, answer, gate.step_index)
             if typed is not None:
                 return typed
-        return await self._send.rpc(gate, answer, deadline)
+        delivered = await self._send.rpc(gate, answer, deadline)
+        shape = gate.gate_id in self._send.refused_shape  # agy refused the answer's shape
+        self._send.refused_shape.discard(gate.gate_id)
+        if not delivered and shape and isinstance(answer.verdict, Allow) and answer.verdict.scope is not None:
+            return await self._scope_refused(gate, answer.verdict.scope)
+        return delivered
+
+    async def _scope_refused(self, gate: GateOpened, scope: str) -> bool:
+        """agy refused the RPC ``scope`` field (its shape, while the step still waits): the scope is
+        not offered again this session, and -- the version gate's fallback -- where agy's own menu
+        offers that grant and its pane is known, the grant is typed there instead."""
+        self.watch.refuse_scope(gate.interaction, scope)
+        persist = {"conversation": "session", "global": "always"}.get(scope)
+        if persist is None or self.tui is None or not persist_offered(gate):
+            await self.emitter.notice(
+                f"{gate.id}/scope-refused",
+                f"agy refused the grant ({scope}) by RPC; it is no longer offered in this session: "
+                "answer again (allow once), or from agy's pane (attach --tmux)",
+                "warning",
+            )
+            return False
+        log.warning("gate %s: agy refused the scope field; typing agy's own menu key instead", gate.gate_id)
+        return await self._persist(gate, parse_answer(gate, GateAnswer(allow=True, persist=persist)))
 
     async def _persist(self, gate: GateOpened, answer: CheckedAnswer) -> bool:
         """ "Allow always": typed into agy's own menu, which records agy's own pattern and answers the

@@ -54,6 +54,9 @@ Knowledge = Callable[[], tuple[list[GateOpened], dict[str, tuple[GateOpened, str
 #: that gate already took an answer
 ClaimReAsk = Callable[[GateOpened, int], Callable[[], None] | None]
 
+#: told that agy took an answer (the gate, the answer, the step index it went to)
+Answered = Callable[[GateOpened, CheckedAnswer, int], None]
+
 TYPED_CONFIRM = 3.0  # how long agy may take to record an answer typed into its prompt
 
 
@@ -82,8 +85,12 @@ class AnswerDelivery:
         delivery: InteractionDelivery | None = None,
         tui: TuiKeys | None = None,
         clock: SessionClock | None = None,
+        answered: Answered | None = None,
     ) -> None:
         self.claim_re_ask = claim_re_ask
+        self.answered = answered
+        #: gates whose answer agy refused for its shape while it still waited (a field it does not take)
+        self.refused_shape: set[str] = set()
         self.clock = clock if clock is not None else LoopClock()
         self.snapshot = snapshot
         self.emitter = emitter
@@ -260,6 +267,8 @@ class AnswerDelivery:
             if isinstance(exc, InteractionRejected):
                 return await self._rejected(gate, target, exc)
             raise
+        if self.answered is not None:
+            self.answered(gate, answer, target.step_index)
         if target.moved:
             log.info(
                 "gate %s timed out meanwhile; delivered to agy's re-ask at step %d",
@@ -280,6 +289,7 @@ class AnswerDelivery:
             )
             return None
         if kind == "shape":
+            self.refused_shape.add(gate.gate_id)
             await self.emitter.notice(
                 gate.id,
                 f"agy refused the answer to gate {gate.gate_id} ({exc.detail}); not retrying",

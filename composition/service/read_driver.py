@@ -158,11 +158,29 @@ class ReadDriver:
                     return count  # rotated away
                 await self.emitter.apply(batch)
                 count += 1
+                if batch.run_idle and self.conversation.reconciler.state.status == "running":
+                    await self._run_over(cascade)
         except StopAsyncIteration:
             return count
         finally:
             with contextlib.suppress(Exception):
                 await batches.aclose()  # type: ignore[attr-defined]
+
+    async def _run_over(self, cascade: str) -> None:
+        """agy's stream says the run is over (IDLE and fully idle) while our turn is open: read
+        everything agy has first (the stream may lag), and close the turn only if those steps did not
+        (as the run-status backstop does)."""
+        try:
+            raws = await self.emitter.snapshot.read_steps(cascade)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.debug("agy reports the run over: cannot read steps (%s); not closing on partial knowledge", exc)
+            return
+        await self.emitter.apply(StepBatch(cascade_id=cascade, steps=tuple(raws), snapshot=True, source="run-idle"))
+        events = self.conversation.reconciler.observe_idle("agy reports the run over (idle, fully idle)")
+        if events:
+            await self.emitter.emit(events)
 
     async def _next_before(self, batches: AsyncIterator[StepBatch], deadline: float) -> StepBatch | None:
         """The next batch, or None when ``deadline`` (on the clock) passes first: the wait for it is

@@ -1,0 +1,110 @@
+"""After an allow: what the human approved, what agy then ran, and the lasting grants agy should keep.
+Pure; the gate watch (composition/service/gate_watch.py) does the reading and the notices.
+
+* What ran is what was approved: an allowed command (a ``permission`` on a RUN_COMMAND step, or a
+  ``runCommand``) was approved as a command line -- agy's ``commandLine`` at the moment of asking, or
+  the human's edit. Once the step ran, its ``runCommand.commandLine`` is compared with it: a hook can
+  rewrite it after the approval (``overwrite.CommandLine``, rtk-ai/rtk#3959), and a difference is said
+  with both texts.
+* A lasting grant covers the same request: the same interaction, resource action and agy's suggested
+  pattern (else its target); a ``conversation`` grant only in its conversation. When agy asks again
+  for a request a grant covers, agy did not keep it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agy_harness.ports.events import GateOpened
+
+from . import steps as S
+from .answers import Allow, CheckedAnswer
+from .display import one_line
+from .elicitation import proposed_command
+
+
+def approved_command(gate: GateOpened, answer: CheckedAnswer) -> str | None:
+    """The command line ``answer`` approved on ``gate`` (None: not an allow of a command)."""
+    verdict = answer.verdict
+    if not isinstance(verdict, Allow) or gate.kind != "permission":
+        return None
+    if verdict.command is not None:
+        return verdict.command
+    p = gate.permission
+    if gate.interaction == "runCommand":
+        return proposed_command(gate) or None
+    if p is not None and p.command_line:
+        return p.command_line
+    return None
+
+
+def ran_command(raws: list[Any], trajectory_id: str, step_index: int) -> str | None:
+    """The command line the step ran, once it settled (None: not settled, or no command)."""
+    for raw in raws:
+        step = S.parse_step(raw)
+        if step is None or (step.key.trajectory_id, step.key.step_index) != (trajectory_id, step_index):
+            continue
+        if not step.settled:
+            return None
+        line = S.as_dict(step.raw.get("runCommand")).get("commandLine")
+        return line if isinstance(line, str) else None
+    return None
+
+
+def ran_differs_text(approved: str, ran: str) -> str:
+    """The notice: both texts, whole, through the one display rule."""
+    return (
+        "what ran differs from what was approved (a hook may have rewritten it): "
+        f"approved `{one_line(approved)}`, ran `{one_line(ran)}`"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A lasting grant the human gave (and agy should keep)."""
+
+    scope: str
+    cascade_id: str
+    interaction: str
+    action: str
+    pattern: str
+
+
+def _subject(gate: GateOpened) -> tuple[str, str, str]:
+    p = gate.permission
+    if p is None:
+        return gate.interaction, "", ""
+    return gate.interaction, p.action, p.suggested_persist_pattern or p.target
+
+
+def grant_of(gate: GateOpened, answer: CheckedAnswer) -> Grant | None:
+    verdict = answer.verdict
+    if not isinstance(verdict, Allow) or verdict.scope is None:
+        return None
+    interaction, action, pattern = _subject(gate)
+    return Grant(verdict.scope, gate.cascade_id, interaction, action, pattern)
+
+
+def covering(grants: list[Grant], gate: GateOpened) -> Grant | None:
+    """The grant that covers ``gate``'s request, if one does."""
+    interaction, action, pattern = _subject(gate)
+    for grant in grants:
+        if (grant.interaction, grant.action, grant.pattern) != (interaction, action, pattern) or not pattern:
+            continue
+        if grant.scope == "conversation" and grant.cascade_id != gate.cascade_id:
+            continue
+        return grant
+    return None
+
+
+def not_kept_text(grant: Grant) -> str:
+    what = (
+        f"commands that start with '{one_line(grant.pattern)}'"
+        if grant.action == "command"
+        else f"'{one_line(grant.pattern)}'"
+    )
+    return (
+        f"agy did not keep the grant ({grant.scope}) for {what}: asked again; "
+        f"'{grant.scope}' is no longer offered for {grant.interaction} requests in this session"
+    )

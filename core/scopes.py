@@ -1,0 +1,114 @@
+"""agy's permission scopes: which lasting grants a gate offers, how each is named to a human, and how
+each travels to agy. Pure.
+
+agy's ``PermissionInteraction`` answer carries ``scope`` (``PermissionScope``: UNSPECIFIED=0, ONCE=1,
+CONVERSATION=2, WORKSPACE=3, GLOBAL=4, PROJECT=5; read from the descriptors Google ships, FarrelAD/
+ag-attention-bridge ``docs/ANTIGRAVITY_NATIVE_INTERACTION_RESEARCH.md`` §12.3; the IDE's live log shows
+``{"allow": true, "scope": "PERMISSION_SCOPE_ONCE"}``). The harness sends it with an allow; agy keeps
+the grant. Which scopes a gate offers (:func:`offered`), in display order:
+
+* a ``permission`` where agy suggests a lasting rule (``persistSuggestionType``
+  ``PERSIST_SUGGESTION_TYPE_SUGGESTED`` and a ``suggestedPersistPattern``, as in the recorded
+  ``run_command_waiting``): ``once``, ``conversation``, ``global`` -- the three allows agy's own menu
+  offers for that request ("Yes", "... always allow in this conversation for commands that start with
+  '<pattern>'", the same persisted to settings.json: omnigent 0.19.1 ``to_tui_selection_keys``);
+* any other ``permission``: ``once``, ``conversation`` -- the two PermissionScope values the IDE's
+  file-permission answer is seen with (a public reverse-engineering note of the IDE's extension.js);
+* ``filePermission`` (``FilePermissionInteraction {allow, scope, absolutePathUri}``): ``once``,
+  ``conversation`` (same source);
+* ``runCommand`` (``{confirm, proposedCommandLine, submittedCommandLine}``: no scope field): ``once``;
+* anything else: nothing.
+
+``workspace`` and ``project`` are agy's values too (labelled here), but no request of agy's says when
+it offers them: they are never offered until one does. A scope agy did not keep (it asked again for a
+request the grant covered) is dropped for the rest of the session (:func:`without`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from agy_harness.ports.events import GateOpened
+
+from .display import one_line
+
+Scope = Literal["once", "conversation", "workspace", "project", "global"]
+SCOPES: tuple[Scope, ...] = ("once", "conversation", "workspace", "project", "global")
+#: each scope as agy's PermissionScope enum name (proto-JSON)
+PERMISSION_SCOPE: dict[str, str] = {
+    "once": "PERMISSION_SCOPE_ONCE",
+    "conversation": "PERMISSION_SCOPE_CONVERSATION",
+    "workspace": "PERMISSION_SCOPE_WORKSPACE",
+    "global": "PERMISSION_SCOPE_GLOBAL",
+    "project": "PERMISSION_SCOPE_PROJECT",
+}
+#: the text forms: ``allow <word>`` (``allow`` alone is once)
+SCOPE_WORDS: dict[str, Scope] = {
+    "once": "once",
+    "conversation": "conversation",
+    "workspace": "workspace",
+    "project": "project",
+    "always": "global",
+    "global": "global",
+}
+PERSIST_SUGGESTED = "PERSIST_SUGGESTION_TYPE_SUGGESTED"
+#: interactions answered with a PermissionScope (the others, if answerable, are once only)
+SCOPED_INTERACTIONS = frozenset({"permission", "filePermission"})
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def offered(interaction: str, request: dict[str, Any]) -> tuple[str, ...]:
+    """The scopes a gate of agy's ``interaction`` field asking ``request`` offers (module doc)."""
+    if interaction == "permission":
+        suggested = _text(request.get("persistSuggestionType")) == PERSIST_SUGGESTED
+        if suggested and _text(request.get("suggestedPersistPattern")):
+            return ("once", "conversation", "global")
+        return ("once", "conversation")
+    if interaction == "filePermission":
+        return ("once", "conversation")
+    if interaction == "runCommand":
+        return ("once",)
+    return ()
+
+
+def without(scopes: tuple[str, ...], dropped: set[str] | frozenset[str]) -> tuple[str, ...]:
+    """``scopes`` less the lasting ones agy did not keep (``once`` always stays)."""
+    return tuple(s for s in scopes if s == "once" or s not in dropped)
+
+
+def scope_label(gate: GateOpened, scope: str) -> str:
+    """The button label of allowing ``gate`` with ``scope``: "Allow once", "Allow for this
+    conversation", "Allow in this workspace", "Allow in this project", "Always allow" -- with agy's
+    suggested pattern verbatim (through the one display rule) where agy gives one."""
+    base = {
+        "once": "Allow once",
+        "conversation": "Allow for this conversation",
+        "workspace": "Allow in this workspace",
+        "project": "Allow in this project",
+        "global": "Always allow",
+    }.get(scope, f"Allow ({one_line(scope)})")
+    if scope == "once":
+        return base
+    p = gate.permission
+    pattern = p.suggested_persist_pattern if p is not None else ""
+    if not pattern or gate.interaction != "permission":
+        return base
+    shown = one_line(pattern)
+    if _is_command(gate):
+        return f"{base}: commands that start with '{shown}'"
+    return f"{base}: '{shown}'"
+
+
+def _is_command(gate: GateOpened) -> bool:
+    p = gate.permission
+    return p is not None and (p.action == "command" or bool(p.command_line))
+
+
+def scope_word(scope: str) -> str:
+    """The text form that picks ``scope`` (``allow`` / ``allow conversation`` / ... / ``allow always``)."""
+    if scope == "once":
+        return "allow"
+    return "allow always" if scope == "global" else f"allow {scope}"

@@ -1,0 +1,33 @@
+"""doctor's gate lines: which route this agy takes for a lasting grant, which kinds are answerable,
+which settings raise gates the harness only names."""
+
+from __future__ import annotations
+
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.entrypoints.doctor import diagnose, render
+from agy_harness.core.kinds import KINDS
+
+
+async def test_doctor_says_the_scope_route_and_the_kinds_and_settings() -> None:
+    async with Simulator(pace=0.0) as sim:
+        await sim.submit_user_turn("run: pwd")
+        await sim.wait_idle(timeout=10)
+        async with RpcClient(sim.base_url) as client:
+            before = await diagnose(client, sim.cascade_id, "agy 1.0.10")
+            [index] = [i for i, s in enumerate(sim.steps()) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
+            trajectory = sim.steps()[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
+            interaction = {"trajectoryId": trajectory, "stepIndex": index,
+                           "permission": {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"}}  # fmt: skip
+            await client.call("HandleCascadeUserInteraction", {"cascadeId": sim.cascade_id, "interaction": interaction})
+            await sim.wait_idle(timeout=10)
+            after = await diagnose(client, sim.cascade_id, "agy 1.0.10")
+    assert "not yet seen recorded" in before["gates"]["scope_route"]
+    assert "recorded PERMISSION_SCOPE_CONVERSATION" in after["gates"]["scope_route"]
+    text = render(before)
+    assert "scopes: RPC permission.scope" in text and "agy's own menu keys (attach --tmux" in text
+    answered = [line for line in text.splitlines() if line.startswith("gate kinds answered here:")]
+    assert answered == ["gate kinds answered here: runCommand, filePermission, permission, askQuestion"]
+    named = next(line for line in text.splitlines() if line.startswith("gate kinds shown as named cards"))
+    assert all(k.field in named for k in KINDS if k.gate == "other")
+    assert "setting artifactReviewPolicy:" in text and "setting allowNonWorkspaceAccess:" in text

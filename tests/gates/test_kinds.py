@@ -1,0 +1,206 @@
+"""All 18 CascadeUserInteraction kinds by name: each is a typed request with its own card and digest;
+only the four whose answer message is public are answerable, and nothing answers the others."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.errors import RpcError
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.simulator.kind_steps import KIND_TOOLS, kind_request
+from agy_harness.core.answers import AnswerError, parse_answer
+from agy_harness.core.binding import request_digest
+from agy_harness.core.gates import gate_events, pending_request
+from agy_harness.core.kinds import KINDS, SETTING_GATES, answerable_fields, describe
+from agy_harness.core.steps import parse_step
+from agy_harness.ports.events import GateOpened, Notice
+from agy_harness.ports.protocols import GateAnswer
+
+from .helpers import Watch, session_on
+
+ISSUE = {  # the oneof as issue 34 lists it (descriptors)
+    4: "deploy", 5: "runCommand", 6: "openBrowserUrl", 7: "runExtensionCode",
+    8: "executeBrowserJavascript", 9: "captureBrowserScreenshot", 10: "clickBrowserPixel",
+    13: "browserAction", 14: "openBrowserSetup", 15: "confirmBrowserSetup", 16: "sendCommandInput",
+    17: "readUrlContent", 18: "mcp", 19: "filePermission", 20: "elicitation", 21: "permission",
+    22: "askQuestion", 23: "approvalInteraction",
+}  # fmt: skip
+UNEVIDENCED = [
+    f for f in ISSUE.values() if f not in ("runCommand", "filePermission", "permission", "askQuestion")
+]
+EVERY_VALUE: list[Any] = [
+    True, False, "allow", "yes", "deny", "no: because", "decline", "cancel", "1", ["1"], "allow always",
+    "allow conversation", "edit: ls", GateAnswer(allow=True), GateAnswer(allow=False), GateAnswer(action="decline"),
+    GateAnswer(action="cancel"), GateAnswer(allow=True, scope="global"), GateAnswer(selections=(("1",),)),
+]  # fmt: skip
+
+
+def test_the_table_holds_the_eighteen_kinds_by_number_and_field() -> None:
+    assert {k.number: k.field for k in KINDS} == ISSUE
+    assert set(answerable_fields()) == {"runCommand", "filePermission", "permission", "askQuestion"}
+    for kind in KINDS:
+        assert kind.source and (kind.answer or kind.gate == "other")
+        assert (kind.evidence == "none") == (kind.gate == "other" and kind.field != "deploy")
+
+
+def waiting_step(field: str, subject: str = "") -> dict[str, Any]:
+    request = kind_request(field, subject)
+    step: dict[str, Any] = {
+        "type": "CORTEX_STEP_TYPE_GENERIC",
+        "status": "CORTEX_STEP_STATUS_WAITING",
+        "metadata": {
+            "sourceTrajectoryStepInfo": {"trajectoryId": "t", "stepIndex": 7},
+            "executionId": "turn-1",
+            "toolCall": {"id": "call1", "name": KIND_TOOLS[field][0]},
+        },
+        "requestedInteraction": {field: request},
+    }
+    if field == "runCommand":
+        step["type"] = "CORTEX_STEP_TYPE_RUN_COMMAND"
+        step["runCommand"] = {"commandLine": subject or "ls -la", "proposedCommandLine": subject or "ls -la"}
+    return step
+
+
+def opened(raw: dict[str, Any]) -> tuple[GateOpened, list[Notice]]:
+    step = parse_step(raw)
+    assert step is not None
+    pending = pending_request(step)
+    assert pending is not None
+    digest = request_digest(step, *pending)
+    events = gate_events(step, {"id": "c/7/gate", "cascade_id": "c", "step_key": "t/7"}, "g", pending, digest)
+    [gate] = [e for e in events if isinstance(e, GateOpened)]
+    return gate, [e for e in events if isinstance(e, Notice)]
+
+
+@pytest.mark.parametrize("field", [*UNEVIDENCED, *SETTING_GATES])
+def test_an_unevidenced_kind_is_a_named_card_that_nothing_answers(field: str) -> None:
+    gate, [notice] = opened(waiting_step(field))
+    assert gate.kind == "other" and not gate.answerable and gate.scopes == () and not gate.editable
+    assert gate.interaction == field
+    card = describe(gate)
+    assert card.startswith("agy asks to ") and card.endswith("answer in agy's terminal")
+    subject = kind_request(field, "").get(KIND_TOOLS[field][1])
+    if isinstance(subject, str):
+        assert subject in card  # what agy would act on is named
+    assert notice.level == "warning" and card in notice.text
+    for value in EVERY_VALUE:
+        with pytest.raises(AnswerError):
+            parse_answer(gate, value)
+
+
+@pytest.mark.parametrize("field", ["runCommand", "filePermission"])
+def test_the_newly_answerable_kinds_are_permissions_with_their_own_choices(field: str) -> None:
+    gate, notices = opened(waiting_step(field))
+    assert notices == [] and gate.kind == "permission" and gate.answerable and gate.interaction == field
+    assert gate.scopes == (("once",) if field == "runCommand" else ("once", "conversation"))
+    assert gate.editable is (field == "runCommand")
+    assert not describe(gate).endswith("answer in agy's terminal")
+
+
+@pytest.mark.parametrize("field", list(KIND_TOOLS))
+def test_each_kind_has_its_own_digest_that_follows_its_request(field: str) -> None:
+    if field == "nestedFilePermission":
+        return
+    a, b = waiting_step(field, "one-thing"), waiting_step(field, "another-thing")
+    assert opened(a)[0].digest != opened(b)[0].digest
+    assert opened(a)[0].digest == opened(copy.deepcopy(a))[0].digest
+    others = {
+        opened(waiting_step(f, "one-thing"))[0].digest for f in KIND_TOOLS if f != "nestedFilePermission"
+    }
+    assert len(others) == len(KIND_TOOLS) - 1  # no two kinds share a digest
+
+
+async def test_the_simulator_asks_every_unevidenced_kind_and_the_harness_never_answers(
+    sim: Simulator,
+) -> None:
+    async with session_on(sim) as session:
+        watch = Watch(session)
+        for field in [*UNEVIDENCED, *SETTING_GATES]:
+            await session.send(f"kind: {field}")
+            gate = await watch.gate()
+            assert gate.interaction == field and gate.kind == "other" and not gate.answerable
+            for value in EVERY_VALUE[:6]:
+                with pytest.raises(AnswerError):
+                    await session.answer(gate.gate_id, value)
+            await sim.resolve_in_terminal(kind="other")  # only agy's own terminal answers it
+            await watch.turn_over()
+    received = [i for _, i in sim.received]
+    # what reached agy came from its own terminal alone: {"<field>": {"accepted": true}}, one per kind
+    assert [next(k for k in i if k not in ("trajectoryId", "stepIndex")) for i in received] == [
+        *UNEVIDENCED,
+        *SETTING_GATES,
+    ]
+    assert all(
+        list(i[k]) == ["accepted"] for i in received for k in i if k not in ("trajectoryId", "stepIndex")
+    )
+
+
+async def test_the_simulator_refuses_malformed_answers_as_agy_does(sim: Simulator) -> None:
+    await sim.submit_user_turn("kind: openBrowserUrl https://example.com/")
+    await sim.wait_idle(10)
+    [index] = [i for i, s in enumerate(sim.steps()) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
+    trajectory = sim.steps()[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
+    base = {"trajectoryId": trajectory, "stepIndex": index}
+    async with RpcClient(sim.base_url) as client:
+        for interaction, message in [
+            ({**base, "permission": {"allow": True}}, f"input not registered for step {index}"),
+            ({**base, "askQuestion": {"responses": []}}, f"input not registered for step {index}"),
+            (
+                {**base, "stepIndex": index + 1, "openBrowserUrl": {}},
+                f"input not registered for step {index + 1}",
+            ),
+            ({"trajectoryId": "elsewhere", "stepIndex": index, "openBrowserUrl": {}}, "input not registered"),
+        ]:
+            with pytest.raises(RpcError) as refused:
+                await client.call(
+                    "HandleCascadeUserInteraction", {"cascadeId": sim.cascade_id, "interaction": interaction}
+                )
+            assert message in refused.value.message
+        with pytest.raises(RpcError) as refused:
+            await client.call(
+                "HandleCascadeUserInteraction", {"cascadeId": "no-such-run", "interaction": base}
+            )
+        assert "run state not found" in refused.value.message
+    assert sim.is_running()  # still waiting: nothing malformed answered it
+
+
+def test_the_readme_table_agrees_with_the_code() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for kind in KINDS:
+        [row] = [line for line in readme.splitlines() if line.startswith(f"| {kind.number} | `{kind.field}` |")]
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[2] == kind.gate and cells[3].startswith(f"{kind.evidence}:")
+        assert (kind.answer in cells[4]) if kind.gate != "other" else cells[4].startswith("none")
+
+
+async def test_a_file_permission_nested_in_a_tool_step_opens_a_gate_answered_over_rpc(sim: Simulator) -> None:
+    async with session_on(sim) as session:
+        watch = Watch(session)
+        await session.send("kind: nestedFilePermission file:///etc")
+        gate = await watch.gate()
+        assert gate.kind == "permission" and gate.interaction == "filePermission" and gate.answerable
+        assert gate.request == {
+            "absolutePathUri": "file:///etc",
+            "isDirectory": True,
+            "blockReason": "BLOCK_REASON_OUTSIDE_WORKSPACE",
+        }
+        assert describe(gate) == "agy asks to access file:///etc (a directory) outside the workspace"
+        assert gate.scopes == ("once", "conversation")
+        await session.answer(gate.gate_id, "allow conversation")
+        await watch.turn_over()
+    [(_, sent)] = sim.received
+    assert sent["filePermission"] == {
+        "allow": True,
+        "scope": "PERMISSION_SCOPE_CONVERSATION",
+        "absolutePathUri": "file:///etc",
+    }
+    step = sim.steps()[gate.step_index]
+    assert "requestedInteraction" not in step and step["listDirectory"]["filePermissionRequest"]
+    assert step["completedInteractions"][-1]["response"]["filePermission"] == sent["filePermission"]
+    assert step["status"] == "CORTEX_STEP_STATUS_DONE"

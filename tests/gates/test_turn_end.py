@@ -1,0 +1,97 @@
+"""Turn end by agy's own word (issue 34): ``status == IDLE && fullyIdle`` where agy sends fullyIdle
+(AgentStateUpdate.fully_idle=18), the current rule where it does not."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.sources import RpcStreamSource
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.service.conversation import Conversation
+from agy_harness.composition.service.read_driver import ReadDriver
+from agy_harness.core.turns import RunStatus
+from agy_harness.ports.protocols import StepBatch
+from tests.core.fixtures import CASCADE, fixture
+from tests.fakes import FakeClock, MemorySnapshot, RecordingEmitter
+
+IDLE, RUNNING = "CASCADE_RUN_STATUS_IDLE", "CASCADE_RUN_STATUS_RUNNING"
+
+
+def test_the_run_is_over_only_when_idle_and_fully_idle_where_agy_sends_it() -> None:
+    old = RunStatus()  # an agy that never sends fullyIdle: the stream's IDLE alone decides nothing
+    assert [old.read(u) for u in ({"status": RUNNING}, {"status": IDLE}, {})] == [False, None, None]
+    assert not old.running
+    new = RunStatus()
+    assert new.read({"status": RUNNING}) is False and new.running
+    assert new.read({"status": IDLE, "fullyIdle": True}) is True and not new.running
+    assert new.sends_fully_idle
+    # proto-JSON leaves a false fullyIdle out: once agy sent the field, IDLE without it is not over
+    assert new.read({"status": IDLE}) is False and new.running
+    assert new.read({"status": IDLE, "fullyIdle": False}) is False
+    assert new.read({"status": IDLE, "fullyIdle": True}) is True
+
+
+class Frames:
+    name, live = "stream", True
+
+    def __init__(self, batches: list[StepBatch]) -> None:
+        self.items = batches
+
+    async def batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
+        for batch in self.items:
+            yield batch
+        await asyncio.Event().wait()
+
+
+async def drive(run_idle: bool | None) -> RecordingEmitter:
+    conversation = Conversation(CASCADE)
+    emitter = RecordingEmitter(feeds=False)
+    emitter.snapshot = MemorySnapshot([fixture("user_input")])  # type: ignore[attr-defined]
+    conversation.reconciler.feed(fixture("user_input"))  # a turn is open
+    source = Frames([StepBatch(cascade_id=CASCADE, steps=(), source="stream", run_idle=run_idle)])
+    driver = ReadDriver(conversation, [source], emitter, clock=FakeClock())  # type: ignore[arg-type, list-item]
+    driver.start()
+    try:
+        await emitter.wait_for(lambda: len(emitter.applied) >= (2 if run_idle else 1))
+        await asyncio.sleep(0.05)
+    finally:
+        assert driver.task is not None
+        driver.task.cancel()
+        await asyncio.gather(driver.task, return_exceptions=True)
+    return emitter
+
+
+async def test_agys_fully_idle_closes_the_open_turn_after_reading_everything() -> None:
+    emitter = await drive(True)
+    assert [b.source for b, _ in emitter.applied] == ["stream", "run-idle"]  # read everything first
+    [closed] = emitter.emitted
+    assert (closed.type, closed.status) == ("status", "idle")  # type: ignore[union-attr]
+    assert "fully idle" in closed.reason  # type: ignore[union-attr]
+
+
+async def test_without_agys_word_the_stream_closes_nothing() -> None:
+    for said in (None, False):
+        emitter = await drive(said)
+        assert emitter.emitted == [] and [b.source for b, _ in emitter.applied] == ["stream"]
+
+
+async def read_run(sim: Simulator, source: RpcStreamSource) -> bool | None:
+    """The first frame's word on the run (the conversation is idle)."""
+    async with asyncio.timeout(15):
+        async for batch in source.batches(sim.cascade_id):
+            return batch.run_idle
+    raise AssertionError("no frame")
+
+
+async def test_the_simulators_stream_carries_fully_idle_when_asked(sim: Simulator) -> None:
+    await sim.submit_user_turn("Say hello in one short sentence.")
+    await sim.wait_idle(10)
+    async with RpcClient(sim.base_url) as client:
+        source = RpcStreamSource(client, idle_timeout=5)
+        assert await read_run(sim, source) is None  # the recorded agy: no fullyIdle, the stream does not say
+        sim.sends_fully_idle = True
+        assert await read_run(sim, source) is True and source.run.sends_fully_idle
+        sim.background_work = True  # IDLE but not fully idle: agy still works, the run is not over
+        assert await read_run(sim, source) is False and source.run.running
