@@ -77,7 +77,7 @@ async def test_the_web_card_shows_the_command_exactly(omni: Omnigent) -> None:
             buttons = [b.strip() for b in await card.locator("button").all_inner_texts()]
             assert COMMAND in text, text
             assert "\\" not in text, text  # nothing escaped for the chat shows on the web
-            assert buttons == ["Allow once", "Deny"], buttons
+            assert buttons[0] == "Allow once" and buttons[-1] == "Deny", buttons
             # the chat's field (printed as rich markup) carries the escaped text; the web never shows it
             assert "pip install -e '.\\[test]'" in pending["params"]["content_preview"]
             await card.get_by_role("button", name="Allow once").click()
@@ -85,3 +85,44 @@ async def test_the_web_card_shows_the_command_exactly(omni: Omnigent) -> None:
         assert run["status"] == "CORTEX_STEP_STATUS_DONE"
         assert run["completedInteractions"][-1]["response"]["permission"] == {"allow": True}
         assert [c for c, _cwd in sim.executed] == [COMMAND]
+
+
+SCOPED_CHOICES = [
+    ("Allow once", {"allow": True}),
+    (
+        "Allow for this conversation: commands that start with 'ls'",
+        {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"},
+    ),
+    ("Always allow: commands that start with 'ls'", {"allow": True, "scope": "PERMISSION_SCOPE_GLOBAL"}),
+    ("Deny", {"allow": False}),
+]
+
+
+@pytest.mark.parametrize(("label", "sent"), SCOPED_CHOICES, ids=["once", "conversation", "global", "deny"])
+async def test_each_choice_clicked_on_the_web_card_reaches_agy_as_that_scope(
+    omni: Omnigent, label: str, sent: dict[str, Any]
+) -> None:
+    """issue 34: the card offers each of the gate's scopes, labelled by the core (agy's pattern
+    verbatim), and nothing else: omnigent's own "Allow commands starting with ls for this session"
+    (which acted as allow once) is gone. What agy received is exactly the clicked choice."""
+    async with mirrored(omni) as (sid, sim, session):
+        await session.send("run: ls -la")
+        await omni.wait_pending(sid, timeout=WAIT)
+        async with browser_page(f"{omni.base_url}/c/{sid}") as page:
+            card = await card_of(page)
+            buttons = [b.strip() for b in await card.locator("button").all_inner_texts()]
+            assert buttons == [choice for choice, _ in SCOPED_CHOICES], buttons
+            assert "for this session" not in await card.inner_text()
+            await card.get_by_role("button", name=label, exact=True).click()
+            run = await ran(sim)
+        [(_cascade, received)] = sim.received
+        assert received["permission"] == sent
+        recorded = {k: v for k, v in sent.items() if v}  # proto-JSON: a false allow is left out
+        assert run["completedInteractions"][-1]["response"]["permission"] == recorded
+        assert [c for c, _ in sim.executed] == ([] if label == "Deny" else ["ls -la"])
+        if label.startswith("Allow for this conversation"):
+            # the grant is agy's: the next identical request runs with no card at all
+            await session.send("run: ls src")
+            await ran(sim, 2)
+            assert [c for c, _ in sim.executed] == ["ls -la", "ls src"]
+            assert len(sim.received) == 1 and await omni.pending(sid) == []

@@ -119,7 +119,7 @@ def test_gate_params_render_the_web_uis_cards() -> None:
     }
     p = gate_params(PERMISSION_GATE)
     assert (p["phase"], p["command"], p["cwd"]) == ("agy_permission", "git status", "/repo")
-    assert p["message"] == "Antigravity wants to run: git status (in /repo)"
+    assert p["message"] == "agy asks to run `git status` in /repo"  # core.kinds.describe
     assert gate_params(PERMISSION_GATE) == p  # deterministic: omnigent matches re-POSTs by them
 
 
@@ -142,7 +142,7 @@ def test_the_card_shows_every_character_and_the_whole_command() -> None:
     assert p["command"] == "rm -rf ~/work\\u200d #\n⋯ 29 blank lines ⋯\nls [red]x[/red]\\U000e0041"
     # markup-like text: the message (both media) points below; the web's field carries the exact text,
     # the chat's (printed as rich markup) the escaped text
-    assert p["message"] == "Antigravity wants to run the command shown below"
+    assert p["message"] == "agy asks for permission: the request is shown below"
     assert "rm -rf ~/work\\u200d #⏎⋯ 29 blank lines ⋯⏎ls [red]x[/red]\\U000e0041" in p["action_description"]
     assert "ls \\[red]x\\[/red]\\U000e0041" in p["content_preview"]
     assert "[red]" not in p["content_preview"].replace("\\[red]", "")
@@ -191,7 +191,7 @@ def test_markup_like_text_is_exact_on_the_web_and_escaped_for_the_chat() -> None
     assert not any("\\" in text for text in web)
     assert p["content_preview"].startswith("pip install -e '.\\[test]' (in /repo) · y = Allow once, n = Deny")
     plain = gate_params(PERMISSION_GATE)  # no markup-like text: the message carries it to both
-    assert plain["message"] == "Antigravity wants to run: git status (in /repo)"
+    assert plain["message"] == "agy asks to run `git status` in /repo"
     assert "action_description" not in plain
 
 
@@ -316,3 +316,47 @@ def test_ambiguous_answers_are_refused(gate: Any, result: dict[str, Any]) -> Non
 def test_a_body_that_is_no_verdict_is_a_protocol_error(result: Any) -> None:
     with pytest.raises(OmnigentProtocolError):
         answer_from_result(PERMISSION_GATE, result)
+
+
+SCOPED = PERMISSION_GATE.model_copy(
+    update={
+        "interaction": "permission",
+        "scopes": ("once", "conversation", "global"),
+        "permission": PERMISSION_GATE.permission.model_copy(  # type: ignore[union-attr]
+            update={
+                "persist_suggestion_type": "PERSIST_SUGGESTION_TYPE_SUGGESTED",
+                "suggested_persist_pattern": "git",
+            }
+        ),
+    }
+)
+
+
+def test_each_scope_the_gate_lists_is_a_labelled_choice_read_back_as_that_scope() -> None:
+    """issue 34: one button per ``gate.scopes`` entry, labelled by the core; "Allow once" first (the
+    chat's ``y``), Deny last; each label reads back as exactly that answer."""
+    enum = gate_params(SCOPED)["requestedSchema"]["properties"]["answer"]["enum"]
+    assert enum == [
+        "Allow once",
+        "Allow for this conversation: commands that start with 'git'",
+        "Always allow: commands that start with 'git'",
+        "Deny",
+    ]
+    scopes = [answer_from_result(SCOPED, {"action": "accept", "content": {"answer": e}}) for e in enum]
+    assert [(a.allow, a.scope) for a in scopes] == [
+        (True, None),
+        (True, "conversation"),
+        (True, "global"),
+        (False, None),
+    ]
+    assert "2 more choices on omnigent's web card" in gate_params(SCOPED)["content_preview"]
+
+
+def test_a_scope_the_gate_does_not_list_is_neither_shown_nor_accepted() -> None:
+    once_only = SCOPED.model_copy(update={"scopes": ("once",)})
+    assert gate_params(once_only)["requestedSchema"]["properties"]["answer"]["enum"] == ["Allow once", "Deny"]
+    for label in ("Allow for this conversation: commands that start with 'git'", "Allow in this workspace"):
+        with pytest.raises(AnswerError):
+            answer_from_result(once_only, {"action": "accept", "content": {"answer": label}})
+    with pytest.raises(AnswerError):  # the text form too: parse_answer checks gate.scopes
+        answer_from_result(once_only, {"action": "accept", "content": {"answer": "allow conversation"}})

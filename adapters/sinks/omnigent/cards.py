@@ -33,19 +33,20 @@ Nothing else is offered: omnigent's own agy buttons (``always_allow_pattern``) a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from rich.markup import escape as escape_markup
 
 from agy_harness.core.display import command_view, one_line
+from agy_harness.core.kinds import describe
+from agy_harness.core.scopes import SCOPES, Scope, scope_label
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
 COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
 REQUEST_CHARS = 2000  # the request on one line holds this much before it is cut (with a marker)
-ALLOW_ONCE = "Allow once"
 DENY = "Deny"
-POINTER = "Antigravity wants to run the command shown below"
+POINTER = "agy asks for permission: the request is shown below"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,32 +55,16 @@ class Choice:
     answer: GateAnswer
 
 
-def _scopes(gate: GateOpened) -> tuple[str, ...]:
-    return tuple(getattr(gate, "scopes", ()) or ())
-
-
-def _scope_label(gate: GateOpened, scope: str) -> str:
-    try:
-        from agy_harness.core.scopes import scope_label  # the gates API (issue 34)
-    except ImportError:  # pragma: no cover - before the gates API: only "once" is offered
-        return ALLOW_ONCE if scope == "once" else scope
-    return scope_label(gate, scope)
-
-
 def choices(gate: GateOpened) -> tuple[Choice, ...]:
     """The card's choices in display order: "Allow once" first (what the chat's ``y`` picks), each
     lasting scope of ``gate.scopes``, then Deny. Labels are unique (a label read back names one)."""
-    once = Choice(ALLOW_ONCE, GateAnswer(allow=True))
     out: list[Choice] = []
-    scopes = _scopes(gate)
-    if not scopes or "once" in scopes:
-        out.append(once)
-    for scope in scopes:
-        if scope == "once":
-            continue
-        label = _scope_label(gate, scope)
-        if label and label not in (c.label for c in out) and label != DENY:
-            out.append(Choice(label, GateAnswer(allow=True, scope=scope)))  # type: ignore[call-arg]
+    if not gate.scopes or "once" in gate.scopes:
+        out.append(Choice(scope_label(gate, "once"), GateAnswer(allow=True)))
+    for scope in gate.scopes:
+        label = scope_label(gate, scope)
+        if scope in SCOPES and scope != "once" and label not in (c.label for c in out) and label != DENY:
+            out.append(Choice(label, GateAnswer(allow=True, scope=cast(Scope, scope))))
     out.append(Choice(DENY, GateAnswer(allow=False)))
     return tuple(out)
 
@@ -95,9 +80,9 @@ def markup_neutral(text: str) -> bool:
     return escape_markup(text) == text
 
 
-def request_line(gate: GateOpened) -> str:
-    """The request on one line by the rendering rule: the command (or agy's description) and its
-    directory."""
+def request_line(gate: GateOpened) -> tuple[str, str]:
+    """The request on one line by the rendering rule: what (the command, else agy's description)
+    and where (`` (in <cwd>)``)."""
     p = gate.permission
     command = (p.command_line or p.target) if p else ""
     if command:
@@ -105,18 +90,20 @@ def request_line(gate: GateOpened) -> str:
     else:
         what = one_line((p.description if p else "") or gate.tool_name or "an action")
     where = f" (in {one_line(p.cwd)})" if p and p.cwd else ""
-    return f"{what}{where}"
+    return what, where
 
 
 def permission_fields(gate: GateOpened) -> dict[str, Any]:
     """The card's text fields (see the module doc) and its choices as ``requestedSchema``."""
     p = gate.permission
-    request = request_line(gate)
-    exact = f"Antigravity wants to run: {request}"
-    shared = markup_neutral(exact)
+    what, where = request_line(gate)
+    named = gate if gate.interaction else gate.model_copy(update={"interaction": "permission"})
+    head = describe(named)  # the kind's named card text ("agy asks to run `ls -la` in ~/proj")
+    message = head if markup_neutral(head) else POINTER
+    whole = message != POINTER and what in message  # the message already holds the whole request
     described = one_line(p.description) if p and p.description else ""
-    web = [] if shared else [request]
-    if described and (not shared or described not in request):
+    web = [] if whole else [what + where]
+    if described and described not in message:
         web.append(f"agy: {described}")
     picks = choices(gate)
     others = len(picks) - 2
@@ -124,8 +111,8 @@ def permission_fields(gate: GateOpened) -> dict[str, Any]:
         f"; {others} more choice{'s' if others != 1 else ''} on omnigent's web card" if others > 0 else ""
     )
     fields: dict[str, Any] = {
-        "message": exact if shared else POINTER,
-        "content_preview": escape_markup(("" if shared else f"{request} · ") + legend),
+        "message": message,
+        "content_preview": escape_markup(("" if whole else f"{what}{where} · ") + legend),
         "requestedSchema": {
             "type": "object",
             "properties": {

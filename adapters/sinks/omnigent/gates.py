@@ -37,11 +37,12 @@ from rich.markup import escape as escape_markup
 
 from agy_harness.core.answers import AnswerError, fold, match_option, parse_answer, texts
 from agy_harness.core.display import command_view, one_line, visible
+from agy_harness.core.kinds import describe
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
-from .cards import COMMAND_LINES, choice_for, permission_fields
+from .cards import COMMAND_LINES, choice_for, markup_neutral, permission_fields
 
 ELICITATION_PREFIX = "elicit_agy_"
 PERMISSION_KEYS = ("allow", "approve", "answer", "0")
@@ -108,16 +109,17 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
             params["cwd"] = visible(p.cwd)
         return params
     if gate.kind == "other" or not gate.answerable:
-        what = _shown(gate.interaction or "an interaction")
-        if gate.tool_name:
-            what += f" ({_shown(gate.tool_name)})"
+        head = describe(gate)  # the kind's named card ("agy asks to open https://… in a browser — ...")
+        if "agy's terminal" not in head:
+            head += " — answer in agy's terminal"
+        text = f"{head} (it cannot be answered from omnigent). This card goes away when agy moves on."
         return {
             **common,
-            "message": f"agy is waiting in its own terminal for {what}: answer it in agy's terminal "
-            "(it cannot be answered from omnigent). This card goes away when agy moves on.",
+            # one field for both media: exact where markup escaping leaves it unchanged (cards.py)
+            "message": text if markup_neutral(text) else escape_markup(text),
             "phase": "agy_terminal_only",
             "policy_name": policy_name(gate),
-            "content_preview": f"answer in agy's terminal: {what}",
+            "content_preview": escape_markup(f"answer in agy's terminal: {head}"),
         }
     questions = [
         {
