@@ -160,7 +160,7 @@ def test_omnigents_own_agy_buttons_are_never_asked_for_nor_accepted() -> None:
     gate = PERMISSION_GATE.model_copy(update={"permission": offered})
     assert "always_allow_pattern" not in gate_params(gate)
     for persist in ("session", "always", "forever"):
-        with pytest.raises(AnswerError, match="_meta.persist"):
+        with pytest.raises(AnswerError, match=r"_meta\.persist"):
             answer_from_result(gate, {"action": "accept", "_meta": {"persist": persist}})
     assert answer_from_result(gate, {"action": "decline", "_meta": {"persist": "always"}}).allow is False
     denied = answer_from_result(gate, {"action": "accept", "content": {"answer": "no: use git stash"}})
