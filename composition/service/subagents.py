@@ -62,6 +62,7 @@ class SubagentMirrors:
         self.reconcilers: dict[str, Reconciler] = {}  # a mirror's reconciler, kept across restarts
         self._idle: dict[str, int] = {}  # consecutive listings that show the child idle
         self._links: dict[str, str] = {}  # child -> the parent's call that started it
+        self.set_aside: set[str] = set()  # children whose start the sink refused: never read
         # (call_id, output) of the latest sub-agent tool calls: a child is listed soon after its call
         self._results: deque[tuple[str, str]] = deque(maxlen=SUBAGENT_RESULTS_KEPT)
         self._delivered = asyncio.Event()  # something of ours was delivered (a result may name a child)
@@ -102,6 +103,8 @@ class SubagentMirrors:
         cascade_id = self.conversation.cascade_id
         for s in summaries:
             if not (is_child(s) and cascade_id in (s.parent_id, s.root_id)):
+                continue
+            if s.cascade_id in self.set_aside:
                 continue
             task = self.children.get(s.cascade_id)
             if task is None or (task.done() and not s.status.endswith("IDLE")):  # new, or working again
@@ -209,18 +212,19 @@ class SubagentMirrors:
         if child not in self._links:
             call_id, spec = await self._spawner(child)
             self._links[child] = call_id
-            await self.emitter.emit(
-                [
-                    SubagentStarted(
-                        id=f"{cascade_id}/subagent/{child}",
-                        cascade_id=cascade_id,
-                        child_cascade_id=child,
-                        parent_call_id=call_id,
-                        role=spec.role,
-                        agent_type=spec.agent_type,
-                    )
-                ]
+            start = SubagentStarted(
+                id=f"{cascade_id}/subagent/{child}",
+                cascade_id=cascade_id,
+                child_cascade_id=child,
+                parent_call_id=call_id,
+                role=spec.role,
+                agent_type=spec.agent_type,
             )
+            await self.emitter.emit([start])
+            if start.id in self.emitter.stats.quarantined:  # the sink refused it: set aside, unread
+                self.set_aside.add(child)
+                log.warning("sub-agent %s: the event sink refused its start; it is not read", child)
+                return
         reconciler = self.reconcilers.setdefault(child, Reconciler(child))
         if self.source is not None and await self._stream(child, reconciler):
             return  # agy ended the child's stream with a clean trailer: it is done

@@ -119,7 +119,7 @@ def test_gate_params_render_the_web_uis_cards() -> None:
     }
     p = gate_params(PERMISSION_GATE)
     assert (p["phase"], p["command"], p["cwd"]) == ("agy_permission", "git status", "/repo")
-    assert p["message"] == "Antigravity wants to run: git status (in /repo)"
+    assert p["message"] == "agy asks to run `git status` in /repo"  # core.kinds.describe
     assert gate_params(PERMISSION_GATE) == p  # deterministic: omnigent matches re-POSTs by them
 
 
@@ -140,11 +140,17 @@ def test_the_card_shows_every_character_and_the_whole_command() -> None:
     )
     p = gate_params(PERMISSION_GATE.model_copy(update={"permission": hidden}))
     assert p["command"] == "rm -rf ~/work\\u200d #\n⋯ 29 blank lines ⋯\nls [red]x[/red]\\U000e0041"
-    assert "rm -rf ~/work" in p["message"] and "29 blank lines" in p["message"]
-    assert "\\[red]" in p["message"]  # omnigent's chat prints the message as rich markup
+    # markup-like text: the message (both media) points below; the web's field carries the exact text,
+    # the chat's (printed as rich markup) the escaped text
+    assert p["message"] == "agy asks for permission: the request is shown below"
+    assert "rm -rf ~/work\\u200d #⏎⋯ 29 blank lines ⋯⏎ls [red]x[/red]\\U000e0041" in p["action_description"]
+    assert "ls \\[red]x\\[/red]\\U000e0041" in p["content_preview"]
+    assert "[red]" not in p["content_preview"].replace("\\[red]", "")
 
 
-def test_agys_own_allow_always_is_offered_for_its_pattern_only() -> None:
+def test_omnigents_own_agy_buttons_are_never_asked_for_nor_accepted() -> None:
+    """omnigent's "Allow commands starting with <pattern> for this session" acted as allow once: the
+    card never asks for it (no ``always_allow_pattern``), and its ``_meta.persist`` is refused."""
     offered = PERMISSION_GATE.permission.model_copy(  # type: ignore[union-attr]
         update={
             "persist_suggestion_type": "PERSIST_SUGGESTION_TYPE_SUGGESTED",
@@ -152,16 +158,41 @@ def test_agys_own_allow_always_is_offered_for_its_pattern_only() -> None:
         }
     )
     gate = PERMISSION_GATE.model_copy(update={"permission": offered})
-    assert gate_params(gate)["always_allow_pattern"] == "git"
-    assert "always_allow_pattern" not in gate_params(PERMISSION_GATE)
-    assert (
-        answer_from_result(gate, {"action": "accept", "_meta": {"persist": "session"}}).persist == "session"
-    )
-    assert answer_from_result(gate, {"action": "accept", "_meta": {"persist": "always"}}).persist == "always"
-    assert answer_from_result(gate, {"action": "accept", "_meta": {"persist": "forever"}}).persist is None
-    assert answer_from_result(gate, {"action": "decline", "_meta": {"persist": "always"}}).persist is None
+    assert "always_allow_pattern" not in gate_params(gate)
+    for persist in ("session", "always", "forever"):
+        with pytest.raises(AnswerError, match=r"_meta\.persist"):
+            answer_from_result(gate, {"action": "accept", "_meta": {"persist": persist}})
+    assert answer_from_result(gate, {"action": "decline", "_meta": {"persist": "always"}}).allow is False
     denied = answer_from_result(gate, {"action": "accept", "content": {"answer": "no: use git stash"}})
     assert (denied.allow, denied.deny_reason) == (False, "use git stash")
+
+
+def test_the_card_offers_its_choices_as_buttons_and_reads_each_back() -> None:
+    """The web card's buttons are the enum of its one ``answer`` field; the chat's ``y`` fills in the
+    first, which is "Allow once"."""
+    p = gate_params(PERMISSION_GATE)
+    assert p["requestedSchema"]["properties"]["answer"]["enum"] == ["Allow once", "Deny"]
+    assert list(p["requestedSchema"]["properties"]) == ["answer"]
+    once = answer_from_result(PERMISSION_GATE, {"action": "accept", "content": {"answer": "Allow once"}})
+    assert once.allow is True and once.persist is None
+    deny = answer_from_result(PERMISSION_GATE, {"action": "accept", "content": {"answer": "Deny"}})
+    assert deny.allow is False
+
+
+def test_markup_like_text_is_exact_on_the_web_and_escaped_for_the_chat() -> None:
+    """issue 40: ``pip install -e '.[test]'`` read ``.\\[test]`` on omnigent's web card."""
+    command = PERMISSION_GATE.permission.model_copy(  # type: ignore[union-attr]
+        update={"command_line": "pip install -e '.[test]'", "description": "Installing [dev] deps"}
+    )
+    p = gate_params(PERMISSION_GATE.model_copy(update={"permission": command}))
+    web = [p["message"], p["action_description"]]  # what the web card shows as text
+    assert "pip install -e '.[test]' (in /repo)" in p["action_description"]
+    assert "agy: Installing [dev] deps" in p["action_description"]
+    assert not any("\\" in text for text in web)
+    assert p["content_preview"].startswith("pip install -e '.\\[test]' (in /repo) · y = Allow once, n = Deny")
+    plain = gate_params(PERMISSION_GATE)  # no markup-like text: the message carries it to both
+    assert plain["message"] == "agy asks to run `git status` in /repo"
+    assert "action_description" not in plain
 
 
 def test_the_terminal_form_shows_agys_text_by_the_rendering_rule() -> None:
@@ -247,7 +278,7 @@ def test_question_answers_from_the_web_form(result: dict[str, Any], answer: Gate
     [
         ({"action": "accept"}, True),  # the card's Approve
         ({"action": "accept", "content": {}}, True),
-        ({"action": "accept", "_meta": {"persist": "session"}}, True),
+        ({"action": "accept", "content": {"answer": "Allow once"}}, True),
         ({"action": "accept", "content": {"allow": False}}, False),
         ({"action": "accept", "content": {"0": "deny"}}, False),
         ({"action": "decline"}, False),  # the card's Reject
@@ -285,3 +316,47 @@ def test_ambiguous_answers_are_refused(gate: Any, result: dict[str, Any]) -> Non
 def test_a_body_that_is_no_verdict_is_a_protocol_error(result: Any) -> None:
     with pytest.raises(OmnigentProtocolError):
         answer_from_result(PERMISSION_GATE, result)
+
+
+SCOPED = PERMISSION_GATE.model_copy(
+    update={
+        "interaction": "permission",
+        "scopes": ("once", "conversation", "global"),
+        "permission": PERMISSION_GATE.permission.model_copy(  # type: ignore[union-attr]
+            update={
+                "persist_suggestion_type": "PERSIST_SUGGESTION_TYPE_SUGGESTED",
+                "suggested_persist_pattern": "git",
+            }
+        ),
+    }
+)
+
+
+def test_each_scope_the_gate_lists_is_a_labelled_choice_read_back_as_that_scope() -> None:
+    """issue 34: one button per ``gate.scopes`` entry, labelled by the core; "Allow once" first (the
+    chat's ``y``), Deny last; each label reads back as exactly that answer."""
+    enum = gate_params(SCOPED)["requestedSchema"]["properties"]["answer"]["enum"]
+    assert enum == [
+        "Allow once",
+        "Allow for this conversation: commands that start with 'git'",
+        "Always allow: commands that start with 'git'",
+        "Deny",
+    ]
+    scopes = [answer_from_result(SCOPED, {"action": "accept", "content": {"answer": e}}) for e in enum]
+    assert [(a.allow, a.scope) for a in scopes] == [
+        (True, None),
+        (True, "conversation"),
+        (True, "global"),
+        (False, None),
+    ]
+    assert "2 more choices on omnigent's web card" in gate_params(SCOPED)["content_preview"]
+
+
+def test_a_scope_the_gate_does_not_list_is_neither_shown_nor_accepted() -> None:
+    once_only = SCOPED.model_copy(update={"scopes": ("once",)})
+    assert gate_params(once_only)["requestedSchema"]["properties"]["answer"]["enum"] == ["Allow once", "Deny"]
+    for label in ("Allow for this conversation: commands that start with 'git'", "Allow in this workspace"):
+        with pytest.raises(AnswerError):
+            answer_from_result(once_only, {"action": "accept", "content": {"answer": label}})
+    with pytest.raises(AnswerError):  # the text form too: parse_answer checks gate.scopes
+        answer_from_result(once_only, {"action": "accept", "content": {"answer": "allow conversation"}})

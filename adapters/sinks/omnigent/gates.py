@@ -7,19 +7,18 @@
 * :func:`gate_params`: what omnigent's web UI renders (``omnigent/server/routes/_antigravity_elicitation.py``
   builds the same for its own agy harness): a question gate as the interactive AskUserQuestion form
   (``ask_user_question.questions[i] = {id: "<i>", question, options: [{label}], multiSelect}``, every
-  question also takes free text); a permission gate as the agy command card (``phase``
-  ``agy_permission``, ``message``, ``command``, ``cwd``, ``action_description``, and
-  ``always_allow_pattern`` where agy offers its own "allow always"). agy's text is shown by the core's
-  one rendering rule (:mod:`agy_harness.core.display`). Each request goes out under its own
+  question also takes free text); a permission gate as the agy card of :mod:`.cards` (``phase``
+  ``agy_permission``, each field in the medium that shows it, one button per labelled choice). agy's
+  text is shown by the core's one rendering rule (:mod:`agy_harness.core.display`). Each request goes out under its own
   ``policy_name`` (:func:`policy_name`): omnigent's chat remembers "approve always" per policy name.
 * :func:`answer_from_result`: omnigent's ``ElicitationResult`` ``{action, content}`` -> the core's
   fail-closed :func:`~agy_harness.core.answers.parse_answer`. The shapes read:
 
   - ``decline`` / ``cancel``: refuse (a permission is denied, a question skipped);
-  - permission, ``accept``: no content (the card's Approve button) allows; ``content`` of one
-    ``allow``/``approve``/``answer``/``"0"`` key is read by ``parse_answer`` (``{"allow": false}`` denies,
-    ``{"answer": "no: <reason>"}`` denies and tells agy why); ``_meta.persist`` ``session``/``always``
-    (the card's "allow <pattern>" buttons) is agy's own "allow always" (typed into agy's menu);
+  - permission, ``accept``: no content allows once; ``{"answer": "<a choice's label>"}`` (the card's
+    buttons) is that choice; other ``content`` of one ``allow``/``approve``/``answer``/``"0"`` key is
+    read by ``parse_answer`` (``{"allow": false}`` denies, ``{"answer": "no: <reason>"}`` denies and
+    tells agy why); ``_meta.persist`` (omnigent's own agy buttons, never offered here) is refused;
   - question, ``accept``: the web form's ``content = {"0": "<label>", "1": ["<label>", "<free text>"]}``
     (keyed by question index, also accepted: the question's text); values are option labels, option ids
     or free text (the write-in), a list for a multi-select.
@@ -32,20 +31,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from rich.markup import escape as escape_markup
 
 from agy_harness.core.answers import AnswerError, fold, match_option, parse_answer, texts
 from agy_harness.core.display import command_view, one_line, visible
-from agy_harness.core.tui_keys import persist_offered
+from agy_harness.core.kinds import describe
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
+from .cards import COMMAND_LINES, choice_for, markup_neutral, permission_fields
+
 ELICITATION_PREFIX = "elicit_agy_"
-COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
-MESSAGE_CHARS = 400  # the message (what omnigent's chat prints) holds the command on one line up to this
 PERMISSION_KEYS = ("allow", "approve", "answer", "0")
 
 
@@ -91,44 +90,36 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
         "agy_gate_id": gate.gate_id,
         "agy_cascade_id": gate.cascade_id,
     }
-    if gate.kind == "permission":
+    if gate.kind == "permission" and gate.answerable:
         p = gate.permission
-        command = _command(gate)
-        if command:
-            what = escape_markup(command_view(command, COMMAND_LINES).title(MESSAGE_CHARS))
-        else:
-            what = _shown((p.description if p else "") or gate.tool_name or "an action")
-        where = f" (in {_shown(p.cwd)})" if p and p.cwd else ""
         params = {
             **common,
-            "message": f"Antigravity wants to run: {what}{where}",
             "phase": "agy_permission",
             "policy_name": policy_name(gate),
             "permission_spec": {
                 "resource": {"action": p.action if p else "", "target": p.target if p else ""},
                 "actionDescription": p.description if p else "",
             },
+            **permission_fields(gate),  # message, action_description, content_preview, the choices
         }
-        if command:  # the web card's command block: every line, by the same rendering rule
+        command = _command(gate)
+        if command:  # the whole command, every line, by the rendering rule (for API readers)
             params["command"] = "\n".join(command_view(command, COMMAND_LINES).lines)
         if p and p.cwd:
             params["cwd"] = visible(p.cwd)
-        if p and p.description:
-            params["action_description"] = visible(p.description)
-        if persist_offered(gate) and p is not None:  # agy's own "allow always", for agy's own pattern
-            params["always_allow_pattern"] = visible(p.suggested_persist_pattern)
         return params
     if gate.kind == "other" or not gate.answerable:
-        what = _shown(gate.interaction or "an interaction")
-        if gate.tool_name:
-            what += f" ({_shown(gate.tool_name)})"
+        head = describe(gate)  # the kind's named card ("agy asks to open https://… in a browser — ...")
+        if "agy's terminal" not in head:
+            head += " — answer in agy's terminal"
+        text = f"{head} (it cannot be answered from omnigent). This card goes away when agy moves on."
         return {
             **common,
-            "message": f"agy is waiting in its own terminal for {what}: answer it in agy's terminal "
-            "(it cannot be answered from omnigent). This card goes away when agy moves on.",
+            # one field for both media: exact where markup escaping leaves it unchanged (cards.py)
+            "message": text if markup_neutral(text) else escape_markup(text),
             "phase": "agy_terminal_only",
             "policy_name": policy_name(gate),
-            "content_preview": f"answer in agy's terminal: {what}",
+            "content_preview": escape_markup(f"answer in agy's terminal: {head}"),
         }
     questions = [
         {
@@ -242,25 +233,23 @@ def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswe
 
 def _permission_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
     if not content:
-        return parse_answer(gate, True)  # the card's Approve: an explicit accept without a form
+        return parse_answer(gate, True)  # an explicit accept without a form: allow once
     if len(content) != 1:
         raise AnswerError(f"a permission answer has one allow/deny value, got {sorted(content)}")
     ((key, value),) = content.items()
     if fold(key) not in PERMISSION_KEYS:
         raise AnswerError(f"a permission answer is keyed {PERMISSION_KEYS}, got {key!r}")
+    picked = choice_for(gate, value) if isinstance(value, str) else None
+    if picked is not None:  # one of the card's labelled choices, exactly as the card offered it
+        return parse_answer(gate, picked.answer)
     return parse_answer(gate, value)
 
 
-def _persist(result: Mapping[str, Any]) -> Literal["session", "always"] | None:
-    """The web card's "allow <pattern> for this session" / "always allow <pattern>": ``_meta.persist``
-    (omnigent's ``ElicitationResult.meta``). Anything else is no persistence (an allow once)."""
+def _persist(result: Mapping[str, Any]) -> object:
+    """omnigent's own agy buttons' ``_meta.persist`` (``session`` / ``always``): never offered on this
+    harness's cards (their labels promise what agy's pane, not the harness, would keep)."""
     meta = result.get("_meta", result.get("meta"))
-    persist = meta.get("persist") if isinstance(meta, Mapping) else None
-    if persist == "session":
-        return "session"
-    if persist == "always":
-        return "always"
-    return None
+    return meta.get("persist") if isinstance(meta, Mapping) else None
 
 
 def answer_from_result(gate: GateOpened, result: Any) -> GateAnswer:
@@ -282,11 +271,13 @@ def answer_from_result(gate: GateOpened, result: Any) -> GateAnswer:
     if not isinstance(content, Mapping):
         raise AnswerError(f"the answer's content must be an object, got {type(content).__name__}")
     if gate.kind == "permission":
-        answer = _permission_content(gate, content)
         persist = _persist(result)
-        if persist and answer.allow:  # "allow always": read as such (a checked answer is never edited)
-            return parse_answer(gate, GateAnswer(allow=True, persist=persist))
-        return answer
+        if persist is not None:  # refused whatever it says: nothing this card offers sends it
+            raise AnswerError(
+                f"this card does not offer omnigent's {persist!r} allow (_meta.persist); "
+                "pick one of the card's choices"
+            )
+        return _permission_content(gate, content)
     if not content:
         raise AnswerError("the question was accepted without an answer")
     return _question_content(gate, content)

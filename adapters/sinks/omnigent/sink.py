@@ -6,12 +6,13 @@ queue on a lock). Runs of consecutive items for one session go out as one JSON a
 the bad body is skipped (items are idempotent, so re-sending the good ones stores nothing twice).
 ``deliver`` returns the accepted prefix; see :mod:`.transport` for what each HTTP answer means.
 
-Sub-agents: a SubagentStarted registers the child cascade with
-``external_antigravity_subagent_start`` (idempotent per cascade on omnigent's side) and the child's own
-events go to the child session it answers with. An event of a cascade the sink has not seen start
-(after a restart) registers it the same way. A registration omnigent refuses for good (a 4xx) raises
-:class:`~agy_harness.ports.protocols.EventRefused` for the SubagentStarted and each event of that
-child: the harness quarantines them with a notice (transient failures are retried). A child session has no omnigent runner, so its terminal
+Sub-agents (:mod:`.children`): a SubagentStarted registers the child cascade with
+``external_antigravity_subagent_start`` and the child's own events go to the child session it answers
+with; one child per sub-agent, found again by its cascade label after a restart. A registration
+omnigent refuses for good (a 4xx), or answers only with 5xx for ``poison_after`` bounded deliveries
+while it takes other requests, raises :class:`~agy_harness.ports.protocols.EventRefused`: the harness
+sets the SubagentStarted aside with a notice and stops reading that sub-agent, and the rest flows. A
+child session has no omnigent runner, so its terminal
 status cannot be ``external_session_status`` idle/failed (omnigent answers 503 "runner unavailable"
 after having applied it): a child's idle is ``subagent.status {idle: true}``, its failure an error item
 followed by that idle.
@@ -56,13 +57,14 @@ from agy_harness.ports.events import (
 )
 from agy_harness.ports.protocols import Clock, EventRefused, ModelCatalog
 
+from .children import POISON_AFTER, Children
 from .hook import HOOK_NAME, GateAsks
-from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock, log
+from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock
 from .usage import UsageFloors
-from .wire import FAILED_TEXT, ITEM, Wire, source_id, subagent_data, to_wire
+from .wire import FAILED_TEXT, ITEM, Wire, source_id, to_wire
 
 
-class OmnigentSink(GateAsks):
+class OmnigentSink(Children, GateAsks):
     """An :class:`~agy_harness.ports.protocols.EventSink` posting to omnigent 0.19.1 (see the module doc).
 
     ``client`` is used as given (and not closed); without one the sink owns one (``aclose`` / ``async
@@ -90,6 +92,7 @@ class OmnigentSink(GateAsks):
         model_catalog: ModelCatalog | None = None,
         batch_size: int = 100,
         session_status: bool = True,
+        poison_after: int = POISON_AFTER,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.session_id = session_id
@@ -98,6 +101,7 @@ class OmnigentSink(GateAsks):
         self.stats = OmnigentStats()
         self.batch_size = max(1, min(100, batch_size))
         self.session_status = session_status
+        self.poison_after = max(1, poison_after)
         self.models = ModelNames(model_catalog)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(transport=BoundedTransport())
@@ -118,6 +122,7 @@ class OmnigentSink(GateAsks):
         self._main = cascade_id
         self._sessions: dict[str, str] = {}  # agy cascade -> omnigent session (the main one and children)
         self._refused: dict[str, str] = {}  # child cascades omnigent refused to register, and why
+        self._poison: dict[str, int] = {}  # child cascade -> deliveries of its registration: 5xx only
         self._resolved: set[str] = set()
         self._waiting: set[str] = set()  # gate ids whose ask set the session "waiting"
         self._asks = PendingAsks()
@@ -156,46 +161,6 @@ class OmnigentSink(GateAsks):
         await self.aclose()
 
     # -- routing: which omnigent session an event belongs to ------------------------------------
-
-    def child_session(self, cascade_id: str) -> str | None:
-        """The omnigent child session mirroring a sub-agent cascade, once registered."""
-        session = self._sessions.get(cascade_id)
-        return session if session != self.session_id else None
-
-    async def _session_for(self, cascade_id: str) -> str | None:
-        if self._main is None:
-            self._main = cascade_id
-        if cascade_id == self._main:
-            return self.session_id
-        known = self._sessions.get(cascade_id)
-        if known is not None:
-            return known
-        refused = self._refused.get(cascade_id)
-        if refused is not None:
-            raise EventRefused(refused)
-        # a cascade whose start this sink did not see (a restart): register it under the main session
-        start = SubagentStarted(
-            id=f"{cascade_id}/registered", cascade_id=self._main, child_cascade_id=cascade_id
-        )
-        return await self._register_child(
-            self.session_id, start, f"child cascade {cascade_id}"
-        )  # no role known
-
-    async def _register_child(self, parent: str, start: SubagentStarted, what: str) -> str | None:
-        child_cascade = start.child_cascade_id
-        body = {"type": "external_antigravity_subagent_start", "data": subagent_data(start)}
-        outcome, answer = await self._poster.post(self._events_url(parent), body, what)
-        if outcome == "rejected":  # for good: its events are quarantined by the harness, not retried
-            self._refused[child_cascade] = f"omnigent refused to register {what}: {str(answer)[:200]}"
-            raise EventRefused(self._refused[child_cascade])
-        child = answer.get("child_session_id") if isinstance(answer, dict) else None
-        if outcome != "ok" or not isinstance(child, str) or not child:
-            if outcome == "ok":
-                log.error("omnigent registered %s without a child_session_id: %r", what, answer)
-            return None
-        self._sessions[child_cascade] = child
-        self.stats.children += 1
-        return child
 
     # -- events ---------------------------------------------------------------------------------
 

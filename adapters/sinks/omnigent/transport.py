@@ -112,7 +112,8 @@ class Poster:
         self.rng = rng
 
     async def post(self, url: str, body: Any, what: str) -> tuple[Outcome, Any]:
-        """POST ``body``; the outcome and, for "ok", the decoded answer (None if not JSON)."""
+        """POST ``body``; the outcome and, for "ok", the decoded answer (None if not JSON); for
+        "timeout", the last failure (``"HTTP 503"``, ``"ConnectError: ..."``)."""
         deadline = self.clock.monotonic() + self.retry.deadline
         attempt = 0
         while True:
@@ -154,7 +155,7 @@ class Poster:
                     self.retry.deadline,
                     reason,
                 )
-                return "timeout", None
+                return "timeout", reason
             self.stats.retries += 1
             log.info("%s: %s; retrying in %.2fs", what, reason, delay)
             await self.clock.sleep(delay)

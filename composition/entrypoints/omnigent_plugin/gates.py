@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from agy_harness.adapters.sinks.omnigent.cards import markup_neutral
 from agy_harness.adapters.sinks.omnigent.gates import answer_from_result, gate_params
 from agy_harness.adapters.sinks.omnigent.gates import elicitation_id as _elicitation_id
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
@@ -37,8 +38,9 @@ def elicitation_params(gate: GateOpened, note: str = "", attempt: int = 0) -> di
     would approve it by itself, unseen, where "always" was answered (a card only agy's terminal can
     answer would come back forever), and the human would not see why it is asked again."""
     params = gate_params(gate)
-    if note:
-        params["message"] = f"{note}\n\n{params['message']}"
+    if note:  # the message is one field for omnigent's web UI (plain) and its chat (rich markup)
+        shown = note if markup_neutral(note) else "Your answer could not be read; nothing was sent to agy."
+        params["message"] = f"{shown}\n\n{params['message']}"
     if attempt:
         params["policy_name"] = f"{params['policy_name']}.retry{attempt}"
     return params

@@ -1,0 +1,145 @@
+"""A poison sub-agent and re-delivered sub-agent starts, against the REAL omnigent 0.19.1 server
+(issue 35 point 7).
+
+A fault-injecting proxy (an httpx transport in front of the real server, the sink's only way to it)
+answers every ``external_antigravity_subagent_start`` with a persistent 503 while omnigent takes
+every other body. The registration gets a bounded retry, is set aside with a notice, the sub-agent
+is not read, and the parent's later permission reaches the human. Re-delivering committed events
+(a restart) keeps omnigent's one child per sub-agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
+from agy_harness.composition.root.session import open_session
+from agy_harness.composition.service.conversation import HarnessOptions
+from agy_harness.ports.events import SubagentStarted
+from tests.real_omnigent import create_session
+
+from .helpers import Omnigent, Tee
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+WAIT = 60.0
+FAST = HarnessOptions(sink_retry=0.05, max_backoff=0.2)
+BOUNDED = RetryPolicy(initial=0.02, max_delay=0.1, deadline=0.5)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def omni(omnigent_server: str) -> AsyncIterator[Omnigent]:
+    client = Omnigent(omnigent_server)
+    yield client
+    await client.aclose()
+
+
+class PoisonProxy(httpx.AsyncBaseTransport):
+    """In front of the real server: a sub-agent registration gets 503, everything else goes through."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.poisoned = 0
+        self.passed = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and request.url.path.endswith("/events"):
+            body = await request.aread()
+            if b"external_antigravity_subagent_start" in body:
+                self.poisoned += 1
+                return httpx.Response(503, json={"error": "injected"}, request=request)
+        self.passed += 1
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def until(condition: Any, timeout: float = WAIT) -> None:
+    async with asyncio.timeout(timeout):
+        while not await condition():
+            await asyncio.sleep(0.05)
+
+
+async def test_a_poison_subagent_is_set_aside_and_the_parents_permission_is_shown(omni: Omnigent) -> None:
+    sid = await asyncio.to_thread(create_session, omni.base_url)
+    proxy = PoisonProxy()
+    async with (
+        httpx.AsyncClient(transport=proxy) as client,
+        Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim,
+        OmnigentSink(omni.base_url, sid, client=client, retry=BOUNDED, poison_after=2) as sink,
+    ):
+        tee = Tee(sink)
+        async with open_session(port=sim.port, cascade_id=sim.cascade_id, sink=tee, options=FAST) as session:
+            await session.send("start a subagent to review the code")
+
+            async def set_aside() -> bool:
+                return any(
+                    i.get("code") == "agy_harness_notice"
+                    and "/subagent/" in i.get("message", "")
+                    and "refused" in i.get("message", "")
+                    for i in await omni.items(sid)
+                )
+
+            await until(set_aside)  # the notice, in the parent session
+            await session.send("run: git status")  # the parent goes on: its permission is shown
+            card = await omni.wait_pending(sid, timeout=WAIT)
+            r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept"})
+            assert r.status_code == 202, r.text
+
+            async def ran() -> bool:
+                return any(c == "git status" for c, _ in sim.executed)
+
+            await until(ran)
+            poisoned = proxy.poisoned
+            await asyncio.sleep(1.0)  # bounded: nothing asks omnigent again for the set-aside child
+            assert proxy.poisoned == poisoned
+            children = [c for c in sim.cascade_ids() if c != sim.cascade_id]
+            assert children and not any(e.cascade_id in children for e in tee.accepted)  # never read
+            refusals = [
+                i["message"]
+                for i in await omni.items(sid)
+                if i.get("code") == "agy_harness_notice" and "refused" in i.get("message", "")
+            ]
+            assert len(refusals) == 1 and children[0] in refusals[0]  # one notice, none per child event
+            assert await omni.children(sid) == []
+    # bounded: two deliveries of at most a 0.5 s retry each (a handful of tries), never forever
+    assert 2 <= poisoned <= 40, poisoned
+
+
+async def test_re_delivered_committed_events_keep_one_child(omni: Omnigent) -> None:
+    sid = await asyncio.to_thread(create_session, omni.base_url)
+    async with Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim:
+        async with OmnigentSink(omni.base_url, sid, retry=BOUNDED) as sink:
+            tee = Tee(sink)
+            async with open_session(
+                port=sim.port, cascade_id=sim.cascade_id, sink=tee, options=FAST
+            ) as session:
+                await session.send("start a subagent to review the code")
+                children: list[str] = []
+
+                async def child_idle() -> bool:
+                    children[:] = [c for c in sim.cascade_ids() if c != sim.cascade_id]
+                    return bool(children) and any(
+                        e.type == "status" and getattr(e, "status", "") == "idle" and e.cascade_id in children
+                        for e in tee.accepted
+                    )
+
+                await until(child_idle)
+        (first,) = await omni.children(sid)
+        child_events = [e for e in tee.accepted if e.cascade_id in children]
+        start = next(e for e in tee.accepted if isinstance(e, SubagentStarted))
+        # a restart: a new sink gets the child's committed events again, its start already committed
+        async with OmnigentSink(omni.base_url, sid, retry=BOUNDED, cascade_id=sim.cascade_id) as again:
+            assert await again.deliver(child_events) == len(child_events)
+            assert await again.deliver([start]) == 1  # and the start itself, re-delivered
+            assert again.child_session(start.child_cascade_id) == first["id"]
+        rows = await omni.children(sid)
+        assert [r["id"] for r in rows] == [first["id"]], json.dumps(rows)[:500]
