@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from .cli_args import GATE_HELP, PANE, add_cascade, add_port, command
-from .errors import NO_TMUX_TURNS, UserFacingError, explain
+from .errors import NO_TMUX_TURNS, BadInput, explain
 
 log = logging.getLogger("agy_harness.attach")
 
@@ -27,27 +27,26 @@ async def run_attach(
     from agy_harness.adapters.sinks.terminal import TerminalSink
     from agy_harness.adapters.sinks.terminal_screen import logs_through
 
+    pane_pid = _pane(tmux_target) if tmux_target is not None else None  # before the screen is taken
+    if port is not None:
+        pane_pid = None  # the port names agy; the pane only takes the turns
     kb = keyboard if isinstance(keyboard, Keyboard) else Keyboard()
     terminal = TerminalSink(keyboard=kb)
     with logs_through(terminal.screen):
         try:
-            return await _attached(terminal, port=port, cascade_id=cascade_id, tmux_target=tmux_target)
+            return await _attached(
+                terminal, port=port, cascade_id=cascade_id, tmux_target=tmux_target, pane_pid=pane_pid
+            )
         finally:
             terminal.close()
 
 
 async def _attached(
-    terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None
+    terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None, pane_pid: int | None
 ) -> int:
-    from ..root.container import make_container, pane_process
+    from ..root.container import make_container
     from ..root.session import session_from
 
-    pane_pid = None
-    if tmux_target is not None and port is None:  # agy is in that pane: look for it there only
-        try:
-            pane_pid = pane_process(tmux_target)
-        except Exception as exc:
-            raise UserFacingError(f"no tmux pane {tmux_target}: {explain(exc)}") from exc
     container = make_container(
         port=port, cascade_id=cascade_id, pane_pid=pane_pid, sink=terminal, tmux_target=tmux_target
     )  # agy's version: asked of the agy that discovery binds
@@ -81,6 +80,24 @@ async def _attached(
                 except Exception as exc:  # the turn failed; the session goes on
                     log.debug("send failed", exc_info=True)
                     terminal.info(f"the turn was not sent: {explain(exc)}")
+
+
+def _pane(target: str) -> int:
+    """The process of tmux pane ``target``; a missing tmux or pane is bad input (exit 2), said once."""
+    import shutil
+
+    from ..root.container import pane_process
+
+    if shutil.which("tmux") is None:
+        raise BadInput(f"--tmux {target}: tmux is not installed here; install tmux, or leave out --tmux")
+    try:
+        return pane_process(target)
+    except Exception as exc:
+        log.debug("pane %s", target, exc_info=True)
+        raise BadInput(
+            f"--tmux {target}: no such tmux pane ({explain(exc).split(' (')[0]}); in agy's pane, "
+            "`tmux display -p '#{pane_id}'` prints its id"
+        ) from exc
 
 
 def _attach(args: argparse.Namespace) -> int:

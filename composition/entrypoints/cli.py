@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from . import last_resort
 from .cli_args import command, non_negative, positive
-from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, explain
+from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, BadInput, explain
 
 log = logging.getLogger("agy_harness.cli")
 
@@ -184,6 +184,7 @@ def _stop_on_signals() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _stop_on_signals()
+    args: argparse.Namespace | None = None
     try:
         try:
             args = parse(build_parser(), argv)
@@ -194,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         print("agy-harness: interrupted", file=sys.stderr)
         return 128 + exc.signum if isinstance(exc, Stopped) else EXIT_INTERRUPTED
+    except BadInput as exc:
+        log.debug("bad input", exc_info=True)
+        name = f"agy-harness {args.command}" if args is not None else "agy-harness"
+        print(f"{name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:
         log.debug("failed", exc_info=True)
         print(f"agy-harness: {explain(exc)}", file=sys.stderr)

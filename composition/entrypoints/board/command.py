@@ -67,10 +67,22 @@ def add_board_command(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("--webhook", default=None, metavar="URL", help="POST a notification here (default: off)")
     p.add_argument(
-        "--notify", default="gate,turn,failed", metavar="KINDS",
-        help="what the webhook is told: gate, turn, failed (default: %(default)s)",
+        "--notify", type=_kinds, default=None, metavar="KINDS",
+        help="with --webhook, what it is told: gate, turn, failed (default: gate,turn,failed)",
     )  # fmt: skip
     p.set_defaults(handler=run_board)
+
+
+def _kinds(text: str) -> str:
+    """``--notify``'s kinds, each one of gate, turn, failed (else argparse's usage error, exit 2)."""
+    known = ("gate", "turn", "failed")  # notify.KINDS (not imported: --help stays light)
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in known]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind(s) {', '.join(unknown) or repr(text)}; choose from {', '.join(known)} (comma-separated)"
+        )
+    return ",".join(kinds)
 
 
 def run_board(args: argparse.Namespace) -> int:
@@ -84,9 +96,17 @@ def run_board(args: argparse.Namespace) -> int:
     from .notify import Webhook
 
     webhook = None
+    if args.notify is not None and not args.webhook:
+        print(
+            f"agy-harness board: --notify {args.notify} tells a webhook: add --webhook URL, or leave out --notify",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if args.webhook:
         try:
-            webhook = Webhook(args.webhook, tuple(k for k in args.notify.split(",") if k))
+            webhook = Webhook(
+                args.webhook, tuple(k for k in (args.notify or "gate,turn,failed").split(",") if k)
+            )
         except ValueError as exc:
             print(f"agy-harness board: {exc}", file=sys.stderr)
             return EXIT_USAGE
