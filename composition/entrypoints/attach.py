@@ -21,8 +21,15 @@ HELP = "type a turn and Enter · /interrupt stops agy · /help · Ctrl-D detache
 
 
 async def run_attach(
-    *, cascade_id: str | None, port: int | None, tmux_target: str | None, keyboard: object = None
+    *,
+    cascade_id: str | None,
+    port: int | None,
+    tmux_target: str | None,
+    keyboard: object = None,
+    verbose: int = 0,
 ) -> int:
+    """Attach in this terminal. Log records reach the screen only with ``verbose`` (``-v``): agy going
+    away and coming back is one status line each (``session_from``'s ``presence``), not a log flood."""
     from agy_harness.adapters.sinks.keyboard import Keyboard
     from agy_harness.adapters.sinks.terminal import TerminalSink
     from agy_harness.adapters.sinks.terminal_screen import logs_through
@@ -32,7 +39,7 @@ async def run_attach(
         pane_pid = None  # the port names agy; the pane only takes the turns
     kb = keyboard if isinstance(keyboard, Keyboard) else Keyboard()
     terminal = TerminalSink(keyboard=kb)
-    with logs_through(terminal.screen):
+    with logs_through(terminal.screen, logging.NOTSET if verbose else logging.CRITICAL + 1):
         try:
             return await _attached(
                 terminal, port=port, cascade_id=cascade_id, tmux_target=tmux_target, pane_pid=pane_pid
@@ -50,7 +57,7 @@ async def _attached(
     container = make_container(
         port=port, cascade_id=cascade_id, pane_pid=pane_pid, sink=terminal, tmux_target=tmux_target
     )  # agy's version: asked of the agy that discovery binds
-    async with session_from(container) as session:
+    async with session_from(container, presence=terminal.info) as session:
         terminal.info(f"attached · {session.capabilities.describe()}")
         can_send = session.capabilities.rpc_turns or tmux_target is not None
         if not can_send:
@@ -101,7 +108,9 @@ def _pane(target: str) -> int:
 
 
 def _attach(args: argparse.Namespace) -> int:
-    return asyncio.run(run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux))
+    return asyncio.run(
+        run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux, verbose=args.verbose)
+    )
 
 
 ATTACH_DESCRIPTION = """\
