@@ -59,7 +59,8 @@ def add_arguments(
         "--scenario",
         default="idle",
         choices=sorted(SCENARIOS),
-        help="turns it plays at start-up (default %(default)s: none)",
+        metavar="NAME",
+        help=f"turns it plays at start-up: {', '.join(sorted(SCENARIOS))} (default %(default)s: none)",
     )
     p.add_argument(
         "--pace",

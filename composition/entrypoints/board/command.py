@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from ..cli_args import listen_port, non_negative, port
 from ..errors import EXIT_USAGE
+from ..help_format import HelpFormatter
 
 DESCRIPTION = """\
 A local web board of every agy session on this machine: by state (needs you, working, failed,
@@ -48,7 +49,7 @@ def add_board_command(sub: Any) -> None:
         help="a local web board of every agy session: states, live view, one-click answers",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument(
         "--host", default="127.0.0.1", metavar="H", help="address to listen on (default: %(default)s)"
