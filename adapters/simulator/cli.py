@@ -138,7 +138,7 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
             print(f"cascade {sim.cascade_id}", file=stream, flush=True)
             if stream is sys.stdout and sys.stderr.isatty():  # a person: what to do next
                 print(
-                    "next, in another terminal: agy-harness attach   (Ctrl-C stops the simulator)",
+                    f"next, in another terminal: agy-harness attach --port {sim.port}   (Ctrl-C stops the simulator)",
                     file=sys.stderr,
                     flush=True,
                 )

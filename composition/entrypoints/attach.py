@@ -51,13 +51,21 @@ async def run_attach(
 async def _attached(
     terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None, pane_pid: int | None
 ) -> int:
-    from ..root.container import make_container
+    from agy_harness.ports.errors import AgyAmbiguous
+
+    from ..root.container import bind_endpoint, make_container
     from ..root.session import session_from
 
     container = make_container(
         port=port, cascade_id=cascade_id, pane_pid=pane_pid, sink=terminal, tmux_target=tmux_target
     )  # agy's version: asked of the agy that discovery binds
-    async with session_from(container, presence=terminal.info) as session:
+    try:
+        discovered = await bind_endpoint(container)
+    except AgyAmbiguous as exc:  # which is which, so that the user can pick
+        from .candidates import refusal
+
+        raise await refusal(exc, "attach") from exc
+    async with session_from(container, discovered=discovered, presence=terminal.info) as session:
         terminal.info(f"attached · {session.capabilities.describe()}")
         can_send = session.capabilities.rpc_turns or tmux_target is not None
         if not can_send:
