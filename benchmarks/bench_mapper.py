@@ -19,7 +19,8 @@ from common import write_summary
 
 from agy_harness.core.reconciler import Reconciler
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "agy"
+#: the recorded agy steps shipped in the repository (byte-identical copies: tests/simulator/test_shapes.py)
+FIXTURES = Path(__file__).resolve().parents[1] / "adapters" / "simulator" / "shapes"
 
 
 def renumbered(steps: list[dict], copies: int) -> list[dict]:

@@ -29,6 +29,18 @@ def _cache_bytecode_outside_the_tree() -> None:
 
 _cache_bytecode_outside_the_tree()  # before the imports below: the package and the tests are cached too
 
+
+def _forget_the_callers_tmux() -> None:
+    """Run inside a tmux window, every ``tmux`` a test or the CLI it starts runs without ``-S``/``-L``
+    reached the caller's own tmux server (tmux follows ``TMUX``), not the test's: four ACP tests failed
+    and their sessions landed in the developer's tmux. The suite runs as from a plain terminal; the tests
+    that set ``TMUX`` on purpose (tests/acp_agent/test_acp_inherited_tmux.py) pass it themselves."""
+    for name in ("TMUX", "TMUX_PANE"):
+        os.environ.pop(name, None)
+
+
+_forget_the_callers_tmux()
+
 import socket  # noqa: E402
 import subprocess  # noqa: E402
 from collections.abc import AsyncIterator, Iterator  # noqa: E402

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build", "dist", ".benchmarks", ".venv")
+IGNORE = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build", "dist", ".benchmarks", ".venv", ".pytest_cache")
 USES_FIXTURES = [
     "tests/core/test_mapper_fixtures.py",
     "tests/rpc/test_actions_unit.py",
@@ -26,7 +26,7 @@ USES_FIXTURES = [
 def _pytest(clone: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *args],
         cwd=clone,
         env=env,
         capture_output=True,

@@ -25,7 +25,7 @@ def _run(tmp_path: Path, reason: str, ci: str) -> subprocess.CompletedProcess[st
     sample.write_text(SAMPLE.format(reason=reason))
     env = {k: v for k, v in os.environ.items() if k != "CI"} | ({"CI": ci} if ci else {})
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "tests.ci_skips", str(sample)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.ci_skips", str(sample)],
         cwd=ROOT,
         env=env,
         capture_output=True,

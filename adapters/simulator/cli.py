@@ -59,7 +59,8 @@ def add_arguments(
         "--scenario",
         default="idle",
         choices=sorted(SCENARIOS),
-        help="turns it plays at start-up (default %(default)s: none)",
+        metavar="NAME",
+        help=f"turns it plays at start-up: {', '.join(sorted(SCENARIOS))} (default %(default)s: none)",
     )
     p.add_argument(
         "--pace",
@@ -130,21 +131,18 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
             if getattr(args, "recording", None):
                 from .recording import load_recording
 
-                load_recording(sim, args.recording)
+                load_recording(sim, args.recording, getattr(args, "recorded_lines", None))
             print(f"agy simulator {sim.version}", file=stream)
             print(f"port {sim.port}", file=stream)
             print(f"plain_port {sim.plain_port}", file=stream)
             print(f"cascade {sim.cascade_id}", file=stream, flush=True)
             if stream is sys.stdout and sys.stderr.isatty():  # a person: what to do next
                 print(
-                    "next, in another terminal: agy-harness attach   (Ctrl-C stops the simulator)",
+                    f"next, in another terminal: agy-harness attach --port {sim.port}   (Ctrl-C stops the simulator)",
                     file=sys.stderr,
                     flush=True,
                 )
-            for text in SCENARIOS[args.scenario]:
-                await sim.submit_user_turn(text)
-                with contextlib.suppress(TimeoutError):
-                    await sim.wait_idle(timeout=120)
+            await play(sim, args.scenario)
             if ready is not None:
                 ready.set()
             await stop.wait()
@@ -158,6 +156,14 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
     return 0
 
 
+async def play(sim: Any, scenario: str) -> None:
+    """The scenario's turns, one after another (each until agy is idle again: a gate waits for you)."""
+    for text in SCENARIOS[scenario]:
+        await sim.submit_user_turn(text)
+        with contextlib.suppress(TimeoutError):
+            await sim.wait_idle(timeout=120)
+
+
 async def tui(args: argparse.Namespace) -> int:
     """The simulated agy TUI in this terminal (it hosts the simulator, as agy's TUI hosts its server)."""
     from .simulator import Simulator
@@ -169,7 +175,7 @@ async def tui(args: argparse.Namespace) -> int:
         if args.recording:
             from .recording import load_recording
 
-            load_recording(sim, args.recording)
+            load_recording(sim, args.recording, getattr(args, "recorded_lines", None))
         screen = Tui(sim, args.profile)
         pane = os.environ.get("TMUX_PANE")
         screen.notice = (
@@ -177,8 +183,14 @@ async def tui(args: argparse.Namespace) -> int:
             if pane
             else "run this in tmux to follow it with agy-harness attach --tmux PANE"
         )
-        with raw_terminal():
-            await screen.run()
+        player = asyncio.get_running_loop().create_task(play(sim, args.scenario))  # shown as it plays
+        try:
+            with raw_terminal():
+                await screen.run()
+        finally:
+            player.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await player
         return screen.exit_code
 
 
@@ -186,10 +198,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run(build_parser().parse_args(list(sys.argv[1:] if argv is None else argv)))
 
 
+def refused(args: argparse.Namespace) -> str | None:
+    """What in ``args`` cannot be served, in one line naming the file or option and what to do
+    (None: nothing). Checked before anything starts; the recording is read here once."""
+    if args.recording:
+        from .recording import BadRecording, read_recording
+
+        try:
+            args.recorded_lines = read_recording(args.recording)
+        except BadRecording as exc:
+            return f"--recording {exc}"
+    log_file = getattr(args, "log_file", None)
+    if log_file and os.path.isdir(log_file):
+        return f"--log-file {log_file}: a directory; name a file (agy's own is ~/.gemini/antigravity-cli/cli.log)"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     if args.version:
         sys.stdout.write(get_profile(args.profile).version_text())
         return 0
+    problem = refused(args)
+    if problem is not None:
+        print(f"agy-harness sim: {problem}", file=sys.stderr)
+        return 2
     if args.tui and not (os.isatty(0) and os.isatty(1)):
         print(
             "agy-harness sim: --tui needs a terminal (run it in tmux or a terminal window)", file=sys.stderr

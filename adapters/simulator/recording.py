@@ -54,9 +54,52 @@ def recorded_state(lines: list[Any]) -> tuple[str, list[dict[str, Any]]]:
     return cascade_id, [s for s in steps if s]
 
 
-def load_recording(sim: _Host, path: str | Path) -> str:
-    """Make the recording at ``path`` the simulator's current conversation; returns its id."""
-    lines = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+class BadRecording(ValueError):
+    """A recording that cannot be served: the message names the file (and the line) and what to do."""
+
+
+#: a recording is read whole: larger than this is not one `record` wrote for a conversation
+MAX_BYTES = 256 * 1024 * 1024
+
+
+def read_recording(path: str | Path) -> list[Any]:
+    """The JSON objects of the recording at ``path``, one per non-empty line; :class:`BadRecording`
+    when it is missing, unreadable, too large or not JSON lines (naming the line)."""
+    where = str(path)
+    try:
+        if Path(path).stat().st_size > MAX_BYTES:
+            raise BadRecording(
+                f"{where}: larger than {MAX_BYTES >> 20} MiB; not a recording of `agy-harness record`"
+            )
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadRecording(f"{where}: no such file; `agy-harness record --out FILE` makes one") from None
+    except IsADirectoryError:
+        raise BadRecording(f"{where}: a directory; name a file `agy-harness record` wrote") from None
+    except UnicodeDecodeError as exc:
+        raise BadRecording(f"{where}: not UTF-8 text (byte {exc.start}); not a recording") from None
+    except OSError as exc:
+        raise BadRecording(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    lines: list[Any] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            lines.append(json.loads(line))
+        except ValueError as exc:
+            raise BadRecording(
+                f"{where}, line {number}: not JSON ({getattr(exc, 'msg', exc)}, column "
+                f"{getattr(exc, 'colno', '?')}); a recording has one JSON object per line, as "
+                "`agy-harness record` writes"
+            ) from None
+    return lines
+
+
+def load_recording(sim: _Host, path: str | Path, lines: list[Any] | None = None) -> str:
+    """Make the recording at ``path`` (its ``lines``, when read already) the simulator's current
+    conversation; returns its id."""
+    if lines is None:
+        lines = read_recording(path)
     cascade_id, steps = recorded_state(lines)
     c = sim._new_cascade()
     if cascade_id:

@@ -188,15 +188,16 @@ class ScreenLogHandler(logging.Handler):
 
 
 @contextlib.contextmanager
-def logs_through(screen: Screen) -> Iterator[None]:
-    """While inside: the root logger's stderr handlers print through ``screen`` (same format, level)."""
+def logs_through(screen: Screen, level: int = logging.NOTSET) -> Iterator[None]:
+    """While inside: the root logger's stderr handlers print through ``screen`` (same format), the
+    records of ``level`` and above (NOTSET: every record the loggers pass)."""
     root = logging.getLogger()
     replaced = [
         h
         for h in root.handlers
         if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
     ]
-    handler = ScreenLogHandler(screen)
+    handler = ScreenLogHandler(screen, level)
     fmt = next((h.formatter for h in replaced if h.formatter is not None), None)
     handler.setFormatter(fmt or logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     for h in replaced:

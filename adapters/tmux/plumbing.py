@@ -28,6 +28,18 @@ def _check(target: str, command: str, result: Any) -> list[str]:
     return [str(s) for s in result.stdout]
 
 
+def default_server() -> libtmux.Server:
+    """The user's default tmux server, the one ``tmux attach`` reaches from a plain terminal
+    (``$TMUX_TMPDIR`` or ``/tmp``, ``tmux-UID/default``), named explicitly (``tmux -L default``).
+
+    ``libtmux.Server()`` runs ``tmux`` without ``-S``/``-L``, and tmux then follows an inherited
+    ``TMUX``: a process started from a tmux window (an editor, and the ``agy-harness acp`` it starts)
+    would create its sessions in whichever server that window belongs to, where ``tmux attach -t NAME``
+    from another terminal does not find them, and then send keys to a pane id of that server.
+    """
+    return libtmux.Server(socket_name="default")
+
+
 def find_pane_pid(target: str, server: libtmux.Server | None = None) -> int:
     """The pid of the process running in the pane (its shell or agy): scope port discovery with it."""
     srv = server if server is not None else libtmux.Server()

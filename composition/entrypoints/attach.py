@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from .cli_args import GATE_HELP, PANE, add_cascade, add_port, command
-from .errors import NO_TMUX_TURNS, UserFacingError, explain
+from .errors import NO_TMUX_TURNS, BadInput, explain
 
 log = logging.getLogger("agy_harness.attach")
 
@@ -21,37 +21,51 @@ HELP = "type a turn and Enter · /interrupt stops agy · /help · Ctrl-D detache
 
 
 async def run_attach(
-    *, cascade_id: str | None, port: int | None, tmux_target: str | None, keyboard: object = None
+    *,
+    cascade_id: str | None,
+    port: int | None,
+    tmux_target: str | None,
+    keyboard: object = None,
+    verbose: int = 0,
 ) -> int:
+    """Attach in this terminal. Log records reach the screen only with ``verbose`` (``-v``): agy going
+    away and coming back is one status line each (``session_from``'s ``presence``), not a log flood."""
     from agy_harness.adapters.sinks.keyboard import Keyboard
     from agy_harness.adapters.sinks.terminal import TerminalSink
     from agy_harness.adapters.sinks.terminal_screen import logs_through
 
+    pane_pid = _pane(tmux_target) if tmux_target is not None else None  # before the screen is taken
+    if port is not None:
+        pane_pid = None  # the port names agy; the pane only takes the turns
     kb = keyboard if isinstance(keyboard, Keyboard) else Keyboard()
     terminal = TerminalSink(keyboard=kb)
-    with logs_through(terminal.screen):
+    with logs_through(terminal.screen, logging.NOTSET if verbose else logging.CRITICAL + 1):
         try:
-            return await _attached(terminal, port=port, cascade_id=cascade_id, tmux_target=tmux_target)
+            return await _attached(
+                terminal, port=port, cascade_id=cascade_id, tmux_target=tmux_target, pane_pid=pane_pid
+            )
         finally:
             terminal.close()
 
 
 async def _attached(
-    terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None
+    terminal: Any, *, port: int | None, cascade_id: str | None, tmux_target: str | None, pane_pid: int | None
 ) -> int:
-    from ..root.container import make_container, pane_process
+    from agy_harness.ports.errors import AgyAmbiguous
+
+    from ..root.container import bind_endpoint, make_container
     from ..root.session import session_from
 
-    pane_pid = None
-    if tmux_target is not None and port is None:  # agy is in that pane: look for it there only
-        try:
-            pane_pid = pane_process(tmux_target)
-        except Exception as exc:
-            raise UserFacingError(f"no tmux pane {tmux_target}: {explain(exc)}") from exc
     container = make_container(
         port=port, cascade_id=cascade_id, pane_pid=pane_pid, sink=terminal, tmux_target=tmux_target
     )  # agy's version: asked of the agy that discovery binds
-    async with session_from(container) as session:
+    try:
+        discovered = await bind_endpoint(container)
+    except AgyAmbiguous as exc:  # which is which, so that the user can pick
+        from .candidates import refusal
+
+        raise await refusal(exc, "attach") from exc
+    async with session_from(container, discovered=discovered, presence=terminal.info) as session:
         terminal.info(f"attached · {session.capabilities.describe()}")
         can_send = session.capabilities.rpc_turns or tmux_target is not None
         if not can_send:
@@ -83,8 +97,28 @@ async def _attached(
                     terminal.info(f"the turn was not sent: {explain(exc)}")
 
 
+def _pane(target: str) -> int:
+    """The process of tmux pane ``target``; a missing tmux or pane is bad input (exit 2), said once."""
+    import shutil
+
+    from ..root.container import pane_process
+
+    if shutil.which("tmux") is None:
+        raise BadInput(f"--tmux {target}: tmux is not installed here; install tmux, or leave out --tmux")
+    try:
+        return pane_process(target)
+    except Exception as exc:
+        log.debug("pane %s", target, exc_info=True)
+        raise BadInput(
+            f"--tmux {target}: no such tmux pane ({explain(exc).split(' (')[0]}); in agy's pane, "
+            "`tmux display -p '#{pane_id}'` prints its id"
+        ) from exc
+
+
 def _attach(args: argparse.Namespace) -> int:
-    return asyncio.run(run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux))
+    return asyncio.run(
+        run_attach(cascade_id=args.cascade, port=args.port, tmux_target=args.tmux, verbose=args.verbose)
+    )
 
 
 ATTACH_DESCRIPTION = """\

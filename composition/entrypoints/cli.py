@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 from . import last_resort
 from .cli_args import command, non_negative, positive
-from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, explain
+from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, BadInput, explain
+from .help_format import HelpFormatter
 
 log = logging.getLogger("agy_harness.cli")
 
@@ -42,8 +43,7 @@ output:
   NO_COLOR=1 turns colour off.
 
 exit codes:
-  0 ok · 1 failure (no agy found, a turn failed, ...) · 2 usage or bad input · 130 interrupted (Ctrl-C;
-  143/129 for SIGTERM/SIGHUP)"""
+  0 ok · 1 failure (no agy found, a turn failed, ...) · 2 usage or bad input · 130 interrupted (Ctrl-C; 143/129 for SIGTERM/SIGHUP)"""
 
 REPLAY_DESCRIPTION = """\
 Map recorded agy steps to domain events, printed as JSON lines on stdout (one event per line).
@@ -100,13 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agy-harness",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    )  # (HelpFormatter once the subcommands are added: add_subparsers formats a usage, and rich
+    # would be imported for --version and every command)
     parser.add_argument("--version", action=_Version)
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.formatter_class = HelpFormatter
 
     from .attach import add_attach_command
     from .demo import add_demo_command
@@ -184,6 +185,7 @@ def _stop_on_signals() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _stop_on_signals()
+    args: argparse.Namespace | None = None
     try:
         try:
             args = parse(build_parser(), argv)
@@ -194,6 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         print("agy-harness: interrupted", file=sys.stderr)
         return 128 + exc.signum if isinstance(exc, Stopped) else EXIT_INTERRUPTED
+    except BadInput as exc:
+        log.debug("bad input", exc_info=True)
+        name = f"agy-harness {args.command}" if args is not None else "agy-harness"
+        print(f"{name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:
         log.debug("failed", exc_info=True)
         print(f"agy-harness: {explain(exc)}", file=sys.stderr)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .help_format import HelpFormatter
+
 #: How a gate is answered at the terminal (``demo`` and ``attach`` show it in their help).
 GATE_HELP = """\
 at a gate:
@@ -32,7 +34,7 @@ def command(sub: Any, name: str, *, summary: str, description: str, epilog: str)
         help=summary,
         description=description,
         epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     return parser
 

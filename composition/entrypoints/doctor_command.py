@@ -19,7 +19,7 @@ EPILOG = """\
 examples:
   agy-harness doctor                     the agy running here (its most recent conversation)
   agy-harness doctor --cascade ID        the agy hosting that conversation, its steps checked
-  agy-harness doctor --port 41234 --json the report as JSON"""
+  agy-harness doctor --port 41234 --json  the report as JSON"""
 
 
 def run_doctor(args: argparse.Namespace) -> int:

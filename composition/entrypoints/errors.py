@@ -34,6 +34,11 @@ class UserFacingError(AgyHarnessError, RuntimeError):
     """A failure whose message already says what to do; shown as it is."""
 
 
+class BadInput(UserFacingError):
+    """A file, value or combination of options the command cannot use: one line naming it and what to
+    do, exit :data:`EXIT_USAGE` (as argparse's own usage errors)."""
+
+
 def explain(exc: BaseException) -> str:
     """One line for a human: what failed and, where we know it, what to do. Read from the error
     vocabulary (:mod:`agy_harness.ports.errors`) alone: an adapter's own error is one of its types.

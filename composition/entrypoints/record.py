@@ -14,13 +14,15 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .cli_args import FILE, SECONDS, add_cascade, add_port, command, positive
-from .errors import EXIT_OK
+from .errors import EXIT_OK, BadInput
 
 if TYPE_CHECKING:
     from agy_harness.adapters.rpc.client import RpcClient
@@ -120,8 +122,24 @@ class Progress:
             self.err.flush()
 
 
+def _writable(out: str) -> None:
+    """``--out``'s file can be written (checked before agy is looked for): else bad input, said once."""
+    if out == "-":
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise BadInput(f"--out {out}: a directory; name a file in it, e.g. --out {path / 'session.jsonl'}")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise BadInput(f"--out {out}: there is no directory {parent}; create it or name a file elsewhere")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise BadInput(f"--out {out}: not writable by you; name a file in a directory of yours")
+
+
 async def _run(args: argparse.Namespace) -> int:
     from ..root.container import bind_endpoint, latest_cascade, make_container
+
+    _writable(args.out)
 
     container = make_container(port=args.port, cascade_id=args.cascade)
     await bind_endpoint(container, version=False)  # discovery (the port is verified); no version needed

@@ -323,6 +323,14 @@ def pane_process(tmux_target: str) -> int:
     return find_pane_pid(tmux_target)
 
 
+def default_tmux_server() -> Any:
+    """The user's default tmux server named by its socket (a libtmux.Server), whatever ``TMUX`` this
+    process inherited: where an entry point starts agy for the user (``tmux attach`` reaches it)."""
+    from agy_harness.adapters.tmux.plumbing import default_server
+
+    return default_server()
+
+
 async def bind_endpoint(container: AgyContainer, *, version: bool = True) -> bool:
     """Find agy's port unless ``base_url`` was given; True when it was discovered (then agy can be
     followed across restarts through ``container.discovery()``). The bound agy's version is asked

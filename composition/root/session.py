@@ -32,7 +32,13 @@ from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
 from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.core.answers import CheckedAnswer, parse_answer
-from agy_harness.ports.errors import AgyCallFailed, AgyUnreachable, AnswerNotDelivered, UnknownGate
+from agy_harness.ports.errors import (
+    AgyCallFailed,
+    AgyNotFound,
+    AgyUnreachable,
+    AnswerNotDelivered,
+    UnknownGate,
+)
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, ModelCatalog
 from agy_harness.ports.tasks import reap
@@ -137,13 +143,19 @@ class Session:
 
 
 @asynccontextmanager
-async def session_from(container: AgyContainer, *, discovered: bool | None = None) -> AsyncIterator[Session]:
+async def session_from(
+    container: AgyContainer,
+    *,
+    discovered: bool | None = None,
+    presence: Callable[[str], None] | None = None,
+) -> AsyncIterator[Session]:
     """Bind agy through ``container``, build its harness, yield a started :class:`Session`.
 
     Everything is stopped on exit; the RPC client too, unless it was given (``container.client``
     overridden). See :mod:`agy_harness.composition.root.container` for building the container.
     ``discovered`` (what :func:`bind_endpoint` returned) says the caller bound the endpoint already:
-    it is not bound a second time.
+    it is not bound a second time. ``presence`` is told, once per change, when agy goes away and
+    comes back (a discovered agy is followed to its new port; see :func:`_follow_restarts`).
     """
     if discovered is None:
         discovered = await bind_endpoint(container)
@@ -154,7 +166,13 @@ async def session_from(container: AgyContainer, *, discovered: bool | None = Non
         harness: Harness = container.harness()
         if discovered:
             watcher = asyncio.create_task(
-                _follow_restarts(client, container.discovery()), name="agy-harness-port-watch"
+                _follow_restarts(
+                    client,
+                    container.discovery(),
+                    cascade=lambda: harness.conversation.cascade_id,
+                    presence=presence,
+                ),
+                name="agy-harness-port-watch",
             )
         async with harness:
             yield Session(
@@ -220,14 +238,45 @@ async def open_session(
         yield session
 
 
-async def _follow_restarts(client: RpcClient, resolver: Resolver, interval: float = 0.5) -> None:
-    """agy restarted on a new port: find it again (same cascade) and re-point the client."""
+#: what a session says about agy's presence (``session_from(..., presence=...)``): once per change
+GONE = "agy is gone — waiting; Ctrl-D detaches"
+BACK = "agy is back on port {port}"
+ELSEWHERE = (
+    "agy answers again on port {port} but without conversation {cascade}: not followed; "
+    "Ctrl-D detaches, then `agy-harness attach` follows that agy"
+)
+
+
+async def _follow_restarts(
+    client: RpcClient,
+    resolver: Resolver,
+    interval: float = 0.5,
+    *,
+    cascade: Callable[[], str | None] = lambda: None,
+    presence: Callable[[str], None] | None = None,
+) -> None:
+    """agy restarted on a new port: find it again and re-point the client. Only an agy that hosts the
+    session's conversation (``cascade()``) is bound again: another agy (a new one without it) is said
+    once, never re-bound and polled. Each change of agy's presence is said once, through
+    ``presence`` (and logged at INFO), never once per attempt."""
     misses = 0
+    said = ""
+
+    def say(text: str) -> None:
+        nonlocal said
+        if text != said:
+            said = text
+            log.info("%s", text)
+            if presence is not None:
+                presence(text)
+
     while True:
         await asyncio.sleep(interval)
         try:
             await client.call("Heartbeat", {}, timeout=2.0)
             misses = 0
+            if said == GONE:  # the same port answers again
+                say(BACK.format(port=check_port(client.base_url)))
             continue
         except AgyUnreachable:
             misses += 1
@@ -235,12 +284,36 @@ async def _follow_restarts(client: RpcClient, resolver: Resolver, interval: floa
             continue
         if misses < 2:
             continue
+        if said == "" or said.startswith("agy is back"):  # (after ELSEWHERE it stays said)
+            say(GONE)
+        current = cascade()
+        if current is not None and getattr(resolver, "cascade_id", None) != current:
+            resolver.cascade_id = current  # re-bind only the agy that hosts this conversation
         try:
             binding = await resolver.re_resolve(deadline=interval * 4)
+        except AgyNotFound as exc:
+            if exc.wrong_cascade:
+                say(ELSEWHERE.format(port=_port_of(str(exc)), cascade=current))
+            log.debug("agy's port is gone and no agy with the conversation answers yet: %s", exc)
+            continue
         except Exception as exc:
-            log.warning("agy's port is gone and no new one answers yet: %s", exc)
+            log.debug("agy's port is gone and no new one answers yet: %s", exc)
             continue
         if binding.base_url != client.base_url:
-            log.warning("agy moved to port %d; re-binding", binding.port)
             client.rebind(binding.base_url, csrf_token=binding.csrf_token)
+        say(BACK.format(port=binding.port))
         misses = 0
+
+
+def check_port(base_url: str | None) -> str:
+    """The port of ``base_url`` as text ("?" when unknown)."""
+    tail = (base_url or "").rsplit(":", 1)[-1].split("/", 1)[0]
+    return tail if tail.isdigit() else "?"
+
+
+def _port_of(text: str) -> str:
+    """The port(s) a discovery message names ("port 4123", "ports 4123, 4124")."""
+    import re
+
+    found = re.search(r"ports? ([\d, ]+\d)", text)
+    return found.group(1) if found else "?"

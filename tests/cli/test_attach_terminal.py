@@ -83,7 +83,8 @@ def test_log_lines_never_land_in_a_prompt(terminal: Terminal) -> None:
     screen = sim.wait(lambda s: re.search(r"^cascade \S+$", s, re.M) is not None)
     match = re.search(r"^cascade (\S+)$", screen, re.M)
     assert match is not None
-    pane = attach(terminal, match.group(1))
+    pane = terminal.run(cli("-v", "attach", "--cascade", match.group(1)))  # logs reach the screen with -v
+    pane.wait(lambda _s: pane.visible()[-1:] == ["❯"])
     pane.type("run: git status")
     pane.wait("allow? [y/n]")
     sim.key("C-c")  # agy goes away while the gate waits: the harness logs warnings

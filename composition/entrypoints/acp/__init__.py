@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
+import signal
 import sys
 from typing import Any
 
@@ -40,13 +42,31 @@ async def serve(args: argparse.Namespace, protocol_fd: int) -> int:
         launcher = AgyLauncher(args.agy_command, args.agy_session)
     agent = AgyAcpAgent(transport, sim=sim, target=target, launcher=launcher)
     transport.on_cancel_prompt = agent.cancel  # ``$/cancel_request`` for a running prompt
+    # Ctrl-C: 130 at every moment. asyncio.run's own Ctrl-C cancels this task, and once a message was
+    # served the SDK's loop ended quietly on that cancel (exit 0); the signal is kept here instead.
+    interrupted: list[int] = []
+    me, loop = asyncio.current_task(), asyncio.get_running_loop()
+
+    def on_interrupt() -> None:
+        interrupted.append(signal.SIGINT)
+        if me is not None:
+            me.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
     try:
         # the agent implements the methods it announces; the SDK answers the others -32601.
         # session/resume and session/close are stable ACP v1 methods that this SDK still routes only
         # with its "unstable protocol" switch on.
         await run_agent(agent, transport, use_unstable_protocol=True)  # type: ignore[arg-type]
+    except asyncio.CancelledError:
+        if not interrupted:
+            raise
     finally:
         await agent.close()
+    if interrupted:
+        print("agy-harness: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from acp import RequestError
 
@@ -36,6 +37,8 @@ class AgyTarget:
     tmux_target: str | None = None
     pane_pid: int | None = None
     workspace: str | None = None  # where the agy this agent started works (--start-agy, --sim)
+    #: the libtmux.Server of ``tmux_target`` (None: the server tmux itself picks, as the tmux command does)
+    tmux_server: Any = None
 
     def container(self, cascade_id: str | None) -> AgyContainer:
         return make_container(
@@ -43,6 +46,7 @@ class AgyTarget:
             cascade_id=cascade_id,
             pane_pid=self.pane_pid,
             tmux_target=self.tmux_target,
+            tmux_server=self.tmux_server,
             version_text=self.version_text,
         )
 

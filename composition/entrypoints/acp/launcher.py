@@ -6,6 +6,8 @@ session (``--agy-session``, default ``agy``; ``tmux attach -t agy`` shows it) in
 client gave for that session, waits until its language server answers, and from then on binds that
 agy only (discovery looks under that tmux pane's process; the pane is also agy's terminal for the
 harness). The agy started stays when the editor goes: it is the user's agy, in the user's tmux.
+That is the user's default tmux server (``tmux attach -t agy`` from any terminal), named by its socket,
+never the server of a ``TMUX`` the editor inherited from the window it was started in.
 
 Nothing is started when tmux is missing or the command cannot start; the client gets the "no agy"
 error, saying why.
@@ -19,10 +21,11 @@ import os
 import shlex
 import shutil
 from dataclasses import dataclass
+from typing import Any
 
 from agy_harness.ports.errors import AgyAmbiguous, AgyNotFound
 
-from ...root.container import bind_endpoint
+from ...root.container import bind_endpoint, default_tmux_server
 from . import errors
 from .binding import AgyTarget, close_client
 
@@ -52,8 +55,9 @@ class AgyLauncher:
                     hint=f"(--agy-command {self.command!r} was not found.)",
                 )
             directory = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
-            pane, pid = await asyncio.to_thread(self._start, directory)
-            target.pane_pid, target.tmux_target, target.workspace = pid, pane, directory
+            server, pane, pid = await asyncio.to_thread(self._start, directory)
+            target.pane_pid, target.tmux_target, target.tmux_server = pid, pane, server
+            target.workspace = directory
             log.info(
                 "started %r in tmux session %r (pane %s) in %s",
                 self.command,
@@ -71,10 +75,8 @@ class AgyLauncher:
                     )
                 await asyncio.sleep(0.2)
 
-    def _start(self, directory: str) -> tuple[str, int]:
-        import libtmux
-
-        server = libtmux.Server()
+    def _start(self, directory: str) -> tuple[Any, str, int]:
+        server = default_tmux_server()
         name = self.session_name
         if server.has_session(name):
             name = f"{name}-{os.getpid()}"
@@ -90,7 +92,7 @@ class AgyLauncher:
         assert pane is not None and pane.pane_id is not None
         pid = int(server.cmd("display-message", "-p", "-t", pane.pane_id, "#{pane_pid}").stdout[0])
         self.session_name = name
-        return pane.pane_id, pid
+        return server, pane.pane_id, pid
 
     @staticmethod
     async def _answers(target: AgyTarget) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from ..cli_args import listen_port, non_negative, port
 from ..errors import EXIT_USAGE
 from .notify import ENV, Notifier, NotifySetupError, check_urls, link_for, urls_from
+from ..help_format import HelpFormatter
 
 DESCRIPTION = """\
 A local web board of every agy session on this machine: by state (needs you, working, failed,
@@ -53,7 +54,7 @@ def add_board_command(sub: Any) -> None:
         help="a local web board of every agy session: states, live view, one-click answers",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     p.add_argument(
         "--host", default="127.0.0.1", metavar="H", help="address to listen on (default: %(default)s)"
@@ -76,7 +77,7 @@ def add_board_command(sub: Any) -> None:
         f"also ${ENV} (default: no notifications)",
     )  # fmt: skip
     p.add_argument(
-        "--notify", default="gate,turn,failed", metavar="KINDS",
+        "--notify", type=_kinds, default="gate,turn,failed", metavar="KINDS",
         help="what is notified: gate, turn, failed (default: %(default)s)",
     )  # fmt: skip
     p.add_argument(
@@ -86,6 +87,18 @@ def add_board_command(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("--webhook", default=None, help=argparse.SUPPRESS)  # gone: refused with where URLs go now
     p.set_defaults(handler=run_board)
+
+
+def _kinds(text: str) -> str:
+    """``--notify``'s kinds, each one of gate, turn, failed (else argparse's usage error, exit 2)."""
+    known = ("gate", "turn", "failed")  # notify.KINDS (not imported: --help stays light)
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in known]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind(s) {', '.join(unknown) or repr(text)}; choose from {', '.join(known)} (comma-separated)"
+        )
+    return ",".join(kinds)
 
 
 def run_board(args: argparse.Namespace) -> int:

@@ -1,0 +1,76 @@
+"""``attach`` while agy goes away and comes back (issue #39 point 2), in a terminal of 80x24 and 100x30.
+
+Without ``-v`` no log line reaches the screen: agy's absence is one status line ("agy is gone —
+waiting; Ctrl-D detaches"), an agy that answers again without this conversation is said once with what
+to do (never re-bound: no "trajectory not found" every 10 s), and the agy that comes back with it is
+"agy is back on port N"; the conversation then goes on. (It used to print timestamped ERROR and
+WARNING lines twice a second, and re-bind the new agy.)"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from .conftest import Pane, Terminal, cli
+
+GONE = "agy is gone — waiting; Ctrl-D detaches"
+
+
+def sim(terminal: Terminal, *args: str) -> tuple[Pane, str, int]:
+    pane = terminal.run(cli("sim", "--pace", "0.05", *args))
+    screen = pane.wait(lambda s: re.search(r"^cascade \S+$", s, re.M) is not None)
+    cascade = re.search(r"^cascade (\S+)$", screen, re.M)
+    port = re.search(r"^port (\d+)$", screen, re.M)
+    assert cascade is not None and port is not None
+    return pane, cascade.group(1), int(port.group(1))
+
+
+def stop(pane: Pane) -> None:
+    pane.key("C-c")
+    assert pane.wait_exit() == 130
+
+
+def said(pane: Pane) -> str:
+    """The screen's text with the sink's own line breaks undone (it wraps to the terminal's width)."""
+    return " ".join(pane.screen().split())
+
+
+def calm(screen: str) -> None:
+    for noise in ("ERROR", "WARNING", "rpc.client", "not connecting", "trajectory not found", "HTTP 500"):
+        assert noise not in screen, noise
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (100, 30)])
+def test_agy_gone_elsewhere_and_back_is_said_once_each(terminal: Terminal, width: int, height: int) -> None:
+    first, cascade, _ = sim(terminal)
+    recording = terminal.tmp_path / "conversation.jsonl"
+    rec = terminal.run(cli("record", "--cascade", cascade, "--seconds", "0.5", "--out", str(recording)))
+    assert rec.wait_exit() == 0  # the conversation, to serve it again later
+
+    pane = terminal.run(cli("attach", "--cascade", cascade), width=width, height=height)
+    pane.wait(lambda _s: pane.visible()[-1:] == ["❯"])
+    stop(first)
+    pane.wait(GONE, 60)
+
+    other, _, other_port = sim(terminal)  # a new agy, without the conversation
+    elsewhere = f"agy answers again on port {other_port} but without conversation {cascade}: not followed"
+    pane.wait(lambda _s: elsewhere in said(pane), 60)
+    time.sleep(3.0)  # time for a flood to show, as it did twice a second
+    screen = said(pane)
+    assert screen.count(GONE) == 1 and screen.count("without conversation") == 1, screen
+    calm(screen)
+    stop(other)
+
+    _, served, port = sim(terminal, "--recording", str(recording))  # agy with the conversation again
+    assert served == cascade
+    pane.wait(lambda _s: f"agy is back on port {port}" in said(pane), 60)
+    pane.type("Say hello in one short sentence.")
+    pane.wait("Hello!", 60)
+    screen = said(pane)
+    assert screen.count(GONE) == 1 and screen.count("agy is back on port") == 1, screen
+    calm(screen)
+    assert max(len(row) for row in pane.visible()) <= width
+    pane.key("C-d")
+    assert pane.wait_exit(20) == 0

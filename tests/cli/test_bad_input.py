@@ -1,0 +1,100 @@
+"""Bad input to any command is exit 2 with one line that names the file or value and what to do (no
+traceback, no exception name); ``acp`` exits 130 on Ctrl-C after serving messages too; ``sim --tui``
+plays ``--scenario``. Each through the real CLI (a subprocess; the TUI in a tmux pane)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import Terminal, cli
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def one_line(done: subprocess.CompletedProcess[str], *said: str) -> str:
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr and "Error;" not in done.stderr and "Error)" not in done.stderr
+    for text in said:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def test_a_missing_recording(tmp_path: Path) -> None:
+    one_line(
+        run("sim", "--recording", str(tmp_path / "nope.jsonl")), "nope.jsonl: no such file", "record --out"
+    )
+
+
+def test_a_bad_recording_names_the_file_and_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"steps": []}) + "\n\n{not json\n")
+    one_line(run("sim", "--recording", str(bad)), f"--recording {bad}, line 3: not JSON")
+    one_line(run("sim", "--recording", str(tmp_path)), "a directory")
+
+
+def test_record_out_where_nothing_can_be_written(tmp_path: Path) -> None:
+    """Refused before agy is looked for (port 1 answers nothing: that would be exit 1)."""
+    missing = tmp_path / "nonexistent" / "x.jsonl"
+    one_line(run("record", "--port", "1", "--out", str(missing)), f"--out {missing}", "no directory")
+    one_line(run("record", "--port", "1", "--out", str(tmp_path)), "a directory", "session.jsonl")
+
+
+def test_attach_tmux_without_tmux(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    one_line(run("attach", "--tmux", "%1", env=env), "--tmux %1: tmux is not installed", "leave out --tmux")
+
+
+def test_attach_tmux_without_that_pane(tmp_path: Path) -> None:
+    env = {**os.environ, "TMUX_TMPDIR": str(tmp_path)}  # no tmux server there
+    one_line(run("attach", "--tmux", "%1", env=env), "--tmux %1: no such tmux pane", "#{pane_id}")
+
+
+def test_board_notify_is_checked_and_needs_a_webhook() -> None:
+    done = run("board", "--notify", "bogus")
+    assert done.returncode == 2 and "unknown kind(s) bogus; choose from gate, turn, failed" in done.stderr
+    one_line(run("board", "--notify", "gate"), "--notify gate", "--webhook URL")
+
+
+def test_acp_ctrl_c_is_130_after_serving_a_message() -> None:
+    """(It exited 0 once a message was served: the SDK's loop ended quietly on asyncio's cancel.)"""
+    acp = subprocess.Popen(
+        [sys.executable, "-m", "agy_harness.composition.cli", "acp", "--sim"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert acp.stdin is not None and acp.stdout is not None
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}
+    acp.stdin.write(json.dumps(message).encode() + b"\n")
+    acp.stdin.flush()
+    assert json.loads(acp.stdout.readline())["id"] == 1
+    acp.send_signal(signal.SIGINT)
+    _, err = acp.communicate(timeout=60)
+    assert acp.returncode == 130, err
+    assert err.decode().strip().splitlines()[-1] == "agy-harness: interrupted"
+
+
+def test_sim_tui_plays_its_scenario(terminal: Terminal) -> None:
+    tui = terminal.run(cli("sim", "--tui", "--scenario", "gate", "--pace", "0"), width=100, height=30)
+    tui.wait("? Allow this command?")  # the gate scenario's `pwd`, waiting at the TUI
+    assert "pwd" in tui.screen()
+    tui.key("C-c")  # the line is empty: Ctrl-C quits
+    tui.wait("EXIT=130")
