@@ -45,6 +45,9 @@ Question gates (ask_question):
   without any choice or write-in, a number that is no option's id, several choices for a
   single-select question, more answers than questions, values that are not text.
 
+A request the reader cut (a string agy sent over 4 MiB, :mod:`.cut_marks`) cannot be shown whole
+anywhere: an allow of it is refused (say why); a denial goes through.
+
 Every gate: a gate no known payload answers (kind ``other``, or not ``answerable``) takes no answer at
 all, not even a decline (only agy's own terminal can answer it); a checked answer given for another
 gate (another id or digest) is refused.
@@ -62,6 +65,8 @@ from typing import Any, Literal
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
+
+from .cut_marks import cuts_in
 
 ALLOW_WORDS = frozenset({"allow", "allowed", "approve", "approved", "yes", "y", "ok", "true"})
 DENY_WORDS = frozenset({"deny", "denied", "reject", "rejected", "no", "n", "false"})
@@ -339,6 +344,17 @@ def _answerable(gate: GateOpened) -> None:
         )
 
 
+def _whole(gate: GateOpened) -> None:
+    """Refuse an allow of a request that was cut: nowhere can its whole text be shown."""
+    p = gate.permission
+    cut = next(cuts_in([gate.request, p.model_dump() if p is not None else None]), None)
+    if cut is not None:
+        raise AnswerError(
+            f"this request was cut ({cut.removed} bytes over 4 MiB not shown, sha256:{cut.short}): "
+            "it cannot be shown whole, so it cannot be allowed from here; deny it, or answer in agy's terminal"
+        )
+
+
 def parse_answer(gate: GateOpened, value: object) -> CheckedAnswer:
     """``value`` as a :class:`CheckedAnswer` for ``gate``; raises :class:`AnswerError` (a ValueError
     naming the accepted forms) for anything that is not unambiguous. See the module doc. A checked
@@ -350,7 +366,10 @@ def parse_answer(gate: GateOpened, value: object) -> CheckedAnswer:
     _answerable(gate)
     if gate.kind == "permission":
         answer = _permission(value)
-        return _checked(gate, answer, _permission_verdict(gate, answer))
+        verdict = _permission_verdict(gate, answer)
+        if isinstance(verdict, Allow):
+            _whole(gate)
+        return _checked(gate, answer, verdict)
     answer = _question(gate, value)
     return _checked(gate, answer, _question_verdict(gate, answer))
 
@@ -408,6 +427,7 @@ def loose_verdict(gate: GateOpened, answer: GateAnswer) -> Verdict:
         return answer.verdict
     if gate.kind == "permission":
         if answer.action == "accept" and answer.allow is True:
+            _whole(gate)
             return _permission_verdict(gate, answer)  # a scope or an edit it cannot honour: refused
         return Deny(answer.deny_reason.strip())
     return parse_answer(gate, answer).verdict

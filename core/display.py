@@ -20,13 +20,30 @@ texts never look the same.
   a tab ``⇥``. Where the text itself holds ``⋯``, ``⏎`` or ``⇥`` they are escaped: agy cannot forge
   a marker or a line break.
 * :func:`one_line` -- any text for a one-line title (a question, a tool name).
+
+Injective, also where text looks alike or is not shown whole (issue #35):
+
+* every card of a command ends in a ``⋯ #1a2b3c4d ⋯`` line: the first 8 hex characters of the
+  SHA-256 of the exact command text (:func:`request_hash`), also at the end of its title; two
+  different commands never render the same card, whatever look-alike characters they hold;
+* what a card leaves out says what it hides: a cut line's middle and a tall command's middle lines
+  carry the hash of the hidden text (``⋯ 37 chars not shown #0a1b2c3d4e5f6a7b ⋯``), and a command the
+  reader cut past 4 MiB (:mod:`.cut_marks`) gets a line saying so, with the removed part's size and
+  hash (such a request can be denied, never allowed: :func:`agy_harness.core.answers.parse_answer`);
+* look-alike text is flagged under the command (:func:`agy_harness.core.lookalikes.notes`): each
+  non-ASCII character with its code point and name, tokens mixing scripts, text that NFC
+  normalisation changes, punycode hosts; :func:`path_notes` gives the same lines for a path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
+
+from .cut_marks import cuts_in_text, without_cuts
+from .lookalikes import WARN, notes
 
 #: characters shown as an escape although their category would pass: invisible or blank when drawn
 _INVISIBLE = frozenset(
@@ -105,10 +122,12 @@ _GLYPHS = str.maketrans({g: _escape(g) for g in (MARKER, NEWLINE, TAB)})
 
 @dataclass(frozen=True, slots=True)
 class CommandView:
-    lines: tuple[str, ...]  # what the card shows, markers included
+    lines: tuple[str, ...]  # what the card shows, markers included (its flags and hash last)
     first_line: str  # the command's first non-blank line (visible), to repeat beside the prompt
     total_lines: int  # how many lines the command has
     cut: bool  # lines were left out (a marker says how many)
+    hash: str = ""  # ``#`` and the first 8 hex of the command's SHA-256 (:func:`request_hash`)
+    flags: tuple[str, ...] = ()  # look-alike and cut notes (also in ``lines``, as marker lines)
 
     @property
     def prompt_label(self) -> str:
@@ -116,18 +135,31 @@ class CommandView:
         more lines the command has."""
         first = self.first_line
         if len(first) > LABEL_CHARS:
-            first = f"{first[:LABEL_CHARS]} {MARKER} +{len(first) - LABEL_CHARS} chars {MARKER}"
+            hidden = _hidden_hash(first[LABEL_CHARS:])
+            first = f"{first[:LABEL_CHARS]} {MARKER} +{len(first) - LABEL_CHARS} chars {hidden} {MARKER}"
         more = self.total_lines - 1
-        return f"{first} (+{more} more line{'s' if more != 1 else ''})" if more else first
+        label = f"{first} (+{more} more line{'s' if more != 1 else ''})" if more else first
+        return f"{label}{self._suffix}"
+
+    @property
+    def _suffix(self) -> str:
+        warn = f" {WARN} {len(self.flags)} warning{'s' if len(self.flags) != 1 else ''}" if self.flags else ""
+        return f"{warn} {self.hash}" if self.hash else warn
 
     def title(self, max_chars: int = 200) -> str:
-        """The command on one line (``⏎`` between lines, ``⇥`` for a tab); when that is longer than
-        ``max_chars``, its first line and how many more lines it has, cut with ``…``."""
-        whole = NEWLINE.join(self.lines).replace("\t", TAB)
+        """The command on one line (``⏎`` between lines, ``⇥`` for a tab), its hash (and how many
+        warnings its card has) at the end; when that is longer than ``max_chars``, its first line and
+        how many more lines it has, cut with ``…`` (the hash kept)."""
+        suffix = self._suffix
+        body = self.lines[: len(self.lines) - len(self.flags) - (1 if self.hash else 0)]
+        whole = NEWLINE.join(body).replace("\t", TAB) + suffix
         if len(whole) <= max_chars:
             return whole
         label = self.prompt_label.replace("\t", TAB)
-        return label if len(label) <= max_chars else label[: max_chars - 1] + "…"
+        if len(label) <= max_chars:
+            return label
+        room = max(1, max_chars - len(suffix) - 1)
+        return label[: len(label) - len(suffix)][:room] + "…" + suffix
 
 
 def _spaces(match: re.Match[str]) -> str:
@@ -138,14 +170,59 @@ def _blank_marker(n: int) -> str:
     return f"{MARKER} {n} blank lines {MARKER}"
 
 
+HASH_CHARS = 8  # hex characters of a card's request hash
+HIDDEN_HASH_CHARS = 16  # hex characters of the hash of a part a card leaves out
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def request_hash(command: str) -> str:
+    """``#`` and the first :data:`HASH_CHARS` hex characters of the SHA-256 of ``command`` exactly
+    as agy sent it (UTF-8): what tells two look-alike cards apart."""
+    return "#" + _sha256(command)[:HASH_CHARS]
+
+
+def _hidden_hash(text: str) -> str:
+    return "#" + _sha256(text)[:HIDDEN_HASH_CHARS]
+
+
 def _wide(line: str, max_chars: int) -> str:
     """A line longer than ``max_chars``: its head and its tail, the middle replaced by a marker that
-    says how much is not shown."""
+    says how much is not shown and the hash of what it hides."""
     if len(line) <= max_chars:
         return line
     tail = max_chars // 4
     head = max_chars - tail
-    return f"{line[:head]} {MARKER} {len(line) - head - tail} chars not shown {MARKER} {line[-tail:]}"
+    hidden = _hidden_hash(line[head:-tail])
+    return (
+        f"{line[:head]} {MARKER} {len(line) - head - tail} chars not shown {hidden} {MARKER} {line[-tail:]}"
+    )
+
+
+def _note_line(note: str) -> str:
+    return f"{MARKER} {visible(note).translate(_GLYPHS)} {MARKER}"
+
+
+def _drawn(char: str) -> bool:
+    return _SHOWN[char] == char and char not in (MARKER, NEWLINE, TAB)
+
+
+def text_notes(text: str) -> list[str]:
+    """What a card says under ``text`` besides it (module doc): a cut by the reader (size and hash of
+    the removed part), then the look-alike notes; each is plain text (not yet made visible)."""
+    out = [
+        f"{WARN} cut: {cut.removed} more bytes not shown (sha256:{cut.short}); it can be denied, not allowed"
+        for cut in cuts_in_text(text)
+    ]
+    return out + notes(without_cuts(text), _drawn)
+
+
+def path_notes(path: str) -> list[str]:
+    """The notes a card shows under a path or a URL (a working directory, a file to write), each a
+    visible marker line (``⋯ ⚠ non-ASCII: ... ⋯``); none for a plain ASCII path."""
+    return [_note_line(note) for note in text_notes(path)]
 
 
 def command_view(command: str, max_lines: int = 12, max_chars: int = 400) -> CommandView:
@@ -169,9 +246,13 @@ def command_view(command: str, max_lines: int = 12, max_chars: int = 400) -> Com
         tail = max(1, max_lines // 4)
         head = max(1, max_lines - tail - 1)
         hidden = len(rows) - head - tail
-        rows = [*rows[:head], f"{MARKER} {hidden} more lines not shown {MARKER}", *rows[-tail:]]
+        hash_ = _hidden_hash("\n".join(rows[head:-tail]))
+        rows = [*rows[:head], f"{MARKER} {hidden} more lines not shown {hash_} {MARKER}", *rows[-tail:]]
     first = next((row for row in raw if not _BLANK.match(row)), "")
-    return CommandView(tuple(rows), _SPACES.sub(_spaces, first), len(raw), cut)
+    flags = tuple(_note_line(note) for note in text_notes(command))
+    hash_ = request_hash(command)
+    rows += [*flags, f"{MARKER} {hash_} {MARKER}"]
+    return CommandView(tuple(rows), _SPACES.sub(_spaces, first), len(raw), cut, hash_, flags)
 
 
 def one_line(text: str) -> str:

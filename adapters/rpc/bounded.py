@@ -6,10 +6,13 @@ harness by 455-606 MB, and one 33 MB step pushed stream frames past any sane cap
 
 * :class:`StringCutter` copies a JSON byte stream as it arrives, chunk by chunk, and cuts every
   string value longer than :data:`MAX_STRING` bytes (as sent: escaped UTF-8) to its first
-  :data:`MAX_STRING` bytes plus a constant marker (:func:`marker`). The cut never splits an escape or a
-  UTF-8 character. The rule depends only on the string, so a step cut on the stream reads the same
-  as the same step cut in a poll (an id always names the same content), and a reply that grows
-  past the limit stays the same cut text (its deltas stop, they never rewrite).
+  :data:`MAX_STRING` bytes plus a mark (:func:`agy_harness.core.cut_marks.mark`) that carries the
+  removed part's size and SHA-256, hashed as the bytes arrive (never kept): two strings that differ
+  only past the cut still read differently, so their requests' digests and cards differ. The cut
+  never splits an escape or a UTF-8 character. The rule depends only on the string, so a step cut on
+  the stream reads the same as the same step cut in a poll (an id always names the same content); a
+  reply that grows past the limit stops streaming deltas there (its mark changes as it grows: a
+  rewrite, which sends nothing; the committed message carries the final mark).
 * What is still over the body limit after the cut is not kept: the copy stops growing at the
   limit (``over`` is set) and the caller reports a clear error (a poll) or skips the frame (the
   stream goes on). Memory is bounded by the limit whatever agy sends.
@@ -20,19 +23,20 @@ Pure code, no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import AsyncIterable
+
+from agy_harness.core.cut_marks import mark
 
 MAX_STRING = 4 << 20  # bytes of one JSON string value (escaped), as sent
 MAX_BODY = 64 << 20  # bytes of one answer or stream frame, after long strings are cut
 
 
-def marker(max_string: int) -> bytes:
-    """What ends a cut string (JSON string content): the same for every string cut at that limit."""
-    return b"\\u2026(truncated: a string over %d bytes)" % max_string
+def marker(removed: int, sha256_hex: str) -> bytes:
+    """What ends a cut string (JSON string content): the removed part's size and hash."""
+    return mark(removed, sha256_hex).replace("\u2026", "\\u2026").encode("ascii")
 
-
-MARKER = marker(MAX_STRING)
 
 WINDOW = 1 << 20  # bytes the fast path looks at in one go
 
@@ -129,7 +133,6 @@ class StringCutter:
     def __init__(self, max_string: int = MAX_STRING, max_body: int = MAX_BODY) -> None:
         self.max_string = max_string
         self.max_body = max_body
-        self._marker = marker(max_string)
         self.out = bytearray()
         self.fed = 0  # bytes taken in
         self.cuts = 0  # strings cut
@@ -138,6 +141,8 @@ class StringCutter:
         self._odd = False  # the current string's content so far ends in an odd run of backslashes
         self._start = 0  # where the current string's content starts in ``out``
         self._cut = False  # the current string was cut
+        self._removed = hashlib.sha256()  # what was cut of the current string
+        self._removed_bytes = 0
 
     def _emit(self, data: bytes | memoryview) -> None:
         if self.over:
@@ -151,10 +156,15 @@ class StringCutter:
     def _content(self, data: bytes | memoryview) -> None:
         """Bytes inside the current string, as they arrive (an escape may be split between calls)."""
         if self._cut:
+            self._removed.update(data)
+            self._removed_bytes += len(data)
             return
         self._emit(data)
         if not self.over and len(self.out) - self._start > self.max_string:
-            del self.out[_safe_end(self.out, self._start, self._start + self.max_string) :]
+            end = _safe_end(self.out, self._start, self._start + self.max_string)
+            self._removed = hashlib.sha256(self.out[end:])
+            self._removed_bytes = len(self.out) - end
+            del self.out[end:]
             self._cut = True
             self.cuts += 1
 
@@ -191,7 +201,7 @@ class StringCutter:
                     return
             self._content(view[pos:stop])
             if self._cut:
-                self._emit(self._marker)
+                self._emit(marker(self._removed_bytes, self._removed.hexdigest()))
             self._emit(b'"')
             self._in_string = False
             pos = stop + 1

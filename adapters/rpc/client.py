@@ -60,7 +60,7 @@ from .errors import (
     RpcUnreachable,
     StreamBroken,
 )
-from .listeners import is_loopback_host, listener_problem
+from .listeners import is_loopback_host, listener_problem, peer_problem
 
 log = logging.getLogger(__name__)
 
@@ -133,17 +133,18 @@ class RpcClient:
         self.pool_resets = 0
 
     def _new_pool(self) -> _Pool:
-        port = self._base.port
+        port, host = self._base.port, self._base.host
 
         async def check_peer(*_args: object) -> None:  # before each new connection, not a byte sent
-            problem = listener_problem(port) if port is not None else None
+            problem = listener_problem(port, host) if port is not None else None
             if problem is not None:
                 log.error("not connecting to %s: %s", self.base_url, problem)
                 raise PeerRefused(problem)
 
         trace = aiohttp.TraceConfig()
         trace.on_connection_create_start.append(check_peer)
-        connector = aiohttp.TCPConnector(
+        connector = _CheckedConnector(
+            base_url=self.base_url,
             limit=0,  # no cap: a call never queues behind open streams
             ssl=_insecure_context(),
             keepalive_timeout=KEEPALIVE,
@@ -374,6 +375,28 @@ class RpcClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class _CheckedConnector(aiohttp.TCPConnector):
+    """A connector that checks each new connection's other end once it is made, before the request
+    (the csrf token) goes out: the socket that accepted it must be the user's
+    (:func:`~.listeners.peer_problem`; the listener check before dialling cannot see a socket that
+    took the connection meanwhile)."""
+
+    def __init__(self, *, base_url: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._url = base_url
+
+    async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
+        proto = await super()._create_connection(req, traces, timeout)
+        transport = getattr(proto, "transport", None)
+        if transport is not None:
+            problem = peer_problem(transport.get_extra_info("sockname"), transport.get_extra_info("peername"))
+            if problem is not None:
+                log.error("not using the connection to %s: %s", self._url, problem)
+                proto.close()
+                raise PeerRefused(problem)
+        return proto
 
 
 class PeerRefused(aiohttp.ClientConnectionError):

@@ -190,7 +190,7 @@ async def probe(
     client_factory: ClientFactory = default_client_factory,
     timeout: float = PROBE_TIMEOUT,
 ) -> Verdict:
-    check, why = check_listener(candidate.port, candidate.pid)
+    check, why = check_listener(candidate.port, candidate.pid, host)  # the socket the connection reaches
     if check is not PeerCheck.MINE:  # not even a Heartbeat: it carries the user's token
         (log.warning if check is PeerCheck.OTHER else log.debug)("not probing: %s", why)
         return Verdict.STRANGER if check is PeerCheck.OTHER else Verdict.DEAD
@@ -236,8 +236,9 @@ async def verify_endpoint(
     """Check a given ``base_url`` as discovery checks a scanned port: a live agy (``Heartbeat``) that
     owns ``cascade_id`` (when given), served by a socket of the current user. Raises NoAgyFound
     naming what failed."""
-    port = check_loopback(base_url).port
-    check, why = check_listener(port, None) if port is not None else (PeerCheck.MINE, "")
+    url = check_loopback(base_url)
+    port = url.port
+    check, why = check_listener(port, None, url.host) if port is not None else (PeerCheck.MINE, "")
     if check is PeerCheck.OTHER:
         raise NoAgyFound(f"refusing {base_url}: {why}", others=(port,) if port is not None else ())
     if check is PeerCheck.NONE:

@@ -6,6 +6,13 @@ token -- to a port unless the socket listening on it belongs to the current user
 another local user that merely answers like agy (echoing any conversation id) is never bound. Where
 the kernel's tables cannot be read (not Linux), the owner of the process the port was found on
 stands in (:func:`process_uid`).
+
+Only the socket a connection will reach counts (issue #35 case 6: another user listening on the same
+port number at ``127.0.0.2`` or ``[::1]`` made the harness refuse the user's own agy on
+``127.0.0.1``): the listener bound to the exact address dialled, else a wildcard one (``0.0.0.0``,
+``::``), as the kernel picks (:func:`reached`). And once connected, the connection's other end is
+checked too (:func:`peer_problem`): the kernel's entry for the socket that accepted it must be the
+user's.
 """
 
 from __future__ import annotations
@@ -53,6 +60,40 @@ class Listener:
     port: int
     uid: int
     inode: int
+    ip: str = ""  # the address it is bound to ("" where unknown: counts as reached)
+
+
+def _normal(ip: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        addr = ipaddress.ip_address(ip.strip("[]"))
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+def _targets(host: str) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The addresses a connection to ``host`` may reach (``localhost``: both loopbacks)."""
+    if host.strip("[]").lower() == "localhost":
+        return {ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")}
+    addr = _normal(host)
+    return {addr} if addr is not None else set()
+
+
+def reached(listeners: list[Listener], port: int, host: str | None) -> list[Listener]:
+    """The listeners on ``port`` a connection to ``host`` reaches: one bound to the exact address
+    (per address dialled), else the wildcard ones; every one on the port when ``host`` is None or
+    not an address (the old, stricter rule)."""
+    on_port = [s for s in listeners if s.port == port]
+    targets = _targets(host) if host is not None else set()
+    if not targets:
+        return on_port
+    out: list[Listener] = []
+    for target in targets:
+        exact = [s for s in on_port if not s.ip or _normal(s.ip) == target]
+        out += exact or [s for s in on_port if _normal(s.ip) in _WILDCARD]
+    return out
 
 
 def parse_listeners(text: str, *, v6: bool) -> list[Listener]:
@@ -70,7 +111,7 @@ def parse_listeners(text: str, *, v6: bool) -> list[Listener]:
                 ip = str(ipaddress.IPv6Address(raw))
             else:
                 ip = str(ipaddress.IPv4Address(raw[::-1]))
-            listener = Listener(int(port_hex, 16), int(fields[7]), int(fields[9]))
+            listener = Listener(int(port_hex, 16), int(fields[7]), int(fields[9]), ip)
         except ValueError:
             continue
         if listen_ip_ok(ip):
@@ -149,15 +190,16 @@ def _diag_dump(family: int) -> list[Listener]:
                 uid, inode = struct.unpack_from("=II", data, body + 64)
                 ip = ipaddress.ip_address(address[:4] if msg_family == socket.AF_INET else address)
                 if state == _TCP_LISTEN and listen_ip_ok(str(ip)):
-                    out.append(Listener(port, uid, inode))
+                    out.append(Listener(port, uid, inode, str(ip)))
                 offset += (length + 3) & ~3
 
 
-def listener_uids(port: int, proc: Path = PROC) -> set[int] | None:
-    """The uids owning a loopback/wildcard LISTEN socket on ``port`` (empty: none); None when the
-    kernel's tables cannot be read here."""
+def listener_uids(port: int, proc: Path = PROC, host: str | None = None) -> set[int] | None:
+    """The uids owning the loopback/wildcard LISTEN socket(s) on ``port`` that a connection to
+    ``host`` reaches (:func:`reached`; any on the port when ``host`` is None); empty: none; None
+    when the kernel's tables cannot be read here."""
     tables = _tables(proc)
-    return None if tables is None else {s.uid for s in tables if s.port == port}
+    return None if tables is None else {s.uid for s in reached(tables, port, host)}
 
 
 def socket_inodes(pid: int, proc: Path = PROC) -> set[int]:
@@ -204,10 +246,11 @@ class PeerCheck(StrEnum):
     OTHER = "other"  # another user's socket, or no evidence either way
 
 
-def check_listener(port: int, pid: int | None) -> tuple[PeerCheck, str]:
-    """Whose socket listens on loopback ``port``, and why, in words."""
+def check_listener(port: int, pid: int | None, host: str | None = None) -> tuple[PeerCheck, str]:
+    """Whose socket listens on loopback ``port`` (the one a connection to ``host`` reaches), and why,
+    in words."""
     me = my_uid()
-    uids = listener_uids(port)
+    uids = listener_uids(port, host=host)
     if uids is None:  # no kernel tables: the scanned process's owner is the evidence
         owner = process_uid(pid) if pid is not None else None
         if owner == me:
@@ -223,14 +266,94 @@ def check_listener(port: int, pid: int | None) -> tuple[PeerCheck, str]:
     return PeerCheck.MINE, ""
 
 
-def listener_problem(port: int) -> str | None:
-    """Why not to connect to loopback ``port`` now (another user's socket listens there, or none
-    does: another user could take it); None when it is the current user's or the kernel's tables
-    cannot be read here (then discovery's process-owner check is what there is)."""
-    uids = listener_uids(port)
+def listener_problem(port: int, host: str | None = None) -> str | None:
+    """Why not to connect to loopback ``port`` on ``host`` now (another user's socket listens where
+    the connection goes, or none does: another user could take it); None when it is the current
+    user's or the kernel's tables cannot be read here (then discovery's process-owner check is what
+    there is)."""
+    uids = listener_uids(port, host=host)
     if uids is None or uids == {my_uid()}:
         return None
     if not uids:
         return f"nothing listens on loopback port {port}"
     others = ", ".join(map(str, sorted(uids - {my_uid()})))
     return f"port {port} is served by uid {others}, not by you (uid {my_uid()})"
+
+
+# -- the connection's other end, once connected ------------------------------------------------
+
+
+def _diag_one(family: int, local: tuple[str, int], remote: tuple[str, int]) -> int | None:
+    """The uid of the TCP socket whose own end is ``local`` and whose peer is ``remote`` (one exact
+    sock_diag lookup); None when the kernel has no such socket or cannot be asked."""
+    src = ipaddress.ip_address(local[0]).packed.ljust(16, b"\0")
+    dst = ipaddress.ip_address(remote[0]).packed.ljust(16, b"\0")
+    sockid = struct.pack("!HH16s16sI", local[1], remote[1], src, dst, 0) + _NO_COOKIE
+    request = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+    header = struct.pack("=IHHII", 16 + len(request), _SOCK_DIAG_BY_FAMILY, 1, 1, 0)  # NLM_F_REQUEST
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as sock:
+            sock.settimeout(2.0)
+            sock.sendto(header + request, (0, 0))
+            data = sock.recv(1 << 16)
+        length, kind = struct.unpack_from("=IH", data, 0)
+        if kind != _SOCK_DIAG_BY_FAMILY or length < 16 + 72:
+            return None
+        (uid,) = struct.unpack_from("=I", data, 16 + 64)
+        return int(uid)
+    except (OSError, struct.error, ValueError):
+        return None
+
+
+def _proc_one(local: tuple[str, int], remote: tuple[str, int], proc: Path = PROC) -> int | None:
+    """:func:`_diag_one` read from ``/proc/net/tcp[6]`` (slower: every socket of the machine)."""
+    want_local, want_remote = (_normal(local[0]), local[1]), (_normal(remote[0]), remote[1])
+    for name, v6 in (("tcp", False), ("tcp6", True)):
+        with contextlib.suppress(OSError):
+            for line in (proc / "net" / name).read_text().splitlines()[1:]:
+                fields = line.split()
+                if len(fields) < 10:
+                    continue
+                try:
+                    ends = [_end(fields[1], v6), _end(fields[2], v6)]
+                except ValueError:
+                    continue
+                if ends == [want_local, want_remote]:
+                    return int(fields[7])
+    return None
+
+
+def _end(text: str, v6: bool) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address | None, int]:
+    addr_hex, _, port_hex = text.partition(":")
+    raw = bytes.fromhex(addr_hex)
+    if v6:
+        raw = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
+        return _normal(str(ipaddress.IPv6Address(raw))), int(port_hex, 16)
+    return _normal(str(ipaddress.IPv4Address(raw[::-1]))), int(port_hex, 16)
+
+
+def connection_owner(ours: tuple[str, int], theirs: tuple[str, int], proc: Path = PROC) -> int | None:
+    """The uid owning the socket at the other end of our connection (``ours`` -> ``theirs``): the
+    socket the peer accepted it on, which is its listener's owner. None when it cannot be read."""
+    family = socket.AF_INET6 if ":" in theirs[0] else socket.AF_INET
+    if proc == PROC:
+        uid = _diag_one(family, theirs, ours)
+        if uid is not None:
+            return uid
+    return _proc_one(theirs, ours, proc)
+
+
+def peer_problem(sockname: object, peername: object) -> str | None:
+    """Why not to use a connection just made (its other end is another user's socket); None when it
+    is the user's, or when the kernel's tables cannot be read here (as :func:`listener_problem`)."""
+    if not (isinstance(sockname, tuple) and isinstance(peername, tuple)):
+        return None  # not a TCP connection (nothing to check)
+    ours, theirs = (str(sockname[0]), int(sockname[1])), (str(peername[0]), int(peername[1]))
+    owner = connection_owner(ours, theirs)
+    if owner is None:
+        if _tables(PROC) is None:
+            return None  # no kernel tables here: the listener check was what there is
+        return f"cannot tell whose socket accepted the connection to {theirs[0]} port {theirs[1]}"
+    if owner != my_uid():
+        return f"the connection to port {theirs[1]} was accepted by uid {owner}, not by you (uid {my_uid()})"
+    return None

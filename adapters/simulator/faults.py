@@ -10,6 +10,8 @@
     sim.faults.forget_grants = True         # agy does not keep lasting grants: a covered request is asked again
     sim.faults.refuse_scope = True          # agy refuses the RPC permission.scope field (400), still waiting
     sim.faults.rewrite_command_once = "rm -rf /tmp/x"  # a hook rewrites the next allowed command (overwrite.CommandLine)
+    sim.faults.replay_listing(answer, times=2, delay=0.3)  # the next 2 GetAllCascadeTrajectories
+                                            # answer ``answer`` (a listing taken earlier), each 0.3 s late
     await sim.restart()                     # the server moves to a new port (streams end without trailer)
 
 ``*_once`` switches reset themselves when they fire. ``reset()`` clears everything.
@@ -47,6 +49,11 @@ class Faults:
     delay: float = 0.0
     delay_methods: set[str] | None = None
     failures: dict[str, MethodFailure] = field(default_factory=dict)
+    #: a listing taken earlier, answered again (late) for the next ``stale_listings`` listings: what
+    #: a network that delays answers does (issue #35 case 5)
+    stale_listing: dict[str, object] | None = None
+    stale_listings: int = 0
+    stale_listing_delay: float = 0.0
     #: What fired, in order (e.g. ``"cut_stream"``, ``"fail:Heartbeat:503"``): tests can assert on it.
     fired: list[str] = field(default_factory=list)
 
@@ -63,6 +70,17 @@ class Faults:
             del self.failures[method]
         self.fired.append(f"fail:{method}:{failure.status}")
         return failure
+
+    def replay_listing(self, answer: dict[str, object], *, times: int = 1, delay: float = 0.0) -> None:
+        """Answer the next ``times`` GetAllCascadeTrajectories calls with ``answer``, ``delay`` late."""
+        self.stale_listing, self.stale_listings, self.stale_listing_delay = answer, times, delay
+
+    def take_stale_listing(self) -> tuple[dict[str, object], float] | None:
+        if self.stale_listing is None or self.stale_listings <= 0:
+            return None
+        self.stale_listings -= 1
+        self.fired.append("stale_listing")
+        return self.stale_listing, self.stale_listing_delay
 
     def delay_for(self, method: str) -> float:
         if self.delay <= 0:
@@ -90,6 +108,7 @@ class Faults:
         self.delay = 0.0
         self.delay_methods = None
         self.failures.clear()
+        self.stale_listing, self.stale_listings = None, 0
 
 
 def with_drift(value: dict[str, object], kind: str) -> dict[str, object]:

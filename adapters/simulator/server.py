@@ -133,6 +133,11 @@ class App:
         if failure is not None:
             await _error(send, failure.status, _FAULT_CODES.get(failure.status, "unknown"), failure.message)
             return
+        stale = sim.faults.take_stale_listing() if method == "GetAllCascadeTrajectories" else None
+        if stale is not None:
+            await asyncio.sleep(stale[1])
+            await _respond(send, 200, json.dumps(stale[0], ensure_ascii=False).encode())
+            return
         delay = sim.faults.delay_for(method)
         if delay:
             await asyncio.sleep(delay)

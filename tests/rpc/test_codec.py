@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import struct
@@ -11,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agy_harness.adapters.rpc.bounded import marker
 from agy_harness.adapters.rpc.codec import (
     FLAG_COMPRESSED,
     FLAG_END_STREAM,
@@ -22,6 +22,7 @@ from agy_harness.adapters.rpc.codec import (
     unwrap_update,
 )
 from agy_harness.adapters.rpc.errors import CodecError, TruncatedStreamError
+from agy_harness.core.cut_marks import mark
 
 
 def raw_envelope(flags: int, data: bytes) -> bytes:
@@ -147,11 +148,11 @@ def test_a_frame_over_the_limit_is_reported_and_decoding_continues() -> None:
 
 
 def test_a_long_string_is_cut_as_it_arrives_and_the_frame_kept() -> None:
-    dec = EnvelopeDecoder(max_frame=100, max_string=8)
+    dec = EnvelopeDecoder(max_frame=200, max_string=8)
     wire = encode_envelope({"step": {"output": "x" * 1000, "ok": "short"}}) + encode_envelope({"b": 2})
     frames = [f for i in range(0, len(wire), 7) for f in dec.feed(wire[i : i + 7])]
     dec.close()
-    cut = "x" * 8 + marker(8).decode("unicode_escape")
+    cut = "x" * 8 + mark(992, hashlib.sha256(b"x" * 992).hexdigest())
     assert frames[0].payload == {"step": {"output": cut, "ok": "short"}}
     assert frames[1].payload == {"b": 2}
     assert dec.pending == 0

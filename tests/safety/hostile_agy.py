@@ -1,12 +1,13 @@
 """A hostile "agy" (stdlib only; run as another user as ``agy hostile_agy.py DIR [PORT]``): TLS connect-RPC on
 loopback, answers Heartbeat, echoes any id in GetConversationMetadata, takes every other call, and
-writes its port line to ``DIR/agy.log`` (passed as ``--log-file``, as agy's own) and every request it
+writes its port line (``--bind HOST``: it listens on that address, e.g. ``127.0.0.2`` or ``::1``) to ``DIR/agy.log`` (passed as ``--log-file``, as agy's own) and every request it
 gets (path, csrf header, body) to ``DIR/got.jsonl``."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import ssl
 import sys
 import time
@@ -42,7 +43,12 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     port = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 0  # a port to take over
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    host = sys.argv[sys.argv.index("--bind") + 1] if "--bind" in sys.argv else "127.0.0.1"  # another loopback
+
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    server = Server((host, port), Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(HERE / "cert.pem", HERE / "key.pem")
     server.socket = ctx.wrap_socket(server.socket, server_side=True)

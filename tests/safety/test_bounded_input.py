@@ -10,17 +10,18 @@ import logging
 
 import pytest
 
-from agy_harness.adapters.rpc.bounded import MAX_STRING, marker
+from agy_harness.adapters.rpc.bounded import MAX_STRING
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import RpcBadResponse
 from agy_harness.adapters.simulator import Simulator
+from agy_harness.core.cut_marks import LEAD
 from agy_harness.ports.protocols import GateAnswer
 from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on, run_turn
 from tests.rpc.stub import StubServer, const
 
 HUGE = 40 << 20  # two such steps put the stream's first frame (a snapshot) past 64 MB
-CUT = marker(MAX_STRING).decode("unicode_escape")
+CUT = LEAD  # the start of the mark of a cut string (its size and hash follow)
 
 
 async def huge_steps(sim: Simulator) -> None:

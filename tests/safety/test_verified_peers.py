@@ -101,3 +101,41 @@ async def test_a_port_another_user_takes_over_after_agy_died_gets_nothing() -> N
                 with pytest.raises(RpcUnreachable):
                     await client.call("GetCascadeTrajectorySteps", {"cascadeId": "c"})
         assert received(here / "got.jsonl") == []
+
+
+@pytest.mark.parametrize("elsewhere", ["127.0.0.2", "::1"])
+async def test_another_user_on_the_same_port_at_another_loopback_address_changes_nothing(
+    own_agy: tuple[int, str], elsewhere: str
+) -> None:
+    """Issue #35 case 6: another user listening on 127.0.0.2:PORT or [::1]:PORT, the user's own agy on
+    127.0.0.1:PORT, made the harness refuse the user's agy (the check looked at every loopback socket
+    with that port number); only the socket the connection reaches counts."""
+    port, cascade = own_agy
+    with shared_dir() as here, run_hostile(here, str(port), "--bind", elsewhere) as taken:
+        assert taken == port  # the same port number, another address, another uid
+        async with open_session(port=port, cascade_id=cascade, csrf_token=SECRET) as session:
+            assert session.base_url == f"https://127.0.0.1:{port}"
+            await session.harness.snapshot.read_steps(cascade)  # it serves
+        async with open_session(base_url=f"https://127.0.0.1:{port}", cascade_id=cascade, csrf_token=SECRET):
+            pass
+        host = f"[{elsewhere}]" if ":" in elsewhere else elsewhere
+        with pytest.raises(NoAgyFound, match="not by you"):  # the other user's socket is still refused
+            async with open_session(base_url=f"https://{host}:{port}", csrf_token=SECRET):
+                raise AssertionError("bound another user's port")
+        assert received(here / "got.jsonl") == []
+
+
+async def test_a_connection_accepted_by_another_users_socket_is_dropped_before_a_byte(
+    hostile_agy: tuple[int, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listener check runs before dialling; if another user's socket takes the connection anyway
+    (here: that check is made to pass), the accepted connection's other end is checked once connected
+    and the request -- the csrf token -- never goes out."""
+    from agy_harness.adapters.rpc import client as client_module
+
+    hostile_port, got = hostile_agy
+    monkeypatch.setattr(client_module, "listener_problem", lambda *_: None)
+    async with RpcClient(f"https://127.0.0.1:{hostile_port}", csrf_token=SECRET) as client:
+        with pytest.raises(RpcUnreachable, match="accepted by uid"):
+            await client.call("Heartbeat", {})
+    assert received(got) == []

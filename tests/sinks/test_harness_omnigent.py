@@ -8,6 +8,7 @@ from typing import Any
 
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
 from agy_harness.composition.service.harness import Harness, HarnessOptions
+from agy_harness.core.display import request_hash
 from agy_harness.ports.events import Event
 from tests.core.fixtures import CASCADE, fixture
 from tests.fakes import MemorySnapshot, RecordingDelivery, RecordingSink, ScriptedSource
@@ -75,7 +76,7 @@ async def test_a_gate_goes_through_the_hook_and_back_to_agy(omnigent: OmnigentAp
     ):
         await omnigent.wait_for(lambda: len(omnigent.hook_posts) == 1)
         params = omnigent.hook_posts[0]["params"]
-        assert params["phase"] == "agy_permission" and params["command"] == "pwd"
+        assert params["phase"] == "agy_permission" and params["command"] == f"pwd\n⋯ {request_hash('pwd')} ⋯"
         await omnigent.push_answer({"action": "decline"})  # the web card's Reject
         await omnigent.wait_for(lambda: any(h.outcome == "answered" for h in omnigent.hits))
         async with asyncio.timeout(5):

@@ -20,6 +20,7 @@ from agy_harness.adapters.sinks.omnigent import (
     to_wire,
 )
 from agy_harness.core.answers import AnswerError
+from agy_harness.core.display import request_hash
 from agy_harness.ports.events import (
     Event,
     GateOpened,
@@ -118,7 +119,8 @@ def test_gate_params_render_the_web_uis_cards() -> None:
         ]
     }
     p = gate_params(PERMISSION_GATE)
-    assert (p["phase"], p["command"], p["cwd"]) == ("agy_permission", "git status", "/repo")
+    h = request_hash("git status")
+    assert (p["phase"], p["command"], p["cwd"]) == ("agy_permission", f"git status\n⋯ {h} ⋯", "/repo")
     assert p["message"] == "agy asks to run `git status` in /repo"  # core.kinds.describe
     assert gate_params(PERMISSION_GATE) == p  # deterministic: omnigent matches re-POSTs by them
 
@@ -139,7 +141,8 @@ def test_the_card_shows_every_character_and_the_whole_command() -> None:
         update={"command_line": "rm -rf ~/work\u200d #" + "\n" * 30 + "ls [red]x[/red]\U000e0041"}
     )
     p = gate_params(PERMISSION_GATE.model_copy(update={"permission": hidden}))
-    assert p["command"] == "rm -rf ~/work\\u200d #\n⋯ 29 blank lines ⋯\nls [red]x[/red]\\U000e0041"
+    h = request_hash(hidden.command_line)
+    assert p["command"] == f"rm -rf ~/work\\u200d #\n⋯ 29 blank lines ⋯\nls [red]x[/red]\\U000e0041\n⋯ {h} ⋯"
     # markup-like text: the message (both media) points below; the web's field carries the exact text,
     # the chat's (printed as rich markup) the escaped text
     assert p["message"] == "agy asks for permission: the request is shown below"
