@@ -86,7 +86,8 @@ class TurnControl:
         self.gates.stop_asking()
         for gate in reversed(parked):  # deny first: a cancel after it also stops the reply agy starts
             denial = GateAnswer(action="decline", allow=False)
-            if await self.gates.answer(gate, denial, deadline=INTERRUPT_DENY_DEADLINE):
+            by = self.gates.decisions.by("interrupt")  # (the decision ledger's: who decided)
+            if await self.gates.answer(gate, denial, deadline=INTERRUPT_DENY_DEADLINE, decided_by=by):
                 denied.append(gate.gate_id)
         self._interrupts += 1
         notice_id = f"{self.conversation.cascade_id}/interrupt/{self._interrupts}"
