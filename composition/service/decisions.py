@@ -36,6 +36,7 @@ from agy_harness.ports.protocols import DecidedBy, DecisionLedger, LedgerEntry
 log = logging.getLogger("agy_harness.ledger")
 
 KEPT = 1024  # gates remembered (open times, decided steps)
+DRAIN = 5.0  # seconds a stop waits for the background records
 OUTPUT_TAIL = 400  # characters of a tool's output kept in its outcome record
 
 
@@ -62,7 +63,8 @@ class DecisionRecorder:
         self.user = user or local_user()
         self._opened: OrderedDict[str, float] = OrderedDict()  # gate id -> when it opened (monotonic)
         self._answered: OrderedDict[str, None] = OrderedDict()  # gates this harness answered
-        self._steps: OrderedDict[str, tuple[GateOpened, int]] = OrderedDict()  # step key -> (gate, record)
+        #: step key -> (its decided gate, the decision record's sequence once written)
+        self._steps: OrderedDict[str, tuple[GateOpened, asyncio.Future[int]]] = OrderedDict()
         self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -82,8 +84,14 @@ class DecisionRecorder:
         body = decision_body(gate, verdict, detail, scope_of(answer), by.model_dump(), latency)
         seq = await self.ledger.record(LedgerEntry(type="decision", body=body))
         _put(self._answered, gate.gate_id, None)
-        _put(self._steps, gate.step_key, (gate, seq))
+        self._step(gate).set_result(seq)
         return seq
+
+    def _step(self, gate: GateOpened) -> asyncio.Future[int]:
+        """The decision sequence of ``gate``'s step, which its outcome record waits for."""
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        _put(self._steps, gate.step_key, (gate, done))
+        return done
 
     def delivered(self, gate: GateOpened, seq: int, taken: bool) -> None:
         """agy took the answer of decision ``seq`` (or did not: a notice said why)."""
@@ -105,16 +113,23 @@ class DecisionRecorder:
                 gate = self._gates.pop(event.gate_id, None)
                 if gate is not None and event.gate_id not in self._answered:
                     if event.reason == "answered":
-                        self._spawn(self._elsewhere(gate))
+                        self._spawn(self._elsewhere(gate, self._step(gate)))
                     elif event.reason == "timed out":
                         self._spawn(self._record_other(gate, "timeout", {}, self.by("timeout")))
             elif isinstance(event, ToolResult):
                 found = self._steps.pop(event.step_key, None)
                 if found is not None:
-                    self._outcome(found[0], found[1], event)
+                    self._spawn(self._outcome(*found, event))
 
-    async def _elsewhere(self, gate: GateOpened) -> None:
+    async def _elsewhere(self, gate: GateOpened, done: asyncio.Future[int]) -> None:
         """A gate answered without this harness: agy's own terminal. Its verdict is what agy recorded."""
+        try:
+            done.set_result(await self._agy_terminal(gate))
+        finally:
+            if not done.done():  # (not recorded: what then ran has no decision to name)
+                done.set_result(0)
+
+    async def _agy_terminal(self, gate: GateOpened) -> int:
         response: dict[str, Any] | None = None
         try:
             for step in map(S.parse_step, await self.read_steps(gate.cascade_id)):
@@ -128,21 +143,20 @@ class DecisionRecorder:
         except Exception as exc:
             log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
         verdict, detail = recorded_verdict(gate, response)
-        await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
+        return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
 
-    async def _record_other(
-        self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy
-    ) -> None:
+    async def _record_other(self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy) -> int:
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
         body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency)
         body["unless_decided"] = True  # another session of this user may have answered it: not agy's
         assert self.ledger is not None
-        seq = await self.ledger.record(LedgerEntry(type="decision", body=body))
-        if seq and verdict == "allow":
-            _put(self._steps, gate.step_key, (gate, seq))
+        return await self.ledger.record(LedgerEntry(type="decision", body=body))
 
-    def _outcome(self, gate: GateOpened, seq: int, result: ToolResult) -> None:
+    async def _outcome(self, gate: GateOpened, decision: asyncio.Future[int], result: ToolResult) -> None:
+        seq = await decision
+        if not seq:
+            return  # no decision of this session's (another session recorded it, and what ran)
         output = result.output
         command = gate.permission.command_line if gate.permission is not None else ""
         body = {
@@ -156,7 +170,7 @@ class DecisionRecorder:
             "output_chars": len(output),
             "output_tail": redact(output[-OUTPUT_TAIL:]),
         }
-        self._later(LedgerEntry(type="outcome", body=body))
+        await self._write(LedgerEntry(type="outcome", body=body))
 
     # -- background writes -------------------------------------------------------------------------
 
@@ -183,5 +197,9 @@ class DecisionRecorder:
 
     async def drain(self) -> None:
         """Wait for the records written in the background (a stop, a test)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        try:
+            async with asyncio.timeout(DRAIN):
+                while self._tasks:
+                    await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        except TimeoutError:
+            log.warning("decision ledger: %d records still unwritten at stop", len(self._tasks))
