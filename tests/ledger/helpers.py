@@ -17,7 +17,11 @@ def records(directory: Path, kind: str | None = None) -> list[dict[str, Any]]:
 
 
 def decisions(directory: Path, gate_id: str | None = None) -> list[dict[str, Any]]:
-    return [r["body"] for r in records(directory, "decision") if gate_id is None or r["body"]["gate_id"] == gate_id]
+    return [
+        r["body"]
+        for r in records(directory, "decision")
+        if gate_id is None or r["body"]["gate_id"] == gate_id
+    ]
 
 
 def verified(directory: Path) -> C.Report:

@@ -80,7 +80,9 @@ async def test_a_sink_answer_names_the_sinks_surface_and_a_denial_what_did_not_r
     assert outcome["error"] is True and outcome["command"] == "rm -rf build"
 
 
-async def test_agys_own_terminal_answer_is_one_record_with_agys_verdict(sim: Simulator, tmp_path: Path) -> None:
+async def test_agys_own_terminal_answer_is_one_record_with_agys_verdict(
+    sim: Simulator, tmp_path: Path
+) -> None:
     sink = RecordingSink()  # asked, never answers: the human answers in agy's terminal
     async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
         await session.send("run: git status")
