@@ -230,7 +230,7 @@ class LiveSession:
         gate, _ = entry
         if gate_card(gate)["shown"] != shown:
             raise StaleCard("the card changed since it was shown; look again and answer the new one")
-        await self._session().answer(gate_id, value)
+        await self._session().answer(gate_id, value, surface="board")
 
     async def send(self, text: str) -> str:
         return await self._session().send(text)
