@@ -60,27 +60,61 @@ def add_audit_command(sub: Any) -> None:
         sub, "audit", summary="the decision ledger: list, verify, export (aat | jsonl)",
         description=DESCRIPTION, epilog=EPILOG,
     )  # fmt: skip
-    p.add_argument(
-        "action", nargs="?", choices=("list", "verify", "export"), default="list", help="default: list"
+    add = p.add_argument
+    add(
+        "action",
+        nargs="?",
+        choices=("list", "verify", "export"),
+        default="list",
+        help="what to do (default: list)",
     )
-    p.add_argument(
-        "--ledger", type=Path, default=None, metavar="DIR", help="the ledger's directory (default: yours)"
+    add(
+        "--ledger",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="its directory (default: yours, private state)",
     )
-    p.add_argument(
-        "--conversation", default=None, metavar="ID", help="only this conversation (a prefix will do)"
+    add(
+        "--conversation",
+        default=None,
+        metavar="ID",
+        help="only this conversation, or ids so starting (default: all)",
     )
-    p.add_argument(
-        "--surface", default=None, metavar="NAME", help="only decisions made there (board, acp, ...)"
+    add(
+        "--surface",
+        default=None,
+        metavar="NAME",
+        help="only decisions made there: board, acp, ... (default: all)",
     )
-    p.add_argument("--verdict", default=None, choices=VERDICTS, help="only this verdict")
-    p.add_argument("--since", type=_when, default=None, metavar="TIME", help="only from this time (ISO 8601)")
-    p.add_argument(
-        "--until", type=_when, default=None, metavar="TIME", help="only until this time (ISO 8601)"
+    add("--verdict", default=None, choices=VERDICTS, help="only this verdict (default: all)")
+    add(
+        "--since",
+        type=_when,
+        default=None,
+        metavar="TIME",
+        help="only from this time, ISO 8601 (default: the first)",
     )
-    p.add_argument("--json", action="store_true", help="list: one JSON record per line")
-    p.add_argument("--format", choices=("aat", "jsonl"), default=None, help="export: the format")
-    p.add_argument(
-        "--out", type=Path, default=None, metavar="PATH", help="export: a directory (aat) or a file"
+    add(
+        "--until",
+        type=_when,
+        default=None,
+        metavar="TIME",
+        help="only until this time, ISO 8601 (default: the last)",
+    )
+    add("--json", action="store_true", help="list: one JSON record per line")
+    add(
+        "--format",
+        choices=("aat", "jsonl"),
+        default=None,
+        help="export: the format (default: none; required)",
+    )
+    add(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="export: a directory (aat), a file (default: stdout)",
     )
     p.set_defaults(handler=run_audit)
 
@@ -162,10 +196,11 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
             print(json.dumps(rec, ensure_ascii=False))
             continue
         body, by = rec["body"], rec["body"].get("decided_by") or {}
-        who = {"human": f"{by.get('user') or 'someone'} on {by.get('surface') or '?'}"}.get(
-            by.get("kind"), by.get("kind", "?")
-        )
-        if by.get("kind") == "rule":
+        kind = str(by.get("kind", "?"))
+        who = kind
+        if kind == "human":
+            who = f"{by.get('user') or 'someone'} on {by.get('surface') or '?'}"
+        elif kind == "rule":
             who = f"rule {by.get('rule_id')}"
         print(
             f"#{rec['seq']} {rec['time']} {body.get('verdict', '?'):7} by {who} "

@@ -31,7 +31,7 @@ from agy_harness.core import steps as S
 from agy_harness.core.answers import CheckedAnswer
 from agy_harness.core.decision_record import decision_body, recorded_verdict, redact, scope_of, verdict_of
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, ToolResult
-from agy_harness.ports.protocols import DecidedBy, DecisionLedger, LedgerEntry
+from agy_harness.ports.protocols import DecidedBy, DeciderKind, DecisionLedger, LedgerEntry
 
 log = logging.getLogger("agy_harness.ledger")
 
@@ -68,8 +68,8 @@ class DecisionRecorder:
         self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def by(self, kind: str = "human", surface: str = "") -> DecidedBy:
-        return DecidedBy(kind=kind, surface=surface, user=self.user)  # type: ignore[arg-type]
+    def by(self, kind: DeciderKind = "human", surface: str = "") -> DecidedBy:
+        return DecidedBy(kind=kind, surface=surface, user=self.user)
 
     # -- decisions the bridge delivers -------------------------------------------------------------
 
@@ -182,7 +182,7 @@ class DecisionRecorder:
         assert self.ledger is not None
         await self.ledger.record(entry)
 
-    def _spawn(self, job: Awaitable[None]) -> None:
+    def _spawn(self, job: Awaitable[object]) -> None:
         async def run() -> None:
             try:
                 await job
