@@ -44,6 +44,7 @@ BENCHMARKS: list[tuple[str, list[str], int]] = [
     ("bench_active.py", [], 420),
     ("bench_board.py", [], 300),
     ("bench_bounded.py", [], 300),
+    ("bench_ledger.py", [], 420),
 ]
 
 
@@ -104,6 +105,16 @@ def table(data: dict[str, Any]) -> list[tuple[str, str]]:
             f = g[mode]
             rows.append((f"board: gate asked -> card on screen, {mode} (n={f['n']})",
                          f"p50 {f['p50_ms']:.0f} ms, p95 {f['p95_ms']:.0f} ms ({g['measured_to']})"))  # fmt: skip
+    ledger = data.get("ledger")
+    if ledger:
+        rows.append(
+            (
+                f"answer latency with the decision ledger / without (p50, n={ledger['gates']})",
+                f"{ledger['with_p50_ms']:.1f} ms / {ledger['without_p50_ms']:.1f} ms, per round "
+                + ", ".join(f"{r:.2f}x" for r in ledger["ratio_p50_per_round"]),
+            )
+        )
+        rows.append(("decision ledger records per second (each fsync'd)", f"{ledger['records_per_s']:,.0f}"))
     costs = data.get("call_costs")
     if costs:
         rows.append(("CPU per unary call", ", ".join(f"{k} {v:.2f} ms" for k, v in costs.items())))

@@ -19,6 +19,7 @@ entry points read only these types and their fields, never a status code or agy'
     ├── NoConversation              agy has no conversation to bind yet
     ├── UnsafeState                 a state location other users could touch: refused
     ├── EventRefused                a sink refuses an event for its content: quarantine it
+    ├── LedgerUnavailable (OSError) the decision ledger could not record: the answer is not sent
     └── (core) AnswerError          an answer that is not an unambiguous answer to its gate
 """
 
@@ -143,6 +144,11 @@ class UnsafeState(AgyHarnessError, OSError):
     """A state location another local user could read, replace or write: the library refuses it."""
 
 
+class LedgerUnavailable(AgyHarnessError, OSError):
+    """The decision ledger could not record a decision (a write failed, its location is unsafe): the
+    answer it records is not sent to agy, and a notice says why."""
+
+
 class EventRefused(AgyHarnessError, ValueError):
     """What a sink raises when its consumer refuses an event for its content, for good (not because
     it is down): the harness quarantines that event with a notice instead of retrying it."""
@@ -158,6 +164,7 @@ __all__ = [
     "AnswerNotDelivered",
     "EventRefused",
     "InteractionRejected",
+    "LedgerUnavailable",
     "MethodMissing",
     "NoConversation",
     "NoTurnSender",

@@ -285,3 +285,44 @@ class CursorQuarantine(Protocol):
     def damaged(self, cascade_id: str) -> str | None: ...
 
     def quarantine(self, cascade_id: str, reason: str) -> str: ...
+
+
+# -- the decision ledger (issue 36) ----------------------------------------------------------------
+
+DeciderKind = Literal["human", "rule", "agy-terminal", "timeout", "interrupt"]
+
+
+class DecidedBy(BaseModel):
+    """Who decided a gate: a human on a named ``surface`` (board, acp, omnigent, attach, demo, api),
+    a rule (``rule_id`` and the rules file's ``rules_hash``), agy's own terminal, agy's timeout, or an
+    interrupt; ``user`` is the local user the harness ran as."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: DeciderKind = "human"
+    surface: str = ""
+    user: str = ""
+    rule_id: str = ""
+    rules_hash: str = ""
+
+
+class LedgerEntry(BaseModel):
+    """One record for the decision ledger, before it is chained: ``type`` is ``decision`` (one per
+    decided gate), ``delivery`` (whether agy took it) or ``outcome`` (what then ran and how it
+    ended); ``body`` holds its JSON fields (strings, integers, booleans, lists, objects: no floats)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["decision", "delivery", "outcome"]
+    body: dict[str, Any]
+
+
+@runtime_checkable
+class DecisionLedger(Protocol):
+    """An append-only, tamper-evident record of every gate decision (adapters/store/ledger_file.py).
+
+    ``record`` returns the record's sequence number once it is durable; it raises
+    :class:`~agy_harness.ports.errors.LedgerUnavailable` when it could not be written (then the
+    answer it records is not sent). It never blocks the event loop."""
+
+    async def record(self, entry: LedgerEntry) -> int: ...

@@ -40,6 +40,19 @@ def _forget_the_callers_tmux() -> None:
 
 
 _forget_the_callers_tmux()
+def _ledger_outside_the_users() -> None:
+    """The sessions the tests run record their gate decisions (the decision ledger): into a ledger of
+    this run's own (``AGY_HARNESS_LEDGER_DIR``, for the CLI processes tests start too), never into the
+    user's. A test that checks the ledger gives its own (``ledger=``)."""
+    if "AGY_HARNESS_LEDGER_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["AGY_HARNESS_LEDGER_DIR"] = str(
+            Path(tempfile.mkdtemp(prefix="agy-harness-tests-")) / "ledger"
+        )
+
+
+_ledger_outside_the_users()
 
 import socket  # noqa: E402
 import subprocess  # noqa: E402

@@ -89,6 +89,7 @@ class TerminalSink(StreamedText):
 
     #: one prompt at a time: the harness shows the newest request first (the older ones come back)
     max_concurrent_asks = 1
+    surface = "attach"  # where its human decides (the decision ledger)
 
     def __init__(
         self,

@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .board import add_board_command
 
     add_board_command(sub)
+    from .audit import add_audit_command
+
+    add_audit_command(sub)
     return parser
 
 

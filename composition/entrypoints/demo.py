@@ -50,6 +50,8 @@ class TapSink:
     not run while a gate waits for the human (a person may think as long as they like).
     """
 
+    surface = "demo"  # where its human decides (the decision ledger)
+
     def __init__(self, inner: EventSink) -> None:
         self.inner = inner
         self.seen: list[Event] = []

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from dependency_injector import containers, providers
 
@@ -70,6 +70,7 @@ from agy_harness.ports.protocols import (
     CascadeSummary,
     Cursor,
     CursorStore,
+    DecisionLedger,
     EventSink,
     ModelCatalog,
     ShowsModelNames,
@@ -135,6 +136,12 @@ def _tui_screen(target: str | None, server: Any) -> Any:
     return TmuxScreen(target, server)
 
 
+def _file_ledger() -> DecisionLedger:
+    from agy_harness.adapters.store.ledger_file import shared_ledger
+
+    return shared_ledger()
+
+
 def _given(value: Any) -> bool:
     return value is not None
 
@@ -153,6 +160,8 @@ class AgyContainer(containers.DeclarativeContainer):
     cursor_store: providers.Object[CursorStore | None] = providers.Object(None)
     options: providers.Object[HarnessOptions | None] = providers.Object(None)
     tmux_server: providers.Object[Any] = providers.Object(None)  # a libtmux.Server, None: the default
+    #: the decision ledger (issue 36): this install's file ledger, made when a session first records
+    ledger = providers.Singleton(_file_ledger)
 
     # -- agy: where it listens, the conversation, what it can do (filled in by bind()) -----
     discovery = providers.Singleton(
@@ -241,6 +250,7 @@ class AgyContainer(containers.DeclarativeContainer):
         clock=clock,
         bus=bus,
         subagent_source=subagent_source,
+        ledger=ledger,
     )
 
     # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------
@@ -264,6 +274,7 @@ def make_container(
     poll_interval: float = 0.25,
     stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
+    ledger: DecisionLedger | Literal["default"] | None = "default",
 ) -> AgyContainer:
     """A container configured from :func:`~agy_harness.composition.root.session.open_session`'s keywords."""
     container = AgyContainer()
@@ -287,6 +298,8 @@ def make_container(
     container.cursor_store.override(providers.Object(cursor_store))
     container.options.override(providers.Object(options))
     container.tmux_server.override(providers.Object(tmux_server))
+    if ledger != "default":  # a ledger of the caller's, or None: decisions recorded nowhere
+        container.ledger.override(providers.Object(ledger))
     return container
 
 

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Resolver
@@ -40,7 +40,7 @@ from agy_harness.ports.errors import (
     UnknownGate,
 )
 from agy_harness.ports.events import Event, GateOpened
-from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, ModelCatalog
+from agy_harness.ports.protocols import CursorStore, DecisionLedger, EventSink, GateAnswer, ModelCatalog
 from agy_harness.ports.tasks import reap
 
 from ..service.harness import Harness, HarnessOptions, InterruptReport
@@ -117,8 +117,10 @@ class Session:
         """Start a user turn; returns which turn sender served it ("rpc" or "tmux")."""
         return await self.harness.send(text)
 
-    async def answer(self, gate_id: str, value: AnswerLike) -> None:
-        """Answer a gate (see :func:`to_answer` for the accepted values).
+    async def answer(self, gate_id: str, value: AnswerLike, *, surface: str = "api") -> None:
+        """Answer a gate (see :func:`to_answer` for the accepted values). ``surface`` names the front
+        end the human answered on (board, acp, omnigent, attach, demo; api by default): the decision
+        ledger records it.
 
         Returns once agy took it. Raises UnknownGate (a KeyError) for a gate this session never saw,
         :class:`~agy_harness.core.answers.AnswerError` (a ValueError) for an answer that is not an
@@ -134,7 +136,8 @@ class Session:
         answer = to_answer(gate, value)
         # the harness delivers it to exactly this gate's request (or to agy's re-ask of it after a
         # timeout), ends the pending ask, and refuses a second answer or a request that changed
-        if not await self.harness.answer(gate, answer):
+        by = self.harness.gates.decisions.by(surface=surface)
+        if not await self.harness.answer(gate, answer, decided_by=by):
             raise AnswerNotDelivered(f"gate {gate_id} could not be answered (see the notice events)")
 
     async def interrupt(self) -> InterruptReport:
@@ -209,13 +212,15 @@ async def open_session(
     poll_interval: float = 0.25,
     stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
+    ledger: DecisionLedger | Literal["default"] | None = "default",
 ) -> AsyncIterator[Session]:
     """Bind a running agy and yield a started :class:`Session`; everything is stopped on exit.
 
     Give ``base_url`` or ``port`` to skip discovery (the port is still verified), else agy processes
     are scanned (``pids`` / ``pane_pid`` narrow the scan) for the port serving ``cascade_id``.
     ``tmux_target`` (agy's pane; ``tmux_server`` a libtmux.Server when not the default socket)
-    enables the tmux turn sender as the fallback for RPC turn-send.
+    enables the tmux turn sender as the fallback for RPC turn-send. ``ledger``: where gate decisions
+    are recorded (default: this install's file ledger in the private state directory; None: nowhere).
     """
     container = make_container(
         base_url=base_url,
@@ -233,6 +238,7 @@ async def open_session(
         poll_interval=poll_interval,
         stream_idle_timeout=stream_idle_timeout,
         options=options,
+        ledger=ledger,
     )
     async with session_from(container) as session:
         yield session

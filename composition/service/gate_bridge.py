@@ -26,8 +26,11 @@ from typing import Any
 from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, parse_answer
 from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
+from agy_harness.ports.errors import LedgerUnavailable
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
 from agy_harness.ports.protocols import (
+    DecidedBy,
+    DecisionLedger,
     EventSink,
     GateAnswer,
     InteractionDelivery,
@@ -38,6 +41,7 @@ from agy_harness.ports.protocols import (
 from agy_harness.ports.tasks import reap
 
 from .conversation import HarnessOptions
+from .decisions import DecisionRecorder
 from .emitter import Emitter
 from .gate_delivery import AnswerDelivery
 from .gate_watch import GateWatch
@@ -60,8 +64,10 @@ class GateBridge:
         options: HarnessOptions | None = None,
         tui: TuiKeys | None = None,
         clock: SessionClock | None = None,
+        ledger: DecisionLedger | None = None,
     ) -> None:
         self.snapshot = snapshot
+        self.decisions = DecisionRecorder(ledger, snapshot.read_steps)  # the decision ledger's records
         self.sink = sink
         self.emitter = emitter
         self.options = options or HarnessOptions()
@@ -120,6 +126,7 @@ class GateBridge:
 
     def observe(self, events: Sequence[Event]) -> None:
         """What the sink acknowledged (the bus): open what was opened, withdraw what was withdrawn, in order."""
+        self.decisions.observe(events)
         for event in events:
             if isinstance(event, GateOpened):
                 self._open[event.gate_id] = event
@@ -214,7 +221,7 @@ class GateBridge:
                     return
                 if self._asks.get(gate.gate_id) is me:
                     del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place
-                if await self.answer(gate, answer):
+                if await self.answer(gate, answer, decided_by=self.decisions.by(surface=self._surface)):
                     return
                 # not delivered (a notice said why) while agy still waits for it: asked again
                 again = gate.gate_id in self._open and gate.gate_id not in self._claimed
@@ -236,7 +243,19 @@ class GateBridge:
 
     # -- delivering ------------------------------------------------------------------------
 
-    async def answer(self, gate: GateOpened, answer: GateAnswer, *, deadline: float | None = None) -> bool:
+    @property
+    def _surface(self) -> str:
+        """The front end whose human answers through the sink (its ``surface``, else its class)."""
+        return str(getattr(self.sink, "surface", "") or type(self.sink).__name__)
+
+    async def answer(
+        self,
+        gate: GateOpened,
+        answer: GateAnswer,
+        *,
+        deadline: float | None = None,
+        decided_by: DecidedBy | None = None,
+    ) -> bool:
         """Deliver ``answer`` to exactly ``gate``'s request; True once agy took it.
 
         The answer is read first (:func:`~agy_harness.core.answers.parse_answer`: a loose GateAnswer
@@ -247,7 +266,9 @@ class GateBridge:
         can express is typed into agy's prompt when its pane shows exactly that request; otherwise
         (and whenever nothing was typed) it goes over RPC, to a WAITING step with the gate's digest
         only, retried through transient failures until ``deadline`` (default
-        ``options.answer_deadline``).
+        ``options.answer_deadline``). Before anything is sent the decision is recorded in the decision
+        ledger (``decided_by``: who decided; default a human through the API): if it cannot be, nothing
+        is sent and a notice says why; whether agy took it is recorded after.
         """
         if self.delivery is None:
             await self.emitter.notice(
@@ -261,14 +282,20 @@ class GateBridge:
         if gate.gate_id in self._claimed:
             return await self._send.refuse(gate, "it already took an answer", "warning")
         self._claimed.add(gate.gate_id)  # before any await: one answer per gate
-        delivered = False
+        delivered, seq = False, 0
         try:
+            try:
+                seq = await self.decisions.decided(gate, checked, decided_by or self.decisions.by(surface="api"))
+            except LedgerUnavailable as exc:
+                return await self._send.refuse(gate, f"the decision ledger could not record it ({exc})")
             await self._end_ask(gate.gate_id)
             delivered = await self._deliver(gate, checked, deadline)
             return delivered
         finally:
             if not delivered:
                 self._claimed.discard(gate.gate_id)  # nothing reached agy: it may be answered again
+            if seq:
+                self.decisions.delivered(gate, seq, delivered)
 
     def _claim_re_ask(self, gate: GateOpened, step_index: int) -> Callable[[], None] | None:
         """An answer goes to agy's re-ask of ``gate``: the re-ask's own gate takes no other answer, and

@@ -36,6 +36,8 @@ from agy_harness.ports.protocols import (
     CascadeDirectory,
     Claims,
     CursorStore,
+    DecidedBy,
+    DecisionLedger,
     EventSink,
     GateAnswer,
     InteractionDelivery,
@@ -92,7 +94,9 @@ class Harness:
         bus: SessionBus | None = None,
         subagent_source: Callable[[], StepSource] | None = None,
         conversation: Conversation | None = None,
+        ledger: DecisionLedger | None = None,
     ) -> None:
+        self.ledger = ledger  # the decision ledger (issue 36): every gate decision is recorded
         if not sources:
             raise ValueError("a harness needs at least one step source")
         self.snapshot = snapshot
@@ -154,8 +158,9 @@ class Harness:
             **shared,
         )
         self.gates = GateBridge(
-            snapshot=self.snapshot, sink=self.sink, emitter=self.emitter, delivery=delivery, tui=tui, **shared
-        )
+            snapshot=self.snapshot, sink=self.sink, emitter=self.emitter, delivery=delivery, tui=tui,
+            ledger=self.ledger, **shared,
+        )  # fmt: skip
         self.turns = TurnControl(
             self.conversation,
             gates=self.gates,
@@ -218,6 +223,7 @@ class Harness:
         await reap(*tasks)
         if self.emitter.inflight:  # let committed events finish reaching the sink
             await asyncio.wait(self.emitter.inflight, timeout=2.0)
+        await self.gates.decisions.drain()  # the ledger's follow-up records
 
     async def __aenter__(self) -> Harness:
         await self.start()
@@ -233,9 +239,10 @@ class Harness:
         """The gate currently put to the human, if any."""
         return self.gates.parked_gate
 
-    async def answer(self, gate: GateOpened, answer: GateAnswer) -> bool:
-        """Deliver ``answer`` to ``gate``: re-read, pick the freshest WAITING step, tell stale from shape."""
-        return await self.gates.answer(gate, answer)
+    async def answer(self, gate: GateOpened, answer: GateAnswer, *, decided_by: DecidedBy | None = None) -> bool:
+        """Deliver ``answer`` to ``gate``: re-read, pick the freshest WAITING step, tell stale from shape.
+        ``decided_by``: who decided, for the decision ledger (default: a human through the API)."""
+        return await self.gates.answer(gate, answer, decided_by=decided_by)
 
     async def send(self, text: str) -> str:
         """Start a user turn; returns the name of the turn sender that served it."""

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agy_harness.ports.errors import MethodMissing, NoTurnSender
-from agy_harness.ports.protocols import GateAnswer, Interrupter, TurnSender
+from agy_harness.ports.protocols import DecidedBy, GateAnswer, Interrupter, TurnSender
 
 from .conversation import Conversation, HarnessStats
+from .decisions import local_user
 from .emitter import Emitter
 from .gate_bridge import GateBridge
 
@@ -86,7 +87,8 @@ class TurnControl:
         self.gates.stop_asking()
         for gate in reversed(parked):  # deny first: a cancel after it also stops the reply agy starts
             denial = GateAnswer(action="decline", allow=False)
-            if await self.gates.answer(gate, denial, deadline=INTERRUPT_DENY_DEADLINE):
+            by = DecidedBy(kind="interrupt", user=local_user())  # who decided, for the decision ledger
+            if await self.gates.answer(gate, denial, deadline=INTERRUPT_DENY_DEADLINE, decided_by=by):
                 denied.append(gate.gate_id)
         self._interrupts += 1
         notice_id = f"{self.conversation.cascade_id}/interrupt/{self._interrupts}"

@@ -30,7 +30,9 @@ class Gates:
     def stop_asking(self) -> None:
         self.log.append("stop asking")
 
-    async def answer(self, gate: GateOpened, answer: GateAnswer, deadline: float | None = None) -> bool:
+    async def answer(
+        self, gate: GateOpened, answer: GateAnswer, deadline: float | None = None, decided_by: object = None
+    ) -> bool:
         self.log.append(f"answer {gate.gate_id} {answer.action} allow={answer.allow}")
         return self.delivered
 

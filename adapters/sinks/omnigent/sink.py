@@ -75,6 +75,8 @@ class OmnigentSink(Children, GateAsks):
     session's status: the harness plugin).
     """
 
+    surface = "omnigent"  # where its human decides (the decision ledger)
+
     def __init__(
         self,
         base_url: str,

@@ -68,6 +68,8 @@ class Turn:
 class AcpSink:
     """The harness's EventSink for one ACP session: events -> ``session/update``, gates -> the client."""
 
+    surface = "acp"  # where its human decides (the decision ledger)
+
     def __init__(self, owner: AcpSession) -> None:
         self.owner = owner
         self._asks = PendingAsks()

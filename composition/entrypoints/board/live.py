@@ -254,7 +254,7 @@ class LiveSession:
         session = self._session()
         self.refusals.pop(gate_id, None)
         try:
-            await session.answer(gate_id, value)
+            await session.answer(gate_id, value, surface="board")
         except AnswerNotDelivered:
             raise await self._why(gate_id) from None
         except KeyError:  # UnknownGate: the harness no longer has it

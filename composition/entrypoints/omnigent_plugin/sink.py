@@ -21,6 +21,8 @@ class PluginSink:
     omnigent's turns) to ``between`` (the mirror parks them in the omnigent session), else parked
     until a turn can ask."""
 
+    surface = "omnigent"  # where its human decides (the decision ledger)
+
     def __init__(self) -> None:
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
         #: between omnigent's turns events go to ``on_outside`` as they arrive; during one, onto the queue

@@ -1,0 +1,252 @@
+"""The decision ledger on disk: ``ledger.jsonl`` (the chained records), ``checkpoints.jsonl`` (signed
+``{sequence, head}``) and the per-install keys, in a private directory (``ledger`` under
+:func:`~agy_harness.adapters.private_state.state_root`, or ``AGY_HARNESS_LEDGER_DIR``): 0700, verified,
+files 0600, opened relative to the verified directory with ``O_NOFOLLOW``.
+
+Writing never blocks the event loop: :meth:`FileLedger.record` hands the entry to one writer thread
+(so records keep the order they were given in) which, under an exclusive ``flock`` (several sessions
+of this user share the ledger), reads what other writers appended since, chains the record to the
+real last one, appends it, ``fsync``s, and appends the signed checkpoint. A write that fails is cut
+back off the file and raises :class:`~agy_harness.ports.errors.LedgerUnavailable`. A kill at any point
+leaves a ledger that verifies: at most the record being written is torn, and the next writer cuts a
+torn final line off (it was never acknowledged, so the answer it recorded was never sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import fcntl
+import logging
+import os
+import stat
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from agy_harness.adapters.private_state import (
+    UnsafeStateError,
+    create_file,
+    open_dir,
+    read_own_file,
+    state_root,
+)
+from agy_harness.ports.errors import LedgerUnavailable
+from agy_harness.ports.protocols import LedgerEntry
+
+from . import ledger_chain as C
+
+log = logging.getLogger("agy_harness.ledger")
+
+ENV_LEDGER_DIR = "AGY_HARNESS_LEDGER_DIR"
+LEDGER = "ledger.jsonl"
+CHECKPOINTS = "checkpoints.jsonl"
+PRIVATE_KEY = "ed25519.key"
+PUBLIC_KEY = "ed25519.pub"
+KEY_BYTES = 4096
+TAIL_READ = 1 << 20  # what is read back to find the last record (a record is far smaller)
+SEEN_KEPT = 4096  # gate ids whose decision this ledger holds (an "unless decided" record is skipped)
+_FLAGS = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def default_dir() -> Path:
+    override = os.environ.get(ENV_LEDGER_DIR)
+    return Path(override) if override else state_root() / "ledger"
+
+
+def now() -> str:
+    """UTC, milliseconds, ``Z`` (RFC 3339): sortable as text."""
+    stamp = dt.datetime.now(dt.UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+def load_keys(directory: Path, *, create: bool) -> tuple[Ed25519PrivateKey | None, Ed25519PublicKey | None]:
+    """The install's Ed25519 key pair in ``directory`` (made on first use when ``create``)."""
+    with open_dir(directory) as fd:
+        raw = read_own_file(PRIVATE_KEY, dir_fd=fd, limit=KEY_BYTES)
+        if raw is None and create:
+            key = Ed25519PrivateKey.generate()
+            from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
+
+            with contextlib.suppress(FileExistsError):  # another session made it first: read theirs
+                create_file(
+                    PRIVATE_KEY, key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()), dir_fd=fd
+                )
+                create_file(
+                    PUBLIC_KEY, key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw), dir_fd=fd
+                )
+            raw = read_own_file(PRIVATE_KEY, dir_fd=fd, limit=KEY_BYTES)
+        if raw is not None and len(raw) == 32:
+            private = Ed25519PrivateKey.from_private_bytes(raw)
+            return private, private.public_key()
+        pub = read_own_file(PUBLIC_KEY, dir_fd=fd, limit=KEY_BYTES)
+        return None, (Ed25519PublicKey.from_public_bytes(pub) if pub is not None and len(pub) == 32 else None)
+
+
+def read_file(directory: Path, name: str, limit: int = 1 << 31) -> bytes:
+    """A ledger file's bytes (b"" when it does not exist); refuses a symlink or a file not ours."""
+    with open_dir(directory) as fd:
+        try:
+            f = os.open(name, os.O_RDONLY | _FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            return b""
+        try:
+            info = os.fstat(f)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                raise UnsafeStateError(1, f"{directory / name} is not a regular file of yours")
+            chunks = []
+            while chunk := os.read(f, 1 << 20):
+                chunks.append(chunk)
+                limit -= len(chunk)
+                if limit < 0:
+                    raise LedgerUnavailable(f"{directory / name} is too large to read")
+            return b"".join(chunks)
+        finally:
+            os.close(f)
+
+
+class FileLedger:
+    """The :class:`~agy_harness.ports.protocols.DecisionLedger` of this install (see the module doc)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory if directory is not None else default_dir()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agy-harness-ledger")
+        self._fds: tuple[int, int, int] | None = None  # directory, ledger, checkpoints
+        self._key: Ed25519PrivateKey | None = None
+        self._seq = 0
+        self._head = C.GENESIS
+        self._size = 0  # the ledger's size as this writer last saw it
+        self._decided: OrderedDict[str, None] = OrderedDict()
+
+    async def record(self, entry: LedgerEntry) -> int:
+        future = self._pool.submit(self._append, entry.type, entry.body)
+        return await asyncio.wrap_future(future)
+
+    def record_now(self, entry: LedgerEntry) -> int:
+        """The same as :meth:`record`, from a thread that may block (the benchmark, a test)."""
+        return self._pool.submit(self._append, entry.type, entry.body).result()
+
+    def close(self) -> None:
+        self._pool.submit(self._close).result()
+        self._pool.shutdown(wait=True)
+
+    # -- the writer thread -------------------------------------------------------------------------
+
+    def _close(self) -> None:
+        if self._fds is not None:
+            for fd in self._fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._fds = None
+
+    def _open(self) -> tuple[int, int, int]:
+        if self._fds is None:
+            try:
+                self._key, _ = load_keys(self.directory, create=True)
+                with open_dir(self.directory) as fd:
+                    dir_fd = os.dup(fd)
+                flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | _FLAGS
+                ledger = os.open(LEDGER, flags, 0o600, dir_fd=dir_fd)
+                checkpoints = os.open(CHECKPOINTS, flags, 0o600, dir_fd=dir_fd)
+            except OSError as exc:
+                raise LedgerUnavailable(
+                    f"the decision ledger at {self.directory} cannot be opened: {exc}"
+                ) from exc
+            for fd in (ledger, checkpoints):
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+                    raise LedgerUnavailable(
+                        f"{self.directory}: a ledger file is not a private regular file of yours"
+                    )
+            self._fds = (dir_fd, ledger, checkpoints)
+        return self._fds
+
+    def _catch_up(self, fd: int) -> None:
+        """Read what was appended since this writer last wrote (other sessions, or a start): the last
+        record's sequence and hash, the decisions' gate ids; cut off a torn final line."""
+        size = os.fstat(fd).st_size
+        if size == self._size:
+            return
+        start = max(self._size if self._size < size else 0, size - TAIL_READ)
+        data = os.pread(fd, size - start, start)
+        end = data.rfind(b"\n")
+        if end + 1 < len(data):  # a torn final line: the record a kill cut off, never acknowledged
+            log.warning("decision ledger: cutting off a torn final line of %d bytes", len(data) - end - 1)
+            os.ftruncate(fd, start + end + 1)
+            size = start + end + 1
+            data = data[: end + 1]
+        first = 0 if start in (0, self._size) else data.find(b"\n") + 1  # skip a partial first line
+        for raw in data[first:].split(b"\n"):
+            if not raw:
+                continue
+            record, _broken = C.parse_record(raw)
+            if record is None:
+                self._seq += 1  # a damaged line: chained over all the same (verify names it)
+                self._head = C.sha256_hex(raw)
+                continue
+            self._seq, self._head = int(record["seq"]), str(record.get("hash"))
+            body = record.get("body")
+            if record.get("type") == "decision" and isinstance(body, dict):
+                self._remember(str(body.get("gate_id", "")))
+        self._size = size
+
+    def _remember(self, gate_id: str) -> None:
+        self._decided[gate_id] = None
+        while len(self._decided) > SEEN_KEPT:
+            self._decided.popitem(last=False)
+
+    def _append(self, kind: str, body: dict[str, Any]) -> int:
+        _dir, ledger, checkpoints = self._open()
+        try:
+            fcntl.flock(ledger, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc
+        try:
+            self._catch_up(ledger)
+            if body.get("unless_decided") and body.get("gate_id") in self._decided:
+                return 0  # another session recorded this gate's decision: not a decision of agy's
+            body = {k: v for k, v in body.items() if k != "unless_decided"}
+            line, digest = C.seal(self._seq + 1, self._head, now(), kind, body)
+            try:
+                _write_all(ledger, line)
+                os.fsync(ledger)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(ledger, self._size)
+                raise LedgerUnavailable(f"the decision ledger could not be written: {exc}") from exc
+            self._seq, self._head, self._size = self._seq + 1, digest, self._size + len(line)
+            if kind == "decision":
+                self._remember(str(body.get("gate_id", "")))
+            if self._key is not None:
+                try:
+                    _write_all(checkpoints, C.checkpoint(self._seq, digest, self._key))
+                except OSError as exc:  # the record stands; the next checkpoint covers it
+                    log.warning("decision ledger: checkpoint not written: %s", exc)
+            return self._seq
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(ledger, fcntl.LOCK_UN)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+_SHARED: dict[Path, FileLedger] = {}
+
+
+def shared_ledger(directory: Path | None = None) -> FileLedger:
+    """This process's one :class:`FileLedger` for ``directory`` (default :func:`default_dir`): the
+    sessions of a process (the board's, say) share its writer thread and files."""
+    where = Path(os.path.abspath(directory if directory is not None else default_dir()))
+    ledger = _SHARED.get(where)
+    if ledger is None:
+        ledger = _SHARED[where] = FileLedger(where)
+    return ledger

@@ -1,0 +1,264 @@
+"""``agy-harness audit``: the decision ledger -- list and filter its decisions, verify it, export it.
+
+    agy-harness audit [--conversation ID] [--surface NAME] [--verdict V] [--since T] [--until T] [--json]
+    agy-harness audit verify
+    agy-harness audit export --format aat --out DIR      (trail.jsonl + keystore.json, for aat-verify)
+    agy-harness audit export --format jsonl [--out FILE] (the ledger's records as they are)
+
+Exit codes: 0 ok; 1 the ledger does not verify (each broken record named, one line each); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .cli_args import command
+from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+
+DESCRIPTION = """\
+The decision ledger: one record for every gate decision (who decided -- you on which surface, agy's own
+terminal, agy's timeout, an interrupt, a rule --, what was shown, the verdict, whether agy took it, and
+what then ran), hash-chained and checkpointed with this install's signing key, in the private state
+directory. Without an action: list the decisions (newest last)."""
+
+EPILOG = """\
+actions:
+  verify                        check the chain and the signed checkpoints; exit 1 naming each broken record
+  export --format aat --out DIR the IETF Agent Audit Trail (trail.jsonl) and its keystore.json:
+                                aat-verify DIR/trail.jsonl --keys DIR/keystore.json
+  export --format jsonl         the ledger's own records, one JSON line each (--out FILE, default stdout)
+
+examples:
+  agy-harness audit --surface board --verdict allow --since 2026-12-04
+  agy-harness audit verify
+  agy-harness audit export --format aat --out audit/"""
+
+VERDICTS = ("allow", "deny", "choose", "refuse", "timeout", "unknown")
+
+
+class BadInput(Exception):
+    """Bad input on the command line: exit 2, one line."""
+
+
+def _when(text: str) -> dt.datetime:
+    try:
+        value = dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a date or time (ISO 8601, e.g. 2026-12-04T14:02): {text!r}"
+        ) from None
+    return value if value.tzinfo is not None else value.astimezone()
+
+
+def add_audit_command(sub: Any) -> None:
+    p = command(
+        sub, "audit", summary="the decision ledger: list, verify, export (aat | jsonl)",
+        description=DESCRIPTION, epilog=EPILOG,
+    )  # fmt: skip
+    add = p.add_argument
+    add(
+        "action",
+        nargs="?",
+        choices=("list", "verify", "export"),
+        default="list",
+        help="what to do (default: list)",
+    )
+    add(
+        "--ledger",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="its directory (default: yours, private state)",
+    )
+    add(
+        "--conversation",
+        default=None,
+        metavar="ID",
+        help="only this conversation, or ids so starting (default: all)",
+    )
+    add(
+        "--surface",
+        default=None,
+        metavar="NAME",
+        help="only decisions made there: board, acp, ... (default: all)",
+    )
+    add("--verdict", default=None, choices=VERDICTS, help="only this verdict (default: all)")
+    add(
+        "--since",
+        type=_when,
+        default=None,
+        metavar="TIME",
+        help="only from this time, ISO 8601 (default: the first)",
+    )
+    add(
+        "--until",
+        type=_when,
+        default=None,
+        metavar="TIME",
+        help="only until this time, ISO 8601 (default: the last)",
+    )
+    add("--json", action="store_true", help="list: one JSON record per line")
+    add(
+        "--format",
+        choices=("aat", "jsonl"),
+        default=None,
+        help="export: the format (default: none; required)",
+    )
+    add(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="export: a directory (aat), a file (default: stdout)",
+    )
+    p.set_defaults(handler=run_audit)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from agy_harness.adapters.store.ledger_file import default_dir
+
+    directory: Path = args.ledger if args.ledger is not None else default_dir()
+    try:
+        if args.action == "verify":
+            return _verify(directory)
+        if args.action == "export":
+            return _export(directory, args)
+        return _list(directory, args)
+    except BadInput as exc:
+        print(f"agy-harness audit: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _load(directory: Path) -> tuple[list[dict[str, Any]], Any]:
+    from agy_harness.adapters.store import ledger_chain as C
+    from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, load_keys, read_file
+
+    if not directory.exists():
+        return [], C.Report()
+    _, public = load_keys(directory, create=False)
+    data = read_file(directory, LEDGER)
+    report = C.verify(data, read_file(directory, CHECKPOINTS), public)
+    lines, _ = C.split_lines(data)
+    records = [r for r, broken in map(C.parse_record, lines) if r is not None and not broken]
+    return records, report
+
+
+def _verify(directory: Path) -> int:
+    _records, report = _load(directory)
+    for note in report.notes:
+        print(f"note: {note}")
+    if not report.ok:
+        for problem in report.problems:
+            print(f"BROKEN: {problem}")
+        print(
+            f"the decision ledger at {directory} does NOT verify ({len(report.problems)} problems)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    print(
+        f"the decision ledger at {directory} verifies: {report.records} records, chained; "
+        f"signed checkpoints through record {report.signed_seq}"
+    )
+    return EXIT_OK
+
+
+def _matches(rec: dict[str, Any], args: argparse.Namespace) -> bool:
+    body = rec.get("body") or {}
+    by = body.get("decided_by") or {}
+    if args.conversation and not str(body.get("conversation", "")).startswith(args.conversation):
+        return False
+    if args.surface and by.get("surface") != args.surface:
+        return False
+    if args.verdict and body.get("verdict") != args.verdict:
+        return False
+    if args.since or args.until:
+        try:
+            when = dt.datetime.fromisoformat(str(rec["time"]).replace("Z", "+00:00"))
+        except ValueError:
+            return False
+        if (args.since and when < args.since) or (args.until and when > args.until):
+            return False
+    return True
+
+
+def _list(directory: Path, args: argparse.Namespace) -> int:
+    if args.format or args.out:
+        raise BadInput("--format and --out go with `audit export`")
+    records, report = _load(directory)
+    shown = [r for r in records if r.get("type") == "decision" and _matches(r, args)]
+    for rec in shown:
+        if args.json:
+            print(json.dumps(rec, ensure_ascii=False))
+            continue
+        body, by = rec["body"], rec["body"].get("decided_by") or {}
+        kind = str(by.get("kind", "?"))
+        who = kind
+        if kind == "human":
+            who = f"{by.get('user') or 'someone'} on {by.get('surface') or '?'}"
+        elif kind == "rule":
+            who = f"rule {by.get('rule_id')}"
+        print(
+            f"#{rec['seq']} {rec['time']} {body.get('verdict', '?'):7} by {who} "
+            f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"
+        )
+    if not shown:
+        print("no decisions recorded" + (" that match" if records else " yet"), file=sys.stderr)
+    if not report.ok:
+        print("warning: the ledger does not verify (agy-harness audit verify says where)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _export(directory: Path, args: argparse.Namespace) -> int:
+    if args.format is None:
+        raise BadInput("export needs --format aat or --format jsonl")
+    records, report = _load(directory)
+    if not report.ok:
+        print(
+            f"agy-harness audit: not exported: the ledger does not verify: {report.problems[0]}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    if args.format == "jsonl":
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        if args.out is None:
+            sys.stdout.write(text)
+        else:
+            args.out.write_text(text, encoding="utf-8")
+        return EXIT_OK
+    if args.out is None:
+        raise BadInput("export --format aat needs --out DIR (it writes trail.jsonl and keystore.json)")
+    if args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out} is not a directory")
+    return _export_aat(directory, args.out, records)
+
+
+def _export_aat(directory: Path, out: Path, records: list[dict[str, Any]]) -> int:
+    from agy_harness.adapters.store import ledger_aat as A
+    from agy_harness.adapters.store import ledger_chain as C
+    from agy_harness.adapters.store.ledger_file import CHECKPOINTS, load_keys, read_file
+
+    from .cli import version
+
+    _, public = load_keys(directory, create=False)
+    ledger_key = C.key_id(public) if public is not None else ""
+    checkpoint = None
+    lines, _ = C.split_lines(read_file(directory, CHECKPOINTS))
+    if lines and public is not None:
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+        checkpoint = json.loads(lines[-1])
+        checkpoint["public_key"] = C.b64u(public.public_bytes(Encoding.Raw, PublicFormat.Raw))
+    key = A.export_key(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    trail = list(A.trail(records, checkpoint, ledger_key, version(), key))
+    (out / "trail.jsonl").write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in trail), encoding="utf-8"
+    )
+    (out / "keystore.json").write_text(json.dumps(A.keystore(key), indent=2) + "\n", encoding="utf-8")
+    print(f"{out / 'trail.jsonl'}: {len(trail)} AAT records; keys: {out / 'keystore.json'}")
+    return EXIT_OK

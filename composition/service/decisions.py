@@ -1,0 +1,205 @@
+"""The gate bridge's record keeper: every decision on a gate goes into the decision ledger (a
+:class:`~agy_harness.ports.protocols.DecisionLedger`), whoever made it.
+
+* An answer the bridge delivers (a human on a surface, an interrupt's denial, a rule): its
+  ``decision`` record is appended, and durable, before the answer is sent (:meth:`decided`: if the
+  ledger cannot record it, the bridge sends nothing); once agy took it or refused it, a ``delivery``
+  record says so (:meth:`delivered`).
+* A decision made elsewhere, seen on the stream (:meth:`observe`): a gate withdrawn as ``answered``
+  that this harness did not answer (agy's own terminal: its verdict read from the step's recorded
+  answer), or ``timed out`` (agy's timeout).
+* What then ran: the tool result of a decided gate's step (its command, whether it failed, a digest and
+  the last lines of its output) as an ``outcome`` record.
+
+Follow-up records never hold anything up: they are written in the background, in order (the ledger
+has one writer), and a failure is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import hashlib
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from agy_harness.core import steps as S
+from agy_harness.core.answers import CheckedAnswer
+from agy_harness.core.decision_record import decision_body, recorded_verdict, redact, scope_of, verdict_of
+from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, ToolResult
+from agy_harness.ports.protocols import DecidedBy, DeciderKind, DecisionLedger, LedgerEntry
+
+log = logging.getLogger("agy_harness.ledger")
+
+KEPT = 1024  # gates remembered (open times, decided steps)
+DRAIN = 5.0  # seconds a stop waits for the background records
+OUTPUT_TAIL = 400  # characters of a tool's output kept in its outcome record
+
+
+def local_user() -> str:
+    """The user this harness runs as (its uid's name; the uid when it has none)."""
+    try:
+        return getpass.getuser()
+    except Exception:
+        return f"uid {os.getuid()}" if hasattr(os, "getuid") else ""
+
+
+def _put(book: OrderedDict[str, Any], key: str, value: Any) -> None:
+    book[key] = value
+    while len(book) > KEPT:
+        book.popitem(last=False)
+
+
+class DecisionRecorder:
+    def __init__(
+        self, ledger: DecisionLedger | None, read_steps: Callable[[str], Awaitable[list[Any]]], user: str = ""
+    ) -> None:
+        self.ledger = ledger
+        self.read_steps = read_steps
+        self.user = user or local_user()
+        self._opened: OrderedDict[str, float] = OrderedDict()  # gate id -> when it opened (monotonic)
+        self._answered: OrderedDict[str, None] = OrderedDict()  # gates this harness answered
+        #: step key -> (its decided gate, the decision record's sequence once written)
+        self._steps: OrderedDict[str, tuple[GateOpened, asyncio.Future[int]]] = OrderedDict()
+        self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def by(self, kind: DeciderKind = "human", surface: str = "") -> DecidedBy:
+        return DecidedBy(kind=kind, surface=surface, user=self.user)
+
+    # -- decisions the bridge delivers -------------------------------------------------------------
+
+    async def decided(self, gate: GateOpened, answer: CheckedAnswer, by: DecidedBy) -> int:
+        """Append the decision record; its sequence (0 when there is no ledger). Raises
+        LedgerUnavailable when it could not be written: then nothing may be sent."""
+        if self.ledger is None:
+            return 0
+        verdict, detail = verdict_of(answer)
+        opened = self._opened.get(gate.gate_id)
+        latency = None if opened is None else int((time.monotonic() - opened) * 1000)
+        body = decision_body(gate, verdict, detail, scope_of(answer), by.model_dump(), latency)
+        seq = await self.ledger.record(LedgerEntry(type="decision", body=body))
+        _put(self._answered, gate.gate_id, None)
+        self._step(gate).set_result(seq)
+        return seq
+
+    def _step(self, gate: GateOpened) -> asyncio.Future[int]:
+        """The decision sequence of ``gate``'s step, which its outcome record waits for."""
+        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        _put(self._steps, gate.step_key, (gate, done))
+        return done
+
+    def delivered(self, gate: GateOpened, seq: int, taken: bool) -> None:
+        """agy took the answer of decision ``seq`` (or did not: a notice said why)."""
+        if not taken:
+            self._answered.pop(gate.gate_id, None)
+        body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
+        self._later(LedgerEntry(type="delivery", body=body))
+
+    # -- what the stream shows ---------------------------------------------------------------------
+
+    def observe(self, events: Sequence[Event]) -> None:
+        if self.ledger is None:
+            return
+        for event in events:
+            if isinstance(event, GateOpened):
+                _put(self._opened, event.gate_id, time.monotonic())
+                _put(self._gates, event.gate_id, event)
+            elif isinstance(event, GateWithdrawn):
+                gate = self._gates.pop(event.gate_id, None)
+                if gate is not None and event.gate_id not in self._answered:
+                    if event.reason == "answered":
+                        self._spawn(self._elsewhere(gate, self._step(gate)))
+                    elif event.reason == "timed out":
+                        self._spawn(self._record_other(gate, "timeout", {}, self.by("timeout")))
+            elif isinstance(event, ToolResult):
+                found = self._steps.pop(event.step_key, None)
+                if found is not None:
+                    self._spawn(self._outcome(*found, event))
+
+    async def _elsewhere(self, gate: GateOpened, done: asyncio.Future[int]) -> None:
+        """A gate answered without this harness: agy's own terminal. Its verdict is what agy recorded."""
+        try:
+            done.set_result(await self._agy_terminal(gate))
+        finally:
+            if not done.done():  # (not recorded: what then ran has no decision to name)
+                done.set_result(0)
+
+    async def _agy_terminal(self, gate: GateOpened) -> int:
+        response: dict[str, Any] | None = None
+        try:
+            for step in map(S.parse_step, await self.read_steps(gate.cascade_id)):
+                if step is not None and (step.key.trajectory_id, step.key.step_index) == (
+                    gate.trajectory_id,
+                    gate.step_index,
+                ):
+                    response = S.interaction_response(step)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
+        verdict, detail = recorded_verdict(gate, response)
+        return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
+
+    async def _record_other(self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy) -> int:
+        opened = self._opened.get(gate.gate_id)
+        latency = None if opened is None else int((time.monotonic() - opened) * 1000)
+        body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency)
+        body["unless_decided"] = True  # another session of this user may have answered it: not agy's
+        assert self.ledger is not None
+        return await self.ledger.record(LedgerEntry(type="decision", body=body))
+
+    async def _outcome(self, gate: GateOpened, decision: asyncio.Future[int], result: ToolResult) -> None:
+        seq = await decision
+        if not seq:
+            return  # no decision of this session's (another session recorded it, and what ran)
+        output = result.output
+        command = gate.permission.command_line if gate.permission is not None else ""
+        body = {
+            "conversation": gate.cascade_id,
+            "gate_id": gate.gate_id,
+            "decision": seq,
+            "tool": result.name,
+            "command": redact(command),
+            "error": result.is_error,
+            "output_sha256": hashlib.sha256(output.encode("utf-8", "replace")).hexdigest(),
+            "output_chars": len(output),
+            "output_tail": redact(output[-OUTPUT_TAIL:]),
+        }
+        await self._write(LedgerEntry(type="outcome", body=body))
+
+    # -- background writes -------------------------------------------------------------------------
+
+    def _later(self, entry: LedgerEntry) -> None:
+        if self.ledger is not None:
+            self._spawn(self._write(entry))
+
+    async def _write(self, entry: LedgerEntry) -> None:
+        assert self.ledger is not None
+        await self.ledger.record(entry)
+
+    def _spawn(self, job: Awaitable[object]) -> None:
+        async def run() -> None:
+            try:
+                await job
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("decision ledger: a record was not written: %s", exc)
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for the records written in the background (a stop, a test)."""
+        try:
+            async with asyncio.timeout(DRAIN):
+                while self._tasks:
+                    await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        except TimeoutError:
+            log.warning("decision ledger: %d records still unwritten at stop", len(self._tasks))

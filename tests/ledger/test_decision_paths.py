@@ -1,0 +1,152 @@
+"""Every decision path writes exactly one ``decision`` record, before agy is told, on the real file
+ledger, against the simulator (what agy received is read from its steps): an answer through the API
+and through a sink (the surface named), agy's own terminal, agy's timeout, an interrupt's denial. The
+follow-ups: whether agy took it, and what then ran. A ledger that cannot record refuses the answer:
+nothing reaches agy."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+from pathlib import Path
+from typing import Any
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.store.ledger_file import FileLedger
+from agy_harness.composition.root.session import open_session
+from agy_harness.ports.errors import AnswerNotDelivered, LedgerUnavailable
+from agy_harness.ports.events import Event, GateOpened
+from agy_harness.ports.protocols import GateAnswer, LedgerEntry
+from tests.fakes import RecordingSink
+from tests.integration.helpers import FAST, harness_on, run_turn
+
+from .helpers import decisions, records, verified
+
+
+def of(events: list[Event], kind: str) -> list[Any]:
+    return [e for e in events if e.type == kind]
+
+
+def run_command(sim: Simulator) -> dict[str, Any]:
+    [step] = [s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
+    return step
+
+
+async def test_an_api_answer_is_recorded_once_before_delivery_then_taken_then_what_ran(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    ledger = FileLedger(tmp_path / "ledger")
+    async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST, ledger=ledger) as s:
+        await s.send("run: git status")
+        async for event in s.events():
+            if isinstance(event, GateOpened):
+                gate = event
+                await s.answer(event.gate_id, "yes")
+            if event.type == "status" and event.status == "idle":  # type: ignore[union-attr]
+                break
+    assert run_command(sim)["completedInteractions"][0]["response"]["permission"] == {"allow": True}
+    [decision] = decisions(tmp_path / "ledger")
+    assert decision["gate_id"] == gate.gate_id and decision["request_digest"] == gate.digest
+    assert decision["verdict"] == "allow" and decision["scope"] == "once"
+    assert decision["decided_by"] == {
+        "kind": "human", "surface": "api", "user": getpass.getuser(), "rule_id": "", "rules_hash": ""
+    }  # fmt: skip
+    assert decision["shown"] == "run_command: git status" + (
+        f"  (in {gate.permission.cwd})" if gate.permission and gate.permission.cwd else ""
+    )
+    assert isinstance(decision["latency_ms"], int) and decision["conversation"] == sim.cascade_id
+    kinds = [r["type"] for r in records(tmp_path / "ledger")]
+    assert kinds == ["decision", "delivery", "outcome"]
+    delivery, outcome = (r["body"] for r in records(tmp_path / "ledger")[1:])
+    assert delivery == {"conversation": sim.cascade_id, "gate_id": gate.gate_id, "decision": 1, "taken": True}
+    assert outcome["command"] == "git status" and outcome["error"] is False and outcome["decision"] == 1
+    assert "On branch main" in outcome["output_tail"]
+    assert verified(tmp_path / "ledger").ok
+
+
+async def test_a_sink_answer_names_the_sinks_surface_and_a_denial_what_did_not_run(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    sink = RecordingSink()
+    sink.surface = "acp"  # type: ignore[attr-defined]  # (what each front end's sink says)
+    async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
+        await sink.answers.put(GateAnswer(allow=False, deny_reason="use make clean"))
+        await run_turn(session, sink, "run: rm -rf build")
+    [decision] = decisions(tmp_path / "ledger")
+    assert (decision["verdict"], decision["detail"]) == ("deny", {"reason": "use make clean"})
+    assert decision["decided_by"]["surface"] == "acp" and decision["decided_by"]["kind"] == "human"
+    outcome = records(tmp_path / "ledger", "outcome")[0]["body"]
+    assert outcome["error"] is True and outcome["command"] == "rm -rf build"
+
+
+async def test_agys_own_terminal_answer_is_one_record_with_agys_verdict(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    sink = RecordingSink()  # asked, never answers: the human answers in agy's terminal
+    async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
+        await session.send("run: git status")
+        await sink.wait_for(lambda: sink.asked)
+        await sim.resolve_in_terminal(kind="permission", accept=True)
+        await sink.wait_for(lambda: of(sink.events, "tool_result"), timeout=10)
+    [decision] = decisions(tmp_path / "ledger")
+    assert decision["gate_id"] == sink.asked[0].gate_id
+    assert (decision["verdict"], decision["decided_by"]["kind"]) == ("allow", "agy-terminal")
+    assert [r["type"] for r in records(tmp_path / "ledger")] == ["decision", "outcome"]
+    assert verified(tmp_path / "ledger").ok
+
+
+async def test_agys_timeout_is_one_record(tmp_path: Path) -> None:
+    async with Simulator(gate_timeout=0.4, pace=0.05) as sim:
+        sink = RecordingSink()
+        async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
+            await session.send("run: git status")
+            await sink.wait_for(lambda: len(sink.asked) >= 2, timeout=10)  # timed out, asked again
+    first = sink.asked[0]
+    [decision] = decisions(tmp_path / "ledger", first.gate_id)
+    assert (decision["verdict"], decision["decided_by"]["kind"]) == ("timeout", "timeout")
+
+
+async def test_an_interrupt_that_denies_a_parked_gate_is_one_record(sim: Simulator, tmp_path: Path) -> None:
+    sink = RecordingSink()
+    async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
+        await session.send("run: git status")
+        await sink.wait_for(lambda: sink.asked)
+        report = await session.interrupt()
+        await sink.wait_for(lambda: of(sink.events, "gate_withdrawn"))
+    assert report.denied_gates == (sink.asked[0].gate_id,)
+    [decision] = decisions(tmp_path / "ledger")
+    assert (decision["verdict"], decision["decided_by"]["kind"]) == ("deny", "interrupt")
+    assert records(tmp_path / "ledger", "delivery")[0]["body"]["taken"] is True
+
+
+class BrokenLedger:
+    def __init__(self) -> None:
+        self.tried = 0
+
+    async def record(self, entry: LedgerEntry) -> int:
+        self.tried += 1
+        raise LedgerUnavailable("disk full")
+
+
+async def test_an_answer_the_ledger_cannot_record_is_not_sent(sim: Simulator) -> None:
+    broken = BrokenLedger()
+    async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST, ledger=broken) as s:
+        await s.send("run: git status")
+        notices: list[str] = []
+        async for event in s.events():
+            if isinstance(event, GateOpened):
+                try:
+                    await s.answer(event.gate_id, True)
+                except AnswerNotDelivered:
+                    break
+            if event.type == "notice":
+                notices.append(event.text)  # type: ignore[union-attr]
+        for _ in range(3):  # the refusal's notice follows
+            event = await asyncio.wait_for(anext(s.events()), 5)
+            if event.type == "notice":
+                notices.append(event.text)  # type: ignore[union-attr]
+                break
+        assert run_command(sim)["status"] == "CORTEX_STEP_STATUS_WAITING"  # nothing reached agy
+    assert broken.tried == 1
+    assert any("the decision ledger could not record it (disk full)" in n for n in notices), notices
