@@ -1,0 +1,425 @@
+"""A command line read as bash reads it, with a real grammar (tree-sitter-bash): the simple commands
+it runs, for the rules to match (:class:`~agy_harness.ports.policy.CommandParser`).
+
+What is followed: lists and pipes (``;``, ``&&``, ``||``, ``|``, ``&``, newlines), groups ``( )`` and
+``{ }``, ``!``, quote removal (``'…'``, ``"…"``, ``\\x``, ``r""m`` is ``rm``), redirections, command
+substitutions (``$(…)``, backticks: their commands are commands of the line, wherever they stand), and the
+wrappers whose command is another command: ``bash|sh|zsh|dash|ksh -c``, ``eval``, ``env``, ``timeout``,
+``nice``, ``nohup``, ``time``, ``stdbuf``, ``command``, ``exec``, ``builtin``, ``xargs``, ``find -exec``,
+``sudo``/``doas`` (marked in ``via``: a rule never allows through them).
+
+Everything else is *not understood* (the rules then ask): a line that does not parse, here-docs and
+here-strings, process substitution, functions, loops and conditionals, a command name that is expanded
+(``$X``, ``${IFS}``, a glob, a brace, ``$'…'``), a wrapper option we do not know, control or invisible
+characters, a non-ASCII command name (a look-alike). The commands inside such constructs are still
+listed, so a ``deny`` still sees them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+from agy_harness.ports.policy import ParsedCommand, Redirect, SimpleCommand
+
+MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
+MAX_DEPTH = 8  # wrappers within wrappers (bash -c "bash -c '…'"): deeper is not understood
+
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"})
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_GLOB = re.compile(r"[*?\[{]")
+_CONTAINERS = frozenset(
+    {"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"}
+)
+
+
+@dataclass
+class _Word:
+    text: str
+    dynamic: bool
+
+
+@dataclass
+class _Reading:
+    commands: list[SimpleCommand] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def fail(self, reason: str) -> None:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+
+
+class TreeSitterParser:
+    """:class:`~agy_harness.ports.policy.CommandParser` over tree-sitter-bash (one parser, reused)."""
+
+    def __init__(self) -> None:
+        self._parser = Parser(Language(tree_sitter_bash.language()))
+
+    def parse(self, text: str) -> ParsedCommand:
+        reading = _Reading()
+        if len(text) > MAX_TEXT:
+            return ParsedCommand(text=text[:200], understood=False, reason="the command line is too long")
+        self._read(text, reading, (), 0)
+        if not reading.commands and not reading.reasons:
+            reading.fail("there is no command")
+        return ParsedCommand(
+            text=text,
+            commands=tuple(reading.commands),
+            understood=not reading.reasons,
+            reason=reading.reasons[0] if reading.reasons else "",
+        )
+
+    # -- a script ---------------------------------------------------------------------------
+
+    def _read(self, text: str, reading: _Reading, via: tuple[str, ...], depth: int) -> None:
+        if depth > MAX_DEPTH:
+            reading.fail("wrappers nest too deep")
+            return
+        if _INVISIBLE.search(text):
+            reading.fail("it holds control or invisible characters")
+        source = text.encode("utf-8", "surrogateescape")
+        tree = self._parser.parse(source)
+        if tree.root_node.has_error:
+            reading.fail("it does not parse as a shell command")
+        _Walker(self, reading, via, depth).statement(tree.root_node, ())
+
+
+class _Walker:
+    def __init__(self, parser: TreeSitterParser, reading: _Reading, via: tuple[str, ...], depth: int) -> None:
+        self.parser, self.reading, self.via, self.depth = parser, reading, via, depth
+
+    def fail(self, reason: str) -> None:
+        self.reading.fail(reason)
+
+    # -- statements -------------------------------------------------------------------------
+
+    def statement(self, node: Node, redirects: tuple[Redirect, ...]) -> None:
+        kind = node.type
+        if kind == "comment":
+            return
+        if node.is_missing or kind == "ERROR":
+            self.fail("it does not parse as a shell command")
+        elif kind in _CONTAINERS:
+            for child in node.named_children:
+                self.statement(child, redirects)
+        elif kind == "redirected_statement":
+            own = tuple(self.redirect(r) for r in node.children_by_field_name("redirect"))
+            body = node.child_by_field_name("body")
+            if body is None:
+                self.add(SimpleCommand(argv=(), redirects=redirects + own, via=self.via))
+            else:
+                self.statement(body, redirects + own)
+        elif kind == "command":
+            self.command(node, redirects)
+        elif kind in ("variable_assignment", "variable_assignments"):
+            pairs = [node] if kind == "variable_assignment" else node.named_children
+            self.add(SimpleCommand(argv=(), assignments=tuple(self.assignment(a) for a in pairs), via=self.via))
+        elif kind in ("command_substitution",):
+            for child in node.named_children:
+                self.statement(child, ())
+        else:
+            self.fail(f"the shell construct {kind.replace('_', ' ')} is not followed")
+            for child in node.named_children:  # its commands are still seen (a deny holds)
+                self.statement(child, ())
+
+    def add(self, command: SimpleCommand) -> None:
+        self.reading.commands.append(command)
+
+    def assignment(self, node: Node) -> str:
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        text = _text(name) if name is not None else ""
+        if value is not None:
+            text += "=" + self.word(value).text
+        else:
+            text += "="
+        return text
+
+    def redirect(self, node: Node) -> Redirect:
+        if node.type != "file_redirect":
+            self.fail(f"{node.type.replace('_', ' ')} (here-document or here-string) is not followed")
+            for child in node.named_children:
+                self.scan(child)
+            return Redirect(op=node.type, target="", dynamic=True)
+        op, fd = "", ""
+        target = _Word("", False)
+        for child in node.children:
+            if child.type == "file_descriptor":
+                fd = _text(child)
+            elif not child.is_named:
+                op += _text(child)
+            else:
+                target = self.word(child)
+        return Redirect(op=fd + op, target=target.text, dynamic=target.dynamic)
+
+    # -- a simple command ---------------------------------------------------------------------
+
+    def command(self, node: Node, redirects: tuple[Redirect, ...]) -> None:
+        words: list[_Word] = []
+        assignments: list[str] = []
+        own = list(redirects)
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                assignments.append(self.assignment(child))
+            elif child.type == "command_name":
+                inner = child.named_children
+                words.append(self.word(inner[0]) if inner else _Word(_text(child), True))
+            elif child.type.endswith("_redirect"):
+                own.append(self.redirect(child))
+            elif child.type == "comment":
+                continue
+            else:
+                words.append(self.word(child))
+        if not words:
+            self.add(SimpleCommand(argv=(), assignments=tuple(assignments), redirects=tuple(own), via=self.via))
+            return
+        if words[0].dynamic:
+            self.fail(f"the command name {words[0].text!r} is expanded when it runs")
+        elif not words[0].text.isascii():
+            self.fail(f"the command name {words[0].text!r} is not plain ASCII (a look-alike?)")
+        _Unwrap(self, tuple(own), tuple(assignments)).run(words, self.via)
+
+    # -- words ----------------------------------------------------------------------------------
+
+    def word(self, node: Node) -> _Word:
+        kind = node.type
+        if kind == "word":
+            raw = _text(node)
+            return _Word(_unescape(raw), bool(_GLOB.search(_unquoted_specials(raw))) or raw.startswith("~"))
+        if kind == "number":
+            return _Word(_text(node), False)
+        if kind == "raw_string":
+            return _Word(_text(node)[1:-1], False)
+        if kind == "string":
+            if any(c.type != "string_content" for c in node.named_children):
+                self.scan(node)
+                return _Word(_text(node), True)
+            return _Word(_unescape_double(_text(node)[1:-1]), False)
+        if kind == "concatenation":
+            parts = [self.word(c) for c in node.named_children]
+            literal = "".join(_text(c) for c in node.children if not c.is_named)  # e.g. a bare '$'
+            return _Word("".join(p.text for p in parts) + literal, any(p.dynamic for p in parts) or bool(literal))
+        if kind in ("simple_expansion", "expansion", "arithmetic_expansion", "ansi_c_string",
+                    "translated_string", "brace_expression", "command_substitution"):  # fmt: skip
+            self.scan(node)
+            return _Word(_text(node), True)
+        if kind == "process_substitution":
+            self.fail("process substitution <(…) is not followed")
+            self.scan(node)
+            return _Word(_text(node), True)
+        self.fail(f"the word form {kind.replace('_', ' ')} is not followed")
+        self.scan(node)
+        return _Word(_text(node), True)
+
+    def scan(self, node: Node) -> None:
+        """The commands inside a word (substitutions, at any depth) are commands of the line."""
+        if node.type in ("command_substitution", "process_substitution"):
+            for inner in node.named_children:
+                self.statement(inner, ())
+            return
+        for child in node.named_children:
+            self.scan(child)
+
+
+class _Unwrap:
+    """Peel the wrappers off one simple command: what each runs is the command the rules see."""
+
+    def __init__(self, walker: _Walker, redirects: tuple[Redirect, ...], assignments: tuple[str, ...]) -> None:
+        self.w, self.redirects, self.assignments = walker, redirects, assignments
+
+    def emit(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        argv = tuple(w.text for w in words)
+        dynamic = tuple(i for i, w in enumerate(words) if w.dynamic)
+        self.w.add(
+            SimpleCommand(argv=argv, dynamic=dynamic, redirects=self.redirects, assignments=assignments, via=via)
+        )
+
+    def run(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...] | None = None) -> None:
+        assignments = self.assignments if assignments is None else assignments
+        if not words:
+            return
+        if words[0].dynamic:
+            self.emit(words, via, assignments)
+            return
+        name = posixpath.basename(words[0].text)
+        handler: Any = getattr(self, "_" + name, None) if name.isidentifier() else None
+        if name in _SHELLS:
+            handler = self._shell
+        if handler is None or len(via) > MAX_DEPTH:
+            self.emit(words, via, assignments)
+            return
+        handler(words, via + (name,), assignments)
+
+    def _options(self, words: list[_Word], with_value: frozenset[str], flags: frozenset[str]) -> int | None:
+        """The index of the wrapped command after the wrapper's options; None (not understood) at an
+        option we do not know."""
+        i = 1
+        while i < len(words):
+            w = words[i]
+            if w.dynamic:
+                self.w.fail(f"an option of {words[0].text} is expanded when it runs")
+                return None
+            t = w.text
+            if t == "--":
+                return i + 1
+            if not t.startswith("-") or t == "-":
+                return i
+            key = t.split("=", 1)[0]
+            if key in with_value and "=" not in t:
+                i += 2
+            elif key in with_value or key in flags:
+                i += 1
+            else:
+                self.w.fail(f"{words[0].text} option {t} is not followed")
+                return None
+        return i
+
+    def _shell(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        i, script = 1, False
+        while i < len(words) and (words[i].text.startswith(("-", "+")) and not words[i].dynamic):
+            t = words[i].text
+            if t in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                i += 1
+            elif not t.startswith("--") and "c" in t:
+                script = True
+            i += 1
+        if not script:  # a script file or standard input: the shell itself is what the rules see
+            self.emit(words, via[:-1], assignments)
+            return
+        if i >= len(words) or words[i].dynamic:
+            self.w.fail(f"the script of {words[0].text} -c is expanded when it runs")
+            self.emit(words, via[:-1], assignments)
+            return
+        self.w.parser._read(words[i].text, self.w.reading, via, self.w.depth + 1)
+
+    def _eval(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        if any(w.dynamic for w in words[1:]):
+            self.w.fail("eval of an expanded word is not followed")
+            self.emit(words, via[:-1], assignments)
+            return
+        self.w.parser._read(" ".join(w.text for w in words[1:]), self.w.reading, via, self.w.depth + 1)
+
+    def _env(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        i = self._options(
+            words, frozenset({"-u", "--unset"}), frozenset({"-i", "--ignore-environment", "-0", "--null"})
+        )
+        if i is None:
+            self.emit(words, via[:-1], assignments)
+            return
+        extra = list(assignments)
+        while i < len(words) and "=" in words[i].text and not words[i].text.startswith("="):
+            extra.append(words[i].text)
+            i += 1
+        if i >= len(words):
+            self.emit(words, via[:-1], assignments)  # `env` alone prints the environment
+            return
+        self.run(words[i:], via, tuple(extra))
+
+    def _wrapper(
+        self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...],
+        with_value: frozenset[str], flags: frozenset[str], skip: int = 0,
+    ) -> None:  # fmt: skip
+        i = self._options(words, with_value, flags)
+        if i is None or i + skip >= len(words):
+            self.emit(words, via[:-1], assignments)
+            return
+        self.run(words[i + skip :], via, assignments)
+
+    def _timeout(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        values = frozenset({"-s", "--signal", "-k", "--kill-after"})
+        flags = frozenset({"--foreground", "--preserve-status", "-v", "--verbose"})
+        self._wrapper(words, via, assignments, values, flags, skip=1)
+
+    def _nice(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        flags = frozenset(f"-{n}" for n in range(-20, 20))  # -10 and --10 (the old adjustment forms)
+        self._wrapper(words, via, assignments, frozenset({"-n", "--adjustment"}), flags)
+
+    def _nohup(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        self._wrapper(words, via, assignments, frozenset(), frozenset())
+
+    def _time(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        self._wrapper(words, via, assignments, frozenset(), frozenset({"-p"}))
+
+    def _builtin(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        self._wrapper(words, via, assignments, frozenset(), frozenset())
+
+    def _exec(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        self._wrapper(words, via, assignments, frozenset({"-a"}), frozenset({"-c", "-l", "-cl", "-lc"}))
+
+    def _command(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        if len(words) > 1 and words[1].text in ("-v", "-V"):  # only says what a name is
+            self.emit(words, via[:-1], assignments)
+            return
+        self._wrapper(words, via, assignments, frozenset(), frozenset({"-p"}))
+
+    def _stdbuf(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        values = frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})
+        self._wrapper(words, via, assignments, values, frozenset())
+
+    def _sudo(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        values = frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "--user", "--group"})
+        flags = frozenset({"-E", "-H", "-n", "-S", "-b", "-k", "-i", "-s", "-P", "--preserve-env"})
+        self._wrapper(words, via, assignments, values, flags)
+
+    _doas = _sudo
+
+    def _xargs(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        values = frozenset({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
+                            "--max-lines", "--max-args", "--max-procs", "--max-chars", "--replace"})  # fmt: skip
+        flags = frozenset({"-0", "-r", "-t", "-p", "-x", "--null", "--no-run-if-empty", "--verbose",
+                           "--interactive", "--exit"})  # fmt: skip
+        i = self._options(words, values, flags)
+        if i is None:
+            self.emit(words, via[:-1], assignments)
+        elif i >= len(words):
+            self.emit([words[0], _Word("echo", False)], via, assignments)
+        else:
+            self.run(words[i:], via, assignments)
+
+    def _find(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        self.emit(words, via[:-1], assignments)  # find itself (its own -delete is its rule's to allow)
+        i = 1
+        while i < len(words):
+            if words[i].text in ("-exec", "-execdir", "-ok", "-okdir") and not words[i].dynamic:
+                end = i + 1
+                while end < len(words) and words[end].text not in (";", "+"):
+                    end += 1
+                self.run(words[i + 1 : end], via + (words[i].text,), assignments)
+                i = end
+            i += 1
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", "surrogateescape")
+
+
+def _unescape(raw: str) -> str:
+    """Quote removal of an unquoted word: ``\\x`` is ``x``, a backslash-newline is nothing."""
+    out, i = [], 0
+    while i < len(raw):
+        c = raw[i]
+        if c == "\\" and i + 1 < len(raw):
+            if raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _unquoted_specials(raw: str) -> str:
+    """The characters of a word that are not escaped (a ``\\*`` is a literal star)."""
+    return re.sub(r"\\.", "", raw)
+
+
+def _unescape_double(raw: str) -> str:
+    """Quote removal inside ``"…"``: a backslash escapes only ``$ ` " \\`` and newline."""
+    return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
