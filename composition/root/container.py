@@ -66,6 +66,7 @@ from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.errors import NoConversation
+from agy_harness.ports.policy import GatePolicy
 from agy_harness.ports.protocols import (
     CascadeSummary,
     Cursor,
@@ -133,6 +134,15 @@ def _tui_screen(target: str | None, server: Any) -> Any:
     from agy_harness.adapters.tmux.pane_screen import TmuxScreen
 
     return TmuxScreen(target, server)
+
+
+def _rules(workspace: str | None) -> GatePolicy:
+    """The rules that answer gates for the human, read once for the session from their tiers
+    (:mod:`agy_harness.adapters.policy.files`; the project tier is ``workspace``, default the current
+    directory). Files that fail turn the rules off: everything is asked, and the session says why."""
+    from agy_harness.adapters.policy.files import load_policy
+
+    return load_policy(Path(workspace) if workspace else None)
 
 
 def _given(value: Any) -> bool:
@@ -219,6 +229,8 @@ class AgyContainer(containers.DeclarativeContainer):
     starter = providers.Singleton(RpcCascadeStarter, client)  # a new conversation (the ACP agent)
     # the other sessions' conversations, in a private per-user directory (never our /clear)
     claims = providers.Singleton(ClaimRegistry)
+    # the rules that answer gates (``make_container(policy=...)`` or an override replaces them)
+    policy = providers.Singleton(_rules, config.workspace)
 
     # -- the harness: its roles share one clock and one bus ----------------------------------
     clock = providers.Singleton(LoopClock)
@@ -241,6 +253,7 @@ class AgyContainer(containers.DeclarativeContainer):
         clock=clock,
         bus=bus,
         subagent_source=subagent_source,
+        policy=policy,
     )
 
     # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------
@@ -264,6 +277,8 @@ def make_container(
     poll_interval: float = 0.25,
     stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
+    policy: GatePolicy | None = None,
+    workspace: str | None = None,
 ) -> AgyContainer:
     """A container configured from :func:`~agy_harness.composition.root.session.open_session`'s keywords."""
     container = AgyContainer()
@@ -280,6 +295,7 @@ def make_container(
             "version_text": version_text,
             "poll_interval": poll_interval,
             "stream_idle_timeout": stream_idle_timeout,
+            "workspace": workspace,
         }
     )
     if sink is not None:
@@ -287,6 +303,8 @@ def make_container(
     container.cursor_store.override(providers.Object(cursor_store))
     container.options.override(providers.Object(options))
     container.tmux_server.override(providers.Object(tmux_server))
+    if policy is not None:
+        container.policy.override(providers.Object(policy))
     return container
 
 

@@ -34,6 +34,7 @@ from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.core.answers import CheckedAnswer, parse_answer
 from agy_harness.ports.errors import AgyCallFailed, AgyUnreachable, AnswerNotDelivered, UnknownGate
 from agy_harness.ports.events import Event, GateOpened
+from agy_harness.ports.policy import GatePolicy
 from agy_harness.ports.protocols import CursorStore, EventSink, GateAnswer, ModelCatalog
 from agy_harness.ports.tasks import reap
 
@@ -187,6 +188,7 @@ async def open_session(
     poll_interval: float = 0.25,
     stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
+    policy: GatePolicy | None = None,
 ) -> AsyncIterator[Session]:
     """Bind a running agy and yield a started :class:`Session`; everything is stopped on exit.
 
@@ -211,6 +213,7 @@ async def open_session(
         poll_interval=poll_interval,
         stream_idle_timeout=stream_idle_timeout,
         options=options,
+        policy=policy,
     )
     async with session_from(container) as session:
         yield session

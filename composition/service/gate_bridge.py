@@ -18,6 +18,7 @@ delivery itself (:mod:`.gate_delivery`) goes only to a WAITING step with the gat
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, parse_an
 from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
+from agy_harness.ports.policy import Decision, GatePolicy
 from agy_harness.ports.protocols import (
     EventSink,
     GateAnswer,
@@ -59,8 +61,12 @@ class GateBridge:
         options: HarnessOptions | None = None,
         tui: TuiKeys | None = None,
         clock: SessionClock | None = None,
+        policy: GatePolicy | None = None,
     ) -> None:
         self.snapshot = snapshot
+        self.policy = policy  # rules that answer a gate before a human is asked (None: none)
+        self._ruled: OrderedDict[str, tuple[Decision, GateAnswer]] = OrderedDict()  # a rule's, and its answer
+        self._rule_tasks: set[asyncio.Task[None]] = set()
         self.sink = sink
         self.emitter = emitter
         self.options = options or HarnessOptions()
@@ -111,7 +117,7 @@ class GateBridge:
         """The harness stops: nothing more is asked; the asks in progress, for it to cancel."""
         self._stopped = True
         self._backlog.clear()
-        return list(self._asks.values())
+        return [*self._asks.values(), *self._rule_tasks]
 
     # -- gates in --------------------------------------------------------------------------
 
@@ -132,7 +138,9 @@ class GateBridge:
     def open(self, gate: GateOpened) -> None:
         if self._stopped or not gate.answerable or gate.gate_id in self._claimed:
             return  # (a gate only agy's terminal can answer is never put to a human here)
-        if gate.gate_id in self._asks or gate.gate_id in self._backlog:
+        if gate.gate_id in self._asks or gate.gate_id in self._backlog or gate.gate_id in self._ruled:
+            return
+        if self._by_rule(gate):
             return
         if len(self._asks) >= self.max_asks:  # no room: the oldest ask gives way to the newest gate
             oldest = next(iter(self._asks))
@@ -251,6 +259,9 @@ class GateBridge:
                 gate.id, "this harness cannot deliver answers (no interaction adapter)", "error"
             )
             return False
+        ruled = self._ruled.get(gate.gate_id)
+        if ruled is not None and ruled[0].verdict == "deny" and answer is not ruled[1]:
+            return await self._send.refuse(gate, f"it was {ruled[0].summary()}", "warning")
         try:
             checked = parse_answer(gate, answer)
         except AnswerError as exc:
@@ -325,3 +336,48 @@ class GateBridge:
         if typed is None:
             return await self._send.refuse(gate, "allow always goes only into agy's prompt for this request")
         return typed
+
+    # -- rules (:mod:`agy_harness.ports.policy`) -------------------------------------------------
+
+    def rule_decision(self, gate_id: str) -> Decision | None:
+        """The rule's decision for a gate a rule answered (its rule id and rules hash, for a ledger)."""
+        ruled = self._ruled.get(gate_id)
+        return ruled[0] if ruled is not None else None
+
+    async def tell_policy(self) -> None:
+        """At the session's start: the rules are off (or partly), and why, as a warning notice."""
+        for text in self.policy.warnings() if self.policy is not None else []:
+            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+            await self.emitter.notice(f"{self.emitter.conversation.cascade_id}/rules-off/{digest}", text, "warning")
+
+    def _by_rule(self, gate: GateOpened) -> bool:
+        """A rule allows or denies ``gate``: answered through :meth:`answer` (bound to its digest, as a
+        human's), never put to a human; a denied gate refuses every other answer, from any surface."""
+        if self.policy is None:
+            return False
+        decision = self.policy.decide(gate)
+        if decision.verdict == "ask":
+            return False
+        allow = decision.verdict == "allow"
+        answer = GateAnswer(allow=True) if allow else GateAnswer(allow=False, deny_reason=decision.message)
+        self._ruled[gate.gate_id] = (decision, answer)
+        while len(self._ruled) > CLOSED_KEPT:
+            self._ruled.popitem(last=False)
+        task = asyncio.ensure_future(self._answer_by_rule(gate, decision, answer))
+        task.set_name(f"agy-harness-rule-{gate.gate_id}")
+        self._rule_tasks.add(task)
+        task.add_done_callback(self._rule_tasks.discard)
+        return True
+
+    async def _answer_by_rule(self, gate: GateOpened, decision: Decision, answer: GateAnswer) -> None:
+        try:
+            await self.emitter.notice(f"{gate.id}/rule", decision.summary(), "info")
+            if await self.answer(gate, answer) or decision.verdict == "deny":
+                return
+            if gate.gate_id in self._open and gate.gate_id not in self._claimed:  # allow not taken: ask
+                self._ruled.pop(gate.gate_id, None)
+                self._start(gate)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("gate %s: answering by rule failed", gate.gate_id)

@@ -32,6 +32,7 @@ from typing import Any
 
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, Rotation
+from agy_harness.ports.policy import GatePolicy
 from agy_harness.ports.protocols import (
     CascadeDirectory,
     Claims,
@@ -92,6 +93,7 @@ class Harness:
         bus: SessionBus | None = None,
         subagent_source: Callable[[], StepSource] | None = None,
         conversation: Conversation | None = None,
+        policy: GatePolicy | None = None,
     ) -> None:
         if not sources:
             raise ValueError("a harness needs at least one step source")
@@ -103,6 +105,7 @@ class Harness:
         self.clock = clock if clock is not None else LoopClock()
         self.bus = bus if bus is not None else SessionBus()
         self.claims = claims
+        self.policy = policy
         self.conversation = conversation or Conversation(cascade_id, cursor_store)
         if self.conversation.cascade_id != cascade_id:
             raise ValueError(f"the conversation is bound to {self.conversation.cascade_id}, not {cascade_id}")
@@ -154,8 +157,9 @@ class Harness:
             **shared,
         )
         self.gates = GateBridge(
-            snapshot=self.snapshot, sink=self.sink, emitter=self.emitter, delivery=delivery, tui=tui, **shared
-        )
+            snapshot=self.snapshot, sink=self.sink, emitter=self.emitter, delivery=delivery, tui=tui,
+            policy=self.policy, **shared,
+        )  # fmt: skip
         self.turns = TurnControl(
             self.conversation,
             gates=self.gates,
@@ -204,6 +208,7 @@ class Harness:
     async def start(self) -> None:
         self._claim(self.cascade_id)  # other sessions never take it for their /clear
         await self._tell_damage()
+        await self.gates.tell_policy()
         await self.watcher.bind()
         self.reader.start()
         self.gates.start()
