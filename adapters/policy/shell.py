@@ -32,7 +32,8 @@ MAX_DEPTH = 8  # wrappers within wrappers (bash -c "bash -c '…'"): deeper is n
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"})
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
-_GLOB = re.compile(r"[*?\[{]")
+_JOINED = re.compile(r"(?<=\S)\\\n(?=\S)")
+_GLOB = re.compile(r"[*?\[]|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, or a brace that expands
 _CONTAINERS = frozenset(
     {"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"}
 )
@@ -82,6 +83,9 @@ class TreeSitterParser:
             return
         if _INVISIBLE.search(text):
             reading.fail("it holds control or invisible characters")
+        if _JOINED.search(text):  # `r\<newline>m` is `rm` to bash; the grammar splits it: read both
+            reading.fail("a line continuation joins a word")
+            self._read(_JOINED.sub("", text), reading, via, depth + 1)
         source = text.encode("utf-8", "surrogateescape")
         tree = self._parser.parse(source)
         if tree.root_node.has_error:
@@ -272,6 +276,8 @@ class _Unwrap:
             key = t.split("=", 1)[0]
             if key in with_value and "=" not in t:
                 i += 2
+            elif not t.startswith("--") and t[:2] in with_value:  # -oL, -I{}: the value attached
+                i += 1
             elif key in with_value or key in flags:
                 i += 1
             else:
@@ -368,6 +374,9 @@ class _Unwrap:
 
     _doas = _sudo
 
+    def _coproc(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        self._wrapper(words, via, assignments, frozenset(), frozenset())
+
     def _xargs(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
         values = frozenset({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
                             "--max-lines", "--max-args", "--max-procs", "--max-chars", "--replace"})  # fmt: skip
@@ -377,7 +386,7 @@ class _Unwrap:
         if i is None:
             self.emit(words, via[:-1], assignments)
         elif i >= len(words):
-            self.emit([words[0], _Word("echo", False)], via, assignments)
+            self.emit([_Word("echo", False)], via, assignments)  # xargs alone runs echo
         else:
             self.run(words[i:], via, assignments)
 
