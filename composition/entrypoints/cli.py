@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .board import add_board_command
 
     add_board_command(sub)
+    from .policy_command import add_policy_command
+
+    add_policy_command(sub)
     return parser
 
 
