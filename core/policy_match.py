@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agy_harness.ports.events import GateOpened, PermissionRequest
-from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, SimpleCommand
+from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, SimpleCommand, Verdict
 
 from .policy_rules import Example, Rule
 
@@ -100,8 +100,8 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
         return False  # a command is matched only as parsed; a rule on a command needs one
     if rule.cwd:
         cwd = posixpath.normpath(permission.cwd) if permission.cwd.startswith("/") else ""
-        under = (lambda d: False) if rule.exact else (lambda d: cwd.startswith(d.rstrip("/") + "/"))
-        if not cwd or not any(cwd == d or under(d) for d in rule.cwd):
+        inside = [d for d in rule.cwd if cwd == d or (not rule.exact and cwd.startswith(d.rstrip("/") + "/"))]
+        if not cwd or not inside:
             return False  # (an exact rule: that directory only)
     if rule.url_host:
         hosts = {(urlsplit(u).hostname or "") for u in _urls(gate.request)}
@@ -141,14 +141,16 @@ class RuleSet:
         return found
 
 
-def _decision(verdict: str, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "") -> Decision:
+def _decision(verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "") -> Decision:
     first = rules[0] if rules else None
     unique = list({(r.source, r.id): r for r in rules}.values())
     return Decision(
-        verdict=verdict,  # type: ignore[arg-type]
+        verdict=verdict,
         rule_id=", ".join(r.id for r in unique),
         source=", ".join(r.source for r in unique),
-        message=(first.message or f"denied by rule {first.id}") if first is not None and verdict == "deny" else "",
+        message=(first.message or f"denied by rule {first.id}")
+        if first is not None and verdict == "deny"
+        else "",
         reason=reason,
         rules_hash=ruleset.rules_hash,
         rules=tuple(r.label for r in unique),
@@ -164,7 +166,8 @@ def decide(ruleset: RuleSet, gate: GateOpened, parsed: ParsedCommand | None) -> 
     has_command = bool(gate.permission and gate.permission.command_line)
     if not has_command:
         matching = [r for r in ruleset._other if gate_matches(r, gate)]
-        for verdict in ("deny", "ask", "allow"):
+        order: tuple[Verdict, ...] = ("deny", "ask", "allow")
+        for verdict in order:
             chosen = [r for r in matching if r.decision == verdict]
             if chosen:
                 return _decision(verdict, chosen[:1], ruleset, f"rule {chosen[0].label}")

@@ -1,4 +1,4 @@
-""""Always" that never widens: the narrowest rule for one approved request (pure).
+""" "Always" that never widens: the narrowest rule for one approved request (pure).
 
 The proposal is an ``exact`` allow of the command's argv as the shell reads it, in the gate's
 directory, for its kind and tool, with the request as its first ``match`` example: it matches that
@@ -58,6 +58,8 @@ def propose(gate: GateOpened, parsed: ParsedCommand | None) -> str:
     cwd = gate.permission.cwd if gate.permission else ""
     if cwd.startswith("/"):
         lines.append(f"cwd = {_list([cwd])}")
-    example = _toml(line) if not cwd.startswith("/") else "{ command_line = %s, cwd = %s }" % (_toml(line), _toml(cwd))
+    example = (
+        f"{{ command_line = {_toml(line)}, cwd = {_toml(cwd)} }}" if cwd.startswith("/") else _toml(line)
+    )
     lines.append(f"match = [{example}]")
     return "\n".join(lines) + "\n"

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agy_harness.ports.errors import RulesInvalid
 from agy_harness.ports.events import GateKind
 
 TIERS = ("built-in", "project", "user", "admin")  # lowest first
@@ -38,8 +39,7 @@ KNOWN_KINDS = frozenset(typing.get_args(GateKind))
 Example = str | dict[str, Any]
 
 
-class RuleError(ValueError):
-    """A rules file that cannot be used (its text, a rule, an example): the message says where."""
+RuleError = RulesInvalid  # a rules file that cannot be used: the message says where
 
 
 class Rule(BaseModel):
@@ -132,7 +132,9 @@ def rules_from_table(
             raise RuleError(f"{where}: `source` and `tier` are set by the loader, not in the file")
         item = dict(item)
         if home and isinstance(item.get("cwd"), list):
-            item["cwd"] = [home + d[1:] if isinstance(d, str) and d.startswith("~/") else d for d in item["cwd"]]
+            item["cwd"] = [
+                home + d[1:] if isinstance(d, str) and d.startswith("~/") else d for d in item["cwd"]
+            ]
         for key in ("command", "kind", "interaction", "tool", "cwd", "url_host", "match", "not_match"):
             if isinstance(item.get(key), str) and key != "command":
                 item[key] = [item[key]]

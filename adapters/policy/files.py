@@ -103,7 +103,9 @@ def load_rules(tiers: Sequence[Tier], parser: CommandParser) -> RuleSet:
             if not tier.directory.is_dir():
                 continue
             if tier.root_owned and not _root_only(tier.directory):
-                raise RuleError(f"{tier.directory}: the admin rules directory must be root's and writable by no one else")
+                raise RuleError(
+                    f"{tier.directory}: the admin rules directory must be root's and writable by no one else"
+                )
             for path in sorted(tier.directory.glob("*.toml")):
                 found, data = read_file(path, tier.rank, parser, root_owned=tier.root_owned)
                 rules.extend(found)
@@ -112,7 +114,9 @@ def load_rules(tiers: Sequence[Tier], parser: CommandParser) -> RuleSet:
     except (RuleError, OSError) as exc:
         log.warning("the rules are off: %s", exc)
         return RuleSet(off=str(exc), rules_hash="", files=tuple(files))
-    return RuleSet(rules=tuple(rules), rules_hash=digest.hexdigest()[:16] if files else "", files=tuple(files))
+    return RuleSet(
+        rules=tuple(rules), rules_hash=digest.hexdigest()[:16] if files else "", files=tuple(files)
+    )
 
 
 class RulePolicy:

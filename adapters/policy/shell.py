@@ -34,9 +34,7 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"})
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 _JOINED = re.compile(r"(?<=\S)\\\n(?=\S)")
 _GLOB = re.compile(r"[*?\[]|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, or a brace that expands
-_CONTAINERS = frozenset(
-    {"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"}
-)
+_CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"})
 
 
 @dataclass
@@ -122,7 +120,9 @@ class _Walker:
             self.command(node, redirects)
         elif kind in ("variable_assignment", "variable_assignments"):
             pairs = [node] if kind == "variable_assignment" else node.named_children
-            self.add(SimpleCommand(argv=(), assignments=tuple(self.assignment(a) for a in pairs), via=self.via))
+            self.add(
+                SimpleCommand(argv=(), assignments=tuple(self.assignment(a) for a in pairs), via=self.via)
+            )
         elif kind in ("command_substitution",):
             for child in node.named_children:
                 self.statement(child, ())
@@ -180,7 +180,9 @@ class _Walker:
             else:
                 words.append(self.word(child))
         if not words:
-            self.add(SimpleCommand(argv=(), assignments=tuple(assignments), redirects=tuple(own), via=self.via))
+            self.add(
+                SimpleCommand(argv=(), assignments=tuple(assignments), redirects=tuple(own), via=self.via)
+            )
             return
         if words[0].dynamic:
             self.fail(f"the command name {words[0].text!r} is expanded when it runs")
@@ -207,7 +209,9 @@ class _Walker:
         if kind == "concatenation":
             parts = [self.word(c) for c in node.named_children]
             literal = "".join(_text(c) for c in node.children if not c.is_named)  # e.g. a bare '$'
-            return _Word("".join(p.text for p in parts) + literal, any(p.dynamic for p in parts) or bool(literal))
+            return _Word(
+                "".join(p.text for p in parts) + literal, any(p.dynamic for p in parts) or bool(literal)
+            )
         if kind in ("simple_expansion", "expansion", "arithmetic_expansion", "ansi_c_string",
                     "translated_string", "brace_expression", "command_substitution"):  # fmt: skip
             self.scan(node)
@@ -233,17 +237,23 @@ class _Walker:
 class _Unwrap:
     """Peel the wrappers off one simple command: what each runs is the command the rules see."""
 
-    def __init__(self, walker: _Walker, redirects: tuple[Redirect, ...], assignments: tuple[str, ...]) -> None:
+    def __init__(
+        self, walker: _Walker, redirects: tuple[Redirect, ...], assignments: tuple[str, ...]
+    ) -> None:
         self.w, self.redirects, self.assignments = walker, redirects, assignments
 
     def emit(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
         argv = tuple(w.text for w in words)
         dynamic = tuple(i for i, w in enumerate(words) if w.dynamic)
         self.w.add(
-            SimpleCommand(argv=argv, dynamic=dynamic, redirects=self.redirects, assignments=assignments, via=via)
+            SimpleCommand(
+                argv=argv, dynamic=dynamic, redirects=self.redirects, assignments=assignments, via=via
+            )
         )
 
-    def run(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...] | None = None) -> None:
+    def run(
+        self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...] | None = None
+    ) -> None:
         assignments = self.assignments if assignments is None else assignments
         if not words:
             return
@@ -257,7 +267,7 @@ class _Unwrap:
         if handler is None or len(via) > MAX_DEPTH:
             self.emit(words, via, assignments)
             return
-        handler(words, via + (name,), assignments)
+        handler(words, (*via, name), assignments)
 
     def _options(self, words: list[_Word], with_value: frozenset[str], flags: frozenset[str]) -> int | None:
         """The index of the wrapped command after the wrapper's options; None (not understood) at an
@@ -276,9 +286,9 @@ class _Unwrap:
             key = t.split("=", 1)[0]
             if key in with_value and "=" not in t:
                 i += 2
-            elif not t.startswith("--") and t[:2] in with_value:  # -oL, -I{}: the value attached
-                i += 1
-            elif key in with_value or key in flags:
+            elif (
+                (not t.startswith("--") and t[:2] in with_value) or key in with_value or key in flags
+            ):  # -oL, -I{}: the value attached
                 i += 1
             else:
                 self.w.fail(f"{words[0].text} option {t} is not followed")
@@ -398,7 +408,7 @@ class _Unwrap:
                 end = i + 1
                 while end < len(words) and words[end].text not in (";", "+"):
                     end += 1
-                self.run(words[i + 1 : end], via + (words[i].text,), assignments)
+                self.run(words[i + 1 : end], (*via, words[i].text), assignments)
                 i = end
             i += 1
 

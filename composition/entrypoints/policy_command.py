@@ -75,9 +75,13 @@ def _explain(args: argparse.Namespace) -> int:
     try:
         gate = gate_of(args.text, args.cwd or "")
     except ValueError as exc:
-        print(f"agy-harness: not a command line or a gate's JSON: {str(exc).splitlines()[0]}", file=sys.stderr)
+        print(
+            f"agy-harness: not a command line or a gate's JSON: {str(exc).splitlines()[0]}", file=sys.stderr
+        )
         return EXIT_USAGE
-    policy = policy_of([Path(f) for f in args.rules] or None, Path(args.workspace) if args.workspace else None)
+    policy = policy_of(
+        [Path(f) for f in args.rules] or None, Path(args.workspace) if args.workspace else None
+    )
     out = explain(policy, gate)
     d = out.decision
     print(f"decision: {d.verdict}" + (f" ({d.summary()})" if d.verdict != "ask" else ""))
@@ -109,7 +113,9 @@ def add_policy_command(sub: Any) -> None:
     p = command(sub, "policy", summary="rules that answer gates: test, explain, propose",
                 description=DESCRIPTION, epilog=EPILOG)  # fmt: skip
     actions = p.add_subparsers(dest="policy_action", metavar="ACTION", required=True)
-    t = actions.add_parser("test", help="check rule files' examples; without FILE also run the rules over recorded gates")
+    t = actions.add_parser(
+        "test", help="check rule files' examples; without FILE also run the rules over recorded gates"
+    )
     t.add_argument("files", nargs="*", metavar="FILE", help="rule files (TOML); none: the session's tiers")
     t.add_argument("--recorded", nargs="+", metavar="FILE", help="recorded steps (what replay reads)")
     t.add_argument("--workspace", help="the project whose .agy-harness/policy is read (default: here)")
@@ -120,7 +126,9 @@ def add_policy_command(sub: Any) -> None:
     e.add_argument("--rules", nargs="+", default=[], metavar="FILE", help="these files instead of the tiers")
     e.add_argument("--workspace", help="the project whose .agy-harness/policy is read (default: here)")
     e.set_defaults(handler=_explain)
-    r = actions.add_parser("propose", help="the narrowest rule allowing exactly this command (printed, not saved)")
+    r = actions.add_parser(
+        "propose", help="the narrowest rule allowing exactly this command (printed, not saved)"
+    )
     r.add_argument("command", metavar="COMMAND")
     r.add_argument("--cwd", help="the directory it ran in (the rule is pinned to it)")
     r.set_defaults(handler=_propose)

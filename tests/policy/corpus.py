@@ -109,6 +109,7 @@ message = "no network from commands"
 
 ALLOW, ASK, DENY = "allow", "ask", "deny"
 
+# fmt: off
 CASES: list[tuple[str, str]] = [
     # -- plain commands ---------------------------------------------------------------------
     ("ls", ALLOW), ("ls -la", ALLOW), ("ls -la src", ALLOW), ("cat README.md", ALLOW),
@@ -195,3 +196,4 @@ CASES: list[tuple[str, str]] = [
     ("source x.sh", ASK), (". x.sh", ASK), ("python x.py", ASK), ("perl -e 'unlink x'", ASK), ("git -c alias.s='!rm x' s", ASK),
     ("git --exec-path=/tmp status", ASK), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", ASK),
 ]
+# fmt: on

@@ -91,7 +91,9 @@ async def test_a_denied_gate_tells_agy_why_and_cannot_be_approved_through_the_ap
     assert any("denied by rule no-rm" in t and "refused" in t.lower() for t in texts), texts
 
 
-async def test_rules_that_fail_to_load_are_off_and_the_session_says_why(sim: Simulator, tmp_path: Path) -> None:
+async def test_rules_that_fail_to_load_are_off_and_the_session_says_why(
+    sim: Simulator, tmp_path: Path
+) -> None:
     broken = RULES.replace('match = ["git status"]', 'match = ["git log"]')  # an example that fails
     sink = RecordingSink()
     async with harness_on(sim, sink, policy=policy_of(tmp_path, broken)) as session:
