@@ -25,7 +25,7 @@ from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, Sim
 
 from .policy_rules import Example, Rule
 
-_PRIVILEGED = frozenset({"sudo", "doas"})
+_PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "chroot", "?"})  # ("?": a wrapper not followed)
 _QUIET_TARGETS = frozenset({"/dev/null"})
 
 

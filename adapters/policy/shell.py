@@ -17,40 +17,21 @@ listed, so a ``deny`` still sees them.
 
 from __future__ import annotations
 
-import posixpath
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from agy_harness.ports.policy import ParsedCommand, Redirect, SimpleCommand
 
-MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
-MAX_DEPTH = 8  # wrappers within wrappers (bash -c "bash -c '…'"): deeper is not understood
+from .wrappers import MAX_DEPTH, Reading, Unwrap, Word
 
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"})
+MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
+
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 _JOINED = re.compile(r"(?<=\S)\\\n(?=\S)")
 _GLOB = re.compile(r"[*?\[]|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, or a brace that expands
 _CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"})
-
-
-@dataclass
-class _Word:
-    text: str
-    dynamic: bool
-
-
-@dataclass
-class _Reading:
-    commands: list[SimpleCommand] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-
-    def fail(self, reason: str) -> None:
-        if reason not in self.reasons:
-            self.reasons.append(reason)
 
 
 class TreeSitterParser:
@@ -60,7 +41,7 @@ class TreeSitterParser:
         self._parser = Parser(Language(tree_sitter_bash.language()))
 
     def parse(self, text: str) -> ParsedCommand:
-        reading = _Reading()
+        reading = Reading()
         if len(text) > MAX_TEXT:
             return ParsedCommand(text=text[:200], understood=False, reason="the command line is too long")
         self._read(text, reading, (), 0)
@@ -75,7 +56,7 @@ class TreeSitterParser:
 
     # -- a script ---------------------------------------------------------------------------
 
-    def _read(self, text: str, reading: _Reading, via: tuple[str, ...], depth: int) -> None:
+    def _read(self, text: str, reading: Reading, via: tuple[str, ...], depth: int) -> None:
         if depth > MAX_DEPTH:
             reading.fail("wrappers nest too deep")
             return
@@ -92,7 +73,7 @@ class TreeSitterParser:
 
 
 class _Walker:
-    def __init__(self, parser: TreeSitterParser, reading: _Reading, via: tuple[str, ...], depth: int) -> None:
+    def __init__(self, parser: TreeSitterParser, reading: Reading, via: tuple[str, ...], depth: int) -> None:
         self.parser, self.reading, self.via, self.depth = parser, reading, via, depth
 
     def fail(self, reason: str) -> None:
@@ -151,7 +132,7 @@ class _Walker:
                 self.scan(child)
             return Redirect(op=node.type, target="", dynamic=True)
         op, fd = "", ""
-        target = _Word("", False)
+        target = Word("", False)
         for child in node.children:
             if child.type == "file_descriptor":
                 fd = _text(child)
@@ -164,7 +145,7 @@ class _Walker:
     # -- a simple command ---------------------------------------------------------------------
 
     def command(self, node: Node, redirects: tuple[Redirect, ...]) -> None:
-        words: list[_Word] = []
+        words: list[Word] = []
         assignments: list[str] = []
         own = list(redirects)
         for child in node.named_children:
@@ -172,7 +153,7 @@ class _Walker:
                 assignments.append(self.assignment(child))
             elif child.type == "command_name":
                 inner = child.named_children
-                words.append(self.word(inner[0]) if inner else _Word(_text(child), True))
+                words.append(self.word(inner[0]) if inner else Word(_text(child), True))
             elif child.type.endswith("_redirect"):
                 own.append(self.redirect(child))
             elif child.type == "comment":
@@ -188,41 +169,41 @@ class _Walker:
             self.fail(f"the command name {words[0].text!r} is expanded when it runs")
         elif not words[0].text.isascii():
             self.fail(f"the command name {words[0].text!r} is not plain ASCII (a look-alike?)")
-        _Unwrap(self, tuple(own), tuple(assignments)).run(words, self.via)
+        Unwrap(self, tuple(own), tuple(assignments)).run(words, self.via)
 
     # -- words ----------------------------------------------------------------------------------
 
-    def word(self, node: Node) -> _Word:
+    def word(self, node: Node) -> Word:
         kind = node.type
         if kind == "word":
             raw = _text(node)
-            return _Word(_unescape(raw), bool(_GLOB.search(_unquoted_specials(raw))) or raw.startswith("~"))
+            return Word(_unescape(raw), bool(_GLOB.search(_unquoted_specials(raw))) or raw.startswith("~"))
         if kind == "number":
-            return _Word(_text(node), False)
+            return Word(_text(node), False)
         if kind == "raw_string":
-            return _Word(_text(node)[1:-1], False)
+            return Word(_text(node)[1:-1], False)
         if kind == "string":
             if any(c.type != "string_content" for c in node.named_children):
                 self.scan(node)
-                return _Word(_text(node), True)
-            return _Word(_unescape_double(_text(node)[1:-1]), False)
+                return Word(_text(node), True)
+            return Word(_unescape_double(_text(node)[1:-1]), False)
         if kind == "concatenation":
             parts = [self.word(c) for c in node.named_children]
             literal = "".join(_text(c) for c in node.children if not c.is_named)  # e.g. a bare '$'
-            return _Word(
+            return Word(
                 "".join(p.text for p in parts) + literal, any(p.dynamic for p in parts) or bool(literal)
             )
         if kind in ("simple_expansion", "expansion", "arithmetic_expansion", "ansi_c_string",
                     "translated_string", "brace_expression", "command_substitution"):  # fmt: skip
             self.scan(node)
-            return _Word(_text(node), True)
+            return Word(_text(node), True)
         if kind == "process_substitution":
             self.fail("process substitution <(…) is not followed")
             self.scan(node)
-            return _Word(_text(node), True)
+            return Word(_text(node), True)
         self.fail(f"the word form {kind.replace('_', ' ')} is not followed")
         self.scan(node)
-        return _Word(_text(node), True)
+        return Word(_text(node), True)
 
     def scan(self, node: Node) -> None:
         """The commands inside a word (substitutions, at any depth) are commands of the line."""
@@ -232,185 +213,6 @@ class _Walker:
             return
         for child in node.named_children:
             self.scan(child)
-
-
-class _Unwrap:
-    """Peel the wrappers off one simple command: what each runs is the command the rules see."""
-
-    def __init__(
-        self, walker: _Walker, redirects: tuple[Redirect, ...], assignments: tuple[str, ...]
-    ) -> None:
-        self.w, self.redirects, self.assignments = walker, redirects, assignments
-
-    def emit(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        argv = tuple(w.text for w in words)
-        dynamic = tuple(i for i, w in enumerate(words) if w.dynamic)
-        self.w.add(
-            SimpleCommand(
-                argv=argv, dynamic=dynamic, redirects=self.redirects, assignments=assignments, via=via
-            )
-        )
-
-    def run(
-        self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...] | None = None
-    ) -> None:
-        assignments = self.assignments if assignments is None else assignments
-        if not words:
-            return
-        if words[0].dynamic:
-            self.emit(words, via, assignments)
-            return
-        name = posixpath.basename(words[0].text)
-        handler: Any = getattr(self, "_" + name, None) if name.isidentifier() else None
-        if name in _SHELLS:
-            handler = self._shell
-        if handler is None or len(via) > MAX_DEPTH:
-            self.emit(words, via, assignments)
-            return
-        handler(words, (*via, name), assignments)
-
-    def _options(self, words: list[_Word], with_value: frozenset[str], flags: frozenset[str]) -> int | None:
-        """The index of the wrapped command after the wrapper's options; None (not understood) at an
-        option we do not know."""
-        i = 1
-        while i < len(words):
-            w = words[i]
-            if w.dynamic:
-                self.w.fail(f"an option of {words[0].text} is expanded when it runs")
-                return None
-            t = w.text
-            if t == "--":
-                return i + 1
-            if not t.startswith("-") or t == "-":
-                return i
-            key = t.split("=", 1)[0]
-            if key in with_value and "=" not in t:
-                i += 2
-            elif (
-                (not t.startswith("--") and t[:2] in with_value) or key in with_value or key in flags
-            ):  # -oL, -I{}: the value attached
-                i += 1
-            else:
-                self.w.fail(f"{words[0].text} option {t} is not followed")
-                return None
-        return i
-
-    def _shell(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        i, script = 1, False
-        while i < len(words) and (words[i].text.startswith(("-", "+")) and not words[i].dynamic):
-            t = words[i].text
-            if t in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
-                i += 1
-            elif not t.startswith("--") and "c" in t:
-                script = True
-            i += 1
-        if not script:  # a script file or standard input: the shell itself is what the rules see
-            self.emit(words, via[:-1], assignments)
-            return
-        if i >= len(words) or words[i].dynamic:
-            self.w.fail(f"the script of {words[0].text} -c is expanded when it runs")
-            self.emit(words, via[:-1], assignments)
-            return
-        self.w.parser._read(words[i].text, self.w.reading, via, self.w.depth + 1)
-
-    def _eval(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        if any(w.dynamic for w in words[1:]):
-            self.w.fail("eval of an expanded word is not followed")
-            self.emit(words, via[:-1], assignments)
-            return
-        self.w.parser._read(" ".join(w.text for w in words[1:]), self.w.reading, via, self.w.depth + 1)
-
-    def _env(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        i = self._options(
-            words, frozenset({"-u", "--unset"}), frozenset({"-i", "--ignore-environment", "-0", "--null"})
-        )
-        if i is None:
-            self.emit(words, via[:-1], assignments)
-            return
-        extra = list(assignments)
-        while i < len(words) and "=" in words[i].text and not words[i].text.startswith("="):
-            extra.append(words[i].text)
-            i += 1
-        if i >= len(words):
-            self.emit(words, via[:-1], assignments)  # `env` alone prints the environment
-            return
-        self.run(words[i:], via, tuple(extra))
-
-    def _wrapper(
-        self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...],
-        with_value: frozenset[str], flags: frozenset[str], skip: int = 0,
-    ) -> None:  # fmt: skip
-        i = self._options(words, with_value, flags)
-        if i is None or i + skip >= len(words):
-            self.emit(words, via[:-1], assignments)
-            return
-        self.run(words[i + skip :], via, assignments)
-
-    def _timeout(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        values = frozenset({"-s", "--signal", "-k", "--kill-after"})
-        flags = frozenset({"--foreground", "--preserve-status", "-v", "--verbose"})
-        self._wrapper(words, via, assignments, values, flags, skip=1)
-
-    def _nice(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        flags = frozenset(f"-{n}" for n in range(-20, 20))  # -10 and --10 (the old adjustment forms)
-        self._wrapper(words, via, assignments, frozenset({"-n", "--adjustment"}), flags)
-
-    def _nohup(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        self._wrapper(words, via, assignments, frozenset(), frozenset())
-
-    def _time(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        self._wrapper(words, via, assignments, frozenset(), frozenset({"-p"}))
-
-    def _builtin(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        self._wrapper(words, via, assignments, frozenset(), frozenset())
-
-    def _exec(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        self._wrapper(words, via, assignments, frozenset({"-a"}), frozenset({"-c", "-l", "-cl", "-lc"}))
-
-    def _command(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        if len(words) > 1 and words[1].text in ("-v", "-V"):  # only says what a name is
-            self.emit(words, via[:-1], assignments)
-            return
-        self._wrapper(words, via, assignments, frozenset(), frozenset({"-p"}))
-
-    def _stdbuf(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        values = frozenset({"-i", "-o", "-e", "--input", "--output", "--error"})
-        self._wrapper(words, via, assignments, values, frozenset())
-
-    def _sudo(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        values = frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "--user", "--group"})
-        flags = frozenset({"-E", "-H", "-n", "-S", "-b", "-k", "-i", "-s", "-P", "--preserve-env"})
-        self._wrapper(words, via, assignments, values, flags)
-
-    _doas = _sudo
-
-    def _coproc(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        self._wrapper(words, via, assignments, frozenset(), frozenset())
-
-    def _xargs(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        values = frozenset({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-                            "--max-lines", "--max-args", "--max-procs", "--max-chars", "--replace"})  # fmt: skip
-        flags = frozenset({"-0", "-r", "-t", "-p", "-x", "--null", "--no-run-if-empty", "--verbose",
-                           "--interactive", "--exit"})  # fmt: skip
-        i = self._options(words, values, flags)
-        if i is None:
-            self.emit(words, via[:-1], assignments)
-        elif i >= len(words):
-            self.emit([_Word("echo", False)], via, assignments)  # xargs alone runs echo
-        else:
-            self.run(words[i:], via, assignments)
-
-    def _find(self, words: list[_Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        self.emit(words, via[:-1], assignments)  # find itself (its own -delete is its rule's to allow)
-        i = 1
-        while i < len(words):
-            if words[i].text in ("-exec", "-execdir", "-ok", "-okdir") and not words[i].dynamic:
-                end = i + 1
-                while end < len(words) and words[end].text not in (";", "+"):
-                    end += 1
-                self.run(words[i + 1 : end], (*via, words[i].text), assignments)
-                i = end
-            i += 1
 
 
 def _text(node: Node | None) -> str:

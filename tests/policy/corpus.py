@@ -150,7 +150,7 @@ CASES: list[tuple[str, str]] = [
     ("timeout -k 1 5 pytest", ALLOW), ("nice rm x", DENY), ("nice -n 10 rm x", DENY), ("nice -10 rm x", DENY), ("nice ls", ALLOW),
     ("nohup rm x", DENY), ("nohup pytest", ALLOW), ("time rm x", DENY), ("time ls", ALLOW), ("stdbuf -oL rm x", DENY),
     ("xargs rm", DENY), ("ls | xargs rm", DENY), ("find . | xargs -0 rm -f", DENY), ("ls | xargs -I{} rm {}", DENY),
-    ("ls | xargs cat", ALLOW), ("ls | xargs", ALLOW), ("ls | xargs --bogus rm", ASK), ("ls | xargs sh -c 'rm x'", DENY),
+    ("ls | xargs cat", ALLOW), ("ls | xargs", ALLOW), ("ls | xargs --bogus rm", DENY), ("ls | xargs sh -c 'rm x'", DENY),
     ("find . -exec rm {} \\;", DENY), ("find . -name '*.pyc' -exec rm -f {} +", DENY), ("find . -execdir rm {} \\;", DENY),
     ("find . -ok rm {} \\;", DENY), ("find . -exec cat {} \\;", ASK), ("find .", ASK),
     ("command rm x", DENY), ("command ls", ALLOW), ("command -p rm x", DENY), ("command -v rm", ASK),
@@ -194,6 +194,14 @@ CASES: list[tuple[str, str]] = [
     ("echo \"; rm x\"", ALLOW), ("echo \\; rm x", ALLOW), ("echo x\\ ; rm x", DENY),
     # -- source and friends --------------------------------------------------------------------------------
     ("source x.sh", ASK), (". x.sh", ASK), ("python x.py", ASK), ("perl -e 'unlink x'", ASK), ("git -c alias.s='!rm x' s", ASK),
-    ("git --exec-path=/tmp status", ASK), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", ASK),
+    ("git --exec-path=/tmp status", ASK),
+    # -- more wrappers: multi-call binaries, locks, traps, su, unknown options (a deny still sees through) --
+    ("busybox rm x", DENY), ("toybox rm -rf /", DENY), ("busybox ls", ALLOW), ("setsid rm x", DENY), ("setsid ls", ALLOW),
+    ("flock /tmp/l rm x", DENY), ("flock -n /tmp/l ls", ALLOW), ("flock /tmp/l -c 'rm x'", DENY),
+    ("chroot / rm x", DENY), ("chroot / ls", ASK), ("ionice -c3 rm x", DENY), ("ionice -c 3 ls", ALLOW),
+    ("trap 'rm -rf /' EXIT", DENY), ("trap 'ls' EXIT", ALLOW), ("trap - EXIT", ASK), ("su -c 'rm x'", DENY),
+    ("su root -c 'ls'", ASK), ("pkexec rm x", DENY), ("pkexec ls", ASK), ("watch -n 1 ls", ALLOW), ("watch 'ls; rm x'", DENY),
+    ("env -iu HOME rm x", DENY), ("timeout --bogus 5 rm x", DENY), ("xargs -0r rm", DENY), ("sudo -A rm x", DENY),
+    ("nice --bogus ls", ASK), ("env --bogus ls", ASK), ("ls |& rm x", DENY), ("ls |& grep x", ALLOW), ("ls; exit", ASK), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
 ]
 # fmt: on
