@@ -344,11 +344,11 @@ class GateBridge:
         ruled = self._ruled.get(gate_id)
         return ruled[0] if ruled is not None else None
 
-    async def tell_policy(self) -> None:
-        """At the session's start: the rules are off (or partly), and why, as a warning notice."""
+    async def tell_policy(self, cascade_id: str) -> None:
+        """At the session's start: the rules are off, and why, as a warning notice."""
         for text in self.policy.warnings() if self.policy is not None else []:
             digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
-            await self.emitter.notice(f"{self.emitter.conversation.cascade_id}/rules-off/{digest}", text, "warning")
+            await self.emitter.notice(f"{cascade_id}/rules-off/{digest}", text, "warning")
 
     def _by_rule(self, gate: GateOpened) -> bool:
         """A rule allows or denies ``gate``: answered through :meth:`answer` (bound to its digest, as a
@@ -371,10 +371,12 @@ class GateBridge:
 
     async def _answer_by_rule(self, gate: GateOpened, decision: Decision, answer: GateAnswer) -> None:
         try:
-            await self.emitter.notice(f"{gate.id}/rule", decision.summary(), "info")
-            if await self.answer(gate, answer) or decision.verdict == "deny":
-                return
-            if gate.gate_id in self._open and gate.gate_id not in self._claimed:  # allow not taken: ask
+            if await self.answer(gate, answer):
+                await self.emitter.notice(f"{gate.id}/rule", decision.summary(), "info")
+            elif decision.verdict == "deny":  # still denied here: no surface approves it
+                text = f"{decision.summary()}; the denial did not reach agy: answer it in agy's terminal"
+                await self.emitter.notice(f"{gate.id}/rule", text, "warning")
+            elif gate.gate_id in self._open and gate.gate_id not in self._claimed:  # allow not taken: ask
                 self._ruled.pop(gate.gate_id, None)
                 self._start(gate)
         except asyncio.CancelledError:

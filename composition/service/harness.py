@@ -208,7 +208,7 @@ class Harness:
     async def start(self) -> None:
         self._claim(self.cascade_id)  # other sessions never take it for their /clear
         await self._tell_damage()
-        await self.gates.tell_policy()
+        await self.gates.tell_policy(self.cascade_id)
         await self.watcher.bind()
         self.reader.start()
         self.gates.start()

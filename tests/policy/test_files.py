@@ -41,7 +41,9 @@ def test_a_rule_names_its_file_and_line_and_the_hash_names_the_files(tmp_path: P
     assert decision.verdict == "allow" and decision.summary() == f"allowed by rule ls ({path}:2)"
     assert decision.rule_id == "ls" and len(decision.rules_hash) == 16 and policy.warnings() == []
     path.write_text(ALLOW_LS + "\n# edited\n", encoding="utf-8")
-    assert load_policy(tiers=[Tier(2, tmp_path / "user")]).decide(gate("ls")).rules_hash != decision.rules_hash
+    assert (
+        load_policy(tiers=[Tier(2, tmp_path / "user")]).decide(gate("ls")).rules_hash != decision.rules_hash
+    )
 
 
 def off(tmp_path: Path, text: str) -> RulePolicy:
@@ -77,7 +79,10 @@ def test_a_file_that_fails_turns_every_rule_off_and_says_why(tmp_path: Path) -> 
 def test_a_failing_example_names_the_rule_and_its_line(tmp_path: Path) -> None:
     text = ALLOW_LS + '\n[[rule]]\nid = "pwd"\ndecision = "allow"\ncommand = ["pwd"]\nmatch = ["pwd; rm x"]\n'
     [warning] = off(tmp_path, text).warnings()
-    assert f"pwd ({tmp_path / 'user' / 'broken.toml'}:8): example 'pwd; rm x' should match but does not" in warning
+    assert (
+        f"pwd ({tmp_path / 'user' / 'broken.toml'}:8): example 'pwd; rm x' should match but does not"
+        in warning
+    )
 
 
 def test_an_admin_directory_that_others_can_write_is_refused(tmp_path: Path) -> None:
@@ -90,7 +95,11 @@ def test_an_admin_directory_that_others_can_write_is_refused(tmp_path: Path) -> 
 
 
 def test_a_deny_in_a_lower_tier_wins_over_an_allow_in_a_higher_one(tmp_path: Path) -> None:
-    write(tmp_path / "project", "p.toml", '[[rule]]\nid = "no-ls-r"\ndecision = "deny"\ncommand = ["ls", "-R"]\n')
+    write(
+        tmp_path / "project",
+        "p.toml",
+        '[[rule]]\nid = "no-ls-r"\ndecision = "deny"\ncommand = ["ls", "-R"]\n',
+    )
     write(tmp_path / "user", "u.toml", ALLOW_LS)
     policy = load_policy(tiers=[Tier(1, tmp_path / "project"), Tier(2, tmp_path / "user")])
     assert policy.decide(gate("ls -la")).verdict == "allow"

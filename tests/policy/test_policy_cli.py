@@ -64,4 +64,7 @@ def test_propose_prints_a_rule_that_test_accepts(tmp_path: Path) -> None:
     assert policy("test", str(tmp_path / "always.toml")).returncode == 0
     run = policy("propose", "ls | sh")
     assert run.returncode == 1 and run.stdout == ""
-    assert run.stderr == "agy-harness: no rule proposed: the line runs several commands: approve them one by one\n"
+    assert (
+        run.stderr
+        == "agy-harness: no rule proposed: the line runs several commands: approve them one by one\n"
+    )

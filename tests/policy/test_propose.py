@@ -1,4 +1,4 @@
-""""Always" never widens: the rule proposed for an approved command matches that request and its exact
+""" "Always" never widens: the rule proposed for an approved command matches that request and its exact
 equivalents (the same argv however it is quoted, in the same directory) and nothing else; it loads, with
 the request as its first example; a request that cannot be pinned down gets no proposal."""
 
@@ -71,7 +71,17 @@ def test_a_proposed_rule_matches_the_approved_request_and_nothing_else(
 
 @pytest.mark.parametrize(
     "line",
-    ["ls; pwd", "ls | wc", "env ls", "FOO=1 ls", "ls > out", "ls $HOME", "ls *.py", "cat <<EOF\nx\nEOF", "ls $(pwd)"],
+    [
+        "ls; pwd",
+        "ls | wc",
+        "env ls",
+        "FOO=1 ls",
+        "ls > out",
+        "ls $HOME",
+        "ls *.py",
+        "cat <<EOF\nx\nEOF",
+        "ls $(pwd)",
+    ],
 )
 def test_a_request_that_cannot_be_pinned_down_gets_no_proposal(line: str) -> None:
     with pytest.raises(RuleError):
