@@ -4,6 +4,7 @@ line as the shell reads it and the rules that match, `propose` prints a rule `te
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +69,20 @@ def test_propose_prints_a_rule_that_test_accepts(tmp_path: Path) -> None:
         run.stderr
         == "agy-harness: no rule proposed: the line runs several commands: approve them one by one\n"
     )
+
+
+def test_explain_reads_a_gate_as_json_and_the_api_proposes(tmp_path: Path) -> None:
+    from agy_harness.composition import policy_of, propose_rule
+    from agy_harness.composition.root.policy import gate_of
+    from agy_harness.ports.events import event_to_json
+
+    gate = gate_of("git status", "/w").model_copy(update={"tool_name": "run_command"})
+    (tmp_path / "r.toml").write_text(RULES, encoding="utf-8")
+    run = policy("explain", json.dumps(event_to_json(gate)), "--rules", str(tmp_path / "r.toml"))
+    assert run.returncode == 0 and run.stdout.startswith("decision: allow (allowed by rule git-status (")
+    run = policy("explain", "{not json")
+    assert run.returncode == 2 and run.stderr.startswith("agy-harness: not a command line or a gate's JSON")
+    (tmp_path / "always.toml").write_text(propose_rule(gate), encoding="utf-8")
+    proposed = policy_of([tmp_path / "always.toml"])
+    assert proposed.decide(gate).verdict == "allow"
+    assert proposed.decide(gate_of("git status", "/w/sub")).verdict == "ask"
