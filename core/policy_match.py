@@ -30,7 +30,10 @@ _QUIET_TARGETS = frozenset({"/dev/null"})
 
 
 def _writes(part: SimpleCommand) -> bool:
+    """A redirection that writes a file, or reaches the network (bash's ``/dev/tcp``, ``/dev/udp``)."""
     for r in part.redirects:
+        if r.target.startswith(("/dev/tcp/", "/dev/udp/")) or (r.dynamic and "<" in r.op):
+            return True
         if ">" not in r.op and r.op not in ("<>",):
             continue
         if r.op.endswith("&") and r.target.isdigit():

