@@ -11,7 +11,8 @@ A rules file is ``[[rule]]`` tables::
     message = "…"               # deny: what agy is told
     kind = ["permission"]       # gate kinds (GateOpened.kind); interaction = [...] agy's field name
     tool = ["run_command"]      # agy's tool name
-    cwd = ["/home/me/project"]  # the command's directory is one of these or under one
+    cwd = ["/home/me/project"]  # the command's directory is one of these or under one ("." and
+                                # relative ones: the session's workspace; "~/": the home directory)
     url_host = ["docs.python.org"]   # the request's URL host (exactly)
     request = { "resource.action" = "write" }   # raw request fields (dotted path = value)
     match = ["ls -la"]          # examples the rule must match, checked at load
@@ -109,8 +110,20 @@ def rule_lines(text: str) -> list[int]:
     return [n for n, line in enumerate(text.splitlines(), 1) if line.strip().startswith("[[rule]]")]
 
 
+def _directory(d: Any, home: str, workspace: str) -> Any:
+    """``~/x`` under ``home``, a relative ``x`` (``.`` too) under the session's ``workspace``; an
+    absolute one as it is (each normalised when the rule is read)."""
+    if not isinstance(d, str) or d.startswith("/"):
+        return d
+    if d.startswith("~/") and home:
+        return home.rstrip("/") + d[1:]
+    if not d.startswith("~") and workspace.startswith("/"):
+        return posixpath.join(workspace, d)
+    return d  # refused by the rule's check: it cannot be placed
+
+
 def rules_from_table(
-    table: dict[str, Any], *, name: str, text: str, tier: int, home: str = ""
+    table: dict[str, Any], *, name: str, text: str, tier: int, home: str = "", workspace: str = ""
 ) -> tuple[Rule, ...]:
     """The rules of one parsed file (``name`` for messages, ``text`` for the lines, ``home`` expands a
     leading ``~/`` in ``cwd``); raises :class:`RuleError` naming the file, line and rule."""
@@ -130,10 +143,8 @@ def rules_from_table(
         if "source" in item or "tier" in item:
             raise RuleError(f"{where}: `source` and `tier` are set by the loader, not in the file")
         item = dict(item)
-        if home and isinstance(item.get("cwd"), list):
-            item["cwd"] = [
-                home + d[1:] if isinstance(d, str) and d.startswith("~/") else d for d in item["cwd"]
-            ]
+        if isinstance(item.get("cwd"), list):
+            item["cwd"] = [_directory(d, home, workspace) for d in item["cwd"]]
         for key in ("command", "kind", "interaction", "tool", "cwd", "url_host", "match", "not_match"):
             if isinstance(item.get(key), str) and key != "command":
                 item[key] = [item[key]]

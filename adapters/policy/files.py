@@ -66,7 +66,7 @@ def _root_only(path: Path) -> bool:
 
 
 def read_file(
-    path: Path, tier: int, parser: CommandParser, *, root_owned: bool = False
+    path: Path, tier: int, parser: CommandParser, *, root_owned: bool = False, workspace: Path | None = None
 ) -> tuple[tuple[Rule, ...], bytes]:
     """The rules of one file and its bytes; raises RuleError (the file is not used) on anything wrong,
     examples included."""
@@ -85,7 +85,8 @@ def read_file(
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RuleError(f"{path}: not TOML: {exc}") from None
     home = os.environ.get("HOME", "")
-    rules = rules_from_table(table, name=str(path), text=text, tier=tier, home=home)
+    where = str((workspace or Path.cwd()).resolve())
+    rules = rules_from_table(table, name=str(path), text=text, tier=tier, home=home, workspace=where)
     failures = example_failures(rules, parser)
     if failures:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
@@ -93,7 +94,7 @@ def read_file(
     return rules, data
 
 
-def load_rules(tiers: Sequence[Tier], parser: CommandParser) -> RuleSet:
+def load_rules(tiers: Sequence[Tier], parser: CommandParser, workspace: Path | None = None) -> RuleSet:
     """Every tier's rules, or a RuleSet that is ``off`` and says why."""
     rules: list[Rule] = []
     files: list[str] = []
@@ -107,7 +108,9 @@ def load_rules(tiers: Sequence[Tier], parser: CommandParser) -> RuleSet:
                     f"{tier.directory}: the admin rules directory must be root's and writable by no one else"
                 )
             for path in sorted(tier.directory.glob("*.toml")):
-                found, data = read_file(path, tier.rank, parser, root_owned=tier.root_owned)
+                found, data = read_file(
+                    path, tier.rank, parser, root_owned=tier.root_owned, workspace=workspace
+                )
                 rules.extend(found)
                 files.append(str(path))
                 digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
@@ -143,4 +146,6 @@ class RulePolicy:
 def load_policy(workspace: Path | None = None, tiers: Sequence[Tier] | None = None) -> RulePolicy:
     """The session's policy: the default tiers (or ``tiers``) read once."""
     parser = TreeSitterParser()
-    return RulePolicy(load_rules(default_tiers(workspace) if tiers is None else tiers, parser), parser)
+    return RulePolicy(
+        load_rules(default_tiers(workspace) if tiers is None else tiers, parser, workspace), parser
+    )

@@ -137,3 +137,20 @@ not_match = [{ request = { url = "https://docs.python.org.evil.com/" } }, { requ
     assert policy.decide(gate("", "permission", interaction="readUrlContent")).verdict == "ask"
     # a rule without `command` never matches a gate that carries a command line
     assert policy.decide(gate("ls", "other", interaction="readUrlContent")).verdict == "ask"
+
+
+def test_cwd_relative_to_the_workspace_and_the_home_directory(tmp_path: Path, monkeypatch: object) -> None:
+    write(tmp_path / "u", "u.toml", """\
+[[rule]]
+id = "tests-here"
+decision = "allow"
+command = ["pytest"]
+cwd = [".", "~/src"]
+match = [{ command_line = "pytest -q", cwd = "%s/ws/sub" }]
+not_match = [{ command_line = "pytest -q", cwd = "/elsewhere" }, { command_line = "pytest -q", cwd = "%s/ws/../other" }]
+""" % (tmp_path, tmp_path))  # fmt: skip
+    monkeypatch.setenv("HOME", "/home/me")  # type: ignore[attr-defined]
+    policy = load_policy(tmp_path / "ws", tiers=[Tier(2, tmp_path / "u")])
+    assert policy.warnings() == [], policy.warnings()
+    [rule] = policy.ruleset.rules
+    assert rule.cwd == (str((tmp_path / "ws").resolve()), "/home/me/src")
