@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from agy_harness.adapters.policy.files import RulePolicy, Tier, default_tiers, load_policy, user_dir
 from agy_harness.ports.events import GateOpened, PermissionRequest
 
@@ -139,17 +141,19 @@ not_match = [{ request = { url = "https://docs.python.org.evil.com/" } }, { requ
     assert policy.decide(gate("ls", "other", interaction="readUrlContent")).verdict == "ask"
 
 
-def test_cwd_relative_to_the_workspace_and_the_home_directory(tmp_path: Path, monkeypatch: object) -> None:
+def test_cwd_relative_to_the_workspace_and_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(tmp_path / "u", "u.toml", """\
 [[rule]]
 id = "tests-here"
 decision = "allow"
 command = ["pytest"]
 cwd = [".", "~/src"]
-match = [{ command_line = "pytest -q", cwd = "%s/ws/sub" }]
-not_match = [{ command_line = "pytest -q", cwd = "/elsewhere" }, { command_line = "pytest -q", cwd = "%s/ws/../other" }]
-""" % (tmp_path, tmp_path))  # fmt: skip
-    monkeypatch.setenv("HOME", "/home/me")  # type: ignore[attr-defined]
+match = [{ command_line = "pytest -q", cwd = "TMP/ws/sub" }]
+not_match = [{ command_line = "pytest -q", cwd = "/elsewhere" }, { command_line = "pytest -q", cwd = "TMP/ws/../other" }]
+""".replace("TMP", str(tmp_path)))  # fmt: skip
+    monkeypatch.setenv("HOME", "/home/me")
     policy = load_policy(tmp_path / "ws", tiers=[Tier(2, tmp_path / "u")])
     assert policy.warnings() == [], policy.warnings()
     [rule] = policy.ruleset.rules
