@@ -355,7 +355,11 @@ class GateBridge:
         human's), never put to a human; a denied gate refuses every other answer, from any surface."""
         if self.policy is None:
             return False
-        decision = self.policy.decide(gate)
+        try:
+            decision = self.policy.decide(gate)
+        except Exception:  # a policy that fails never answers for the human: asked
+            log.exception("gate %s: the rules failed; it is asked", gate.gate_id)
+            return False
         if decision.verdict == "ask":
             return False
         allow = decision.verdict == "allow"

@@ -92,3 +92,17 @@ async def test_ask_goes_to_the_human_and_a_policy_that_is_off_says_why() -> None
     assert policy.seen == [gate.gate_id]
     for task in gates.stop():
         task.cancel()
+
+
+async def test_a_policy_that_raises_asks_the_human() -> None:
+    class Broken(Fixed):
+        def decide(self, gate: GateOpened) -> Decision:
+            raise RuntimeError("bug")
+
+    gate, step = gate_of()
+    gates, sink, _ = make(Broken(ALLOW), RecordingDelivery(), [step])
+    gates.observe([gate])
+    await sink.wait_for(lambda: len(sink.asked) == 1)
+    assert gates.rule_decision(gate.gate_id) is None
+    for task in gates.stop():
+        task.cancel()
