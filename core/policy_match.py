@@ -158,6 +158,7 @@ def _decision(verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason:
         else "",
         reason=reason,
         rules_hash=ruleset.rules_hash,
+        file_hash=first.file_hash if first is not None else "",
         rules=tuple(r.label for r in unique),
     )
 

@@ -59,9 +59,11 @@ class Rule(BaseModel):
     request: dict[str, str | int | bool] = Field(default_factory=dict)
     match: tuple[Example, ...] = ()
     not_match: tuple[Example, ...] = ()
-    #: where it was read (set by the loader, never by the file): ``file:line``, and its tier's rank
+    #: where it was read (set by the loader, never by the file): ``file:line``, its tier's rank, and
+    #: the hash of its file's bytes (what a ledger records with the rule's id)
     source: str = ""
     tier: int = 0
+    file_hash: str = ""
 
     @field_validator("command")
     @classmethod
@@ -123,7 +125,14 @@ def _directory(d: Any, home: str, workspace: str) -> Any:
 
 
 def rules_from_table(
-    table: dict[str, Any], *, name: str, text: str, tier: int, home: str = "", workspace: str = ""
+    table: dict[str, Any],
+    *,
+    name: str,
+    text: str,
+    tier: int,
+    home: str = "",
+    workspace: str = "",
+    file_hash: str = "",
 ) -> tuple[Rule, ...]:
     """The rules of one parsed file (``name`` for messages, ``text`` for the lines, ``home`` expands a
     leading ``~/`` in ``cwd``); raises :class:`RuleError` naming the file, line and rule."""
@@ -140,8 +149,10 @@ def rules_from_table(
         where = f"{name}:{lines[n]}" if n < len(lines) else f"{name}: rule {n + 1}"
         if not isinstance(item, dict):
             raise RuleError(f"{where}: a rule must be a table")
-        if "source" in item or "tier" in item:
-            raise RuleError(f"{where}: `source` and `tier` are set by the loader, not in the file")
+        if {"source", "tier", "file_hash"} & set(item):
+            raise RuleError(
+                f"{where}: `source`, `tier` and `file_hash` are set by the loader, not in the file"
+            )
         item = dict(item)
         if isinstance(item.get("cwd"), list):
             item["cwd"] = [_directory(d, home, workspace) for d in item["cwd"]]
@@ -149,7 +160,7 @@ def rules_from_table(
             if isinstance(item.get(key), str) and key != "command":
                 item[key] = [item[key]]
         try:
-            rule = Rule.model_validate({**item, "source": where, "tier": tier})
+            rule = Rule.model_validate({**item, "source": where, "tier": tier, "file_hash": file_hash})
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"])

@@ -74,7 +74,8 @@ class Decision(BaseModel):
 
     ``rule_id`` / ``source`` (``file:line``) name the rule that decided (for an allow of a command of
     several parts, the rule of each part in ``rules``); ``message`` is what agy is told on a deny;
-    ``reason`` says why, in words (``policy explain``); ``rules_hash`` names the rule files read."""
+    ``reason`` says why, in words (``policy explain``); ``rules_hash`` names the rule files read, and
+    ``file_hash`` the file of the deciding rule (its bytes' sha256, 16 hex digits)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -84,6 +85,7 @@ class Decision(BaseModel):
     message: str = ""
     reason: str = ""
     rules_hash: str = ""
+    file_hash: str = ""
     rules: tuple[str, ...] = ()
 
     @property

@@ -86,7 +86,15 @@ def read_file(
         raise RuleError(f"{path}: not TOML: {exc}") from None
     home = os.environ.get("HOME", "")
     where = str((workspace or Path.cwd()).resolve())
-    rules = rules_from_table(table, name=str(path), text=text, tier=tier, home=home, workspace=where)
+    rules = rules_from_table(
+        table,
+        name=str(path),
+        text=text,
+        tier=tier,
+        home=home,
+        workspace=where,
+        file_hash=hashlib.sha256(data).hexdigest()[:16],
+    )
     failures = example_failures(rules, parser)
     if failures:
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""

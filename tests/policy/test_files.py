@@ -4,6 +4,7 @@ is refused; a deny in any tier wins over an allow in a higher one; the hash name
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def test_a_rule_names_its_file_and_line_and_the_hash_names_the_files(tmp_path: P
     decision = policy.decide(gate("ls -la"))
     assert decision.verdict == "allow" and decision.summary() == f"allowed by rule ls ({path}:2)"
     assert decision.rule_id == "ls" and len(decision.rules_hash) == 16 and policy.warnings() == []
+    assert decision.file_hash == hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     path.write_text(ALLOW_LS + "\n# edited\n", encoding="utf-8")
     assert (
         load_policy(tiers=[Tier(2, tmp_path / "user")]).decide(gate("ls")).rules_hash != decision.rules_hash
