@@ -179,6 +179,13 @@ class _Walker:
     # -- words ----------------------------------------------------------------------------------
 
     def word(self, node: Node) -> Word:
+        if _hidden(node):
+            self.fail("a substitution the grammar does not show (a backtick inside ${…}?) is not followed")
+            for inner in _INNER.finditer(_text(node)):  # what it may run, for a deny to see
+                self.parser._read(
+                    inner.group(1) or inner.group(2) or "", self.reading, self.via, self.depth + 1
+                )
+            return Word(_text(node), True)
         kind = node.type
         if kind == "word":
             raw = _text(node)
@@ -218,6 +225,29 @@ class _Walker:
             return
         for child in node.named_children:
             self.scan(child)
+
+
+_SUBSTITUTIONS = ("command_substitution", "process_substitution")
+_LITERAL = ("raw_string", "ansi_c_string", "comment")
+_OPENERS = re.compile(r"`|\$\(|[<>]\(")
+_INNER = re.compile(r"`([^`]*)`|\$\(([^()]*)\)")
+
+
+def _hidden(node: Node, budget: int = 512) -> bool:
+    """A backtick or ``$(`` in the text of a piece the grammar did not read as a substitution (it reads
+    `` ${x:-`id`} `` as a word): the shell would run it, so the line is not understood."""
+    stack = [node]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return True  # too large to vouch for
+        current = stack.pop()
+        if current.type in _SUBSTITUTIONS or current.type in _LITERAL:
+            continue  # read as commands (walked on their own), or quoted literally
+        if current.named_child_count == 0 and _OPENERS.search(_unquoted_specials(_text(current))):
+            return True
+        stack.extend(current.named_children)
+    return False
 
 
 def _text(node: Node | None) -> str:

