@@ -246,6 +246,8 @@ def _hidden(node: Node, budget: int = 512) -> bool:
             continue  # read as commands (walked on their own), or quoted literally
         if current.named_child_count == 0 and _OPENERS.search(_unquoted_specials(_text(current))):
             return True
+        if current.type == "expansion" and "@P" in _text(current):  # ${x@P}: runs what x's value holds
+            return True
         stack.extend(current.named_children)
     return False
 

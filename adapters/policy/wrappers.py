@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 
 MAX_DEPTH = 8  # wrappers within wrappers (bash -c "bash -c '…'"): deeper is not understood
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"})
+#: builtins that evaluate a word as a variable name or an arithmetic subscript (``printf -v 'a[$(id)]'``
+#: runs id): a literal substitution in their words is not followed
+_EVALUATING = frozenset({"printf", "read", "test", "[", "unset", "let", "declare", "typeset", "local",
+                         "export", "readonly", "mapfile", "readarray", "wait", "getopts", "alias"})  # fmt: skip
 
 
 @dataclass
@@ -40,6 +44,13 @@ class Unwrap:
         self.w, self.redirects, self.assignments = walker, redirects, assignments
 
     def emit(self, words: list[Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        literal = [w.text for w in words[1:] if not w.dynamic]
+        if (
+            words
+            and posixpath.basename(words[0].text) in _EVALUATING
+            and any("$(" in t or "`" in t for t in literal)
+        ):
+            self.w.fail(f"{words[0].text} evaluates a name or a subscript holding a substitution")
         argv = tuple(w.text for w in words)
         dynamic = tuple(i for i, w in enumerate(words) if w.dynamic)
         self.w.add(

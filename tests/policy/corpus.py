@@ -42,6 +42,16 @@ decision = "allow"
 command = ["wc"]
 
 [[rule]]
+id = "printf"
+decision = "allow"
+command = ["printf"]
+
+[[rule]]
+id = "test"
+decision = "allow"
+command = ["test"]
+
+[[rule]]
 id = "pwd"
 decision = "allow"
 command = ["pwd"]
@@ -184,7 +194,7 @@ CASES: list[tuple[str, str]] = [
     ("for f in *; do rm $f; done", DENY), ("for f in *; do ls $f; done", ASK), ("while true; do ls; done", ASK),
     ("if true; then rm x; fi", DENY), ("if ls; then pwd; fi", ASK), ("case x in x) rm y;; esac", DENY),
     ("f() { rm x; }; f", DENY), ("f() { ls; }; f", ASK), ("function f { ls; }", ASK), ("[[ -f x ]] && ls", ASK),
-    ("test -f x && ls", ASK), ("select x in a; do ls; done", ASK), ("until false; do ls; done", ASK),
+    ("test -f x && ls", ALLOW), ("select x in a; do ls; done", ASK), ("until false; do ls; done", ASK),
     ("ls $(( $(rm x) ))", DENY), ("coproc rm x", DENY), ("local x=1", ASK), ("declare -x X=1; ls", ASK),
     # -- quoting tricks and odd characters --------------------------------------------------------------
     ("echo 'rm x'", ALLOW), ("echo \"rm -rf /\"", ALLOW), ("grep 'rm -rf' src", ALLOW), ("echo rm; ", ALLOW),
@@ -209,6 +219,7 @@ CASES: list[tuple[str, str]] = [
     ("echo ${x:-`id`}", ASK), ("echo \"${x:=`id`}\"", ASK), ("echo ${x#`id`}", ASK), ("echo ${x:-`rm x`}", DENY),
     ("echo \\`id\\`", ALLOW), ("echo '`id`'", ALLOW), ("grep \"\\$(\" x", ALLOW), ("echo ${a[$(id)]}", ASK),
     ("echo $[ $(id) ]", ASK), ("ls ~$(id)", ASK), ("echo {$(id),b}", ASK), ("echo ${a:0:$(id)}", ASK),
+    ("printf -v 'a[$(id)]' %s x", ASK), ("test -v 'a[$(id)]'", ASK), ("echo ${x@P}", ASK), ("printf '%s' '$(x)'", ASK),
     ("RM x", DENY), ("/BIN/Rm -rf /", DENY), ("LS", ASK), ("Git status", ASK), ("CURL x", DENY), ("env -C /tmp rm x", DENY),
     ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DENY), ("sudo -u#0 rm x", DENY), ("builtin command rm x", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
 ]
