@@ -93,3 +93,26 @@ def test_the_proposal_is_toml_with_the_request_as_its_first_example() -> None:
     [rule] = ruleset_of(text).rules
     assert rule.command == ("pytest", "-q", "tests/a b") and rule.exact and rule.cwd == ("/w",)
     assert rule.match[0] == {"command_line": "pytest -q 'tests/a b'", "cwd": "/w"}
+
+
+def test_over_the_corpus_a_proposal_allows_no_other_line() -> None:
+    """Every corpus line that gets a proposal: its rule allows that line, and of the others only those
+    the shell reads as the very same argv (an exact equivalent), never another."""
+    from .corpus import CASES
+
+    lines = [line for line, _ in CASES if line.strip()]
+    parsed = {line: PARSER.parse(line) for line in lines}
+    proposed = 0
+    for line in lines:
+        try:
+            text = propose(gate(line), parsed[line])
+        except RuleError:
+            continue
+        proposed += 1
+        ruleset = ruleset_of(text)
+        argv = parsed[line].commands[0].argv
+        for other in lines:
+            if decide(ruleset, gate(other), parsed[other]).verdict == "allow":
+                [part] = parsed[other].commands
+                assert part.argv == argv, (line, other)
+    assert proposed >= 50
