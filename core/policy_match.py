@@ -106,8 +106,10 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
         return False
     if rule.tool and gate.tool_name not in rule.tool:
         return False
-    if (rule.command is not None) != bool(permission.command_line):
-        return False  # a command is matched only as parsed; a rule on a command needs one
+    if rule.command is not None and not permission.command_line:
+        return False  # a rule on a command needs one
+    if rule.command is None and permission.command_line and rule.decision == "allow":
+        return False  # a command is allowed only as parsed (a deny or an ask may be wider)
     if rule.cwd:
         cwd = posixpath.normpath(permission.cwd) if permission.cwd.startswith("/") else ""
         inside = [d for d in rule.cwd if cwd == d or (not rule.exact and cwd.startswith(d.rstrip("/") + "/"))]
@@ -180,6 +182,10 @@ def decide(ruleset: RuleSet, gate: GateOpened, parsed: ParsedCommand | None) -> 
         return _decision("ask", [], ruleset, "no rule matches this request")
     if parsed is None:
         return _decision("ask", [], ruleset, "the command line was not read")
+    wide = [r for r in ruleset._other if r.decision != "allow" and gate_matches(r, gate)]  # no `command`
+    denied = next((r for r in wide if r.decision == "deny"), None)
+    if denied is not None:
+        return _decision("deny", [denied], ruleset, f"rule {denied.label}")
     parts = parsed.commands
     candidates = [[r for r in ruleset.command_rules(p) if gate_matches(r, gate)] for p in parts]
     for part, rules in zip(parts, candidates, strict=True):
@@ -190,6 +196,8 @@ def decide(ruleset: RuleSet, gate: GateOpened, parsed: ParsedCommand | None) -> 
         return _decision("ask", [], ruleset, f"not understood: {parsed.reason}")
     if not parts:
         return _decision("ask", [], ruleset, "there is no command")
+    if wide:  # an ask rule on the gate (its tool, its directory...)
+        return _decision("ask", wide[:1], ruleset, f"rule {wide[0].label}")
     allowed: list[Rule] = []
     for part, rules in zip(parts, candidates, strict=True):
         asked = next((r for r in rules if r.decision == "ask" and part_matches(r, part)), None)

@@ -18,8 +18,8 @@ A rules file is ``[[rule]]`` tables::
     match = ["ls -la"]          # examples the rule must match, checked at load
     not_match = ["ls; rm -rf ~"]
 
-A rule with ``command`` matches only gates that carry a command line; a rule without it never
-matches one (a command is matched only as parsed). An example is a command line, or a table with the
+A rule with ``command`` matches only gates that carry a command line; an allow without it never
+matches one (a command is allowed only as parsed); a deny or an ask without it may (``tool``, ``cwd``). An example is a command line, or a table with the
 gate's fields (``kind``, ``interaction``, ``tool_name``, ``command_line``, ``cwd``, ``request``).
 """
 

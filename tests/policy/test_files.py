@@ -160,3 +160,37 @@ not_match = [{ command_line = "pytest -q", cwd = "/elsewhere" }, { command_line 
     assert policy.warnings() == [], policy.warnings()
     [rule] = policy.ruleset.rules
     assert rule.cwd == (str((tmp_path / "ws").resolve()), "/home/me/src")
+
+
+def test_a_deny_or_ask_without_command_covers_command_gates_and_an_allow_does_not(tmp_path: Path) -> None:
+    write(tmp_path / "u", "u.toml", """\
+[[rule]]
+id = "ls"
+decision = "allow"
+command = ["ls"]
+
+[[rule]]
+id = "not-in-etc"
+decision = "deny"
+kind = ["permission"]
+cwd = ["/etc"]
+message = "not in /etc"
+
+[[rule]]
+id = "ask-tool"
+decision = "ask"
+tool = ["run_in_background"]
+
+[[rule]]
+id = "every-permission"
+decision = "allow"
+kind = ["permission"]
+""")  # fmt: skip
+    policy = load_policy(tiers=[Tier(2, tmp_path / "u")])
+    assert policy.warnings() == []
+    in_etc = gate("ls").model_copy(update={"permission": PermissionRequest(command_line="ls", cwd="/etc/x")})
+    assert policy.decide(in_etc).verdict == "deny" and policy.decide(in_etc).message == "not in /etc"
+    assert policy.decide(gate("ls", tool_name="run_in_background")).verdict == "ask"
+    assert policy.decide(gate("ls", tool_name="run_command")).verdict == "allow"
+    assert policy.decide(gate("pwd")).verdict == "ask"  # "every-permission" never allows a command
+    assert policy.decide(gate("", interaction="fileWrite")).verdict == "allow"  # a permission without one
