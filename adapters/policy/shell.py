@@ -202,9 +202,12 @@ class _Walker:
         if kind == "concatenation":
             parts = [self.word(c) for c in node.named_children]
             literal = "".join(_text(c) for c in node.children if not c.is_named)  # e.g. a bare '$'
-            return Word(
-                "".join(p.text for p in parts) + literal, any(p.dynamic for p in parts) or bool(literal)
+            # a brace or glob across the pieces (`{a,b}` is read as `{a` `,b}`; quoted pieces count as text)
+            shape = "".join(
+                _unquoted_specials(_text(c)) if c.type == "word" else "q" for c in node.named_children
             )
+            dynamic = any(p.dynamic for p in parts) or bool(literal) or bool(_GLOB.search(shape))
+            return Word("".join(p.text for p in parts) + literal, dynamic)
         if kind in ("simple_expansion", "expansion", "arithmetic_expansion", "ansi_c_string",
                     "translated_string", "brace_expression", "command_substitution"):  # fmt: skip
             self.scan(node)

@@ -220,6 +220,7 @@ CASES: list[tuple[str, str]] = [
     ("echo \\`id\\`", ALLOW), ("echo '`id`'", ALLOW), ("grep \"\\$(\" x", ALLOW), ("echo ${a[$(id)]}", ASK),
     ("echo $[ $(id) ]", ASK), ("ls ~$(id)", ASK), ("echo {$(id),b}", ASK), ("echo ${a:0:$(id)}", ASK),
     ("printf -v 'a[$(id)]' %s x", ASK), ("test -v 'a[$(id)]'", ASK), ("echo ${x@P}", ASK), ("printf '%s' '$(x)'", ASK),
+    ("git {status,push}", ASK), ("git status{,x}", ASK), ("git sta{tus,}", ASK), ("echo {'a',b}", ALLOW),
     ("RM x", DENY), ("/BIN/Rm -rf /", DENY), ("LS", ASK), ("Git status", ASK), ("CURL x", DENY), ("env -C /tmp rm x", DENY),
     ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DENY), ("sudo -u#0 rm x", DENY), ("builtin command rm x", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
 ]
