@@ -153,6 +153,15 @@ def _other(data: dict[str, Any]) -> list[Row]:
                     f"source {step['source']}, {step['source_errors']} errors, +{step['rss_growth_mb']:.0f} MB, "
                     f"stall {step['stall_ms']:.0f} ms; its approval card {step['gate_ms']:.0f} ms after its turn",
                     verdict(ok and step["stall_ms"] <= 100)))  # fmt: skip
+    policy = data.get("policy")
+    if policy:
+        out.append((f"rules: a decision with {policy['rules']:,} rules, p99 < 1 ms (CPU)",
+                    f"p99 {policy['decide_p99_ms']:.2f} ms (wall {policy['decide_wall_p99_ms']:.2f} ms)",
+                    verdict(policy["decide_p99_ms"] < 1)))  # fmt: skip
+        runs = policy["load_200_ms_runs"]
+        out.append(("rules: loading 200 rules with their examples < 200 ms",
+                    f"{policy['load_200_ms']:.0f} ms ({min(runs):.0f}–{max(runs):.0f} over {len(runs)} loads)",
+                    held([r / 200 for r in runs], lambda x: x < 1)))  # fmt: skip
     board = data.get("board")
     if board:
         cpu, p95 = board["idle"]["cpu_pct"], board["gates"]["p95_ms"]

@@ -45,6 +45,7 @@ BENCHMARKS: list[tuple[str, list[str], int]] = [
     ("bench_board.py", [], 300),
     ("bench_bounded.py", [], 300),
     ("bench_ledger.py", [], 420),
+    ("bench_policy.py", [], 120),
 ]
 
 
@@ -118,6 +119,11 @@ def table(data: dict[str, Any]) -> list[tuple[str, str]]:
     costs = data.get("call_costs")
     if costs:
         rows.append(("CPU per unary call", ", ".join(f"{k} {v:.2f} ms" for k, v in costs.items())))
+    pol = data.get("policy")
+    if pol:
+        rows.append((f"rules: one decision, {pol['rules']:,} rules",
+                     f"CPU p50 {pol['decide_p50_ms']:.3f} ms, p99 {pol['decide_p99_ms']:.3f} ms"))  # fmt: skip
+        rows.append(("rules: load 200 rules with their examples", f"{pol['load_200_ms']:.0f} ms"))
     return rows
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .root.container import AgyContainer, make_container
+    from .root.policy import policy_of, propose_rule
     from .root.session import QueueSink, Session, open_session, session_from, to_answer
     from .root.version_gate import Capabilities
     from .service.harness import Harness, HarnessOptions, InterruptReport
@@ -30,6 +31,8 @@ _HOME = {
     "open_session": "root.session",
     "session_from": "root.session",
     "to_answer": "root.session",
+    "policy_of": "root.policy",  # rules that answer gates: read them (open_session(policy=...))
+    "propose_rule": "root.policy",  # the narrowest rule for an approved gate ("always" never widens)
 }
 
 
@@ -51,6 +54,8 @@ __all__ = [
     "Session",
     "make_container",
     "open_session",
+    "policy_of",
+    "propose_rule",
     "session_from",
     "to_answer",
 ]

@@ -20,6 +20,7 @@ entry points read only these types and their fields, never a status code or agy'
     ├── UnsafeState                 a state location other users could touch: refused
     ├── EventRefused                a sink refuses an event for its content: quarantine it
     ├── LedgerUnavailable (OSError) the decision ledger could not record: the answer is not sent
+    ├── RulesInvalid (ValueError)   a rules file (or a proposal) that cannot be used: the rules say why
     └── (core) AnswerError          an answer that is not an unambiguous answer to its gate
 """
 
@@ -154,6 +155,11 @@ class EventRefused(AgyHarnessError, ValueError):
     it is down): the harness quarantines that event with a notice instead of retrying it."""
 
 
+class RulesInvalid(AgyHarnessError, ValueError):
+    """A rules file that cannot be used (its text, a rule, an example), or a request no rule can pin
+    down: the message says where and why. Rules that fail to load are off: every gate is asked."""
+
+
 __all__ = [
     "AgyAmbiguous",
     "AgyCallFailed",
@@ -169,6 +175,7 @@ __all__ = [
     "NoConversation",
     "NoTurnSender",
     "RejectionReason",
+    "RulesInvalid",
     "SourceIdle",
     "UnknownGate",
     "UnsafeState",

@@ -141,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .audit import add_audit_command
 
     add_audit_command(sub)
+    from .policy_command import add_policy_command
+
+    add_policy_command(sub)
     return parser
 
 

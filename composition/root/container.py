@@ -66,6 +66,7 @@ from agy_harness.adapters.store.claims import ClaimRegistry
 from agy_harness.adapters.store.cursor_file import MemoryCursorStore
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.errors import NoConversation
+from agy_harness.ports.policy import GatePolicy
 from agy_harness.ports.protocols import (
     CascadeSummary,
     Cursor,
@@ -140,6 +141,15 @@ def _file_ledger() -> DecisionLedger:
     from agy_harness.adapters.store.ledger_file import shared_ledger
 
     return shared_ledger()
+
+
+def _rules(workspace: str | None) -> GatePolicy:
+    """The rules that answer gates for the human, read once for the session from their tiers
+    (:mod:`agy_harness.adapters.policy.files`; the project tier is ``workspace``, default the current
+    directory). Files that fail turn the rules off: everything is asked, and the session says why."""
+    from agy_harness.adapters.policy.files import load_policy
+
+    return load_policy(Path(workspace) if workspace else None)
 
 
 def _given(value: Any) -> bool:
@@ -228,6 +238,8 @@ class AgyContainer(containers.DeclarativeContainer):
     starter = providers.Singleton(RpcCascadeStarter, client)  # a new conversation (the ACP agent)
     # the other sessions' conversations, in a private per-user directory (never our /clear)
     claims = providers.Singleton(ClaimRegistry)
+    # the rules that answer gates (``make_container(policy=...)`` or an override replaces them)
+    policy = providers.Singleton(_rules, config.workspace)
 
     # -- the harness: its roles share one clock and one bus ----------------------------------
     clock = providers.Singleton(LoopClock)
@@ -251,6 +263,7 @@ class AgyContainer(containers.DeclarativeContainer):
         bus=bus,
         subagent_source=subagent_source,
         ledger=ledger,
+        policy=policy,
     )
 
     # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------
@@ -275,6 +288,8 @@ def make_container(
     stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
     ledger: DecisionLedger | Literal["default"] | None = "default",
+    policy: GatePolicy | None = None,
+    workspace: str | None = None,
 ) -> AgyContainer:
     """A container configured from :func:`~agy_harness.composition.root.session.open_session`'s keywords."""
     container = AgyContainer()
@@ -291,6 +306,7 @@ def make_container(
             "version_text": version_text,
             "poll_interval": poll_interval,
             "stream_idle_timeout": stream_idle_timeout,
+            "workspace": workspace,
         }
     )
     if sink is not None:
@@ -300,6 +316,8 @@ def make_container(
     container.tmux_server.override(providers.Object(tmux_server))
     if ledger != "default":  # a ledger of the caller's, or None: decisions recorded nowhere
         container.ledger.override(providers.Object(ledger))
+    if policy is not None:
+        container.policy.override(providers.Object(policy))
     return container
 
 

@@ -40,6 +40,7 @@ from agy_harness.ports.errors import (
     UnknownGate,
 )
 from agy_harness.ports.events import Event, GateOpened
+from agy_harness.ports.policy import GatePolicy
 from agy_harness.ports.protocols import CursorStore, DecisionLedger, EventSink, GateAnswer, ModelCatalog
 from agy_harness.ports.tasks import reap
 
@@ -213,6 +214,7 @@ async def open_session(
     stream_idle_timeout: float = 20.0,
     options: HarnessOptions | None = None,
     ledger: DecisionLedger | Literal["default"] | None = "default",
+    policy: GatePolicy | None = None,
 ) -> AsyncIterator[Session]:
     """Bind a running agy and yield a started :class:`Session`; everything is stopped on exit.
 
@@ -239,6 +241,7 @@ async def open_session(
         stream_idle_timeout=stream_idle_timeout,
         options=options,
         ledger=ledger,
+        policy=policy,
     )
     async with session_from(container) as session:
         yield session

@@ -18,6 +18,7 @@ delivery itself (:mod:`.gate_delivery`) goes only to a WAITING step with the gat
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -28,6 +29,7 @@ from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.errors import LedgerUnavailable
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
+from agy_harness.ports.policy import Decision, GatePolicy
 from agy_harness.ports.protocols import (
     DecidedBy,
     DecisionLedger,
@@ -65,9 +67,13 @@ class GateBridge:
         tui: TuiKeys | None = None,
         clock: SessionClock | None = None,
         ledger: DecisionLedger | None = None,
+        policy: GatePolicy | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.decisions = DecisionRecorder(ledger, snapshot.read_steps)  # the decision ledger's records
+        self.policy = policy  # rules that answer a gate before a human is asked (None: none)
+        self._ruled: OrderedDict[str, tuple[Decision, GateAnswer]] = OrderedDict()  # a rule's, and its answer
+        self._rule_tasks: set[asyncio.Task[None]] = set()
         self.sink = sink
         self.emitter = emitter
         self.options = options or HarnessOptions()
@@ -120,7 +126,7 @@ class GateBridge:
         """The harness stops: nothing more is asked; the asks in progress, for it to cancel."""
         self._stopped = True
         self._backlog.clear()
-        return [*self._asks.values(), *self.watch.tasks]
+        return [*self._asks.values(), *self.watch.tasks, *self._rule_tasks]
 
     # -- gates in --------------------------------------------------------------------------
 
@@ -142,7 +148,9 @@ class GateBridge:
     def open(self, gate: GateOpened) -> None:
         if self._stopped or not gate.answerable or gate.gate_id in self._claimed:
             return  # (a gate only agy's terminal can answer is never put to a human here)
-        if gate.gate_id in self._asks or gate.gate_id in self._backlog:
+        if gate.gate_id in self._asks or gate.gate_id in self._backlog or gate.gate_id in self._ruled:
+            return
+        if self._by_rule(gate):
             return
         if len(self._asks) >= self.max_asks:  # no room: the oldest ask gives way to the newest gate
             oldest = next(iter(self._asks))
@@ -275,6 +283,9 @@ class GateBridge:
                 gate.id, "this harness cannot deliver answers (no interaction adapter)", "error"
             )
             return False
+        ruled = self._ruled.get(gate.gate_id)
+        if ruled is not None and ruled[0].verdict == "deny" and answer is not ruled[1]:
+            return await self._send.refuse(gate, f"it was {ruled[0].summary()}", "warning")
         try:
             checked = parse_answer(gate, answer)
         except AnswerError as exc:
@@ -379,3 +390,57 @@ class GateBridge:
         if typed is None:
             return await self._send.refuse(gate, "allow always goes only into agy's prompt for this request")
         return typed
+
+    # -- rules (:mod:`agy_harness.ports.policy`) -------------------------------------------------
+
+    def rule_decision(self, gate_id: str) -> Decision | None:
+        """The rule's decision for a gate a rule answered (its rule id and rules hash, for a ledger)."""
+        ruled = self._ruled.get(gate_id)
+        return ruled[0] if ruled is not None else None
+
+    async def tell_policy(self, cascade_id: str) -> None:
+        """At the session's start: the rules are off, and why, as a warning notice."""
+        for text in self.policy.warnings() if self.policy is not None else []:
+            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
+            await self.emitter.notice(f"{cascade_id}/rules-off/{digest}", text, "warning")
+
+    def _by_rule(self, gate: GateOpened) -> bool:
+        """A rule allows or denies ``gate``: answered through :meth:`answer` (bound to its digest, as a
+        human's), never put to a human; a denied gate refuses every other answer, from any surface."""
+        if self.policy is None:
+            return False
+        try:
+            decision = self.policy.decide(gate)
+        except Exception:  # a policy that fails never answers for the human: asked
+            log.exception("gate %s: the rules failed; it is asked", gate.gate_id)
+            return False
+        if decision.verdict == "ask":
+            return False
+        allow = decision.verdict == "allow"
+        answer = GateAnswer(allow=True) if allow else GateAnswer(allow=False, deny_reason=decision.message)
+        self._ruled[gate.gate_id] = (decision, answer)
+        while len(self._ruled) > CLOSED_KEPT:
+            self._ruled.popitem(last=False)
+        task = asyncio.ensure_future(self._answer_by_rule(gate, decision, answer))
+        task.set_name(f"agy-harness-rule-{gate.gate_id}")
+        self._rule_tasks.add(task)
+        task.add_done_callback(self._rule_tasks.discard)
+        return True
+
+    async def _answer_by_rule(self, gate: GateOpened, decision: Decision, answer: GateAnswer) -> None:
+        try:
+            by = self.decisions.by(kind="rule", surface="rule").model_copy(
+                update={"rule_id": decision.rule_id, "rules_hash": decision.rules_hash}
+            )  # the ledger names the rule and the rule files it was read from
+            if await self.answer(gate, answer, decided_by=by):
+                await self.emitter.notice(f"{gate.id}/rule", decision.summary(), "info")
+            elif decision.verdict == "deny":  # still denied here: no surface approves it
+                text = f"{decision.summary()}; the denial did not reach agy: answer it in agy's terminal"
+                await self.emitter.notice(f"{gate.id}/rule", text, "warning")
+            elif gate.gate_id in self._open and gate.gate_id not in self._claimed:  # allow not taken: ask
+                self._ruled.pop(gate.gate_id, None)
+                self._start(gate)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("gate %s: answering by rule failed", gate.gate_id)

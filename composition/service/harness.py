@@ -32,6 +32,7 @@ from typing import Any
 
 from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.events import GateOpened, Rotation
+from agy_harness.ports.policy import GatePolicy
 from agy_harness.ports.protocols import (
     CascadeDirectory,
     Claims,
@@ -95,6 +96,7 @@ class Harness:
         subagent_source: Callable[[], StepSource] | None = None,
         conversation: Conversation | None = None,
         ledger: DecisionLedger | None = None,
+        policy: GatePolicy | None = None,
     ) -> None:
         self.ledger = ledger  # the decision ledger (issue 36): every gate decision is recorded
         if not sources:
@@ -107,6 +109,7 @@ class Harness:
         self.clock = clock if clock is not None else LoopClock()
         self.bus = bus if bus is not None else SessionBus()
         self.claims = claims
+        self.policy = policy
         self.conversation = conversation or Conversation(cascade_id, cursor_store)
         if self.conversation.cascade_id != cascade_id:
             raise ValueError(f"the conversation is bound to {self.conversation.cascade_id}, not {cascade_id}")
@@ -160,6 +163,7 @@ class Harness:
         self.gates = GateBridge(
             snapshot=self.snapshot, sink=self.sink, emitter=self.emitter, delivery=delivery, tui=tui,
             ledger=self.ledger, **shared,
+            policy=self.policy, **shared,
         )  # fmt: skip
         self.turns = TurnControl(
             self.conversation,
@@ -209,6 +213,7 @@ class Harness:
     async def start(self) -> None:
         self._claim(self.cascade_id)  # other sessions never take it for their /clear
         await self._tell_damage()
+        await self.gates.tell_policy(self.cascade_id)
         await self.watcher.bind()
         self.reader.start()
         self.gates.start()

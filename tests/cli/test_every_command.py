@@ -17,7 +17,7 @@ import pytest
 from agy_harness.composition.entrypoints.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ["demo", "attach", "replay", "sim", "acp", "doctor", "record", "board", "audit"]
+COMMANDS = ["demo", "attach", "replay", "sim", "acp", "doctor", "record", "board", "audit", "policy"]
 
 
 def agy_harness(*args: str, stdin: str = "", extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,159 @@
+"""The rule files, in their tiers, read once per session (:class:`RulePolicy` fills
+:class:`~agy_harness.ports.policy.GatePolicy`).
+
+Tiers, lowest first: built-in (none are shipped) < project ``<workspace>/.agy-harness/policy/*.toml`` <
+user ``$XDG_CONFIG_HOME/agy-harness/policy/*.toml`` (``~/.config`` by default) < admin
+``/etc/agy-harness/policy/*.toml``, used only when the directory and each file are owned by root and
+writable by no one else. A deny anywhere wins over any allow; the tier orders what is reported.
+
+Fail closed: a file that cannot be read, is not TOML, holds a bad rule or an example that fails, or an
+admin directory that is not root's, turns every rule off (everything is asked) and says why
+(:meth:`RulePolicy.warnings`: the session's notice at start).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import stat
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agy_harness.core.policy_match import RuleSet, decide, example_failures
+from agy_harness.core.policy_rules import TIERS, Rule, RuleError, rules_from_table
+from agy_harness.ports.events import GateOpened
+from agy_harness.ports.policy import CommandParser, Decision
+
+from .shell import TreeSitterParser
+
+log = logging.getLogger("agy_harness.policy")
+
+MAX_FILE = 1024 * 1024  # a rules file larger than this is refused
+ADMIN_DIR = Path("/etc/agy-harness/policy")
+
+
+def user_dir(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME") or Path.home()) / ".config")
+    return Path(base) / "agy-harness" / "policy"
+
+
+def project_dir(workspace: Path) -> Path:
+    return workspace / ".agy-harness" / "policy"
+
+
+@dataclass(frozen=True)
+class Tier:
+    rank: int
+    directory: Path
+    root_owned: bool = False  # the admin tier: refused unless root's
+
+
+def default_tiers(workspace: Path | None = None, env: dict[str, str] | None = None) -> list[Tier]:
+    return [
+        Tier(TIERS.index("project"), project_dir(workspace or Path.cwd())),
+        Tier(TIERS.index("user"), user_dir(env)),
+        Tier(TIERS.index("admin"), ADMIN_DIR, root_owned=True),
+    ]
+
+
+def _root_only(path: Path) -> bool:
+    st = path.stat()
+    return st.st_uid == 0 and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def read_file(
+    path: Path, tier: int, parser: CommandParser, *, root_owned: bool = False, workspace: Path | None = None
+) -> tuple[tuple[Rule, ...], bytes]:
+    """The rules of one file and its bytes; raises RuleError (the file is not used) on anything wrong,
+    examples included."""
+    try:
+        if root_owned and not _root_only(path):
+            raise RuleError(f"{path}: an admin rules file must be root's and writable by no one else")
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE + 1)
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE:
+        raise RuleError(f"{path}: larger than {MAX_FILE} bytes")
+    try:
+        text = data.decode("utf-8")
+        table = tomllib.loads(text)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RuleError(f"{path}: not TOML: {exc}") from None
+    home = os.environ.get("HOME", "")
+    where = str((workspace or Path.cwd()).resolve())
+    rules = rules_from_table(
+        table,
+        name=str(path),
+        text=text,
+        tier=tier,
+        home=home,
+        workspace=where,
+        file_hash=hashlib.sha256(data).hexdigest()[:16],
+    )
+    failures = example_failures(rules, parser)
+    if failures:
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        raise RuleError(f"{failures[0]}{more}: the file is not used")
+    return rules, data
+
+
+def load_rules(tiers: Sequence[Tier], parser: CommandParser, workspace: Path | None = None) -> RuleSet:
+    """Every tier's rules, or a RuleSet that is ``off`` and says why."""
+    rules: list[Rule] = []
+    files: list[str] = []
+    digest = hashlib.sha256()
+    try:
+        for tier in tiers:
+            if not tier.directory.is_dir():
+                continue
+            if tier.root_owned and not _root_only(tier.directory):
+                raise RuleError(
+                    f"{tier.directory}: the admin rules directory must be root's and writable by no one else"
+                )
+            for path in sorted(tier.directory.glob("*.toml")):
+                found, data = read_file(
+                    path, tier.rank, parser, root_owned=tier.root_owned, workspace=workspace
+                )
+                rules.extend(found)
+                files.append(str(path))
+                digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
+    except (RuleError, OSError) as exc:
+        log.warning("the rules are off: %s", exc)
+        return RuleSet(off=str(exc), rules_hash="", files=tuple(files))
+    return RuleSet(
+        rules=tuple(rules), rules_hash=digest.hexdigest()[:16] if files else "", files=tuple(files)
+    )
+
+
+class RulePolicy:
+    """:class:`~agy_harness.ports.policy.GatePolicy`: the rules read once, each gate decided on them."""
+
+    def __init__(self, ruleset: RuleSet, parser: CommandParser | None = None) -> None:
+        self.ruleset = ruleset
+        self.parser = parser or TreeSitterParser()
+
+    def decide(self, gate: GateOpened) -> Decision:
+        try:
+            line = gate.permission.command_line if gate.permission else ""
+            return decide(self.ruleset, gate, self.parser.parse(line) if line else None)
+        except Exception as exc:  # a bug here never answers for the human
+            log.exception("policy: deciding gate %s failed", gate.gate_id)
+            return Decision(reason=f"the rules failed on this request ({exc}): asked")
+
+    def warnings(self) -> list[str]:
+        if self.ruleset.off:
+            return [f"rules are off, every gate is asked: {self.ruleset.off}"]
+        return []
+
+
+def load_policy(workspace: Path | None = None, tiers: Sequence[Tier] | None = None) -> RulePolicy:
+    """The session's policy: the default tiers (or ``tiers``) read once."""
+    parser = TreeSitterParser()
+    return RulePolicy(
+        load_rules(default_tiers(workspace) if tiers is None else tiers, parser, workspace), parser
+    )

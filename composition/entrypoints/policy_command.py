@@ -1,0 +1,134 @@
+"""``agy-harness policy``: check rule files, explain a decision, propose the narrowest rule.
+
+* ``policy test [FILE...]``: each file's rules and examples (exit 1 when one fails); without FILE, the
+  session's tiers, then the rules run over recorded gates (``--recorded``: files ``replay`` reads; by
+  default the simulator's recorded shapes), each gate's decision printed.
+* ``policy explain TEXT``: TEXT is a command line or a gate's JSON; the decision, why, the commands the
+  line runs as the shell reads it, and every rule that matches.
+* ``policy propose COMMAND``: the narrowest rule allowing exactly that command (TOML, to edit and save
+  yourself; never saved here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .cli_args import command
+from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+
+DESCRIPTION = """\
+Rules that answer gates for you (README, "Rules that answer for you"): check rule files and their
+examples, explain what the rules decide for a command or a gate, propose the narrowest rule."""
+
+EPILOG = """\
+examples:
+  agy-harness policy test ~/.config/agy-harness/policy/base.toml
+  agy-harness policy explain "git status && rm -rf build"
+  agy-harness policy propose "pytest -q tests/core" --cwd "$PWD\""""
+
+
+def _shapes() -> list[str]:
+    from agy_harness.adapters.simulator import steps
+
+    return sorted(str(p) for p in (Path(steps.__file__).parent / "shapes").glob("*.json"))
+
+
+def _test(args: argparse.Namespace) -> int:
+    from agy_harness.composition.root.policy import RuleError, check_file, policy_of
+
+    failed = False
+    for path in args.files:
+        try:
+            rules = check_file(Path(path))
+        except RuleError as exc:
+            print(f"FAIL {exc}", file=sys.stdout)
+            failed = True
+            continue
+        examples = sum(len(r.match) + len(r.not_match) for r in rules)
+        print(f"ok   {path}: {len(rules)} rules, {examples} examples hold")
+    if args.files:
+        return EXIT_FAILURE if failed else EXIT_OK
+    policy = policy_of(None, Path(args.workspace) if args.workspace else None)
+    if policy.ruleset.off:
+        print(f"FAIL the rules are off: {policy.ruleset.off}")
+        return EXIT_FAILURE
+    print(f"ok   {len(policy.ruleset.rules)} rules from {len(policy.ruleset.files)} files, examples hold")
+    from agy_harness.ports.events import GateOpened
+
+    from .replay import replay
+
+    gates = [e for path in args.recorded or _shapes() for e in replay([path]) if isinstance(e, GateOpened)]
+    for gate in gates:
+        line = gate.permission.command_line if gate.permission else gate.interaction
+        d = policy.decide(gate)
+        print(f"{d.verdict:5} {line!r}: {d.summary() if d.verdict != 'ask' else d.reason}")
+    print(f"{len(gates)} recorded gates")
+    return EXIT_OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from agy_harness.composition.root.policy import explain, gate_of, policy_of
+
+    try:
+        gate = gate_of(args.text, args.cwd or "")
+    except ValueError as exc:
+        print(
+            f"agy-harness: not a command line or a gate's JSON: {str(exc).splitlines()[0]}", file=sys.stderr
+        )
+        return EXIT_USAGE
+    policy = policy_of(
+        [Path(f) for f in args.rules] or None, Path(args.workspace) if args.workspace else None
+    )
+    out = explain(policy, gate)
+    d = out.decision
+    print(f"decision: {d.verdict}" + (f" ({d.summary()})" if d.verdict != "ask" else ""))
+    print(f"why: {d.reason}")
+    if out.parsed is not None:
+        state = "understood" if out.parsed.understood else f"NOT understood: {out.parsed.reason}"
+        print(f"the line, as the shell reads it ({state}):")
+        for part in out.parsed.commands:
+            via = f"  (via {' '.join(part.via)})" if part.via else ""
+            print(f"  {list(part.argv)}{via}")
+    print("rules that match:" if out.matched else "no rule matches")
+    for rule in out.matched:
+        print(f"  {rule.decision:5} {rule.label}")
+    return EXIT_OK
+
+
+def _propose(args: argparse.Namespace) -> int:
+    from agy_harness.composition.root.policy import RuleError, gate_of, propose_rule
+
+    try:
+        print(propose_rule(gate_of(args.command, args.cwd or "")), end="")
+    except RuleError as exc:
+        print(f"agy-harness: no rule proposed: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def add_policy_command(sub: Any) -> None:
+    p = command(sub, "policy", summary="rules that answer gates: test, explain, propose",
+                description=DESCRIPTION, epilog=EPILOG)  # fmt: skip
+    actions = p.add_subparsers(dest="policy_action", metavar="ACTION", required=True)
+    t = actions.add_parser(
+        "test", help="check rule files' examples; without FILE also run the rules over recorded gates"
+    )
+    t.add_argument("files", nargs="*", metavar="FILE", help="rule files (TOML); none: the session's tiers")
+    t.add_argument("--recorded", nargs="+", metavar="FILE", help="recorded steps (what replay reads)")
+    t.add_argument("--workspace", help="the project whose .agy-harness/policy is read (default: here)")
+    t.set_defaults(handler=_test)
+    e = actions.add_parser("explain", help="which rules match a command line or a gate (JSON), and why")
+    e.add_argument("text", metavar="GATE", help="a command line, or a gate_opened event as JSON")
+    e.add_argument("--cwd", help="the command's directory")
+    e.add_argument("--rules", nargs="+", default=[], metavar="FILE", help="these files instead of the tiers")
+    e.add_argument("--workspace", help="the project whose .agy-harness/policy is read (default: here)")
+    e.set_defaults(handler=_explain)
+    r = actions.add_parser(
+        "propose", help="the narrowest rule allowing exactly this command (printed, not saved)"
+    )
+    r.add_argument("command", metavar="COMMAND")
+    r.add_argument("--cwd", help="the directory it ran in (the rule is pinned to it)")
+    r.set_defaults(handler=_propose)
