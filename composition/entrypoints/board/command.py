@@ -18,8 +18,8 @@ from typing import Any, TextIO
 
 from ..cli_args import listen_port, non_negative, port
 from ..errors import EXIT_USAGE
-from .notify import ENV, Notifier, NotifySetupError, check_urls, link_for, urls_from
 from ..help_format import HelpFormatter
+from .notify import ENV, Notifier, NotifySetupError, check_urls, link_for, urls_from
 
 DESCRIPTION = """\
 A local web board of every agy session on this machine: by state (needs you, working, failed,
