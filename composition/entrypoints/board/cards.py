@@ -91,6 +91,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         if whole != shown["command"]:
             shown["full"] = whole
         shown["cwd"] = visible(p.cwd)
+        shown["is_command"] = bool(p.command_line)  # else a path or an action: no "$ " before it
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
         # one allow button per scope the gate offers (labelled by core.scopes), never another
         shown["allows"] = [{"scope": scope, "label": scope_label(gate, scope)} for scope in gate.scopes]
