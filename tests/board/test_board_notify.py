@@ -6,6 +6,7 @@ content leaves unless asked for. The URLs come from a 0600 file or the environme
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -83,13 +84,22 @@ async def test_hostile_receivers_hold_nothing_and_no_command_text_leaves() -> No
             assert json.loads(first[0]["body"])["title"] == "agy needs you"
 
 
-async def test_the_command_text_goes_out_only_when_asked_for() -> None:
+async def test_the_command_text_goes_out_only_when_asked_for_and_logs_keep_urls_secret(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
     async with receivers("healthy") as (hook,), Simulator(pace=0, gate_timeout=None) as sim:
-        notifier = Notifier((f"json://127.0.0.1:{hook.port}/agy",), ("gate",), content=True)
+        notifier = Notifier((f"json://agy:hunter2@127.0.0.1:{hook.port}/agy",), ("gate",), content=True)
         async with running_board(agy_ports=[sim.port], notifier=notifier, tick=0.1):
             await sim.submit_user_turn(f"run: `{COMMAND}`")
             post = (await hook.wait_for(1))[0]
             assert f"agy asks to run `{COMMAND}`" in _message(post)
+            assert post["headers"]["authorization"].startswith(
+                "Basic "
+            )  # the URL's secret went where it goes
+            await until(lambda: notifier.sent == 1)
+        assert "board: gate notification sent to json://… (URL #1)" in caplog.text
+        assert "hunter2" not in caplog.text
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -63,11 +63,14 @@ def short_path(path: str) -> str:
 
 def ask_line(gate: GateOpened) -> str:
     """What ``gate`` asks, on one line, naming the request itself (a title, a notification):
-    "agy asks to run `rm -rf build` in ~/proj" (the display rule's one-line title of the command);
+    "agy asks to run `rm -rf build` in ~/proj" (the display rule's one-line form of the command, cut
+    with "…"; the card shows it whole, with its hash);
     any other kind by its name (:func:`agy_harness.core.kinds.describe`)."""
     p = gate.permission
     if gate.kind == "permission" and p is not None and p.command_line:
-        command = command_view(p.command_line, COMMAND_LINES).title(ASK_CHARS)
+        command = one_line(p.command_line)  # the rule's one-line form: every character visible
+        if len(command) > ASK_CHARS:
+            command = command[: ASK_CHARS - 1] + "…"
         return f"agy asks to run `{command}`" + (f" in {short_path(p.cwd)}" if p.cwd else "")
     return describe(gate)
 
@@ -91,6 +94,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         if whole != shown["command"]:
             shown["full"] = whole
         shown["cwd"] = visible(p.cwd)
+        shown["is_command"] = bool(p.command_line)  # else a path or an action: no "$ " before it
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
         # one allow button per scope the gate offers (labelled by core.scopes), never another
         shown["allows"] = [{"scope": scope, "label": scope_label(gate, scope)} for scope in gate.scopes]

@@ -180,6 +180,13 @@
     for (const n of have.values()) if (!keep.has(n)) n.remove();
     want.forEach((n, i) => { if (box.children[i] !== n) box.insertBefore(n, box.children[i] || null); });
     $("calm").hidden = board.cards.length > 0;
+    // a notification's link names a card by its hash (#card-1a2b3c4d): shown once it is here
+    const named = location.hash.startsWith("#card-") && board.cards.find((c) => "#card-" + c.hash === location.hash);
+    if (named) {
+      const n = box.querySelector(`[data-gate="${CSS.escape(named.gate_id)}"]`);
+      history.replaceState(null, "", location.pathname + location.search);
+      if (n) { n.classList.add("named"); n.scrollIntoView({ block: "center" }); }
+    }
   }
 
   function applyBoard(data) {
@@ -228,7 +235,9 @@
       return node;
     }
     if (c.kind === "permission") {
-      const cmd = el("pre", { class: "cmd" }, "$ " + c.command);
+      const sign = c.is_command === false ? "" : "$ ";  // a path or an action is not a command line
+      if (!sign) node.append(el("div", { class: "ask" }, c.ask));
+      const cmd = el("pre", { class: "cmd" }, sign + c.command);
       node.append(cmd);
       if (c.full) {  // cut: one click shows the whole command (and one more the short view again)
         const lines = c.full.split("\n").length;
@@ -236,7 +245,7 @@
           `show the whole command (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`);
         toggle.addEventListener("click", () => {
           const open = toggle.getAttribute("aria-expanded") !== "true";
-          cmd.textContent = "$ " + (open ? c.full : c.command);
+          cmd.textContent = sign + (open ? c.full : c.command);
           cmd.classList.toggle("whole", open);
           toggle.setAttribute("aria-expanded", String(open));
           toggle.textContent = open ? "show it cut again" :
@@ -260,7 +269,7 @@
         edit.value = c.edit_from;
         const shownNow = () => {
           const text = edited();
-          cmd.textContent = "$ " + (text ? visibleText(text) : c.command);
+          cmd.textContent = sign + (text ? visibleText(text) : c.command);
           cmd.classList.toggle("edited", !!text);
         };
         edit.addEventListener("input", shownNow);
