@@ -114,8 +114,10 @@ class AgyAcpAgent:
             if self._sim is None:
                 from agy_harness.adapters.simulator import Simulator
 
-                where = {"workspace": cwd} if cwd else {}
-                self._sim = await Simulator(**self._sim_options, **where).start()
+                options = dict(self._sim_options)
+                if cwd:
+                    options["workspace"] = cwd
+                self._sim = await Simulator(**options).start()
                 self._target.port, self._target.version_text = self._sim.port, self._sim.version
                 self._target.workspace = self._sim.workspace
                 log.info("agy simulator %s on 127.0.0.1:%d", self._sim.version, self._sim.port)
@@ -192,8 +194,9 @@ class AgyAcpAgent:
             ) from exc
         notices = [] if workspace is not None else [unknown_workspace_notice(cwd)]
         notices += mcp_notice(mcp_servers)
-        session = await self._open(cascade_id, container, discovered, notices=notices)
+        # kept before the session opens: its first updates follow this request's answer (see _open)
         await asyncio.to_thread(self.cwds.remember, cascade_id, cwd)
+        session = await self._open(cascade_id, container, discovered, notices=notices)
         log.info("session %s: new conversation in %s (agy's workspace: %s)", cascade_id, cwd, workspace)
         return NewSessionResponse(session_id=cascade_id, config_options=session.config_options() or None)
 

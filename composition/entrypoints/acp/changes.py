@@ -89,6 +89,6 @@ async def gate_change(
                 log.debug("fs/read_text_file %s: %s", path, exc)
         if not current:
             return [h.tool_diff_content(path, new_text, None)], locations
-    if diff:
-        return text_content("agy's change (as agy gives it):\n" + code_block(diff)), locations
-    return text_content(NOTHING_TO_SHOW), locations
+    said: list[Content] = []
+    said += text_content("agy's change (as agy gives it):\n" + code_block(diff) if diff else NOTHING_TO_SHOW)
+    return said, locations

@@ -33,7 +33,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from agy_harness.core import safejson
@@ -127,7 +127,7 @@ class StdioTransport:
         self._lock = asyncio.Lock()
         self._outgoing: dict[tuple[str, str], int | str] = {}  # (sessionId, toolCallId) -> request id
         self._prompts: dict[int | str, str] = {}  # the client's running session/prompt id -> sessionId
-        self.on_cancel_prompt: Callable[[str], Awaitable[None]] | None = None  # the agent's cancel
+        self.on_cancel_prompt: Callable[[str], Coroutine[Any, Any, None]] | None = None  # the agent's cancel
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -169,7 +169,9 @@ class StdioTransport:
             )
             self._outgoing[key] = message["id"]
         elif "method" not in message and ("result" in message or "error" in message):
-            self._prompts.pop(message.get("id"), None)  # our answer to a prompt: it runs no more
+            answered = message.get("id")
+            if isinstance(answered, int | str):
+                self._prompts.pop(answered, None)  # our answer to a prompt: it runs no more
         data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         async with self._lock:
             if self._pipe is not None and self._protocol is not None:

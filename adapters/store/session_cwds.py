@@ -1,0 +1,67 @@
+"""The client's ``cwd`` of each ACP session ``agy-harness acp`` made, kept across restarts (so that
+``session/list {cwd}`` finds them under the path the editor used): one JSON object (session id ->
+path) in ``<state root>/acp/acp-session-cwds.json``, a 0600 file in a 0700 directory
+(:mod:`agy_harness.adapters.private_state`), replaced whole (written to a temporary name, then
+renamed); at most :data:`CWDS_KEEP` sessions, :data:`CWDS_LIMIT` bytes read. Unreadable or not JSON:
+empty, with a log line (a listing then falls back to agy's own workspace folders)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from agy_harness.adapters.private_state import create_file, open_dir, read_own_file, state_root
+
+log = logging.getLogger("agy_harness.store.session_cwds")
+
+CWDS_FILE = "acp-session-cwds.json"
+CWDS_LIMIT = 4 * 1024 * 1024  # bytes read at most
+CWDS_KEEP = 5000  # sessions remembered (the oldest are forgotten first)
+
+
+class SessionCwds:
+    """session id -> the client's cwd, for the sessions this agent made (see the module doc)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self.directory = directory or state_root() / "acp"
+
+    def all(self) -> dict[str, str]:
+        try:
+            with open_dir(self.directory) as fd:
+                data = read_own_file(CWDS_FILE, dir_fd=fd, limit=CWDS_LIMIT)
+        except OSError as exc:
+            log.warning("the sessions' directories are not readable (%s)", exc)
+            return {}
+        if not data:
+            return {}
+        try:
+            loaded: Any = json.loads(data)
+        except ValueError:
+            log.warning("%s is not JSON: ignored", self.directory / CWDS_FILE)
+            return {}
+        if not isinstance(loaded, dict):
+            return {}
+        return {k: v for k, v in loaded.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def remember(self, session_id: str, cwd: str) -> None:
+        cwds = self.all()
+        cwds.pop(session_id, None)
+        cwds[session_id] = cwd
+        kept = dict(list(cwds.items())[-CWDS_KEEP:])
+        data = json.dumps(kept).encode()
+        temp = f".{CWDS_FILE}.{os.getpid()}"
+        try:
+            with open_dir(self.directory) as fd:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp, dir_fd=fd)
+                create_file(temp, data, dir_fd=fd)
+                os.replace(temp, CWDS_FILE, src_dir_fd=fd, dst_dir_fd=fd)
+        except OSError as exc:
+            log.warning("session %s: its directory was not kept (%s)", session_id, exc)
+
+
+__all__ = ["SessionCwds"]
