@@ -109,9 +109,8 @@ class _Walker:
             self.add(
                 SimpleCommand(argv=(), assignments=tuple(self.assignment(a) for a in pairs), via=self.via)
             )
-        elif kind in ("command_substitution",):
-            for child in node.named_children:
-                self.statement(child, ())
+        elif kind == "command_substitution":
+            self.substitution(node)
         else:
             self.fail(f"the shell construct {kind.replace('_', ' ')} is not followed")
             for child in node.named_children:  # its commands are still seen (a deny holds)
@@ -181,10 +180,7 @@ class _Walker:
     def word(self, node: Node) -> Word:
         if _hidden(node):
             self.fail("a substitution the grammar does not show (a backtick inside ${…}?) is not followed")
-            for inner in _INNER.finditer(_text(node)):  # what it may run, for a deny to see
-                self.parser._read(
-                    inner.group(1) or inner.group(2) or "", self.reading, self.via, self.depth + 1
-                )
+            self.reread(_text(node))  # what it may run, for a deny to see
             return Word(_text(node), True)
         kind = node.type
         if kind == "word":
@@ -222,12 +218,27 @@ class _Walker:
 
     def scan(self, node: Node) -> None:
         """The commands inside a word (substitutions, at any depth) are commands of the line."""
-        if node.type in ("command_substitution", "process_substitution"):
-            for inner in node.named_children:
-                self.statement(inner, ())
+        if node.type in _SUBSTITUTIONS:
+            self.substitution(node)
             return
         for child in node.named_children:
             self.scan(child)
+
+    def substitution(self, node: Node) -> None:
+        """``$(…)``, backticks, ``<(…)``: their commands are commands of the line. Backticks within
+        backticks (`` `a` `b` `` is read as one substitution holding `` a` `b ``) are not understood, and
+        each backticked piece is read too, for a deny to see."""
+        text = _text(node)
+        if text.startswith("`") and "`" in text[1:-1]:
+            self.fail("backticks next to backticks are read differently by the grammar and the shell")
+            self.reread(text)
+        for inner in node.named_children:
+            self.statement(inner, ())
+
+    def reread(self, text: str) -> None:
+        """What a piece the grammar misread may run: each backticked or ``$(…)`` part, read alone."""
+        for inner in _INNER.finditer(text):
+            self.parser._read(inner.group(1) or inner.group(2) or "", self.reading, self.via, self.depth + 1)
 
 
 _SUBSTITUTIONS = ("command_substitution", "process_substitution")
@@ -247,11 +258,17 @@ def _hidden(node: Node, budget: int = 512) -> bool:
         current = stack.pop()
         if current.type in _SUBSTITUTIONS or current.type in _LITERAL:
             continue  # read as commands (walked on their own), or quoted literally
-        if current.named_child_count == 0 and _OPENERS.search(_unquoted_specials(_text(current))):
+        if (
+            current.child_count == 0
+            and current.is_named
+            and _OPENERS.search(_unquoted_specials(_text(current)))
+        ):
+            return True
+        if not current.is_named and "`" in _text(current):  # a bare backtick token the grammar kept as text
             return True
         if current.type == "expansion" and "@P" in _text(current):  # ${x@P}: runs what x's value holds
             return True
-        stack.extend(current.named_children)
+        stack.extend(current.children)
     return False
 
 

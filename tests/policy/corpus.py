@@ -221,6 +221,8 @@ CASES: list[tuple[str, str]] = [
     ("echo $[ $(id) ]", ASK), ("ls ~$(id)", ASK), ("echo {$(id),b}", ASK), ("echo ${a:0:$(id)}", ASK),
     ("printf -v 'a[$(id)]' %s x", ASK), ("test -v 'a[$(id)]'", ASK), ("echo ${x@P}", ASK), ("printf '%s' '$(x)'", ASK),
     ("git {status,push}", ASK), ("git status{,x}", ASK), ("git sta{tus,}", ASK), ("echo {'a',b}", ALLOW),
+    ("echo `ls` `rm x`", DENY), ("echo `ls``rm x`", DENY), ("echo `ls` `pwd`", ASK), ("echo \"`ls`\" `pwd`", ALLOW),
+    ("echo `ls` `vim`", ASK), ("ls `pwd` `echo x` `cat y`", ASK),
     ("RM x", DENY), ("/BIN/Rm -rf /", DENY), ("LS", ASK), ("Git status", ASK), ("CURL x", DENY), ("env -C /tmp rm x", DENY),
     ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DENY), ("sudo -u#0 rm x", DENY), ("builtin command rm x", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
 ]

@@ -23,6 +23,7 @@ SEP, END = "\x1e", "\x1d"  # between arguments, after a command (an argument may
 TOKENS = st.sampled_from([
     "aa", "bb", "cc", "x", "-f", " ", " ", " ", ";", "&&", "||", "|", "&", "\n", "'", '"', "\\", "$(", ")",
     "`", "#", "$x", "${x}", "$'", "{", "}", "(", "!", "<", "*", "=", "y=1 ", "\\\n", "$((1))", "''", '""',
+    "$'a'", "$'\\''", "|&", "[[", "]]", "'\\''", '"\\""', "\\'", '\\"', "${x:-aa}",
 ])  # fmt: skip
 
 pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
@@ -34,7 +35,8 @@ def stubs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in NAMES:
         stub = root / name
         stub.write_text(
-            f'#!/bin/sh\nprintf "%s{SEP}" "${{0##*/}}" "$@" >> "$STUB_LOG"\nprintf "{END}" >> "$STUB_LOG"\n'
+            # one write per record (a command in the background writes at the same time)
+            f'#!/bin/sh\nrec=$(printf "%s{SEP}" "${{0##*/}}" "$@")\nprintf "%s{END}" "$rec" >> "$STUB_LOG"\n'
         )
         stub.chmod(0o755)
     return root
@@ -52,7 +54,8 @@ def ran(line: str, stubs: Path, where: Path) -> list[tuple[str, ...]] | None:
 
 
 def _words(line: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    plain = st.sampled_from(["x", "-f", "'a b'", '"a b"', "\\x", "a\\ b", "$x", "''", "*", "{a,b}", "y=1"])
+    plain = st.sampled_from(["x", "-f", "'a b'", '"a b"', "\\x", "a\\ b", "$x", "''", "*", "{a,b}", "y=1",
+                             "$'x\\ty'", "\"a'b\"", "'a\"b'", "\"a\\\"b\"", "a#b", "#c", "\\#d"])  # fmt: skip
     nested = st.one_of(
         line.map(lambda s: f"$({s})"), line.map(lambda s: f'"$({s})"'), line.map(lambda s: f"${{x:-$({s})}}"),
         st.sampled_from(NAMES).map(lambda n: f"`{n} q`"), line.map(lambda s: f"a$({s})b"),
