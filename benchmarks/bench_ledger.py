@@ -3,8 +3,8 @@
     python benchmarks/bench_ledger.py [--gates 10] [--rounds 6] [--records 2000]
 
 Answer latency: ``Session.answer`` on a gate, until agy (the simulator, in this process, TLS HTTP/2 on
-loopback, pace 0) took it -- with the file ledger (the decision record appended and fsync'd before
-the answer is sent, the follow-ups in the background) and with ``ledger=None``; ``--rounds``
+loopback, pace 0) took it -- with the file ledger (the decision record written before the answer is
+sent, its fsync right after, the follow-ups in the background) and with ``ledger=None``; ``--rounds``
 alternating rounds of ``--gates`` gates each, on the same simulator. The goal: with / without ≤ 1.1×
 (p50). Records per second: ``--records`` records appended one after another (each fsync'd and
 checkpointed: what one writer sustains), on a temporary directory of this machine's disk.

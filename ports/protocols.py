@@ -323,6 +323,8 @@ class DecisionLedger(Protocol):
 
     ``record`` returns the record's sequence number once it is durable; it raises
     :class:`~agy_harness.ports.errors.LedgerUnavailable` when it could not be written (then the
-    answer it records is not sent). It never blocks the event loop."""
+    answer it records is not sent). It never blocks the event loop. A ``decision`` whose body holds
+    ``"unless_decided": true`` (agy's terminal, as the stream showed it) is skipped, returning 0, when
+    the ledger already holds a decision for its ``gate_id`` (another session of this user made it)."""
 
     async def record(self, entry: LedgerEntry) -> int: ...

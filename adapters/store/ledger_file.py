@@ -6,7 +6,9 @@ files 0600, opened relative to the verified directory with ``O_NOFOLLOW``.
 Writing never blocks the event loop: :meth:`FileLedger.record` hands the entry to one writer thread
 (so records keep the order they were given in) which, under an exclusive ``flock`` (several sessions
 of this user share the ledger), reads what other writers appended since, chains the record to the
-real last one, appends it, ``fsync``s, and appends the signed checkpoint. A write that fails is cut
+real last one, appends it and the signed checkpoint, and returns: the record is in the file, which a
+kill of the process no longer loses. The ``fsync`` follows on the same thread, off the caller's path
+(one for a burst of records): an answer waits for its record to be written, not for the disk. A write that fails is cut
 back off the file and raises :class:`~agy_harness.ports.errors.LedgerUnavailable`. A kill at any point
 leaves a ledger that verifies: at most the record being written is torn, and the next writer cuts a
 torn final line off (it was never acknowledged, so the answer it recorded was never sent).
@@ -122,14 +124,18 @@ class FileLedger:
         self._head = C.GENESIS
         self._size = 0  # the ledger's size as this writer last saw it
         self._decided: OrderedDict[str, None] = OrderedDict()
+        self._dirty = False  # written since the last fsync
 
     async def record(self, entry: LedgerEntry) -> int:
         future = self._pool.submit(self._append, entry.type, entry.body)
+        self._pool.submit(self._sync)  # after it, off the caller's path
         return await asyncio.wrap_future(future)
 
     def record_now(self, entry: LedgerEntry) -> int:
         """The same as :meth:`record`, from a thread that may block (the benchmark, a test)."""
-        return self._pool.submit(self._append, entry.type, entry.body).result()
+        future = self._pool.submit(self._append, entry.type, entry.body)
+        self._pool.submit(self._sync)
+        return future.result()
 
     def close(self) -> None:
         self._pool.submit(self._close).result()
@@ -195,6 +201,16 @@ class FileLedger:
                 self._remember(str(body.get("gate_id", "")))
         self._size = size
 
+    def _sync(self) -> None:
+        """fsync what was written (once for a burst of records: the jobs queued behind it)."""
+        if not self._dirty or self._fds is None or self._pool._work_queue.qsize():
+            return  # nothing new, or more is queued: the sync queued after it covers this
+        self._dirty = False
+        try:
+            os.fsync(self._fds[1])
+        except OSError as exc:
+            log.warning("decision ledger: fsync failed: %s", exc)
+
     def _remember(self, gate_id: str) -> None:
         self._decided[gate_id] = None
         while len(self._decided) > SEEN_KEPT:
@@ -213,13 +229,13 @@ class FileLedger:
             body = {k: v for k, v in body.items() if k != "unless_decided"}
             line, digest = C.seal(self._seq + 1, self._head, now(), kind, body)
             try:
-                _write_all(ledger, line)
-                os.fsync(ledger)
+                _write_all(ledger, line)  # in the file (a kill of this process no longer loses it)
             except OSError as exc:
                 with contextlib.suppress(OSError):
                     os.ftruncate(ledger, self._size)
                 raise LedgerUnavailable(f"the decision ledger could not be written: {exc}") from exc
             self._seq, self._head, self._size = self._seq + 1, digest, self._size + len(line)
+            self._dirty = True
             if kind == "decision":
                 self._remember(str(body.get("gate_id", "")))
             if self._key is not None:

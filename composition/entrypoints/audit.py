@@ -120,7 +120,7 @@ def add_audit_command(sub: Any) -> None:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from agy_harness.adapters.store.ledger_file import default_dir
+    from ..root.audit_ledger import default_dir
 
     directory: Path = args.ledger if args.ledger is not None else default_dir()
     try:
@@ -135,17 +135,9 @@ def run_audit(args: argparse.Namespace) -> int:
 
 
 def _load(directory: Path) -> tuple[list[dict[str, Any]], Any]:
-    from agy_harness.adapters.store import ledger_chain as C
-    from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, load_keys, read_file
+    from ..root.audit_ledger import load
 
-    if not directory.exists():
-        return [], C.Report()
-    _, public = load_keys(directory, create=False)
-    data = read_file(directory, LEDGER)
-    report = C.verify(data, read_file(directory, CHECKPOINTS), public)
-    lines, _ = C.split_lines(data)
-    records = [r for r, broken in map(C.parse_record, lines) if r is not None and not broken]
-    return records, report
+    return load(directory)
 
 
 def _verify(directory: Path) -> int:
@@ -238,27 +230,20 @@ def _export(directory: Path, args: argparse.Namespace) -> int:
 
 
 def _export_aat(directory: Path, out: Path, records: list[dict[str, Any]]) -> int:
-    from agy_harness.adapters.store import ledger_aat as A
-    from agy_harness.adapters.store import ledger_chain as C
-    from agy_harness.adapters.store.ledger_file import CHECKPOINTS, load_keys, read_file
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
 
-    from .cli import version
+    from ..root.audit_ledger import aat_trail
 
-    _, public = load_keys(directory, create=False)
-    ledger_key = C.key_id(public) if public is not None else ""
-    checkpoint = None
-    lines, _ = C.split_lines(read_file(directory, CHECKPOINTS))
-    if lines and public is not None:
-        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
-        checkpoint = json.loads(lines[-1])
-        checkpoint["public_key"] = C.b64u(public.public_bytes(Encoding.Raw, PublicFormat.Raw))
-    key = A.export_key(directory)
+    try:
+        version = dist_version("agy-harness")
+    except PackageNotFoundError:  # a source tree that is not installed
+        version = "unknown"
+    trail, keys = aat_trail(directory, records, version)
     out.mkdir(parents=True, exist_ok=True)
-    trail = list(A.trail(records, checkpoint, ledger_key, version(), key))
     (out / "trail.jsonl").write_text(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in trail), encoding="utf-8"
     )
-    (out / "keystore.json").write_text(json.dumps(A.keystore(key), indent=2) + "\n", encoding="utf-8")
+    (out / "keystore.json").write_text(json.dumps(keys, indent=2) + "\n", encoding="utf-8")
     print(f"{out / 'trail.jsonl'}: {len(trail)} AAT records; keys: {out / 'keystore.json'}")
     return EXIT_OK
