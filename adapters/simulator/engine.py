@@ -6,6 +6,7 @@ is planned by :func:`.scenarios.plan_for`; the engine talks to the simulator onl
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -23,6 +24,9 @@ from .scenarios import (
     sentence,
 )
 from .state import Cascade, EngineHost, TurnCanceled
+
+#: how long a polled agy's thought stays whole before its DONE step (the harness polls every 0.25 s)
+POLL_WINDOW = 0.35
 
 
 class Engine(ToolActions):
@@ -75,6 +79,31 @@ class Engine(ToolActions):
             grown += piece
             st.planner_grow(step, thinking=grown, text="")
             self.changed(index)
+        if thinking:
+            await self.seen(index)
+
+    async def seen(self, index: int, limit: float = 2.0) -> None:
+        """Until the readers have step ``index`` as it is now (its whole thinking, which the DONE step
+        drops): each open stream sent it, or, with no stream, reads went on for a poll interval
+        (:data:`POLL_WINDOW`: other readers than the poller read steps too); at most ``limit`` seconds
+        (a reader may be gone). Without any reader of this conversation, no wait. At pace 0 the
+        thinking's snapshots and the DONE step coalesced in one frame, and a 1.0.4 poll (every 0.25 s)
+        missed the thought's tail at any pace: readers showed "I …"."""
+
+        c, reads = self.c, self.c.reads
+        if not c.watchers and not reads:
+            return
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while loop.time() < start + limit:
+            streams = [w for w in c.watchers if w.closed is None]
+            if streams and not any(index in w.dirty for w in streams):
+                return
+            if not streams and c.reads > reads and loop.time() >= start + POLL_WINDOW:
+                return
+            await asyncio.sleep(0.01)
+            if c.cancel.is_set():
+                raise TurnCanceled
 
     async def planner_text(self, text: str, thinking: str, n_chunks: int = 6) -> None:
         step = st.planner(self.where(), self.model)

@@ -81,6 +81,7 @@ class Cascade:
     gates: dict[int, Gate] = field(default_factory=dict)
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     watchers: set[Watcher] = field(default_factory=set)
+    reads: int = 0  # GetCascadeTrajectorySteps answered for it (a polling reader's pace)
 
     @property
     def busy(self) -> bool:

@@ -44,6 +44,7 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
         if c is None:
             raise not_found()
         steps = copy.deepcopy(c.steps)
+        c.reads += 1
         return {"steps": [with_drift(x, "step") for x in steps] if sim.faults.drift else steps}
     if method == "HandleCascadeUserInteraction":
         interaction = request.get("interaction")

@@ -12,17 +12,20 @@ composition root.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from agy_harness.core.steps import as_dict, as_str, steps_from_update
+from agy_harness.ports.errors import AgyAmbiguous, AgyCallFailed, AgyNotBound
 
 from ..root.container import bind_endpoint, make_container
 from ..root.surface import probe_surface
 from . import doctor_schema as K
+from .doctor_environment import Check, environment
 from .doctor_gates import gate_report, render_gates
-from .errors import EXIT_OK
+from .errors import EXIT_FAILURE, EXIT_OK
 
 
 @dataclass
@@ -124,7 +127,7 @@ async def diagnose(client: Any, cascade_id: str | None, version_text: str | None
         drift.update(surface.first_update)
     return {
         "endpoint": client.base_url,
-        "version": version_text.strip() if version_text else None,
+        "version": parse_version(version_text),
         "methods": surface.methods,
         "cascade": surface.cascade,
         "steps": len(surface.steps),
@@ -133,10 +136,27 @@ async def diagnose(client: Any, cascade_id: str | None, version_text: str | None
     }
 
 
+def parse_version(text: str | None) -> dict[str, str] | None:
+    """``agy --version``'s lines as fields: ``{"version": "1.0.10", "build": ..., ...}`` (its first
+    line is the version, the others ``key: value``); None when agy did not say."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return None
+    fields = {"version": lines[0].removeprefix("agy ").strip()}
+    for line in lines[1:]:
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip().lower().replace(" ", "_"), value.strip())
+    return fields
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [f"agy-harness doctor: {report['endpoint']}"]
-    version = " · ".join(line.strip() for line in (report["version"] or "").splitlines()[:2])
-    lines.append(f"agy version: {version or 'unknown (agy --version did not answer)'}")
+    version = report["version"] or {}
+    shown = " · ".join(
+        [version.get("version", ""), *(f"{k}: {v}" for k, v in version.items() if k == "build")]
+    )
+    lines.append(f"agy version: {shown.strip(' ·') or 'unknown (agy --version did not answer)'}")
     lines.append("methods:")
     lines += [f"  {state:<10} {name}" for name, state in report["methods"].items()]
     if report["cascade"]:
@@ -149,14 +169,39 @@ def render(report: dict[str, Any]) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    """The ``doctor`` command (its arguments: :mod:`.doctor_command`)."""
+    """The ``doctor`` command (its arguments: :mod:`.doctor_command`): this machine's checks, then
+    agy's probe; exit 1 when no agy could be probed (everything else is still checked and shown)."""
+    checks = await asyncio.to_thread(environment)
     container = make_container(port=args.port, cascade_id=args.cascade, version_text=args.agy_version)
-    await bind_endpoint(container)  # discovery (the port is verified), and the bound agy's version
+    try:
+        await bind_endpoint(container)  # discovery (the port is verified), and the bound agy's version
+    except (AgyNotBound, AgyCallFailed) as exc:
+        found = f"not found: {exc}; start agy (or `agy-harness sim`) and run doctor again"
+        if isinstance(exc, AgyAmbiguous):
+            found = f"more than one answers ({exc}); pick one with --port N"
+        checks.append(Check("agy", False, found))
+        _print(args, checks, None)
+        return EXIT_FAILURE
     try:
         report = await diagnose(container.client(), args.cascade, container.config.version_text())
     finally:
         await container.client().aclose()
     if container.config.pid() is not None:
         report["pid"] = container.config.pid()
-    print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else render(report))
+    version = (report["version"] or {}).get("version", "?")
+    checks.append(Check("agy", True, f"{version} on {report['endpoint']}", version))
+    _print(args, checks, report)
     return EXIT_OK
+
+
+def _print(args: argparse.Namespace, checks: list[Check], report: dict[str, Any] | None) -> None:
+    if args.json:
+        out: dict[str, Any] = dict(report or {})
+        out["environment"] = [c.as_json() for c in checks]
+        out["agy_found"] = report is not None
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    print("this machine:")
+    print("\n".join(c.line() for c in checks))
+    if report is not None:
+        print(render(report))

@@ -104,7 +104,7 @@ def test_verbose_before_sim_reaches_the_simulator() -> None:
     assert agy_harness("sim", "-v", "--version").returncode == 2  # -v is the tool's, before the command
 
 
-@pytest.mark.parametrize("command", ["attach", "doctor", "record --out /dev/null"])
+@pytest.mark.parametrize("command", ["attach", "record --out /dev/null"])  # doctor: test_doctor_environment
 def test_without_an_agy_each_command_says_what_to_do_in_one_line_exit_1(command: str) -> None:
     nobody = str(uuid.uuid4())  # no agy (nor simulator) on this machine knows this conversation
     run = agy_harness(*command.split(), "--cascade", nobody)

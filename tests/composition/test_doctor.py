@@ -37,7 +37,7 @@ async def test_doctor_on_the_simulator_knows_everything_and_changes_nothing() ->
                  "SendUserCascadeMessage", "HandleCascadeUserInteraction", "StreamAgentStateUpdates"):  # fmt: skip
         assert methods[name] == "present", (name, methods[name])
     assert methods["StartCascade"].startswith("not probed")
-    assert report["steps"] >= 8 and report["version"] == "agy 1.0.10"
+    assert report["steps"] >= 8 and report["version"] == {"version": "1.0.10"}  # fields, not one string
     assert list(methods) == list(SURFACE)  # the one table of probes (the version gate's), in its order
 
 
@@ -94,6 +94,8 @@ def test_the_doctor_command_binds_by_port_and_prints_json() -> None:
         assert out.returncode == 0, out.stderr
         report = json.loads(out.stdout)
         assert report["endpoint"].endswith(f":{port}") and report["methods"]["Heartbeat"] == "present"
+        assert report["version"] == {"version": "1.0.10"} and report["agy_found"] is True
+        assert [c["name"] for c in report["environment"]][-1] == "agy"
         assert main(["doctor", "--port", "1", "--agy-version", "x"]) == 1  # nothing there: one line, exit 1
     finally:
         proc.terminate()

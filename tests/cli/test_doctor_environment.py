@@ -1,0 +1,63 @@
+"""``agy-harness doctor`` checks this machine also without agy (issue #39 point 8): a line per check
+(this package, tmux, the acp and board extras, a Python 3.12 for omnigent, the agy command, agy
+itself), exit 1 when no agy could be probed; "Is agy running?" is not said twice; ``--json`` has the
+checks as objects and agy's version as fields."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .conftest import Terminal, cli
+
+CHECKS = ("agy-harness:", "tmux:", "acp extra:", "board extra:", "omnigent's Python:", "agy command:", "agy:")
+
+
+def doctor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    nobody = str(uuid.uuid4())  # no agy on this machine hosts it: agy is "not found", whatever runs
+    return subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", "doctor", "--cascade", nobody, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (100, 30)])
+def test_without_agy_every_check_is_a_line(terminal: Terminal, width: int, height: int) -> None:
+    pane = terminal.run(cli("doctor", "--cascade", str(uuid.uuid4())), width=width, height=height)
+    assert pane.wait_exit() == 1
+    rows = pane.screen().splitlines()
+    for name in CHECKS:
+        assert any(row.startswith(("  ok  " + name, "  --  " + name)) for row in rows), (name, rows)
+    said = " ".join(pane.screen().split())
+    assert "  --  agy: not found" in pane.screen() and "Is agy running?" not in said
+    assert said.count("no agy") <= 1 and "Traceback" not in said
+
+
+def test_a_missing_tmux_is_said_with_what_to_do(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    run = doctor(env={**os.environ, "PATH": str(bin_dir)})
+    assert run.returncode == 1
+    [line] = [row for row in run.stdout.splitlines() if "tmux:" in row]
+    assert line.startswith("  --  tmux: not installed") and "apt install tmux" in line
+
+
+def test_json_is_structured() -> None:
+    run = doctor("--json")
+    assert run.returncode == 1
+    report = json.loads(run.stdout)
+    assert report["agy_found"] is False
+    checks = {c["name"]: c for c in report["environment"]}
+    assert set(checks) >= {"agy-harness", "tmux", "acp extra", "board extra", "omnigent's Python", "agy"}
+    assert all(isinstance(c["ok"], bool) and isinstance(c["detail"], str) for c in checks.values())
+    assert checks["agy"]["ok"] is False
+    assert checks["agy-harness"]["version"] and "\n" not in json.dumps(checks["agy-harness"]["version"])
