@@ -73,6 +73,11 @@ class AgyUnreachable(AgyCallFailed):
     """No answer at all: connection refused or reset, TLS failure, timeout. Worth trying again."""
 
 
+class ConversationUnreadable(AgyCallFailed):
+    """agy's answer for the conversation is over the size limit even with every long string cut as
+    hard as the reader cuts: it cannot be followed by this source (said once, as a notice)."""
+
+
 class MethodMissing(AgyCallFailed):
     """This agy does not serve the method (an older or newer agy): the adapter that needs it is
     demoted (stream -> poll -> transcript tail; RPC turn-send -> tmux), never retried."""

@@ -222,12 +222,19 @@ class RpcClient:
         return headers
 
     async def call(
-        self, method: str, body: dict[str, Any], *, timeout: float | None = None
+        self,
+        method: str,
+        body: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        max_string: int | None = None,
     ) -> dict[str, Any]:
         """A unary call. Returns the JSON object answer; raises an RpcError subclass otherwise.
 
-        The whole exchange (connect, send, answer) is bounded by ``timeout`` (default: the client's).
+        The whole exchange (connect, send, answer) is bounded by ``timeout`` (default: the client's);
+        strings in the answer are cut at ``max_string`` bytes (default: the client's ``max_string``).
         """
+        cut_at = self.max_string if max_string is None else max_string
         content = json.dumps(body, separators=(",", ":")).encode()
         deadline = self._timeout if timeout is None else timeout
         async with self._use(method) as http:
@@ -242,14 +249,14 @@ class RpcClient:
                     self.http_version = _http_version(resp)
                     if 200 <= status < 300:
                         data, cuts = await read_body(
-                            resp.content.iter_any(), max_body=self.max_body, max_string=self.max_string
+                            resp.content.iter_any(), max_body=self.max_body, max_string=cut_at
                         )
                         if cuts:
-                            log.info("%s: %d string(s) over %d bytes cut", method, cuts, self.max_string)
+                            log.info("%s: %d string(s) over %d bytes cut", method, cuts, cut_at)
                     else:
                         data = await resp.content.read(ERROR_BYTES)
             except BodyTooLarge as exc:  # the connection is dropped unread, not reused
-                log.error("%s: %s; refused", method, exc)
+                (log.error if max_string is None else log.info)("%s: %s; refused", method, exc)
                 raise RpcBadResponse(method, status, "resource_exhausted", str(exc)) from exc
             except (*_TRANSPORT_ERRORS, TimeoutError) as exc:
                 self.reset_pool()

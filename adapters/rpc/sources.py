@@ -9,17 +9,20 @@ from typing import Any
 
 from agy_harness.core.steps import steps_from_update
 from agy_harness.core.turns import RunStatus
+from agy_harness.ports.errors import ConversationUnreadable
 from agy_harness.ports.protocols import Clock, RawStep, StepBatch
 
 from .client import RpcClient, StreamProgress
 from .codec import BadFrame, Frame, unwrap_update
-from .errors import StreamIdle
+from .errors import RpcBadResponse, StreamIdle
 
 log = logging.getLogger(__name__)
 
 STREAM_METHOD = "StreamAgentStateUpdates"
 STEPS_METHOD = "GetCascadeTrajectorySteps"
 RUNNING = "CASCADE_RUN_STATUS_RUNNING"
+#: string cuts (bytes) a poll answer over the body limit is read again with, in turn (issue #35 case 3)
+HARDER_CUTS = (1 << 20, 256 << 10, 64 << 10, 16 << 10, 4 << 10)
 
 
 def object_steps(raw_steps: list[Any], *, source: str, cascade_id: str) -> tuple[dict[str, Any], ...]:
@@ -171,9 +174,10 @@ class RpcPollSource:
         self.interval = interval
         self._clock = clock
         self.polls = 0
+        self._cuts: dict[str, int] = {}  # cascade id -> the harder string cut its answers need
 
     async def read_steps(self, cascade_id: str) -> list[RawStep]:
-        answer = await self._client.call(STEPS_METHOD, {"cascadeId": cascade_id})
+        answer = await self._read(cascade_id)
         raw = answer.get("steps")
         if raw is None:
             return []
@@ -181,6 +185,33 @@ class RpcPollSource:
             log.warning("poll %s: 'steps' is a %s, not a list", cascade_id, type(raw).__name__)
             return []
         return list(object_steps(raw, source="poll", cascade_id=cascade_id))
+
+    async def _read(self, cascade_id: str) -> dict[str, Any]:
+        """The answer, its long strings cut as hard as it takes to fit the body limit (issue #35
+        case 3: a 4.5 MiB command agy repeats in several fields made every poll refuse the whole
+        conversation for good). Once a harder cut was needed for a conversation it is kept (one read
+        a poll, not one per cut). Still over the limit at the hardest cut: ConversationUnreadable."""
+        cut = self._cuts.get(cascade_id)
+        while True:
+            try:
+                return await self._client.call(STEPS_METHOD, {"cascadeId": cascade_id}, max_string=cut)
+            except RpcBadResponse as exc:
+                if exc.code != "resource_exhausted":
+                    raise
+                current = cut if cut is not None else self._client.max_string
+                harder = next((c for c in HARDER_CUTS if c < current), None)
+                if harder is None:
+                    raise ConversationUnreadable(
+                        f"agy's steps of {cascade_id} are over {self._client.max_body} bytes even with every "
+                        f"string cut at {current} bytes: this conversation cannot be read by polling"
+                    ) from exc
+                log.warning(
+                    "poll %s: over the body limit with strings cut at %d bytes; reading it with strings cut at %d",
+                    cascade_id,
+                    current,
+                    harder,
+                )
+                cut = self._cuts[cascade_id] = harder
 
     def batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
         return self._batches(cascade_id)

@@ -16,7 +16,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Sequence
 
-from agy_harness.ports.errors import MethodMissing, SourceIdle
+from agy_harness.ports.errors import ConversationUnreadable, MethodMissing, SourceIdle
 from agy_harness.ports.events import Notice
 from agy_harness.ports.protocols import SessionClock, StepBatch, StepSource
 from agy_harness.ports.tasks import reap
@@ -48,6 +48,7 @@ class ReadDriver:
         self.stats = stats or HarnessStats()
         self.clock = clock if clock is not None else LoopClock()
         self._idles = 0  # consecutive stream-idle restarts (logged as a warning once)
+        self._unreadable: set[str] = set()  # conversations said to be unreadable (one notice each)
         self.task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -121,7 +122,8 @@ class ReadDriver:
             except Exception as exc:
                 self.stats.source_errors += 1
                 self._idles = self._idles + 1 if isinstance(exc, SourceIdle) else 0
-                (log.warning if self._idles <= 1 else log.info)(  # a stalled stream: said once
+                said = isinstance(exc, ConversationUnreadable) and not await self._say_unreadable(exc)
+                (log.warning if self._idles <= 1 and not said else log.info)(  # said once
                     "step source %r failed (%s: %s); %s",
                     source.name,
                     type(exc).__name__,
@@ -136,6 +138,19 @@ class ReadDriver:
                 else:
                     index = 1
                 backoff = min(backoff * 2 + random.uniform(0, 0.1), self.options.max_backoff)
+
+    async def _say_unreadable(self, exc: ConversationUnreadable) -> bool:
+        """One notice per conversation that a source cannot read (issue #35 case 3), not an error on
+        every poll; False when it was said already."""
+        cascade_id = self.conversation.cascade_id
+        if cascade_id in self._unreadable:
+            return False
+        self._unreadable.add(cascade_id)
+        text = f"{exc}; what agy shows in its own terminal is not mirrored here while this lasts"
+        await self.emitter.emit(
+            [Notice(id=f"{cascade_id}/notice/unreadable", cascade_id=cascade_id, level="error", text=text)]
+        )
+        return True
 
     async def _consume(self, source: StepSource, deadline: float | None = None) -> int:
         """Apply batches until the source ends (or ``deadline``); the number of batches applied.
