@@ -11,7 +11,7 @@ import re
 from agy_harness.adapters.simulator.scenarios import LONG_TEXT
 
 from .conftest import Pane, Terminal, cli
-from .test_attach_terminal import attach, start_sim
+from .test_attach_terminal import GIT_STATUS, attach, start_sim
 
 
 def prompt_is(pane: Pane, text: str) -> bool:
@@ -65,10 +65,12 @@ def test_a_log_line_keeps_what_was_being_typed(terminal: Terminal) -> None:
     pane.type("run: git status")
     pane.wait("allow? [y/n]")
     pane.type("ye", enter=False)
-    pane.wait(lambda _s: prompt_is(pane, "$ git status · allow? [y/n] ye"), 5)
+    pane.wait(lambda _s: prompt_is(pane, f"$ git status {GIT_STATUS} · allow? [y/n] ye"), 5)
     sim.key("C-c")  # agy goes away: the harness logs warnings while the human types
     pane.wait("WARNING", 30)
-    pane.wait(lambda _s: prompt_is(pane, "$ git status · allow? [y/n] ye"), 10)  # redrawn with what was typed
+    pane.wait(
+        lambda _s: prompt_is(pane, f"$ git status {GIT_STATUS} · allow? [y/n] ye"), 10
+    )  # redrawn with what was typed
     pane.key("C-c")
     assert pane.wait_exit(20) == 130
 

@@ -11,7 +11,11 @@ import re
 
 import pytest
 
+from agy_harness.core.display import request_hash
+
 from .conftest import UUID, Pane, Terminal, cli
+
+GIT_STATUS = request_hash("git status")  # the hash every card of a command ends in
 
 
 def start_sim(terminal: Terminal, *args: str) -> str:
@@ -89,7 +93,7 @@ def test_log_lines_never_land_in_a_prompt(terminal: Terminal) -> None:
     pane.wait("allow? [y/n]")
     sim.key("C-c")  # agy goes away while the gate waits: the harness logs warnings
     pane.wait("WARNING", 30)
-    prompt = "$ git status · allow? [y/n]"
+    prompt = f"$ git status {GIT_STATUS} · allow? [y/n]"
     pane.wait(lambda _s: pane.visible()[-1:] == [prompt], 10)  # the prompt, redrawn last
     rows = pane.screen().splitlines()
     assert any("WARNING" in row for row in rows)
