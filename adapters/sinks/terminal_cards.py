@@ -193,11 +193,11 @@ def result_card(event: ToolResult, max_lines: int, raw_output: str | None = None
     )
 
 
-def gate_card(gate: GateOpened) -> Panel:
+def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
     """The card a gate is asked with, built from the gate as agy sent it: every field is neutralised
     here (:func:`agy_harness.core.display.visible`), and a command is shown whole at the moment of
     asking (:func:`agy_harness.core.display.command_view`: blank-line runs collapsed with a count, an
-    over-tall command cut with a marker)."""
+    over-tall command cut with a marker). ``keys``: the keys that answer it (a person answers)."""
     body: list[RenderableType] = []
     if gate.kind == "permission":
         p = gate.permission
@@ -215,7 +215,8 @@ def gate_card(gate: GateOpened) -> Panel:
             body.append(Text(f"in {visible(p.cwd)}", style="dim"))
         if p is not None and p.description and p.description != command:
             body.append(Text(visible(p.description), style="dim"))
-        body.append(Text("y allow · n deny · n: <reason> deny and tell agy why", style="dim"))
+        if keys:  # (not when a policy answers: nobody types)
+            body.append(Text("y allow · n deny · n: <reason> deny and tell agy why", style="dim"))
         title = Text(f"⏸ permission: {visible(gate.tool_name) or 'action'}")
     else:
         for i, question in enumerate(gate.questions):
