@@ -208,8 +208,12 @@ class TerminalSink(StreamedText):
         return len(events)
 
     def info(self, text: str) -> None:
-        """A line from the harness itself (the demo's narration)."""
+        """A line from the harness itself (the demo's narration, attach's status of agy): above the
+        bottom line, which is drawn again as it was (a prompt keeps what was being typed)."""
+        was = self.screen.drawn
         self._print(Text(f"· {visible(text)}", style="dim cyan"))
+        if was:
+            self.screen.show()
 
     def render(self, event: Event) -> None:
         raw = event = crlf(event)
