@@ -131,6 +131,8 @@ class TerminalSink(StreamedText):
         # the status line
         self._turns = Turns()  # turn boundaries and this turn's tokens (core/turns.py)
         self._running_since: float | None = None
+        #: the tool and request a gate card just showed: its call is not shown again as a card
+        self._asked: tuple[str, str] | None = None
         self._doing = "working"
         self._ticker: asyncio.Task[None] | None = None
 
@@ -207,8 +209,12 @@ class TerminalSink(StreamedText):
         return len(events)
 
     def info(self, text: str) -> None:
-        """A line from the harness itself (the demo's narration)."""
+        """A line from the harness itself (the demo's narration, attach's status of agy): above the
+        bottom line, which is drawn again as it was (a prompt keeps what was being typed)."""
+        was = self.screen.drawn
         self._print(Text(f"· {visible(text)}", style="dim cyan"))
+        if was:
+            self.screen.show()
 
     def render(self, event: Event) -> None:
         raw = event = crlf(event)
@@ -228,7 +234,11 @@ class TerminalSink(StreamedText):
             case ToolCall():
                 self._set_doing(f"running {event.name.replace('_', ' ')}")
                 self._end_thinking()
-                self._print(tool_card(event))
+                if self._asked is not None and _is_asked(self._asked, event):  # the card above asked it
+                    self._print(Text(f"⚙ {visible(event.name)} (as asked above)", style="dim"))
+                else:
+                    self._print(tool_card(event))
+                self._asked = None
             case ToolResult():
                 self._set_doing("working")
                 self._print(result_card(event, self.max_output_lines, getattr(raw, "output", None)))
@@ -315,13 +325,15 @@ class TerminalSink(StreamedText):
         shown = visible_event(gate)  # displayed; answers are read against the gate as agy sent it
         async with self._prompt_lock:
             self._end_thinking()  # agy asks: the thought before it is over (its end shown as it is)
-            self._print(gate_card(gate))  # the card neutralises what it shows itself
+            self._print(gate_card(gate, keys=self.auto_answer is None))  # it neutralises what it shows
             if self.auto_answer is not None:
                 answer = self.auto_answer(gate)
                 self._print(
                     Text(f"auto-answer → {visible(describe_answer(shown, answer))}", style="bold magenta")
                 )
+                self._asked = _asked(gate)
                 return answer
+            asked_at = time.monotonic()
             try:
                 answer = await self._ask_keyboard(gate)
             except asyncio.CancelledError:
@@ -330,7 +342,11 @@ class TerminalSink(StreamedText):
                     Text("(agy no longer waits for this answer: the prompt is closed)", style="yellow")
                 )
                 raise
+            finally:
+                if self._running_since is not None:  # the human's thinking is not agy's working time
+                    self._running_since += time.monotonic() - asked_at
             self._print(Text(f"→ {visible(describe_answer(shown, answer))}", style="bold"))
+            self._asked = _asked(gate)
             return answer
 
     async def _ask_keyboard(self, gate: GateOpened) -> GateAnswer:
@@ -378,3 +394,29 @@ class TerminalSink(StreamedText):
     def _bottom_is_turn_prompt(self) -> bool:
         bottom = self._bottom()
         return bottom is not None and bottom.plain == "❯ "
+
+
+def _asked(gate: GateOpened) -> tuple[str, str]:
+    """What a gate card showed: its tool and its request (the command, or the first question)."""
+    p = gate.permission
+    request = (p.command_line if p is not None else "") or (
+        gate.questions[0].question if gate.questions else ""
+    )
+    return gate.tool_name, request
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _is_asked(asked: tuple[str, str], call: ToolCall) -> bool:
+    """The call is the one the gate card showed: the same tool, its request among its arguments
+    (another call of the same tool still gets its own card)."""
+    name, request = asked
+    return bool(request) and name == call.name and request in _strings(call.arguments)

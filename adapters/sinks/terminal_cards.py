@@ -194,11 +194,11 @@ def result_card(event: ToolResult, max_lines: int, raw_output: str | None = None
     )
 
 
-def gate_card(gate: GateOpened) -> Panel:
+def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
     """The card a gate is asked with, built from the gate as agy sent it: every field is neutralised
     here (:func:`agy_harness.core.display.visible`), and a command is shown whole at the moment of
     asking (:func:`agy_harness.core.display.command_view`: blank-line runs collapsed with a count, an
-    over-tall command cut with a marker)."""
+    over-tall command cut with a marker). ``keys``: the keys that answer it (a person answers)."""
     body: list[RenderableType] = []
     if gate.kind == "permission":
         p = gate.permission
@@ -216,7 +216,8 @@ def gate_card(gate: GateOpened) -> Panel:
             body.append(Text(f"in {visible(p.cwd)}", style="dim"))
         if p is not None and p.description and p.description != command:
             body.append(Text(visible(p.description), style="dim"))
-        body.extend(Text(line, style="dim") for line in choice_lines(gate))
+        if keys:  # (not when a policy answers: nobody types)
+            body.extend(Text(line, style="dim") for line in choice_lines(gate))
         kind = (
             f" ({visible(gate.interaction)})" if gate.interaction and gate.interaction != "permission" else ""
         )

@@ -194,6 +194,7 @@ async def _play(session: Any, terminal: Any, tap: TapSink, timeout: float) -> No
         log.info("turn sent by %s", served)
         if action == "interrupt":
             await tap.wait_for(lambda e: e.type == "text_delta", start, timeout)
+            terminal.info("the demo interrupts agy while it writes (what /interrupt does in attach)")
             await session.interrupt()  # the harness reports what it did as a notice
             await tap.wait_for(lambda e: e.type == "user_message", start, timeout)
         await tap.wait_for(_turn_over, start, timeout)

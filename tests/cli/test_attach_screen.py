@@ -66,8 +66,8 @@ def test_a_log_line_keeps_what_was_being_typed(terminal: Terminal) -> None:
     pane.wait("allow? [y/n]")
     pane.type("ye", enter=False)
     pane.wait(lambda _s: prompt_is(pane, f"$ git status {GIT_STATUS} · allow? [y/n] ye"), 5)
-    sim.key("C-c")  # agy goes away: the harness logs warnings while the human types
-    pane.wait("WARNING", 30)
+    sim.key("C-c")  # agy goes away: attach says so (its logs need -v) while the human types
+    pane.wait("agy is gone", 30)
     pane.wait(
         lambda _s: prompt_is(pane, f"$ git status {GIT_STATUS} · allow? [y/n] ye"), 10
     )  # redrawn with what was typed

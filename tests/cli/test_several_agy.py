@@ -27,7 +27,9 @@ def test_attach_refuses_two_agy_saying_which_is_which(terminal: Terminal, width:
     pane = terminal.run(cli("attach"), width=width, height=height)
     assert pane.wait_exit() == 1
     said = " ".join(pane.screen().split())
-    assert "more than one agy answers" in said and "pick one with --port, e.g. agy-harness attach --port" in said
+    assert (
+        "more than one agy answers" in said and "pick one with --port, e.g. agy-harness attach --port" in said
+    )
     for port, where in ((first, "one"), (second, "two")):
         line = re.search(rf"port {port} · pid \d+ \(python[\d.]*\) · (\S+)", said)
         assert line is not None, said

@@ -1,0 +1,42 @@
+"""The demo's polish (issue #39 point 9), through the real CLI: ``--auto`` cards show no keys to type
+(a policy answers); after an answer the call is not shown again as a second card; the interrupt is
+announced before it lands; the elapsed time of a turn does not count the time the human took to answer
+(in a tmux pane, the human answering after several seconds)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+
+from .conftest import Terminal, cli
+
+
+def test_auto_cards_show_no_keys_and_no_second_card_and_the_interrupt_is_announced() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", "demo", "--auto", "--pace", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = run.stdout
+    assert "⏸ permission: run_command" in out and "y allow" not in out and "n: <reason>" not in out
+    assert "╭─ ⚙ run_command" not in out and "╭─ ⚙ ask_question" not in out  # the gate's card showed it
+    assert out.count("⚙ run_command (as asked above)") == 2
+    announced = out.index("the demo interrupts agy while it writes")
+    assert announced < out.index("cancelled the running steps")
+
+
+def test_the_elapsed_time_does_not_count_the_humans_thinking(terminal: Terminal) -> None:
+    pane = terminal.run(cli("demo", "--pace", "0"), width=100, height=30)
+    pane.wait("allow? [y/n]", 60)
+    thinking = 6.0
+    time.sleep(thinking)  # the human reads the card
+    pane.type("y")
+    screen = pane.wait(lambda s: s.count("○ idle") >= 2, 60)
+    took = [float(x) for x in re.findall(r"○ idle · ([\d.]+)s", screen)]
+    assert len(took) >= 2 and took[1] < thinking, took  # agy's own work at pace 0, not the human's
+    pane.key("C-c")
