@@ -162,8 +162,7 @@ class Harness:
         )
         self.gates = GateBridge(
             snapshot=self.snapshot, sink=self.sink, emitter=self.emitter, delivery=delivery, tui=tui,
-            ledger=self.ledger, **shared,
-            policy=self.policy, **shared,
+            ledger=self.ledger, policy=self.policy, **shared,
         )  # fmt: skip
         self.turns = TurnControl(
             self.conversation,
