@@ -14,8 +14,6 @@ the grant. Which scopes a gate offers (:func:`offered`), in display order:
   '<pattern>'", the same persisted to settings.json: omnigent 0.19.1 ``to_tui_selection_keys``);
 * any other ``permission``: ``once``, ``conversation`` -- the two PermissionScope values the IDE's
   file-permission answer is seen with (a public reverse-engineering note of the IDE's extension.js);
-* ``filePermission`` (``FilePermissionInteraction {allow, scope, absolutePathUri}``): ``once``,
-  ``conversation`` (same source);
 * ``runCommand`` (``{confirm, proposedCommandLine, submittedCommandLine}``: no scope field): ``once``;
 * anything else: nothing.
 
@@ -53,7 +51,7 @@ SCOPE_WORDS: dict[str, Scope] = {
 }
 PERSIST_SUGGESTED = "PERSIST_SUGGESTION_TYPE_SUGGESTED"
 #: interactions answered with a PermissionScope (the others, if answerable, are once only)
-SCOPED_INTERACTIONS = frozenset({"permission", "filePermission"})
+SCOPED_INTERACTIONS = frozenset({"permission"})
 
 
 def _text(value: Any) -> str:
@@ -66,8 +64,6 @@ def offered(interaction: str, request: dict[str, Any]) -> tuple[str, ...]:
         suggested = _text(request.get("persistSuggestionType")) == PERSIST_SUGGESTED
         if suggested and _text(request.get("suggestedPersistPattern")):
             return ("once", "conversation", "global")
-        return ("once", "conversation")
-    if interaction == "filePermission":
         return ("once", "conversation")
     if interaction == "runCommand":
         return ("once",)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agy_harness.core.answers import Allow, AnswerError, Deny, parse_answer
+from agy_harness.core.answers import Allow, AnswerError, parse_answer
 from agy_harness.core.elicitation import interaction_payload
 from agy_harness.core.gates import gate_events
 from agy_harness.core.scopes import offered, scope_label
@@ -118,21 +118,16 @@ def test_an_edited_command_runs_and_binds_its_own_digest() -> None:
         parse_answer(g, GateAnswer(allow=False, edited_command="ls"))
 
 
-def test_a_file_permission_answer_names_the_path_and_scope() -> None:
-    g = gate("filePermission", scopes=("once", "conversation"), request={"absolutePathUri": "file:///etc"})
-    assert interaction_payload(g, parse_answer(g, True))["filePermission"] == {
-        "allow": True,
-        "scope": "PERMISSION_SCOPE_ONCE",
-        "absolutePathUri": "file:///etc",
-    }
-    assert interaction_payload(g, parse_answer(g, "allow conversation"))["filePermission"]["scope"] == (
-        "PERMISSION_SCOPE_CONVERSATION"
+def test_a_file_permission_takes_no_answer_and_builds_no_payload() -> None:
+    """filePermission's answer message is not evidenced: a gate of it (as core.gates makes it: other,
+    not answerable) refuses every value, and no scope is offered for it."""
+    g = gate("filePermission", request={"absolutePathUri": "file:///etc"}).model_copy(
+        update={"kind": "other", "answerable": False, "permission": None}
     )
-    assert interaction_payload(g, parse_answer(g, "deny"))["filePermission"] == {
-        "allow": False,
-        "absolutePathUri": "file:///etc",
-    }
-    assert parse_answer(g, "deny").verdict == Deny()
+    for value in (True, False, "allow", "allow conversation", "deny", GateAnswer(allow=True, scope="once")):
+        with pytest.raises(AnswerError):
+            parse_answer(g, value)
+    assert offered("filePermission", {"absolutePathUri": "file:///etc"}) == ()
 
 
 def test_questions_take_no_scope_and_no_edit() -> None:
@@ -155,7 +150,7 @@ def test_which_scopes_a_request_offers() -> None:
     }
     assert offered("permission", suggested) == ("once", "conversation", "global")
     assert offered("permission", {}) == ("once", "conversation")
-    assert offered("filePermission", {}) == ("once", "conversation")
+    assert offered("filePermission", {}) == ()
     assert offered("runCommand", {}) == ("once",)
     assert offered("openBrowserUrl", {}) == ()
 
