@@ -149,7 +149,14 @@ def test_which_scopes_a_request_offers() -> None:
         "suggestedPersistPattern": "pwd",
     }
     assert offered("permission", suggested) == ("once", "conversation", "global")
-    assert offered("permission", {}) == ("once", "conversation")
+    # without agy's pattern no lasting grant shows its breadth: agy's own menu downgrades it to once
+    assert offered("permission", {}) == ("once",)
+    assert offered("permission", {"resource": {"action": "command", "target": "ls"}}) == ("once",)
+    assert offered("permission", {**suggested, "suggestedPersistPattern": ""}) == ("once",)
+    assert offered("permission", {"suggestedPersistPattern": "pwd"}) == ("once",)  # not SUGGESTED
+    assert offered("permission", {**suggested, "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_NONE"}) == (
+        "once",
+    )
     assert offered("filePermission", {}) == ()
     assert offered("runCommand", {}) == ("once",)
     assert offered("openBrowserUrl", {}) == ()
@@ -162,7 +169,7 @@ def test_labels_name_the_scope_and_agys_pattern_verbatim() -> None:
         scope_label(g, "conversation") == "Allow for this conversation: commands that start with 'git\\u202e'"
     )
     assert scope_label(g, "global") == "Always allow: commands that start with 'git\\u202e'"
-    assert scope_label(gate("filePermission"), "conversation") == "Allow for this conversation"
+    assert scope_label(gate("runCommand"), "conversation") == "Allow for this conversation"
     assert scope_label(g, "workspace").startswith("Allow in this workspace")
     assert scope_label(g, "project").startswith("Allow in this project")
 
@@ -183,3 +190,27 @@ def test_the_recorded_run_command_gate_offers_agys_three_allows() -> None:
     [opened] = gate_events(step, {"id": "x", "cascade_id": "c"}, "g", pending, "d" * 32)
     assert isinstance(opened, GateOpened)
     assert opened.scopes == ("once", "conversation", "global") and not opened.editable
+
+
+def test_a_permission_without_agys_pattern_offers_only_once() -> None:
+    """agy's own menu offers a lasting allow only where it suggests a pattern (omnigent 0.19.1's
+    ``to_tui_selection_keys`` downgrades "always" to once without one): a permission step without a
+    pattern opens a gate offering ``once`` alone, and a lasting scope for it is refused."""
+    raw = {
+        "type": "CORTEX_STEP_TYPE_GENERIC",
+        "status": "CORTEX_STEP_STATUS_WAITING",
+        "metadata": {"sourceTrajectoryStepInfo": {"trajectoryId": "t", "stepIndex": 3}, "executionId": "e"},
+        "requestedInteraction": {"permission": {"resource": {"action": "read", "target": "/etc/hosts"}}},
+    }
+    step = parse_step(raw)
+    assert step is not None
+    from agy_harness.core.gates import pending_request
+
+    pending = pending_request(step)
+    assert pending is not None
+    [opened] = gate_events(step, {"id": "x", "cascade_id": "c"}, "g", pending, "d" * 32)
+    assert isinstance(opened, GateOpened) and opened.scopes == ("once",)
+    for value in ("allow conversation", "allow always", GateAnswer(allow=True, scope="conversation")):
+        with pytest.raises(AnswerError):
+            parse_answer(opened, value)
+    assert interaction_payload(opened, parse_answer(opened, "allow"))["permission"] == {"allow": True}
