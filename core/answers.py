@@ -27,7 +27,7 @@ Permission gates (a command, a file write...):
   on a gate whose ``editable`` is True, only with an allow, never empty; the checked answer binds
   the edited text (:attr:`CheckedAnswer.command_digest`);
 * a denial with a reason only where agy's answer carries one (``permission.userDenyInstruction``;
-  ``runCommand`` and ``filePermission`` answers have no such field: refused);
+  a ``runCommand`` answer has no such field: refused);
 * "allow always" (``GateAnswer(allow=True, persist=...)``, the TUI-key fallback route) only with an
   allow and never with a ``scope``: with anything else (a denial, a question) it is refused;
 * anything else (``None``, ``""``, ``[]``, ``1``, ``"maybe"``, ``GateAnswer()`` without ``allow``)

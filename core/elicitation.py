@@ -71,9 +71,6 @@ def interaction_payload(
     if gate.interaction == "runCommand":
         payload["runCommand"] = _run_command(gate, verdict)
         return payload
-    if gate.interaction == "filePermission":
-        payload["filePermission"] = _file_permission(gate, verdict)
-        return payload
     match verdict:
         case Allow(scope=scope) if scope is not None:  # a lasting grant: agy's PermissionScope
             payload["permission"] = {"allow": True, "scope": PERMISSION_SCOPE[scope]}
@@ -107,19 +104,6 @@ def _run_command(gate: GateOpened, verdict: Verdict) -> dict[str, Any]:
             return {"confirm": True, "proposedCommandLine": proposed, "submittedCommandLine": submitted}
         case Deny() | Refuse() | Choose():
             return {"confirm": False, "proposedCommandLine": proposed}
-        case other:
-            assert_never(other)
-
-
-def _file_permission(gate: GateOpened, verdict: Verdict) -> dict[str, Any]:
-    """``FilePermissionInteraction {allow, scope, absolutePathUri}`` for the path agy asked about."""
-    uri = gate.request.get("absolutePathUri")
-    path = uri if isinstance(uri, str) else ""
-    match verdict:
-        case Allow(scope=scope):
-            return {"allow": True, "scope": PERMISSION_SCOPE[scope or "once"], "absolutePathUri": path}
-        case Deny() | Refuse() | Choose():
-            return {"allow": False, "absolutePathUri": path}
         case other:
             assert_never(other)
 

@@ -100,10 +100,11 @@ def asked(step: Step) -> tuple[str, str, dict[str, Any]] | None:
         if value is not None:
             kind = gate_kind(key) if isinstance(value, dict) else "other"
             return kind, key, value if isinstance(value, dict) else {"value": value}
-    # a file permission inside a tool step (listDirectory.filePermissionRequest...): a gate like any other
+    # a file permission inside a tool step (listDirectory.filePermissionRequest...): a gate like any
+    # other, of filePermission's kind (a named card: its answer message is not evidenced)
     nested = step.body.get("filePermissionRequest")
     if isinstance(nested, dict) and nested:
-        return "permission", "filePermission", nested
+        return gate_kind("filePermission"), "filePermission", nested
     return None
 
 

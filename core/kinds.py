@@ -9,17 +9,19 @@ in ``requestedInteraction`` under the same JSON field name (lowerCamel of the pr
 
 :data:`KINDS` holds each: its number, field, what agy asks in words, the gate kind the harness makes
 of it (``question`` / ``permission``: answerable; ``other``: a named card, never answered from here),
-and the evidence. Answerable are exactly the four whose answer message is public:
+and the evidence. Answerable are exactly the three whose answer message is public:
 
 * ``askQuestion`` -- ``{responses[{question, selectedOptionIds, writeInResponse, skipped}], cancelled}``
   (recorded from agy's CLI: ``shapes/ask_question_done.json``; descriptors §8.2-8.3);
 * ``permission`` -- ``{allow, scope, userDenyInstruction, persistGrants, editedTarget}`` (recorded:
   ``shapes/run_command_done.json`` ``{allow: true}``; the rest from descriptors §12, §14);
-* ``runCommand`` -- ``{confirm, proposedCommandLine, submittedCommandLine}`` (descriptors §14);
-* ``filePermission`` -- ``{allow, scope, absolutePathUri}`` (a public reverse-engineering note of the
-  IDE's extension.js; the request ``FilePermissionInteractionSpec {absolutePathUri, isDirectory,
-  blockReason}``, also nested in a tool step: sdougbrown/avenor ``internal/runtime/agy/testdata/rpc/
-  v1.1.5/FIELD_MAP.md``, ``list_directory.file_permission_request``).
+* ``runCommand`` -- ``{confirm, proposedCommandLine, submittedCommandLine}`` (descriptors §14).
+
+``filePermission`` (``file_permission = 19``) is a named card, not answerable: its request is evidenced
+(``FilePermissionInteractionSpec {absolutePathUri, isDirectory, blockReason}``, also nested in a tool
+step: sdougbrown/avenor ``internal/runtime/agy/testdata/rpc/v1.1.5/FIELD_MAP.md``,
+``list_directory.file_permission_request``), its answer message is not: no public source shows it, so
+no payload is guessed; the card names the path and says to answer in agy's terminal.
 
 ``deploy`` has one public answer field, ``cancel`` (avenor FIELD_MAP): what *accepts* a deploy is not
 evidenced, so it stays a named card. The other twelve have names only.
@@ -97,11 +99,10 @@ KINDS: tuple[Kind, ...] = (
         19,
         "file_permission",
         "access {what}",
-        "permission",
-        "descriptors",
-        "a public reverse-engineering note of the IDE's extension.js (FilePermissionInteraction); "
-        f"request spec: {FIELD_MAP}",
-        "allow, scope, absolutePathUri",
+        "other",
+        "none",
+        f"answer: none public; name: {RESEARCH} §8.1; request spec "
+        f"(FilePermissionInteractionSpec): {FIELD_MAP}",
     ),
     _k(20, "elicitation", "ask for input: {what}", "other", "none", _NAME_ONLY),
     _k(
@@ -259,7 +260,8 @@ def describe(gate: GateOpened) -> str:
         why = _text(request.get("blockReason"))
         reason = " outside the workspace" if why == "BLOCK_REASON_OUTSIDE_WORKSPACE" else ""
         reason = " (gitignored)" if why == "BLOCK_REASON_GITIGNORED" else reason
-        return f"agy asks to access {_quote(thing or 'a file')}{directory}{reason}"
+        tail = "" if gate.answerable and gate.kind != "other" else " — answer in agy's terminal"
+        return f"agy asks to access {_quote(thing or 'a file')}{directory}{reason}{tail}"
     what = _quote(thing) if thing else ""
     template = kind.asks if what else kind.asks.replace(": {what}", "")
     text = " ".join(template.replace("{what}", what or "something").split())

@@ -12,10 +12,9 @@ the grant. Which scopes a gate offers (:func:`offered`), in display order:
   ``run_command_waiting``): ``once``, ``conversation``, ``global`` -- the three allows agy's own menu
   offers for that request ("Yes", "... always allow in this conversation for commands that start with
   '<pattern>'", the same persisted to settings.json: omnigent 0.19.1 ``to_tui_selection_keys``);
-* any other ``permission``: ``once``, ``conversation`` -- the two PermissionScope values the IDE's
-  file-permission answer is seen with (a public reverse-engineering note of the IDE's extension.js);
-* ``filePermission`` (``FilePermissionInteraction {allow, scope, absolutePathUri}``): ``once``,
-  ``conversation`` (same source);
+* any other ``permission``: ``once`` only -- agy's own menu offers a lasting allow only where it
+  suggests a pattern that shows the grant's breadth (without one, ``to_tui_selection_keys`` downgrades
+  "always" to a one-time approve), so no lasting grant is offered whose breadth nobody can see;
 * ``runCommand`` (``{confirm, proposedCommandLine, submittedCommandLine}``: no scope field): ``once``;
 * anything else: nothing.
 
@@ -53,7 +52,7 @@ SCOPE_WORDS: dict[str, Scope] = {
 }
 PERSIST_SUGGESTED = "PERSIST_SUGGESTION_TYPE_SUGGESTED"
 #: interactions answered with a PermissionScope (the others, if answerable, are once only)
-SCOPED_INTERACTIONS = frozenset({"permission", "filePermission"})
+SCOPED_INTERACTIONS = frozenset({"permission"})
 
 
 def _text(value: Any) -> str:
@@ -66,9 +65,7 @@ def offered(interaction: str, request: dict[str, Any]) -> tuple[str, ...]:
         suggested = _text(request.get("persistSuggestionType")) == PERSIST_SUGGESTED
         if suggested and _text(request.get("suggestedPersistPattern")):
             return ("once", "conversation", "global")
-        return ("once", "conversation")
-    if interaction == "filePermission":
-        return ("once", "conversation")
+        return ("once",)  # no pattern: agy shows no breadth for a lasting grant (module doc)
     if interaction == "runCommand":
         return ("once",)
     return ()

@@ -22,8 +22,9 @@ read the answers; the terminal, the omnigent sink and plugin, ACP and the board 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, assert_never
+from typing import Any, Literal, assert_never
 
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -42,6 +43,8 @@ from agy_harness.ports.events import (
     Usage,
     UserMessage,
 )
+
+from .mapper_state import MapperState
 
 # -- usage -------------------------------------------------------------------------------------------
 
@@ -149,6 +152,24 @@ class RunStatus:
         fully = update.get("fullyIdle") is True
         self.running = not fully
         return fully
+
+
+#: a step status that means agy is not done with it (proto-JSON enum suffixes)
+UNSETTLED = ("WAITING", "RUNNING", "GENERATING")
+
+
+def turn_goes_on(state: MapperState, raws: Sequence[Any]) -> str:
+    """Why a turn may not close although agy says idle ('' when nothing says so): a gate is open in
+    the reconciler's ``state``, or a step in ``raws`` (agy's steps, freshly read) is unsettled
+    (WAITING, RUNNING, GENERATING). The one rule for every idle signal: agy's stream (``IDLE`` and
+    ``fullyIdle``, which may be stale) and the run-status backstop."""
+    if state.gates:
+        return "a gate is open"
+    for raw in raws:
+        status = raw.get("status") if isinstance(raw, dict) else None
+        if isinstance(status, str) and status.endswith(UNSETTLED):
+            return f"a step is {status.rsplit('_', 1)[-1]}"
+    return ""
 
 
 # -- turns -------------------------------------------------------------------------------------------

@@ -124,7 +124,7 @@ class ToolActions:
         mi = await self.planner_tools([call], f"**Asking first**\n\nThis needs the user's {field}.")
         await self.pause(STEP_DELAY)
         request: dict[str, Any] | None = {field: kind_request(field, subject)}
-        kind = "permission" if field in ("runCommand", "filePermission", "nestedFilePermission") else "other"
+        kind = "permission" if field == "runCommand" else "other"  # a file permission: agy's terminal only
         if field == "runCommand":
             command = subject or default
             step = ts.run_command(self.where(mi), self.model, call, command=command, cwd=self.sim.workspace,

@@ -43,9 +43,11 @@ def nested_file_permission(step: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def apply(c: Cascade, interaction: dict[str, Any], *, terminal: bool = False) -> tuple[int, dict[str, Any]]:
     """Check ``interaction`` against the gate it names and record it on the step; returns the step
-    index and the recorded response. Raises RpcFailure(500, "input not registered for step N") for an
+    index and the recorded response. ``terminal``: agy's own terminal answers (a file permission is
+    taken only from there: its RPC answer message is not evidenced, so the harness never sends one and
+    the simulator refuses any). Raises RpcFailure(500, "input not registered for step N") for an
     answer to no waiting gate or of another kind than the one asked (agy's refusal), and
     RpcFailure(400, "invalid_argument") for a value agy's decoder rejects (an unknown enum name)."""
     if not isinstance(interaction, dict):
@@ -69,6 +71,8 @@ def apply(c: Cascade, interaction: dict[str, Any]) -> tuple[int, dict[str, Any]]
     elif field == "runCommand":
         _run_command(step, interaction["runCommand"], response)
     elif field == "filePermission":
+        if not terminal:
+            raise refused  # no RPC answer to a file permission is evidenced: agy's terminal only
         _file_permission(step, interaction["filePermission"], response, refused)
     else:
         # a kind the harness cannot answer: accepted in the simulated terminal, or over RPC as
@@ -128,7 +132,8 @@ def _run_command(step: dict[str, Any], run: dict[str, Any], response: dict[str, 
 def _file_permission(
     step: dict[str, Any], perm: dict[str, Any], response: dict[str, Any], refused: RpcFailure
 ) -> None:
-    """``FilePermissionInteraction {allow, scope, absolutePathUri}``: only for the path asked about."""
+    """A file permission answered in agy's own terminal (recorded in the simulator's own shape,
+    ``{allow, absolutePathUri}``: agy's is not public): only for the path asked about."""
     asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step) or {}
     uri = perm.get("absolutePathUri")
     if uri != asked.get("absolutePathUri"):
@@ -226,14 +231,14 @@ def terminal_answer(
         step = c.steps[index]
         answer: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
         field = asked_field(step)
-        if kind == "other":
+        if field == "filePermission":
+            asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step)
+            answer["filePermission"] = {"allow": accept, "absolutePathUri": (asked or {}).get("absolutePathUri")}
+        elif kind == "other":
             answer[field] = {"accepted": accept}
         elif field == "runCommand":
             proposed = step["runCommand"]["proposedCommandLine"]
             answer["runCommand"] = {"confirm": accept, "proposedCommandLine": proposed}
-        elif field == "filePermission":
-            asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step)
-            answer["filePermission"] = {"allow": accept, "absolutePathUri": (asked or {}).get("absolutePathUri")}
         elif kind == "permission":
             answer["permission"] = {"allow": accept}
         else:

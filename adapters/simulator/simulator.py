@@ -226,8 +226,12 @@ class Simulator(CascadeHost):
         c.cancel.set()
         return True
 
-    async def handle_interaction(self, cascade_id: str, interaction: dict[str, Any]) -> None:
-        """``HandleCascadeUserInteraction``; raises RpcFailure(500, "input not registered for step N")."""
+    async def handle_interaction(
+        self, cascade_id: str, interaction: dict[str, Any], *, terminal: bool = False
+    ) -> None:
+        """``HandleCascadeUserInteraction``; raises RpcFailure(500, "input not registered for step N").
+        ``terminal``: the answer comes from agy's own terminal (:meth:`resolve_in_terminal`), not over
+        RPC (a file permission is taken only from there)."""
         self.received.append((cascade_id, copy.deepcopy(interaction)))
         c = self._cascades.get(cascade_id)
         if c is None:  # agy's words for an interaction with no run behind it
@@ -235,7 +239,7 @@ class Simulator(CascadeHost):
         perm = interaction.get("permission") if isinstance(interaction, dict) else None
         if self.faults.refuse_scope and isinstance(perm, dict) and "scope" in perm:
             raise RpcFailure(400, "invalid_argument", 'proto: unknown field "scope"')
-        index, response = interactions.apply(c, interaction)
+        index, response = interactions.apply(c, interaction, terminal=terminal)
         self.grants.take(c.id, c.steps[index].get("requestedInteraction") or {}, response)
         gate = c.gates[index]
         del c.gates[index]
@@ -249,7 +253,7 @@ class Simulator(CascadeHost):
         :func:`.interactions.terminal_answer`). Returns the step index; KeyError if none waits."""
         c = self._cascade(cascade_id)
         interaction = interactions.terminal_answer(c, accept, kind=kind, **how)
-        await self.handle_interaction(c.id, interaction)
+        await self.handle_interaction(c.id, interaction, terminal=True)
         return int(interaction["stepIndex"])
 
     async def send_agent_message(self, cascade_id: str, text: str) -> None:

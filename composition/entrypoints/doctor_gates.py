@@ -15,10 +15,9 @@ def _recorded_scopes(steps: list[Any]) -> list[str]:
     for raw in steps:
         for done in as_list(as_dict(raw).get("completedInteractions")):
             response = as_dict(as_dict(done).get("response"))
-            for field in ("permission", "filePermission"):
-                scope = as_str(as_dict(response.get(field)).get("scope"))
-                if scope and scope not in seen:
-                    seen.append(scope)
+            scope = as_str(as_dict(response.get("permission")).get("scope"))
+            if scope and scope not in seen:
+                seen.append(scope)
     return seen
 
 

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from agy_harness.core.turns import turn_goes_on
 from agy_harness.ports.events import Event
 from agy_harness.ports.protocols import (
     CascadeDirectory,
@@ -221,15 +222,13 @@ class DirectoryWatcher:
 
     def _turn_goes_on(self, raws: Sequence[Any], bound: CascadeSummary | None) -> str:
         """Why the turn is not over although agy lists it idle ('' when nothing says so)."""
-        if self.conversation.reconciler.state.gates:
-            return "a gate is open"
+        why = turn_goes_on(self.conversation.reconciler.state, raws)  # the rule agy's fullyIdle obeys too
+        if why:
+            return why
         started = None
         for raw in raws:
             if not isinstance(raw, dict):
                 continue
-            status = raw.get("status")
-            if isinstance(status, str) and status.endswith(_UNSETTLED):
-                return f"a step is {status.rsplit('_', 1)[-1]}"
             kind = raw.get("type")
             if isinstance(kind, str) and kind.endswith("USER_INPUT"):
                 metadata = raw.get("metadata")
@@ -240,9 +239,6 @@ class DirectoryWatcher:
             if known and max(known) < started:
                 return "the listing is older than the turn's start"
         return ""
-
-
-_UNSETTLED = ("WAITING", "RUNNING", "GENERATING")
 
 
 def _instant(value: object) -> datetime | None:

@@ -16,6 +16,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Sequence
 
+from agy_harness.core.turns import turn_goes_on
 from agy_harness.ports.errors import ConversationUnreadable, MethodMissing, SourceIdle
 from agy_harness.ports.events import Notice
 from agy_harness.ports.protocols import SessionClock, StepBatch, StepSource
@@ -183,8 +184,9 @@ class ReadDriver:
 
     async def _run_over(self, cascade: str) -> None:
         """agy's stream says the run is over (IDLE and fully idle) while our turn is open: read
-        everything agy has first (the stream may lag), and close the turn only if those steps did not
-        (as the run-status backstop does)."""
+        everything agy has first (the stream may lag, and its fullyIdle be stale), and close the turn
+        only if no gate is open and no step is unsettled (:func:`agy_harness.core.turns.turn_goes_on`,
+        the rule the run-status backstop obeys)."""
         try:
             raws = await self.emitter.snapshot.read_steps(cascade)
         except asyncio.CancelledError:
@@ -193,6 +195,10 @@ class ReadDriver:
             log.debug("agy reports the run over: cannot read steps (%s); not closing on partial knowledge", exc)
             return
         await self.emitter.apply(StepBatch(cascade_id=cascade, steps=tuple(raws), snapshot=True, source="run-idle"))
+        why = turn_goes_on(self.conversation.reconciler.state, raws)
+        if why:
+            log.info("agy reports the run over (idle, fully idle), but %s; the turn stays open", why)
+            return
         events = self.conversation.reconciler.observe_idle("agy reports the run over (idle, fully idle)")
         if events:
             await self.emitter.emit(events)

@@ -92,25 +92,22 @@ async def test_with_the_editors_fs_the_buffer_decides_what_the_diff_is() -> None
     )
 
 
-async def test_a_file_permission_is_answered_in_the_editor_with_its_scope() -> None:
-    async def conversation(tool_call: Any, options: list[Any]) -> str:
-        return "allow:conversation"
-
+async def test_a_file_permission_is_a_card_that_says_to_answer_in_agys_terminal() -> None:
+    """filePermission's answer message is not evidenced: like the file-write review, its card names the
+    path and says to answer in agy's terminal; nobody is asked and nothing of ours reaches agy."""
     async with Simulator(pace=0.05) as agy:
-        client = RecordingClient(permission=conversation)
+        client = RecordingClient()
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
             sid = (await conn.new_session(cwd=agy.workspace, mcp_servers=[])).session_id
-            assert (await prompt(conn, sid, "kind: filePermission file:///etc")).stop_reason == "end_turn"
-            (_, asked, options) = client.permission_requests[0]
-            assert [(o.option_id, o.kind) for o in options] == [
-                ("allow", "allow_once"),
-                ("allow:conversation", "allow_always"),
-                ("deny", "reject_once"),
-            ]
-            assert [loc.path for loc in asked.locations] == ["/etc"]
-            assert asked.content[-1].content.text == (
-                "agy's request carries no change to show here: only the path above."
+            turn = asyncio.create_task(prompt(conn, sid, "kind: filePermission file:///etc"))
+            await client.wait_for(
+                lambda: any(u.status == "pending" and u.locations for u in client.of(sid, "tool_call"))
             )
-            [(_, sent)] = agy.received
+            card = next(u for u in client.of(sid, "tool_call") if u.status == "pending" and u.locations)
+            assert [loc.path for loc in card.locations] == ["/etc"]
+            assert "answer it there" in card.content[0].content.text
+            assert client.permission_requests == [] and agy.received == []
+            await agy.resolve_in_terminal(sid)  # agy's own terminal answers it
+            assert (await turn).stop_reason == "end_turn"
+            [(_, sent)] = agy.received  # agy's terminal's answer, the only one
             assert sent["filePermission"]["allow"] is True
-            assert sent["filePermission"]["scope"] == "PERMISSION_SCOPE_CONVERSATION"

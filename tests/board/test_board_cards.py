@@ -305,7 +305,9 @@ async def test_each_kind_has_its_named_card() -> None:
             assert page.errors == []
 
 
-async def test_a_file_permission_card_names_its_path_not_a_command_line() -> None:
+async def test_a_file_permission_card_names_its_path_and_offers_no_answer() -> None:
+    """filePermission's answer message is not evidenced: a named card (the path through the display
+    rule), no allow button, nothing sent to agy."""
     async with Simulator(pace=0, gate_timeout=None) as sim:
         await sim.submit_user_turn("kind: filePermission file:///etc/hosts")
         await sim.wait_idle(timeout=10)
@@ -313,18 +315,17 @@ async def test_a_file_permission_card_names_its_path_not_a_command_line() -> Non
             running_board(agy_ports=[sim.port], tick=0.1) as board,
             browser_page(board.url) as page,
         ):
-            card = page.locator("#cards .card[data-kind=permission]")
+            card = page.locator("#cards .card")
             await card.wait_for()
             [gate] = [g for live in board.board.live.values() for g, _ in live.gates.values()]
-            assert gate.interaction == "filePermission" and not gate.permission.command_line  # type: ignore[union-attr]
-            assert not (await card.locator("pre.cmd").inner_text()).startswith("$ ")
+            assert gate.interaction == "filePermission" and gate.kind == "other" and not gate.answerable
             from agy_harness.core.kinds import describe
 
-            assert await card.locator(".ask").inner_text() == describe(gate)
-            labels = await card.locator("button[data-act=allow]").evaluate_all(
-                "bs => bs.map(b => b.dataset.scope)"
-            )
-            assert labels == list(gate.scopes)
+            named = describe(gate)
+            assert "file:///etc/hosts" in named and named.endswith("answer in agy's terminal")
+            assert await card.locator(".ask").inner_text() == named
+            assert await card.locator("button[data-act=allow]").count() == 0  # nothing here answers it
+            assert sim.received == []
             assert page.errors == []
 
 

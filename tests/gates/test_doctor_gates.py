@@ -27,7 +27,7 @@ async def test_doctor_says_the_scope_route_and_the_kinds_and_settings() -> None:
     text = render(before)
     assert "scopes: RPC permission.scope" in text and "agy's own menu keys (attach --tmux" in text
     answered = [line for line in text.splitlines() if line.startswith("gate kinds answered here:")]
-    assert answered == ["gate kinds answered here: runCommand, filePermission, permission, askQuestion"]
+    assert answered == ["gate kinds answered here: runCommand, permission, askQuestion"]
     named = next(line for line in text.splitlines() if line.startswith("gate kinds shown as named cards"))
     assert all(k.field in named for k in KINDS if k.gate == "other")
     assert "setting artifactReviewPolicy:" in text and "setting allowNonWorkspaceAccess:" in text

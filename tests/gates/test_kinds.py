@@ -1,5 +1,5 @@
 """All 18 CascadeUserInteraction kinds by name: each is a typed request with its own card and digest;
-only the four whose answer message is public are answerable, and nothing answers the others."""
+only the three whose answer message is public are answerable, and nothing answers the others."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ ISSUE = {  # the oneof as issue 34 lists it (descriptors)
     22: "askQuestion", 23: "approvalInteraction",
 }  # fmt: skip
 UNEVIDENCED = [
-    f for f in ISSUE.values() if f not in ("runCommand", "filePermission", "permission", "askQuestion")
+    f for f in ISSUE.values() if f not in ("runCommand", "permission", "askQuestion")
 ]
 EVERY_VALUE: list[Any] = [
     True, False, "allow", "yes", "deny", "no: because", "decline", "cancel", "1", ["1"], "allow always",
@@ -41,7 +41,7 @@ EVERY_VALUE: list[Any] = [
 
 def test_the_table_holds_the_eighteen_kinds_by_number_and_field() -> None:
     assert {k.number: k.field for k in KINDS} == ISSUE
-    assert set(answerable_fields()) == {"runCommand", "filePermission", "permission", "askQuestion"}
+    assert set(answerable_fields()) == {"runCommand", "permission", "askQuestion"}
     for kind in KINDS:
         assert kind.source and (kind.answer or kind.gate == "other")
         assert (kind.evidence == "none") == (kind.gate == "other" and kind.field != "deploy")
@@ -92,12 +92,10 @@ def test_an_unevidenced_kind_is_a_named_card_that_nothing_answers(field: str) ->
             parse_answer(gate, value)
 
 
-@pytest.mark.parametrize("field", ["runCommand", "filePermission"])
-def test_the_newly_answerable_kinds_are_permissions_with_their_own_choices(field: str) -> None:
-    gate, notices = opened(waiting_step(field))
-    assert notices == [] and gate.kind == "permission" and gate.answerable and gate.interaction == field
-    assert gate.scopes == (("once",) if field == "runCommand" else ("once", "conversation"))
-    assert gate.editable is (field == "runCommand")
+def test_run_command_is_a_permission_with_its_own_choices() -> None:
+    gate, notices = opened(waiting_step("runCommand"))
+    assert notices == [] and gate.kind == "permission" and gate.answerable and gate.interaction == "runCommand"
+    assert gate.scopes == ("once",) and gate.editable
     assert not describe(gate).endswith("answer in agy's terminal")
 
 
@@ -129,13 +127,18 @@ async def test_the_simulator_asks_every_unevidenced_kind_and_the_harness_never_a
             await sim.resolve_in_terminal(kind="other")  # only agy's own terminal answers it
             await watch.turn_over()
     received = [i for _, i in sim.received]
-    # what reached agy came from its own terminal alone: {"<field>": {"accepted": true}}, one per kind
+    # what reached agy came from its own terminal alone: {"<field>": {"accepted": true}} (a file
+    # permission: the simulated terminal's {allow, absolutePathUri}), one per kind
     assert [next(k for k in i if k not in ("trajectoryId", "stepIndex")) for i in received] == [
         *UNEVIDENCED,
         *SETTING_GATES,
     ]
+    terminal = {"filePermission": ["allow", "absolutePathUri"]}
     assert all(
-        list(i[k]) == ["accepted"] for i in received for k in i if k not in ("trajectoryId", "stepIndex")
+        list(i[k]) == terminal.get(k, ["accepted"])
+        for i in received
+        for k in i
+        if k not in ("trajectoryId", "stepIndex")
     )
 
 
@@ -181,31 +184,56 @@ def test_the_readme_table_agrees_with_the_code() -> None:
         assert (kind.answer in cells[4]) if kind.gate != "other" else cells[4].startswith("none")
 
 
-async def test_a_file_permission_nested_in_a_tool_step_opens_a_gate_answered_over_rpc(sim: Simulator) -> None:
+async def test_a_file_permission_nested_in_a_tool_step_opens_a_named_gate_nothing_here_answers(
+    sim: Simulator,
+) -> None:
+    """filePermission's answer message is not evidenced: its gate (nested in a tool step too) is a named
+    card showing the path, parse_answer refuses every value, and agy receives nothing from the harness."""
     async with session_on(sim) as session:
         watch = Watch(session)
         await session.send("kind: nestedFilePermission file:///etc")
         gate = await watch.gate()
-        assert gate.kind == "permission" and gate.interaction == "filePermission" and gate.answerable
+        assert gate.kind == "other" and gate.interaction == "filePermission" and not gate.answerable
+        assert gate.scopes == () and not gate.editable and gate.permission is None
         assert gate.request == {
             "absolutePathUri": "file:///etc",
             "isDirectory": True,
             "blockReason": "BLOCK_REASON_OUTSIDE_WORKSPACE",
         }
-        assert describe(gate) == "agy asks to access file:///etc (a directory) outside the workspace"
-        assert gate.scopes == ("once", "conversation")
-        await session.answer(gate.gate_id, "allow conversation")
+        assert describe(gate) == (
+            "agy asks to access file:///etc (a directory) outside the workspace — answer in agy's terminal"
+        )
+        for value in EVERY_VALUE:
+            with pytest.raises(AnswerError):
+                parse_answer(gate, value)
+            with pytest.raises(AnswerError):
+                await session.answer(gate.gate_id, value)
+        assert sim.received == []  # nothing reached agy
+        assert sim.steps()[gate.step_index]["status"] == "CORTEX_STEP_STATUS_WAITING"
+        await sim.resolve_in_terminal(kind="other")  # agy's own terminal answers it
         await watch.turn_over()
-    [(_, sent)] = sim.received
-    assert sent["filePermission"] == {
-        "allow": True,
-        "scope": "PERMISSION_SCOPE_CONVERSATION",
-        "absolutePathUri": "file:///etc",
-    }
     step = sim.steps()[gate.step_index]
     assert "requestedInteraction" not in step and step["listDirectory"]["filePermissionRequest"]
-    assert step["completedInteractions"][-1]["response"]["filePermission"] == sent["filePermission"]
+    assert step["completedInteractions"][-1]["response"]["filePermission"]["allow"] is True
     assert step["status"] == "CORTEX_STEP_STATUS_DONE"
+
+
+async def test_the_simulator_refuses_an_rpc_answer_to_a_file_permission(sim: Simulator) -> None:
+    """Not even the shape the harness once guessed reaches the step: only agy's terminal answers it."""
+    await sim.submit_user_turn("kind: filePermission file:///etc")
+    await sim.wait_idle(10)
+    [index] = [i for i, s in enumerate(sim.steps()) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
+    trajectory = sim.steps()[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
+    guess = {"allow": True, "scope": "PERMISSION_SCOPE_ONCE", "absolutePathUri": "file:///etc"}
+    async with RpcClient(sim.base_url) as client:
+        with pytest.raises(RpcError) as refused:
+            await client.call(
+                "HandleCascadeUserInteraction",
+                {"cascadeId": sim.cascade_id, "interaction": {"trajectoryId": trajectory, "stepIndex": index,
+                                                              "filePermission": guess}},
+            )  # fmt: skip
+    assert f"input not registered for step {index}" in refused.value.message
+    assert sim.steps()[index]["status"] == "CORTEX_STEP_STATUS_WAITING"
 
 
 def test_a_typed_reading_of_each_kind() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agy_harness.core.answers import Allow, AnswerError, Deny, parse_answer
+from agy_harness.core.answers import Allow, AnswerError, parse_answer
 from agy_harness.core.elicitation import interaction_payload
 from agy_harness.core.gates import gate_events
 from agy_harness.core.scopes import offered, scope_label
@@ -118,21 +118,16 @@ def test_an_edited_command_runs_and_binds_its_own_digest() -> None:
         parse_answer(g, GateAnswer(allow=False, edited_command="ls"))
 
 
-def test_a_file_permission_answer_names_the_path_and_scope() -> None:
-    g = gate("filePermission", scopes=("once", "conversation"), request={"absolutePathUri": "file:///etc"})
-    assert interaction_payload(g, parse_answer(g, True))["filePermission"] == {
-        "allow": True,
-        "scope": "PERMISSION_SCOPE_ONCE",
-        "absolutePathUri": "file:///etc",
-    }
-    assert interaction_payload(g, parse_answer(g, "allow conversation"))["filePermission"]["scope"] == (
-        "PERMISSION_SCOPE_CONVERSATION"
+def test_a_file_permission_takes_no_answer_and_builds_no_payload() -> None:
+    """filePermission's answer message is not evidenced: a gate of it (as core.gates makes it: other,
+    not answerable) refuses every value, and no scope is offered for it."""
+    g = gate("filePermission", request={"absolutePathUri": "file:///etc"}).model_copy(
+        update={"kind": "other", "answerable": False, "permission": None}
     )
-    assert interaction_payload(g, parse_answer(g, "deny"))["filePermission"] == {
-        "allow": False,
-        "absolutePathUri": "file:///etc",
-    }
-    assert parse_answer(g, "deny").verdict == Deny()
+    for value in (True, False, "allow", "allow conversation", "deny", GateAnswer(allow=True, scope="once")):
+        with pytest.raises(AnswerError):
+            parse_answer(g, value)
+    assert offered("filePermission", {"absolutePathUri": "file:///etc"}) == ()
 
 
 def test_questions_take_no_scope_and_no_edit() -> None:
@@ -154,8 +149,15 @@ def test_which_scopes_a_request_offers() -> None:
         "suggestedPersistPattern": "pwd",
     }
     assert offered("permission", suggested) == ("once", "conversation", "global")
-    assert offered("permission", {}) == ("once", "conversation")
-    assert offered("filePermission", {}) == ("once", "conversation")
+    # without agy's pattern no lasting grant shows its breadth: agy's own menu downgrades it to once
+    assert offered("permission", {}) == ("once",)
+    assert offered("permission", {"resource": {"action": "command", "target": "ls"}}) == ("once",)
+    assert offered("permission", {**suggested, "suggestedPersistPattern": ""}) == ("once",)
+    assert offered("permission", {"suggestedPersistPattern": "pwd"}) == ("once",)  # not SUGGESTED
+    assert offered("permission", {**suggested, "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_NONE"}) == (
+        "once",
+    )
+    assert offered("filePermission", {}) == ()
     assert offered("runCommand", {}) == ("once",)
     assert offered("openBrowserUrl", {}) == ()
 
@@ -167,7 +169,7 @@ def test_labels_name_the_scope_and_agys_pattern_verbatim() -> None:
         scope_label(g, "conversation") == "Allow for this conversation: commands that start with 'git\\u202e'"
     )
     assert scope_label(g, "global") == "Always allow: commands that start with 'git\\u202e'"
-    assert scope_label(gate("filePermission"), "conversation") == "Allow for this conversation"
+    assert scope_label(gate("runCommand"), "conversation") == "Allow for this conversation"
     assert scope_label(g, "workspace").startswith("Allow in this workspace")
     assert scope_label(g, "project").startswith("Allow in this project")
 
@@ -188,3 +190,27 @@ def test_the_recorded_run_command_gate_offers_agys_three_allows() -> None:
     [opened] = gate_events(step, {"id": "x", "cascade_id": "c"}, "g", pending, "d" * 32)
     assert isinstance(opened, GateOpened)
     assert opened.scopes == ("once", "conversation", "global") and not opened.editable
+
+
+def test_a_permission_without_agys_pattern_offers_only_once() -> None:
+    """agy's own menu offers a lasting allow only where it suggests a pattern (omnigent 0.19.1's
+    ``to_tui_selection_keys`` downgrades "always" to once without one): a permission step without a
+    pattern opens a gate offering ``once`` alone, and a lasting scope for it is refused."""
+    raw = {
+        "type": "CORTEX_STEP_TYPE_GENERIC",
+        "status": "CORTEX_STEP_STATUS_WAITING",
+        "metadata": {"sourceTrajectoryStepInfo": {"trajectoryId": "t", "stepIndex": 3}, "executionId": "e"},
+        "requestedInteraction": {"permission": {"resource": {"action": "read", "target": "/etc/hosts"}}},
+    }
+    step = parse_step(raw)
+    assert step is not None
+    from agy_harness.core.gates import pending_request
+
+    pending = pending_request(step)
+    assert pending is not None
+    [opened] = gate_events(step, {"id": "x", "cascade_id": "c"}, "g", pending, "d" * 32)
+    assert isinstance(opened, GateOpened) and opened.scopes == ("once",)
+    for value in ("allow conversation", "allow always", GateAnswer(allow=True, scope="conversation")):
+        with pytest.raises(AnswerError):
+            parse_answer(opened, value)
+    assert interaction_payload(opened, parse_answer(opened, "allow"))["permission"] == {"allow": True}

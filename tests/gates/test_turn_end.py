@@ -12,6 +12,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.service.conversation import Conversation
 from agy_harness.composition.service.read_driver import ReadDriver
 from agy_harness.core.turns import RunStatus
+from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import StepBatch
 from tests.core.fixtures import CASCADE, fixture
 from tests.fakes import FakeClock, MemorySnapshot, RecordingEmitter
@@ -95,3 +96,58 @@ async def test_the_simulators_stream_carries_fully_idle_when_asked(sim: Simulato
         assert await read_run(sim, source) is True and source.run.sends_fully_idle
         sim.background_work = True  # IDLE but not fully idle: agy still works, the run is not over
         assert await read_run(sim, source) is False and source.run.running
+
+
+class Feeding(RecordingEmitter):
+    """The emitter as the harness has it: every applied batch goes through the conversation's real
+    reconciler, whose events (a gate opening...) reach the human."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        super().__init__()
+        self.conversation = conversation
+
+    async def apply(self, batch: StepBatch, reconciler: object = None) -> None:
+        self.applied.append((batch, None))
+        for raw in batch.steps:
+            self.emitted.extend(self.conversation.reconciler.feed(raw))
+        await asyncio.sleep(0)
+
+
+async def test_a_stale_fully_idle_never_closes_a_turn_whose_step_waits() -> None:
+    """The stream says IDLE + fullyIdle (stale: it lags behind agy) while the steps agy has hold a
+    WAITING step: the turn stays open (the rule the run-status backstop obeys, core.turns.turn_goes_on)
+    and the gate still reaches the human. Before the shared rule, the stream's word closed the turn."""
+    conversation = Conversation(CASCADE)
+    emitter = Feeding(conversation)
+    waiting = fixture("run_command_waiting")
+    emitter.snapshot = MemorySnapshot([fixture("user_input"), waiting])  # type: ignore[attr-defined]
+    conversation.reconciler.feed(fixture("user_input"))  # a turn is open
+    assert conversation.reconciler.state.status == "running"
+    source = Frames([StepBatch(cascade_id=CASCADE, steps=(), source="stream", run_idle=True)])
+    driver = ReadDriver(conversation, [source], emitter, clock=FakeClock())  # type: ignore[arg-type, list-item]
+    driver.start()
+    try:
+        await emitter.wait_for(lambda: len(emitter.applied) >= 2)
+        await asyncio.sleep(0.05)
+    finally:
+        assert driver.task is not None
+        driver.task.cancel()
+        await asyncio.gather(driver.task, return_exceptions=True)
+    assert [b.source for b, _ in emitter.applied] == ["stream", "run-idle"]  # everything was read
+    gates = [e for e in emitter.emitted if isinstance(e, GateOpened)]
+    assert len(gates) == 1 and gates[0].kind == "permission"  # the gate reaches the human
+    assert not any(getattr(e, "type", "") == "status" and getattr(e, "status", "") == "idle" for e in emitter.emitted)
+    assert conversation.reconciler.state.status == "running" and conversation.reconciler.state.gates
+
+
+def test_the_one_rule_for_every_idle_signal() -> None:
+    from agy_harness.core.mapper_state import MapperState
+    from agy_harness.core.turns import turn_goes_on
+
+    state = MapperState()
+    assert turn_goes_on(state, []) == ""
+    assert turn_goes_on(state, [fixture("run_command_waiting")]) == "a step is WAITING"
+    assert turn_goes_on(state, [{"status": "CORTEX_STEP_STATUS_RUNNING"}, "junk", None]) == "a step is RUNNING"
+    assert turn_goes_on(state, [fixture("run_command_done"), fixture("user_input")]) == ""
+    state.gates["t/3"] = "gate"
+    assert turn_goes_on(state, []) == "a gate is open"

@@ -1,7 +1,7 @@
 """The change a gate is about, shown on its card the way an editor shows its own agent's edits.
 
 agy's gates that concern a file carry the file's URI in their request (``fileReview.targetFileUri``
-in the simulator's file-write review, a guessed field; ``filePermission.absolutePathUri``; a
+in the simulator's file-write review, a guessed field; a file permission's ``absolutePathUri``; a
 permission's ``target``). The card gets:
 
 * a ``location`` for that path (the editor can open it);

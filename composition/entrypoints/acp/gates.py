@@ -12,8 +12,9 @@
   -> one ``elicitation/create`` form: per question a single-select (``oneOf``) or a multi-select
   (``array`` of ``anyOf``) field plus an optional write-in field. An answer the one parser
   (:func:`agy_harness.core.answers.parse_answer`) refuses is reported on the card and asked again.
-* A gate of another kind (a file-write review, a plan approval: no known answer payload) is shown as
-  a pending card that says to answer in agy's terminal; agy withdraws it when it moves on.
+* A gate of another kind (a file-write review, a file permission, a plan approval: no known answer
+  payload) is shown as a pending card that says to answer in agy's terminal; agy withdraws it when
+  it moves on.
 * A question gate otherwise -> one ``session/request_permission`` per question whose options are the
   question's options plus "Decline to answer". A multi-select question is answered with the one
   option picked (the title says so); a question without options (write-in only) cannot be answered
