@@ -25,6 +25,7 @@ from tests.real_omnigent import OmnigentServer, server_env
 from .conftest import agent_dir, run_omnigent
 
 WAIT = 60.0
+LAUNCH_WAIT = 300.0  # omnigent's chat starting (server, host daemon, runner) on a loaded machine
 CARD = "y = approve once"
 PROMPT = "state: sleeping"  # the chat's status line once a turn is over
 
@@ -149,7 +150,7 @@ async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> As
             pane = session.active_window.active_pane
             assert pane is not None and pane.pane_id is not None
             chat = Chat(tmux, pane.pane_id, srv.url, sim, http)
-            await chat.idle()
+            await chat.idle(timeout=LAUNCH_WAIT)
             yield chat
             chat.tmux.cmd("send-keys", "-t", chat.pane_id, "C-c")
             await asyncio.sleep(1.0)

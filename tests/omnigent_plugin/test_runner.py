@@ -343,3 +343,30 @@ async def test_a_card_answered_in_agys_terminal_is_retired(
         retired = await turn.wait_for("response.elicitation_resolved", timeout=1.0)
         assert retired["elicitation_id"] == card["elicitation_id"]
         assert (await turn.finished())["type"] == "response.completed"
+
+
+async def test_a_scope_picked_on_the_card_reaches_agy_through_omnigents_runner(
+    plugin_python: Path, agy: Simulator, tmp_path: Path
+) -> None:
+    """issue 34 through the plugin: the card's choices are the gate's scopes; the web card's button
+    ("for this conversation") reaches agy as that scope, and the next identical ``ls`` runs with no card."""
+    async with runner_for(plugin_python, agy, tmp_path) as runner:
+        turn = await runner.message("run: ls -la")
+        ask = await turn.wait_for("response.elicitation_request")
+        choices = ask["params"]["requestedSchema"]["properties"]["answer"]["enum"]
+        assert choices == [
+            "Allow once",
+            "Allow for this conversation: commands that start with 'ls'",
+            "Always allow: commands that start with 'ls'",
+            "Deny",
+        ]
+        assert await runner.approve(ask["elicitation_id"], "accept", {"answer": choices[1]}) == 204
+        assert (await turn.finished())["type"] == "response.completed"
+        turn = await runner.message("run: ls src")
+        assert (await turn.finished())["type"] == "response.completed"
+        assert not turn.of_type("response.elicitation_request")  # agy kept the grant: no card
+    first, second = steps_of(agy, "RUN_COMMAND")
+    granted = {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"}
+    assert first["completedInteractions"][0]["response"]["permission"] == granted
+    assert "completedInteractions" not in second and second["status"].endswith("DONE")
+    assert [c for c, _ in agy.executed] == ["ls -la", "ls src"]

@@ -27,7 +27,7 @@ from tests.real_omnigent import create_session
 from .helpers import Omnigent, Tee
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-WAIT = 30.0
+WAIT = 120.0  # a ceiling on condition waits (a loaded machine), never a timed assertion
 FAST = HarnessOptions(sink_retry=0.05, max_backoff=0.2)
 COMMAND = "pip install -e '.[test]'"
 
