@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from agy_harness.adapters.policy.files import RulePolicy, Tier, load_policy, read_file
+from agy_harness.adapters.policy.files import RulePolicy, Tier, load_policy, read_file, trust
 from agy_harness.adapters.policy.shell import TreeSitterParser
 from agy_harness.core.policy_match import RuleSet, rule_matches
 from agy_harness.core.policy_propose import propose
@@ -70,4 +70,4 @@ def propose_rule(gate: GateOpened) -> str:
     return propose(gate, parser.parse(line) if line else None)
 
 
-__all__ += ["Tier"]
+__all__ += ["Tier", "trust"]
