@@ -23,12 +23,13 @@ import json
 import logging
 import os
 import stat
+import tempfile
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agy_harness.core.policy_match import RuleSet, decide, example_failures
+from agy_harness.core.policy_match import RuleSet, decide, example_failures, rule_matches
 from agy_harness.core.policy_rules import TIERS, Rule, RuleError, rules_from_table
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.policy import CommandParser, Decision
@@ -231,3 +232,53 @@ def load_policy(workspace: Path | None = None, tiers: Sequence[Tier] | None = No
     return RulePolicy(
         load_rules(default_tiers(workspace) if tiers is None else tiers, parser, workspace), parser
     )
+
+
+PROPOSED = "proposed.toml"  # the user-tier file the board saves confirmed proposals into
+
+
+def save_proposed(text: str, gate: GateOpened, env: dict[str, str] | None = None) -> Path:
+    """Append the rule(s) ``text`` (a human confirmed them) to the user tier's ``proposed.toml`` (0600
+    in a 0700 directory), only if the file with them still loads (every example holds) and each new
+    rule matches ``gate``, the request the human approved. Raises RuleError (the reason) and saves
+    nothing otherwise."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE // 16:
+        raise RuleError("the rule is too long")
+    target = user_dir(env) / PROPOSED
+    parser = TreeSitterParser()
+    try:
+        old = target.read_bytes() if target.exists() else b""
+    except OSError as exc:
+        raise RuleError(f"{target}: cannot be read ({exc.strerror or exc})") from None
+    joined = old.decode("utf-8", "replace") + ("\n\n" if old else "") + text.strip("\n") + "\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, body in (("new.toml", text), (PROPOSED, joined)):
+            trial = Path(tmp) / name
+            trial.write_text(body, encoding="utf-8")
+            try:
+                new, _ = read_file(trial, TIERS.index("user"), parser)
+            except RuleError as exc:
+                raise RuleError(
+                    str(exc).replace(str(trial), "the rule" if name == "new.toml" else str(target))
+                ) from None
+            if name == "new.toml":
+                if not new:
+                    raise RuleError("no [[rule]] to save")
+                line = gate.permission.command_line if gate.permission else ""
+                parsed = parser.parse(line) if line else None
+                for rule in new:
+                    if not rule.match or not rule_matches(rule, gate, parsed):
+                        raise RuleError(
+                            f"rule {rule.id}: it does not match the request you approved "
+                            "(keep the request as its first match example)"
+                        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(target.parent, 0o700)
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(("\n\n" if old else "") + text.strip("\n") + "\n")
+    except OSError as exc:
+        raise RuleError(f"{target}: cannot be written ({exc.strerror or exc})") from None
+    return target
