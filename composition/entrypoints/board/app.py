@@ -228,7 +228,8 @@ class _Handlers:
                 raise _Refused(400, f"not sent: {words}")
             value = answer_value(body.get("answer"))
             await live.answer(gate_id, value, shown)
-            self.approved[(live.cascade_id, gate_id)] = gate
+            if value is True or (isinstance(value, GateAnswer) and value.allow):
+                self.approved[(live.cascade_id, gate_id)] = gate  # a rule is offered for an allow only
             while len(self.approved) > MAX_APPROVED:
                 self.approved.pop(next(iter(self.approved)))
         except _Refused as exc:
