@@ -131,6 +131,7 @@ class RuleSet:
     rules_hash: str = ""
     off: str = ""
     files: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # loaded, with a part ignored (an untrusted project file's allows)
     _by_name: dict[str, list[Rule]] = field(default_factory=dict, repr=False)
     _other: list[Rule] = field(default_factory=list, repr=False)
 

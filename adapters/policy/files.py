@@ -6,6 +6,11 @@ user ``$XDG_CONFIG_HOME/agy-harness/policy/*.toml`` (``~/.config`` by default) <
 ``/etc/agy-harness/policy/*.toml``, used only when the directory and each file are owned by root and
 writable by no one else. A deny anywhere wins over any allow; the tier orders what is reported.
 
+The project tier lives where agy itself can write: a project file may ``deny`` and ``ask``, but its
+``allow`` rules are honoured only when the user trusted that exact content (``agy-harness policy trust
+FILE`` records the file's SHA-256 in ``$XDG_CONFIG_HOME/agy-harness/trusted-rules.json``, 0600 in a
+0700 directory); an untrusted or changed file's allows are ignored, and the session's notice says so.
+
 Fail closed: a file that cannot be read, is not TOML, holds a bad rule or an example that fails, or an
 admin directory that is not root's, turns every rule off (everything is asked) and says why
 (:meth:`RulePolicy.warnings`: the session's notice at start).
@@ -14,15 +19,17 @@ admin directory that is not root's, turns every rule off (everything is asked) a
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import stat
+import tempfile
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agy_harness.core.policy_match import RuleSet, decide, example_failures
+from agy_harness.core.policy_match import RuleSet, decide, example_failures, rule_matches
 from agy_harness.core.policy_rules import TIERS, Rule, RuleError, rules_from_table
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.policy import CommandParser, Decision
@@ -45,16 +52,58 @@ def project_dir(workspace: Path) -> Path:
     return workspace / ".agy-harness" / "policy"
 
 
+def trust_file(env: dict[str, str] | None = None) -> Path:
+    """Where the user's trusted project files are recorded (outside every rules directory)."""
+    return user_dir(env).parent / "trusted-rules.json"
+
+
+def read_trust(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Trusted project files: resolved path -> the SHA-256 of the content trusted. Unreadable: none."""
+    path = trust_file(env)
+    try:
+        with path.open("rb") as f:
+            data = json.loads(f.read(MAX_FILE))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        log.warning("policy: %s cannot be read (%s): no project file is trusted", path, exc)
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def trust(path: Path, env: dict[str, str] | None = None) -> str:
+    """Trust ``path``'s current content (its rules must load); returns its SHA-256. Raises RuleError."""
+    _, data = read_file(path, TIERS.index("project"), TreeSitterParser(), workspace=path.parent)
+    digest = hashlib.sha256(data).hexdigest()
+    trusted = read_trust(env)
+    trusted[str(path.resolve())] = digest
+    store = trust_file(env)
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(store.parent, 0o700)
+        tmp = store.with_name(f".{store.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(trusted, f, indent=1, sort_keys=True)
+        os.replace(tmp, store)
+    except OSError as exc:
+        raise RuleError(f"{store}: cannot be written ({exc.strerror or exc})") from None
+    return digest
+
+
 @dataclass(frozen=True)
 class Tier:
     rank: int
     directory: Path
     root_owned: bool = False  # the admin tier: refused unless root's
+    needs_trust: bool = False  # the project tier: its allows need the user's trust of the exact file
 
 
 def default_tiers(workspace: Path | None = None, env: dict[str, str] | None = None) -> list[Tier]:
     return [
-        Tier(TIERS.index("project"), project_dir(workspace or Path.cwd())),
+        Tier(TIERS.index("project"), project_dir(workspace or Path.cwd()), needs_trust=True),
         Tier(TIERS.index("user"), user_dir(env)),
         Tier(TIERS.index("admin"), ADMIN_DIR, root_owned=True),
     ]
@@ -102,10 +151,26 @@ def read_file(
     return rules, data
 
 
-def load_rules(tiers: Sequence[Tier], parser: CommandParser, workspace: Path | None = None) -> RuleSet:
+def _untrusted(path: Path, found: tuple[Rule, ...]) -> str:
+    allows = sum(1 for r in found if r.decision == "allow")
+    return (
+        f"{path}: its {allows} allow rule{'s' if allows != 1 else ''} ignored (a project file agy can "
+        f"write, not trusted as it stands; its deny and ask rules hold): "
+        f"trust this content with `agy-harness policy trust {path}`"
+    )
+
+
+def load_rules(
+    tiers: Sequence[Tier],
+    parser: CommandParser,
+    workspace: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> RuleSet:
     """Every tier's rules, or a RuleSet that is ``off`` and says why."""
     rules: list[Rule] = []
     files: list[str] = []
+    notes: list[str] = []
+    trusted = read_trust(env) if any(t.needs_trust for t in tiers) else {}
     digest = hashlib.sha256()
     try:
         for tier in tiers:
@@ -119,6 +184,13 @@ def load_rules(tiers: Sequence[Tier], parser: CommandParser, workspace: Path | N
                 found, data = read_file(
                     path, tier.rank, parser, root_owned=tier.root_owned, workspace=workspace
                 )
+                if (
+                    tier.needs_trust
+                    and any(r.decision == "allow" for r in found)
+                    and trusted.get(str(path.resolve())) != hashlib.sha256(data).hexdigest()
+                ):
+                    notes.append(_untrusted(path, found))
+                    found = tuple(r for r in found if r.decision != "allow")
                 rules.extend(found)
                 files.append(str(path))
                 digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())
@@ -126,7 +198,10 @@ def load_rules(tiers: Sequence[Tier], parser: CommandParser, workspace: Path | N
         log.warning("the rules are off: %s", exc)
         return RuleSet(off=str(exc), rules_hash="", files=tuple(files))
     return RuleSet(
-        rules=tuple(rules), rules_hash=digest.hexdigest()[:16] if files else "", files=tuple(files)
+        rules=tuple(rules),
+        rules_hash=digest.hexdigest()[:16] if files else "",
+        files=tuple(files),
+        notes=tuple(notes),
     )
 
 
@@ -148,7 +223,7 @@ class RulePolicy:
     def warnings(self) -> list[str]:
         if self.ruleset.off:
             return [f"rules are off, every gate is asked: {self.ruleset.off}"]
-        return []
+        return [f"rules partly off: {note}" for note in self.ruleset.notes]
 
 
 def load_policy(workspace: Path | None = None, tiers: Sequence[Tier] | None = None) -> RulePolicy:
@@ -157,3 +232,53 @@ def load_policy(workspace: Path | None = None, tiers: Sequence[Tier] | None = No
     return RulePolicy(
         load_rules(default_tiers(workspace) if tiers is None else tiers, parser, workspace), parser
     )
+
+
+PROPOSED = "proposed.toml"  # the user-tier file the board saves confirmed proposals into
+
+
+def save_proposed(text: str, gate: GateOpened, env: dict[str, str] | None = None) -> Path:
+    """Append the rule(s) ``text`` (a human confirmed them) to the user tier's ``proposed.toml`` (0600
+    in a 0700 directory), only if the file with them still loads (every example holds) and each new
+    rule matches ``gate``, the request the human approved. Raises RuleError (the reason) and saves
+    nothing otherwise."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE // 16:
+        raise RuleError("the rule is too long")
+    target = user_dir(env) / PROPOSED
+    parser = TreeSitterParser()
+    try:
+        old = target.read_bytes() if target.exists() else b""
+    except OSError as exc:
+        raise RuleError(f"{target}: cannot be read ({exc.strerror or exc})") from None
+    joined = old.decode("utf-8", "replace") + ("\n\n" if old else "") + text.strip("\n") + "\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, body in (("new.toml", text), (PROPOSED, joined)):
+            trial = Path(tmp) / name
+            trial.write_text(body, encoding="utf-8")
+            try:
+                new, _ = read_file(trial, TIERS.index("user"), parser)
+            except RuleError as exc:
+                raise RuleError(
+                    str(exc).replace(str(trial), "the rule" if name == "new.toml" else str(target))
+                ) from None
+            if name == "new.toml":
+                if not new:
+                    raise RuleError("no [[rule]] to save")
+                line = gate.permission.command_line if gate.permission else ""
+                parsed = parser.parse(line) if line else None
+                for rule in new:
+                    if not rule.match or not rule_matches(rule, gate, parsed):
+                        raise RuleError(
+                            f"rule {rule.id}: it does not match the request you approved "
+                            "(keep the request as its first match example)"
+                        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(target.parent, 0o700)
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(("\n\n" if old else "") + text.strip("\n") + "\n")
+    except OSError as exc:
+        raise RuleError(f"{target}: cannot be written ({exc.strerror or exc})") from None
+    return target

@@ -5,6 +5,8 @@
   default the simulator's recorded shapes), each gate's decision printed.
 * ``policy explain TEXT``: TEXT is a command line or a gate's JSON; the decision, why, the commands the
   line runs as the shell reads it, and every rule that matches.
+* ``policy trust FILE``: trust a project rules file's exact content (its allow rules answer from the
+  next session; a changed file is untrusted again). A project file's deny and ask rules need no trust.
 * ``policy propose COMMAND``: the narrowest rule allowing exactly that command (TOML, to edit and save
   yourself; never saved here).
 """
@@ -109,6 +111,19 @@ def _propose(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _trust(args: argparse.Namespace) -> int:
+    from agy_harness.composition.root.policy import RuleError, trust
+
+    try:
+        digest = trust(Path(args.file))
+    except RuleError as exc:
+        print(f"agy-harness: not trusted: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(f"trusted {args.file} (sha256 {digest}): its allow rules answer from the next session, "
+          "until the file changes")  # fmt: skip
+    return EXIT_OK
+
+
 def add_policy_command(sub: Any) -> None:
     p = command(sub, "policy", summary="rules that answer gates: test, explain, propose",
                 description=DESCRIPTION, epilog=EPILOG)  # fmt: skip
@@ -126,6 +141,11 @@ def add_policy_command(sub: Any) -> None:
     e.add_argument("--rules", nargs="+", default=[], metavar="FILE", help="these files instead of the tiers")
     e.add_argument("--workspace", help="the project whose .agy-harness/policy is read (default: here)")
     e.set_defaults(handler=_explain)
+    tr = actions.add_parser(
+        "trust", help="trust a project rules file's exact content (its allow rules then answer)"
+    )
+    tr.add_argument("file", metavar="FILE", help="a project rules file (.agy-harness/policy/*.toml)")
+    tr.set_defaults(handler=_trust)
     r = actions.add_parser(
         "propose", help="the narrowest rule allowing exactly this command (printed, not saved)"
     )

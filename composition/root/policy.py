@@ -3,11 +3,12 @@ root): read one file with its examples, the session's tiers, a gate decided and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from agy_harness.adapters.policy.files import RulePolicy, Tier, load_policy, read_file
+from agy_harness.adapters.policy.files import RulePolicy, Tier, load_policy, read_file, save_proposed, trust
 from agy_harness.adapters.policy.shell import TreeSitterParser
 from agy_harness.core.policy_match import RuleSet, rule_matches
 from agy_harness.core.policy_propose import propose
@@ -70,4 +71,18 @@ def propose_rule(gate: GateOpened) -> str:
     return propose(gate, parser.parse(line) if line else None)
 
 
-__all__ += ["Tier"]
+def approval_key(gate: GateOpened) -> str:
+    """Which approvals are "identical" (digest-independent): the same argv as the shell reads it, in
+    the same directory, of the same kind and tool; "" for a request that is not one plain command."""
+    line = gate.permission.command_line if gate.permission else ""
+    if not line:
+        return ""
+    parsed = TreeSitterParser().parse(line)
+    if not parsed.understood or len(parsed.commands) != 1:
+        return ""
+    cwd = gate.permission.cwd if gate.permission else ""
+    key = json.dumps([gate.kind, gate.tool_name, list(parsed.commands[0].argv), cwd], ensure_ascii=False)
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+__all__ += ["Tier", "approval_key", "save_proposed", "trust"]

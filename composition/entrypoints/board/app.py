@@ -9,6 +9,7 @@ and the three things a human does: answer a gate, send a turn, interrupt.
                                             | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
                                             | {"questions": [{"choices": [ids], "write_in": text}]}}
+    POST /api/s/{cascade}/rule             {"gate_id", "rule"}: save a proposed rule the human confirmed
     POST /api/s/{cascade}/send             {"text"}
     POST /api/s/{cascade}/interrupt        {}
 
@@ -17,6 +18,12 @@ fail-closed parser): one it cannot read unambiguously is refused with 400 and no
 a card that changed since it was shown, 409 ("the request changed"); one for a gate that no longer
 waits, 410 ("answered elsewhere ...", or why agy stopped waiting); one agy did not take, 503. Every
 refusal says in words what happened and what to do (:mod:`.outcomes`).
+
+"Always" that never widens: a card for a command carries the narrowest rule for it (``proposal``,
+:func:`.cards.proposal`); the page offers it, editable, after a lasting allow or after identical
+approvals, and only ``/rule`` (the human's "Save as my rule") saves it, into the user tier's
+``proposed.toml``, if it loads (its examples hold) and matches the request approved; else 400, the
+reason, nothing saved.
 """
 
 from __future__ import annotations
@@ -37,8 +44,10 @@ from starlette.routing import Route
 from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
 from agy_harness.core.scopes import SCOPES
+from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
+from ...root.policy import RuleError, save_proposed
 from ...root.session import AnswerLike
 from .guard import BodyTooLarge, Guard
 from .hub import Board
@@ -49,6 +58,7 @@ log = logging.getLogger("agy_harness.board")
 
 KEEPALIVE = 15.0
 MAX_TURN = 32 * 1024
+MAX_APPROVED = 256  # answered gates remembered for a rule saved after the card closed
 
 
 def _asset(name: str) -> str:
@@ -132,6 +142,7 @@ class _Handlers:
         self.page = _asset("board.html")
         self.script = _asset("board.js")
         self.style = _asset("board.css")
+        self.approved: dict[tuple[str, str], GateOpened] = {}  # gates answered here, for /rule
 
     async def index(self, request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
@@ -211,11 +222,16 @@ class _Handlers:
             gate_id, shown = body.get("gate_id"), body.get("shown")
             if not isinstance(gate_id, str) or not isinstance(shown, str):
                 raise _Refused(400, "an answer names the gate_id and the card's shown digest")
-            words = unreadable(live.gate(gate_id), body.get("answer"))
+            gate = live.gate(gate_id)
+            words = unreadable(gate, body.get("answer"))
             if words is not None:
                 raise _Refused(400, f"not sent: {words}")
             value = answer_value(body.get("answer"))
             await live.answer(gate_id, value, shown)
+            if value is True or (isinstance(value, GateAnswer) and value.allow):
+                self.approved[(live.cascade_id, gate_id)] = gate  # a rule is offered for an allow only
+            while len(self.approved) > MAX_APPROVED:
+                self.approved.pop(next(iter(self.approved)))
         except _Refused as exc:
             return _error(exc.status, exc.text)
         except AnswerError as exc:  # the fail-closed parser's own refusal (the page never sends one)
@@ -231,6 +247,28 @@ class _Handlers:
         except RuntimeError as exc:  # the conversation is not connected (yet)
             return _error(503, f"not sent: {exc}; try again in a moment")
         return JSONResponse({"ok": True})
+
+    async def save_rule(self, request: Request) -> Response:
+        """The human confirmed a proposed rule (perhaps edited): saved only if it loads and matches the
+        request of the gate it was proposed for."""
+        try:
+            live = self._live(request)
+            body = await _body(request)
+            gate_id, text = body.get("gate_id"), body.get("rule")
+            if not isinstance(gate_id, str) or not isinstance(text, str) or not text.strip():
+                raise _Refused(400, "a rule to save names its gate_id and holds the rule's text")
+            gate = self.approved.get((live.cascade_id, gate_id))
+            if gate is None:
+                try:
+                    gate = live.gate(gate_id)
+                except (GateGone, StaleCard):
+                    raise _Refused(410, "not saved: this request is no longer known here") from None
+            path = await asyncio.to_thread(save_proposed, text, gate)
+        except _Refused as exc:
+            return _error(exc.status, exc.text)
+        except RuleError as exc:
+            return _error(400, f"not saved: {exc}")
+        return JSONResponse({"ok": True, "path": str(path)})
 
     async def send(self, request: Request) -> Response:
         try:
@@ -272,6 +310,7 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
             Route("/api/board/events", h.board_events),
             Route("/api/s/{cascade}/events", h.session_events),
             Route("/api/s/{cascade}/answer", h.answer, methods=["POST"]),
+            Route("/api/s/{cascade}/rule", h.save_rule, methods=["POST"]),
             Route("/api/s/{cascade}/send", h.send, methods=["POST"]),
             Route("/api/s/{cascade}/interrupt", h.interrupt, methods=["POST"]),
         ]

@@ -24,6 +24,7 @@ from typing import Any, assert_never
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
+from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
 from agy_harness.core.display import command_view, one_line
 from agy_harness.core.kinds import describe
 from agy_harness.core.scopes import scope_label
@@ -115,7 +116,22 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
     shown["ask"] = ask_line(gate)  # the request on one line: the tab's title, the browser notification
     shown["hash"] = gate.digest[:8]  # shown on the card: two different requests never look the same
     digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
-    return {**shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32]}
+    return {
+        **shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32],
+        **proposal(gate),
+    }  # fmt: skip
+
+
+def proposal(gate: GateOpened) -> dict[str, str]:
+    """The narrowest rule for a command gate (``proposal``, TOML the human may edit and save; or
+    ``no_proposal``, why none) and its ``approval_key`` (identical approvals share it). Not part of
+    the ``shown`` digest: it is offered after an approval, never approved by one."""
+    if gate.kind != "permission" or gate.permission is None or not gate.permission.command_line:
+        return {}
+    try:
+        return {"proposal": propose_rule(gate), "approval_key": approval_key(gate)}
+    except RuleError as exc:
+        return {"no_proposal": str(exc)}
 
 
 def event_view(event: Event) -> dict[str, Any]:

@@ -206,6 +206,48 @@
   // ---------------------------------------------------------------- gate cards
   const pending = new Map();  // gate_id -> card from the session stream
 
+  // "always" that never widens: the narrowest rule for the request, editable, saved only on "Save as my
+  // rule" (POST /rule: the board saves it only if it loads and matches the request approved)
+  const K_APPROVALS = 3;  // identical approvals (same argv and cwd) in a session before a rule is offered
+  const approvals = new Map();  // cascade_id + "|" + approval_key -> count, this page
+  const approvedKey = (c) => c.cascade_id + "|" + c.approval_key;
+  function proposalBox(c, why) {
+    const text = el("textarea", { class: "rule-text", spellcheck: "false", rows: String(c.proposal.split("\n").length + 1),
+      "aria-label": "the proposed rule (edit it before saving)" });
+    text.value = c.proposal;
+    const msg = el("div", { class: "form-msg", role: "alert" });
+    const save = el("button", { type: "button", class: "primary", "data-act": "save-rule" }, "Save as my rule");
+    const box = el("div", { class: "proposal", "data-proposal": c.gate_id, role: "group", "aria-label": "a rule you may save" },
+      el("div", { class: "note" }, why), text,
+      el("div", { class: "actions" }, save,
+        el("button", { type: "button", class: "ghost", "data-act": "dismiss-rule", on: { click: () => box.remove() } }, "Not now")),
+      msg);
+    save.addEventListener("click", async () => {
+      msg.textContent = ""; save.disabled = true;
+      try {
+        const r = await post(`/api/s/${encodeURIComponent(c.cascade_id)}/rule`, { gate_id: c.gate_id, rule: text.value });
+        box.replaceChildren(el("div", { class: "note", "data-act": "rule-saved" },
+          "Saved to " + r.path + ": it answers this request from the next session."));
+      } catch (e) { msg.textContent = e.message; save.disabled = false; }
+    });
+    return box;
+  }
+  function offerAfterAllow(c, scope, label, node) {
+    if (c.approval_key) approvals.set(approvedKey(c), (approvals.get(approvedKey(c)) || 0) + 1);
+    const inCard = node.querySelector(".proposal");
+    if (inCard) {  // offered on the card (identical approvals): keep it once the card goes away
+      for (const b of inCard.querySelectorAll("button, textarea")) b.disabled = false;
+      $("proposals").append(inCard); return;
+    }
+    if (scope === "once" || document.querySelector(`#proposals [data-proposal="${CSS.escape(c.gate_id)}"]`)) return;
+    if (c.proposal) {
+      $("proposals").append(proposalBox(c, `You chose “${label}”. The narrowest rule for exactly this request is below: ` +
+        "edit it if you like and save it as your rule. Nothing is saved unless you click Save."));
+    } else if (c.no_proposal) {
+      $("proposals").append(el("div", { class: "proposal note" }, "No rule proposed for this request: " + c.no_proposal));
+    }
+  }
+
   function card(c, withFrom) {
     const msg = el("div", { class: "form-msg", role: "alert" });
     const node = el("form", { class: "card", "data-gate": c.gate_id, "data-shown": c.shown, "data-kind": c.kind, "aria-label": "agy asks" });
@@ -214,6 +256,12 @@
       msg.textContent = "";
       try {
         await post(`/api/s/${encodeURIComponent(c.cascade_id)}/answer`, { gate_id: c.gate_id, shown: c.shown, answer });
+        if (answer === "allow" || (answer && answer.allow)) {
+          const scope = answer === "allow" ? "once" : answer.allow.scope || "once";
+          if (!(answer.allow && answer.allow.command)) {  // an edited command: agy's request is not what ran
+            offerAfterAllow(c, scope, ((c.allows || []).find((a) => a.scope === scope) || { label: scope }).label, node);
+          }
+        }
         node.classList.add("sent");
         msg.textContent = "";
         node.append(el("div", { class: "note" }, "sent — waiting for agy to move on"));
@@ -291,6 +339,11 @@
         if (edit && !edit.hidden && !command.trim() && edit.value !== c.edit_from) { msg.textContent = "not sent: an edited command cannot be empty"; return; }
         send(command ? { allow: { scope, command } } : scope === "once" ? "allow" : { allow: { scope } });
       };
+      const seen = c.approval_key ? approvals.get(approvedKey(c)) || 0 : 0;
+      if (c.proposal && seen >= K_APPROVALS) {
+        node.append(proposalBox(c, `You approved this exact command ${seen} times in this session: ` +
+          "a rule could answer it for you. Edit it if you like; nothing is saved unless you click Save."));
+      }
       node.append(el("div", { class: "actions" },
         allows.map((a, i) => el("button", { type: "button", class: i === 0 ? "allow" : "allow lasting", "data-act": "allow",
           "data-scope": a.scope, on: { click: () => allow(a.scope) } }, a.label)),
