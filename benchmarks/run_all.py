@@ -36,6 +36,7 @@ BENCHMARKS: list[tuple[str, list[str], int]] = [
     ("bench_mapper.py", [], 120),
     ("bench_latency.py", [], 120),
     ("bench_idle.py", [], 180),
+    ("bench_idle_big.py", [], 180),
     ("bench_cursor.py", [], 180),
     ("bench_volume.py", [], 180),
     ("probe_transports.py", ["--streams", "1", "300", "--calls", "100", "--rounds", "5"], 300),
@@ -98,6 +99,14 @@ def table(data: dict[str, Any]) -> list[tuple[str, str]]:
                 )
         if "ratio_poll_stream" in idle:
             rows.append(("idle CPU ratio poll/stream", f"{idle['ratio_poll_stream']:.1f}x"))
+    big = data.get("idle_big")
+    if big:
+        rows.append(
+            (
+                f"idle poll, {big['mb']} MB of steps: whole read vs stepOffset",
+                f"{big['whole_ms_per_poll']:.1f} ms vs {big['offset_ms_per_poll']:.2f} ms CPU/poll",
+            )
+        )
     board = data.get("board")
     if board:
         i, g = board["idle"], board["gates"]

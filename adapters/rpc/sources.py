@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agy_harness.core.steps import steps_from_update
+from agy_harness.core.steps import parse_step, steps_from_update
 from agy_harness.core.turns import RunStatus
 from agy_harness.ports.errors import ConversationUnreadable
 from agy_harness.ports.protocols import Clock, RawStep, StepBatch
@@ -163,6 +163,25 @@ class _IdleWatch:
             self._timer = None
 
 
+FULL_EVERY = 240  # polls between two whole reads (a backstop: 60 s at the default 250 ms)
+
+
+def settled_prefix(steps: list[RawStep]) -> int:
+    """How many leading steps are settled (DONE, ERROR, CANCELED, a user's input): they no longer change."""
+    n = 0
+    for raw in steps:
+        step = parse_step(raw)
+        if step is None or not step.settled:
+            break
+        n += 1
+    return n
+
+
+def _key(raw: RawStep | None) -> object:
+    step = parse_step(raw) if raw is not None else None
+    return step.key if step is not None else None
+
+
 class RpcPollSource:
     """``GetCascadeTrajectorySteps {cascadeId}`` every ``interval`` s; yields a snapshot when it changed."""
 
@@ -175,9 +194,11 @@ class RpcPollSource:
         self._clock = clock
         self.polls = 0
         self._cuts: dict[str, int] = {}  # cascade id -> the harder string cut its answers need
+        self.offset_reads = True  # poll only past the settled steps (False: agy ignores stepOffset)
 
-    async def read_steps(self, cascade_id: str) -> list[RawStep]:
-        answer = await self._read(cascade_id)
+    async def read_steps(self, cascade_id: str, *, offset: int = 0) -> list[RawStep]:
+        """agy's steps of ``cascade_id`` (from step ``offset`` on: ``stepOffset``)."""
+        answer = await self._read(cascade_id, offset)
         raw = answer.get("steps")
         if raw is None:
             return []
@@ -186,7 +207,7 @@ class RpcPollSource:
             return []
         return list(object_steps(raw, source="poll", cascade_id=cascade_id))
 
-    async def _read(self, cascade_id: str) -> dict[str, Any]:
+    async def _read(self, cascade_id: str, offset: int = 0) -> dict[str, Any]:
         """The answer, its long strings cut as hard as it takes to fit the body limit (issue #35
         case 3: a 4.5 MiB command agy repeats in several fields made every poll refuse the whole
         conversation for good). Once a harder cut was needed for a conversation it is kept (one read
@@ -194,7 +215,10 @@ class RpcPollSource:
         cut = self._cuts.get(cascade_id)
         while True:
             try:
-                return await self._client.call(STEPS_METHOD, {"cascadeId": cascade_id}, max_string=cut)
+                body: dict[str, Any] = {"cascadeId": cascade_id}
+                if offset:
+                    body["stepOffset"] = offset
+                return await self._client.call(STEPS_METHOD, body, max_string=cut)
             except RpcBadResponse as exc:
                 if exc.code != "resource_exhausted":
                     raise
@@ -217,9 +241,30 @@ class RpcPollSource:
         return self._batches(cascade_id)
 
     async def _batches(self, cascade_id: str) -> AsyncIterator[StepBatch]:
+        """Each poll asks agy only for the steps past the settled prefix of the last snapshot
+        (``stepOffset``, issue #35 case 9: an idle conversation holding a 33 MB step re-read and
+        re-decoded it every poll). A settled step (DONE, ERROR, CANCELED, a user's input: every step
+        before it settled too) no longer changes; every step from the first unsettled one on is read
+        again, each poll. Every ``FULL_EVERY`` polls, and whenever agy's answer does not start where it
+        was asked to (an agy that ignores ``stepOffset``), the whole list is read."""
         last: list[RawStep] | None = None
+        since_full = 0
         while True:
-            steps = await self.read_steps(cascade_id)
+            offset = settled_prefix(last) if last is not None and self.offset_reads else 0
+            if since_full >= FULL_EVERY:
+                offset = since_full = 0
+            steps = await self.read_steps(cascade_id, offset=offset)
+            if offset:
+                assert last is not None
+                since_full += 1
+                first = _key(steps[0]) if steps else None
+                expected = _key(last[offset]) if offset < len(last) else first
+                if first is not None and first == _key(last[0]):  # agy ignored the offset: a whole list
+                    log.info("poll %s: agy ignores stepOffset; reading whole lists", cascade_id)
+                    self.offset_reads, offset = False, 0
+                elif first != expected:  # not where it was asked to start: read it whole
+                    steps, offset = await self.read_steps(cascade_id), 0
+                steps = [*last[:offset], *steps] if offset else steps
             self.polls += 1
             if steps != last:  # parsed-JSON equality: exact, and short-circuits on the step count
                 last = steps

@@ -43,8 +43,11 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
         c = sim._cascades.get(str(request.get("cascadeId") or ""))
         if c is None:
             raise not_found()
-        steps = copy.deepcopy(c.steps)
+        offset = request.get("stepOffset")  # agy's reference: GetCascadeTrajectorySteps {cascadeId, stepOffset}
+        start = offset if type(offset) is int and offset > 0 else 0
+        steps = copy.deepcopy(c.steps[start:])
         c.reads += 1
+        c.steps_sent += len(steps)
         return {"steps": [with_drift(x, "step") for x in steps] if sim.faults.drift else steps}
     if method == "HandleCascadeUserInteraction":
         interaction = request.get("interaction")

@@ -83,6 +83,7 @@ class GateBridge:
         self._asks: dict[str, asyncio.Task[None]] = {}  # in flight, oldest first
         self._backlog: dict[str, GateOpened] = {}  # open, waiting for room with the human
         self._claimed: set[str] = set()  # gates an answer was taken for (being delivered, or delivered)
+        self._aside: OrderedDict[str, None] = OrderedDict()  # agy refuses every answer: never asked again
         self.watch = GateWatch(snapshot=snapshot, emitter=emitter)  # after an answer: grants, what ran
         self._send = AnswerDelivery(
             snapshot=snapshot,
@@ -149,6 +150,8 @@ class GateBridge:
         if self._stopped or not gate.answerable or gate.gate_id in self._claimed:
             return  # (a gate only agy's terminal can answer is never put to a human here)
         if gate.gate_id in self._asks or gate.gate_id in self._backlog or gate.gate_id in self._ruled:
+            return
+        if gate.gate_id in self._aside:  # bogus (agy refused an answer to it): not queued before a real one
             return
         if self._by_rule(gate):
             return
@@ -233,6 +236,7 @@ class GateBridge:
                     return
                 # not delivered (a notice said why) while agy still waits for it: asked again
                 again = gate.gate_id in self._open and gate.gate_id not in self._claimed
+                again = again and gate.gate_id not in self._aside
                 if not again or self._stopped or attempt == ASK_AGAIN:
                     return
                 if len(self._asks) >= self.max_asks:
@@ -357,7 +361,18 @@ class GateBridge:
         self._send.refused_shape.discard(gate.gate_id)
         if not delivered and shape and isinstance(answer.verdict, Allow) and answer.verdict.scope is not None:
             return await self._scope_refused(gate, answer.verdict.scope)
+        if not delivered and shape:  # agy refuses any answer to this WAITING step: bogus or malformed
+            self._set_aside(gate)
         return delivered
+
+    def _set_aside(self, gate: GateOpened) -> None:
+        """A gate agy refused an answer to while still showing it WAITING (a bogus or malformed gate;
+        the delivery's notice said so, once): it is never put to the human again, so a flood of them
+        never queues in front of a real request. An API answer still reaches it."""
+        self._aside[gate.gate_id] = None
+        while len(self._aside) > CLOSED_KEPT:
+            self._aside.popitem(last=False)
+        self._backlog.pop(gate.gate_id, None)
 
     async def _scope_refused(self, gate: GateOpened, scope: str) -> bool:
         """agy refused the RPC ``scope`` field (its shape, while the step still waits): the scope is

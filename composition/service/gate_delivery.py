@@ -292,7 +292,8 @@ class AnswerDelivery:
             self.refused_shape.add(gate.gate_id)
             await self.emitter.notice(
                 gate.id,
-                f"agy refused the answer to gate {gate.gate_id} ({exc.detail}); not retrying",
+                f"agy refused the answer to gate {gate.gate_id} ({exc.detail}) while it still waits; "
+                "set aside: not asked again (answer it in agy's terminal)",
                 "error",
             )
         else:
