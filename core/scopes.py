@@ -71,6 +71,15 @@ def offered(interaction: str, request: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
+def allow_choices(gate: GateOpened) -> tuple[str, ...]:
+    """The allows a surface offers for ``gate``, in order: its ``scopes``; an answerable permission
+    whose event lists none (one built by hand, or by an older harness) offers ``once`` alone, as
+    :func:`agy_harness.core.answers.parse_answer` reads a plain allow; anything else offers none."""
+    if gate.scopes:
+        return gate.scopes
+    return ("once",) if gate.kind == "permission" and gate.answerable else ()
+
+
 def without(scopes: tuple[str, ...], dropped: set[str] | frozenset[str]) -> tuple[str, ...]:
     """``scopes`` less the lasting ones agy did not keep (``once`` always stays)."""
     return tuple(s for s in scopes if s == "once" or s not in dropped)

@@ -12,7 +12,7 @@ from agy_harness.adapters.sinks.escape import visible
 from agy_harness.adapters.sinks.terminal_cards import MAX_COMMAND_LINES, choice_lines, prompt_label
 from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
 from agy_harness.core.display import command_view
-from agy_harness.core.scopes import scope_label
+from agy_harness.core.scopes import allow_choices, scope_label
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -59,9 +59,10 @@ def parse_permission(line: str) -> bool | None:
 def scope_choice(gate: GateOpened, line: str) -> GateAnswer | None:
     """A number typed at a permission prompt: the allow with the gate's scope at that position."""
     text = line.strip()
-    if not text.isdigit() or not 1 <= int(text) <= len(gate.scopes):
+    choices = allow_choices(gate)
+    if not text.isdigit() or not 1 <= int(text) <= len(choices):
         return None
-    scope = gate.scopes[int(text) - 1]
+    scope = choices[int(text) - 1]
     return GateAnswer(allow=True, scope=None if scope == "once" else scope)
 
 

@@ -26,7 +26,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import safejson
 from agy_harness.core.display import MARKER, command_view, visible
-from agy_harness.core.scopes import scope_label, scope_word
+from agy_harness.core.scopes import allow_choices, scope_label, scope_word
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
 #: Argument names that hold a tool's command line / working directory (agy's and common spellings).
@@ -236,9 +236,10 @@ def choice_lines(gate: GateOpened) -> list[str]:
     """How a permission is answered at the prompt: each allow the gate offers, numbered and labelled
     (:func:`agy_harness.core.scopes.scope_label`), then y / n, the reason where agy takes one, and the
     edit where the command may be edited. Never a choice the gate does not offer."""
-    lines = [f"{n}) {scope_label(gate, scope)}" for n, scope in enumerate(gate.scopes, start=1)]
-    if len(gate.scopes) > 1:
-        words = " · ".join(f"'{scope_word(s)}'" for s in gate.scopes[1:])
+    choices = allow_choices(gate)
+    lines = [f"{n}) {scope_label(gate, scope)}" for n, scope in enumerate(choices, start=1)]
+    if len(choices) > 1:
+        words = " · ".join(f"'{scope_word(s)}'" for s in choices[1:])
         lines.append(f"type a number, or {words}")
     tail = "y allow · n deny"
     if gate.interaction in ("", "permission"):

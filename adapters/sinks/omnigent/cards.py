@@ -39,7 +39,7 @@ from rich.markup import escape as escape_markup
 
 from agy_harness.core.display import command_view, one_line
 from agy_harness.core.kinds import describe
-from agy_harness.core.scopes import SCOPES, Scope, scope_label
+from agy_harness.core.scopes import SCOPES, Scope, allow_choices, scope_label
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
@@ -59,9 +59,10 @@ def choices(gate: GateOpened) -> tuple[Choice, ...]:
     """The card's choices in display order: "Allow once" first (what the chat's ``y`` picks), each
     lasting scope of ``gate.scopes``, then Deny. Labels are unique (a label read back names one)."""
     out: list[Choice] = []
-    if not gate.scopes or "once" in gate.scopes:
+    allowed = allow_choices(gate)
+    if "once" in allowed:
         out.append(Choice(scope_label(gate, "once"), GateAnswer(allow=True)))
-    for scope in gate.scopes:
+    for scope in allowed:
         label = scope_label(gate, scope)
         if scope in SCOPES and scope != "once" and label not in (c.label for c in out) and label != DENY:
             out.append(Choice(label, GateAnswer(allow=True, scope=cast(Scope, scope))))

@@ -47,7 +47,7 @@ from acp.schema import (
 )
 
 from agy_harness.core.answers import AnswerError, parse_answer
-from agy_harness.core.scopes import scope_label, scope_word
+from agy_harness.core.scopes import allow_choices, scope_label, scope_word
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -78,7 +78,7 @@ def permission_options(gate: GateOpened) -> list[PermissionOption]:
             name=scope_label(gate, scope),
             kind="allow_once" if scope == "once" else "allow_always",
         )
-        for scope in gate.scopes
+        for scope in allow_choices(gate)
     ]
     return [*allows, PermissionOption(option_id=DENY, name="Deny", kind="reject_once")]
 
@@ -94,7 +94,7 @@ def question_options(question: Question) -> list[PermissionOption]:
 def read_permission_outcome(gate: GateOpened, outcome: Any) -> GateAnswer:
     """The client's ``RequestPermissionResponse.outcome`` for a permission gate; only "allow" allows."""
     if isinstance(outcome, AllowedOutcome):
-        for scope in gate.scopes:  # only a scope this gate lists
+        for scope in allow_choices(gate):  # only a scope this gate offers
             if outcome.option_id == scope_option_id(scope):
                 return parse_answer(gate, scope_word(scope))
         if outcome.option_id != DENY:

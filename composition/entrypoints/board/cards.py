@@ -27,7 +27,7 @@ from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, re
 from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
 from agy_harness.core.display import command_view, one_line
 from agy_harness.core.kinds import describe
-from agy_harness.core.scopes import scope_label
+from agy_harness.core.scopes import allow_choices, scope_label
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -98,7 +98,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         shown["is_command"] = bool(p.command_line)  # else a path or an action: no "$ " before it
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
         # one allow button per scope the gate offers (labelled by core.scopes), never another
-        shown["allows"] = [{"scope": scope, "label": scope_label(gate, scope)} for scope in gate.scopes]
+        shown["allows"] = [{"scope": scope, "label": scope_label(gate, scope)} for scope in allow_choices(gate)]
         if gate.editable and p.command_line:
             shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
     elif gate.kind == "question":
