@@ -369,7 +369,10 @@ async def test_a_card_shows_one_hash_and_flags_a_look_alike_directory() -> None:
                 card = cards.nth(i)
                 text = await card.inner_text()
                 assert SHORT_HASH.findall(text) == [request_hash("ls -la")]  # exactly one hash
-                texts[await card.locator(".cwd").inner_text()] = (text, await card.locator(".cwd-note").all_inner_texts())
+                texts[await card.locator(".cwd").inner_text()] = (
+                    text,
+                    await card.locator(".cwd-note").all_inner_texts(),
+                )
             assert sorted(texts) == [f"in {d}" for d in sorted(dirs)]
             plain, plain_notes = texts[f"in {dirs[0]}"]
             odd, odd_notes = texts[f"in {dirs[1]}"]
