@@ -53,11 +53,12 @@ async def mirrored(omni: Omnigent, **sim_options: Any) -> AsyncIterator[tuple[st
 
 
 async def ran(sim: Simulator, n: int = 1) -> dict[str, Any]:
-    """The ``n``-th RUN_COMMAND step, once agy no longer waits on it (what agy received)."""
+    """The ``n``-th RUN_COMMAND step, once agy no longer waits on it and it has finished running
+    (what agy received; an allowed step is RUNNING for a moment before DONE)."""
     async with asyncio.timeout(WAIT):
         while True:
             runs = [s for s in sim.steps() if s["type"].endswith("RUN_COMMAND")]
-            if len(runs) >= n and not runs[n - 1]["status"].endswith("WAITING"):
+            if len(runs) >= n and not runs[n - 1]["status"].endswith(("WAITING", "RUNNING", "PENDING")):
                 return runs[n - 1]
             await asyncio.sleep(0.05)
 
