@@ -142,6 +142,17 @@ class CommandView:
         return f"{label}{self._suffix}"
 
     @property
+    def body(self) -> tuple[str, ...]:
+        """:attr:`lines` without the flags and the hash: the command alone (its markers kept), for a
+        field that carries the command text, the flags and hash going to the field beside it."""
+        return self.lines[: len(self.lines) - len(self.flags) - (1 if self.hash else 0)]
+
+    @property
+    def tail(self) -> str:
+        """What :meth:`title` ends in after the command: how many warnings, the hash (a leading space)."""
+        return self._suffix
+
+    @property
     def _suffix(self) -> str:
         warn = f" {WARN} {len(self.flags)} warning{'s' if len(self.flags) != 1 else ''}" if self.flags else ""
         return f"{warn} {self.hash}" if self.hash else warn

@@ -25,7 +25,7 @@ from rich.text import Text
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import safejson
-from agy_harness.core.display import MARKER, command_view, visible
+from agy_harness.core.display import MARKER, command_view, path_notes, visible
 from agy_harness.core.scopes import allow_choices, scope_label, scope_word
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
@@ -212,8 +212,11 @@ def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
         else:
             what = visible((p.target or p.description or p.action) if p else "")
             body.append(Text(f"$ {what}" if what else visible(gate.tool_name), style="bold"))
+            if p is not None and p.target:  # a path: its look-alikes flagged (core.display.path_notes)
+                body.extend(Text("  " + note, style="yellow") for note in path_notes(p.target))
         if p is not None and p.cwd:
             body.append(Text(f"in {visible(p.cwd)}", style="dim"))
+            body.extend(Text("   " + note, style="yellow") for note in path_notes(p.cwd))
         if p is not None and p.description and p.description != command:
             body.append(Text(visible(p.description), style="dim"))
         if keys:  # (not when a policy answers: nobody types)

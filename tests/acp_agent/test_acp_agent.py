@@ -13,6 +13,7 @@ from acp import RequestError
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
 from agy_harness.adapters.simulator.simulator import DEFAULT_WORKSPACE
+from agy_harness.core.display import request_hash
 
 from .helpers import RecordingClient, acp_agent, agy_harness_command, prompt
 
@@ -61,7 +62,7 @@ async def test_an_allowed_and_a_denied_command() -> None:
             ("allow:global", "allow_always"),
             ("deny", "reject_once"),
         ]  # one allow per scope the gate lists (test_gate_scopes), and Deny
-        assert asked.title == "Run `git status`" and asked.kind == "execute"
+        assert asked.title == f"Run `git status` {request_hash('git status')}" and asked.kind == "execute"
         card = _calls(client, sid)[asked.tool_call_id]
         assert card[0].session_update == "tool_call" and card[0].status == "pending"  # shown before the ask
         assert card[0].raw_input["command_line"] == "git status"
@@ -294,7 +295,7 @@ async def test_loading_a_conversation_parked_on_a_gate_asks_it_live() -> None:
             assert client.of(sid, "user_message_chunk")[0].content.text == "run: git status"
             await client.wait_for(lambda: "nothing to commit" in client.text(sid))
             (_, asked, _) = client.permission_requests[0]
-            assert asked.title == "Run `git status`"
+            assert asked.title == f"Run `git status` {request_hash('git status')}"
             assert _calls(client, sid)[asked.tool_call_id][-1].status == "completed"
             await agy.wait_idle(timeout=30)
             assert not agy.is_running(sid)

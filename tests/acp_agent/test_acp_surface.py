@@ -281,3 +281,20 @@ async def test_the_editors_mcp_servers_are_not_used_and_the_editor_is_told() -> 
         await conn.close_session(session_id=sid)
         await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=servers[:1])
         await client.wait_for(lambda: "MCP servers (files) are not used" in client.text(sid))
+
+
+async def test_the_permission_body_flags_a_look_alike_working_directory() -> None:
+    """The ACP permission's body says where the command runs, its look-alikes flagged
+    (core.display.path_notes): a Cyrillic "і" (U+0456) in the cwd is named; the ASCII one is not."""
+    bodies = []
+    for cwd in ("/tmp/wiki", "/tmp/w\u0456ki"):
+        client = RecordingClient()  # no answer: the request is cancelled (fails closed)
+        async with acp_agent(client, *PACE) as conn:
+            sid = await _new(conn)
+            await prompt(conn, sid, f"run: `ls -la` in {cwd}")
+            (_, asked, _) = client.permission_requests[0]
+            bodies.append([c.content.text for c in asked.content or [] if c.type == "content"])
+    plain, odd = bodies
+    assert "in `/tmp/wiki`" in plain and not any("U+0456" in t for t in plain)
+    assert "in `/tmp/w\u0456ki`" in odd and any("U+0456" in t for t in odd)
+    assert plain != odd

@@ -146,8 +146,8 @@ def test_what_the_human_approves_is_what_runs() -> None:
         permission=PermissionRequest(command_line=command),
     )
     title = gate_title(gate)
-    # the core's one rendering rule (the exact request's hash at the end)
-    assert title == f"Run ``ls `x` && echo ok⏎\\x1b[2Jrm -rf ~ {request_hash(command)}``"
+    # the core's one rendering rule (the exact request's hash at the end, outside the command's span)
+    assert title == f"Run ``ls `x` && echo ok⏎\\x1b[2Jrm -rf ~`` {request_hash(command)}"
     assert "\n" not in title and "\x1b" not in title
     assert code_span("`a`") == "`` `a` ``"
 

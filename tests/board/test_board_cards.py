@@ -3,16 +3,19 @@ answered keeps what was picked and typed while other conversations move (issue 4
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
+from agy_harness.core.display import request_hash
 
 from .helpers import answer_in_terminal, browser_page, hold_withdrawals, require_chromium, until, waiting_step
 
 LONG = "Write a long story about a lighthouse keeper."
+SHORT_HASH = re.compile(r"#[0-9a-f]{8}(?![0-9a-f])")  # a card's short hash (a hidden part's has 16 hex)
 
 
 @pytest.fixture(autouse=True)
@@ -171,8 +174,8 @@ async def test_a_cut_command_expands_to_the_whole_text_and_two_look_alikes_diffe
             assert all("chars not shown" in text for text in shown)
             # cut, the two read the same where a person reads them...
             assert shown[0].split("⋯")[0] == shown[1].split("⋯")[0] == f"$ {commands[0][:300]} "
-            hashes = [await cards.nth(i).locator(".card-hash").inner_text() for i in range(2)]
-            assert hashes[0] != hashes[1] and all(len(h) == 9 and h.startswith("#") for h in hashes)
+            hashes = [SHORT_HASH.findall(await cards.nth(i).inner_text()) for i in range(2)]
+            assert hashes == [[request_hash(command)] for command in commands]  # one each, and they differ
             # ...and one click shows the whole command, exactly
             for i in range(2):
                 card = cards.nth(i)
@@ -338,9 +341,42 @@ async def test_a_notification_link_names_its_card() -> None:
         async with running_board(agy_ports=[sim.port], tick=0.1) as board:
             await until(lambda: len(board.board.snapshot()["cards"]) == 2)
             named = next(c for c in board.board.snapshot()["cards"] if "make test" in c["command"])
-            async with browser_page(f"{board.url}#card-{named['hash']}") as page:
+            async with browser_page(f"{board.url}#card-{named['anchor']}") as page:
                 card = page.locator("#cards .card.named")
                 await card.wait_for()
                 assert await card.count() == 1 and "make test" in await card.locator("pre.cmd").inner_text()
-                assert await card.locator(".card-hash").inner_text() == f"#{named['hash']}"
+                assert SHORT_HASH.findall(await card.inner_text()) == [request_hash("make test")]
                 assert page.errors == []
+
+
+async def test_a_card_shows_one_hash_and_flags_a_look_alike_directory() -> None:
+    """One short hash per card, the display rule's (``request_hash`` of the command, as every surface
+    shows it; the gate digest is not shown); a working directory with a Cyrillic "і" (U+0456) is
+    flagged under the card's "in ..." line, naming the code point; the ASCII one is not."""
+    dirs = ["/tmp/wiki", "/tmp/w\u0456ki"]
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        cascades = [sim.cascade_id, await sim.start_cascade()]
+        for cascade_id, cwd in zip(cascades, dirs, strict=True):
+            await sim.submit_user_turn(f"run: `ls -la` in {cwd}", cascade_id=cascade_id)
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 2")
+            cards = page.locator("#cards .card[data-kind=permission]")
+            texts = {}
+            for i in range(2):
+                card = cards.nth(i)
+                text = await card.inner_text()
+                assert SHORT_HASH.findall(text) == [request_hash("ls -la")]  # exactly one hash
+                texts[await card.locator(".cwd").inner_text()] = (
+                    text,
+                    await card.locator(".cwd-note").all_inner_texts(),
+                )
+            assert sorted(texts) == [f"in {d}" for d in sorted(dirs)]
+            plain, plain_notes = texts[f"in {dirs[0]}"]
+            odd, odd_notes = texts[f"in {dirs[1]}"]
+            assert plain_notes == [] and plain != odd
+            assert len(odd_notes) >= 1 and any("U+0456" in note for note in odd_notes)
+            assert page.errors == []

@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from agy_harness.core.display import request_hash
-
 if shutil.which("tmux") is None:
     pytest.skip("the tmux binary is not on PATH", allow_module_level=True)
 
@@ -65,12 +63,12 @@ async def test_approve_always_does_not_carry_to_the_next_command_of_the_same_tur
         mark = await chat.turn(f"run `rm -rf build && {CURL}`")
         await chat.wait(CARD, since=mark)
         [card] = await chat.pending()
-        assert card["params"]["command"] == f"rm -rf build\n⋯ {request_hash('rm -rf build')} ⋯"
+        assert card["params"]["command"] == "rm -rf build"
         chat.type("a")  # approve always (this session)
         async with asyncio.timeout(WAIT):  # the second command's own card, in the same turn, shown
-            while [c["params"].get("command") for c in await chat.pending()] != [
-                f"{CURL}\n⋯ {request_hash(CURL)} ⋯"
-            ] or (chat.screen().count(CARD) < mark.count(CARD) + 2):
+            while [c["params"].get("command") for c in await chat.pending()] != [CURL] or (
+                chat.screen().count(CARD) < mark.count(CARD) + 2
+            ):
                 assert (CURL, sim.workspace) not in sim.executed, (
                     "the curl ran unasked:\n" + chat.screen()[-3000:]
                 )

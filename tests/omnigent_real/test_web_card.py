@@ -21,6 +21,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
 from agy_harness.composition.root.session import Session, open_session
 from agy_harness.composition.service.conversation import HarnessOptions
+from agy_harness.core.display import request_hash
 from tests.board.helpers import browser_page
 from tests.real_omnigent import create_session
 
@@ -52,11 +53,12 @@ async def mirrored(omni: Omnigent, **sim_options: Any) -> AsyncIterator[tuple[st
 
 
 async def ran(sim: Simulator, n: int = 1) -> dict[str, Any]:
-    """The ``n``-th RUN_COMMAND step, once agy no longer waits on it (what agy received)."""
+    """The ``n``-th RUN_COMMAND step, once agy no longer waits on it and it has finished running
+    (what agy received; an allowed step is RUNNING for a moment before DONE)."""
     async with asyncio.timeout(WAIT):
         while True:
             runs = [s for s in sim.steps() if s["type"].endswith("RUN_COMMAND")]
-            if len(runs) >= n and not runs[n - 1]["status"].endswith("WAITING"):
+            if len(runs) >= n and not runs[n - 1]["status"].endswith(("WAITING", "RUNNING", "PENDING")):
                 return runs[n - 1]
             await asyncio.sleep(0.05)
 
@@ -77,6 +79,10 @@ async def test_the_web_card_shows_the_command_exactly(omni: Omnigent) -> None:
             buttons = [b.strip() for b in await card.locator("button").all_inner_texts()]
             assert COMMAND in text, text
             assert "\\" not in text, text  # nothing escaped for the chat shows on the web
+            # the command reads alone (no hash glued to it: `cmd #1a2b3c4d` reads as a shell comment);
+            # the request's short hash is on the card beside it, as a marker (issue 35 point 2)
+            assert f"{COMMAND} (in " in text and f"⋯ {request_hash(COMMAND)} ⋯" in text, text
+            assert pending["params"]["command"] == COMMAND
             assert buttons[0] == "Allow once" and buttons[-1] == "Deny", buttons
             # the chat's field (printed as rich markup) carries the escaped text; the web never shows it
             assert "pip install -e '.\\[test]'" in pending["params"]["content_preview"]

@@ -36,7 +36,6 @@ from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTI
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
 from agy_harness.composition.root.session import open_session
 from agy_harness.composition.service.harness import HarnessOptions
-from agy_harness.core.display import request_hash
 
 from .omnigent_app import OmnigentApp
 from .omnigent_rules import real_rules
@@ -283,7 +282,7 @@ def check_wire_format(rec: Recording, *, all_deltas: bool) -> None:
     gate_ids = list(dict.fromkeys(p["elicitation_id"] for p in rec.hook_posts))
     assert len(gate_ids) == 2 and all("/" not in g for g in gate_ids)
     first = {p["elicitation_id"]: p["params"] for p in reversed(rec.hook_posts)}
-    assert first[gate_ids[0]]["command"] == f"git status\n⋯ {request_hash('git status')} ⋯"
+    assert first[gate_ids[0]]["command"] == "git status"
     assert [
         o["label"] for o in first[gate_ids[1]]["ask_user_question"]["questions"][0]["options"]
     ] == QUESTION_OPTIONS

@@ -76,7 +76,8 @@ async def test_a_gate_goes_through_the_hook_and_back_to_agy(omnigent: OmnigentAp
     ):
         await omnigent.wait_for(lambda: len(omnigent.hook_posts) == 1)
         params = omnigent.hook_posts[0]["params"]
-        assert params["phase"] == "agy_permission" and params["command"] == f"pwd\n⋯ {request_hash('pwd')} ⋯"
+        assert params["phase"] == "agy_permission" and params["command"] == "pwd"
+        assert params["request_hash"] == request_hash("pwd")  # beside the command, not in it
         await omnigent.push_answer({"action": "decline"})  # the web card's Reject
         await omnigent.wait_for(lambda: any(h.outcome == "answered" for h in omnigent.hits))
         async with asyncio.timeout(5):

@@ -120,7 +120,9 @@ def test_gate_params_render_the_web_uis_cards() -> None:
     }
     p = gate_params(PERMISSION_GATE)
     h = request_hash("git status")
-    assert (p["phase"], p["command"], p["cwd"]) == ("agy_permission", f"git status\n⋯ {h} ⋯", "/repo")
+    # the command field carries the command alone; its hash goes beside it (request_hash, the description)
+    assert (p["phase"], p["command"], p["cwd"]) == ("agy_permission", "git status", "/repo")
+    assert p["request_hash"] == h and p["action_description"] == f"⋯ {h} ⋯"
     assert p["message"] == "agy asks to run `git status` in /repo"  # core.kinds.describe
     assert gate_params(PERMISSION_GATE) == p  # deterministic: omnigent matches re-POSTs by them
 
@@ -142,7 +144,8 @@ def test_the_card_shows_every_character_and_the_whole_command() -> None:
     )
     p = gate_params(PERMISSION_GATE.model_copy(update={"permission": hidden}))
     h = request_hash(hidden.command_line)
-    assert p["command"] == f"rm -rf ~/work\\u200d #\n⋯ 29 blank lines ⋯\nls [red]x[/red]\\U000e0041\n⋯ {h} ⋯"
+    assert p["command"] == "rm -rf ~/work\\u200d #\n⋯ 29 blank lines ⋯\nls [red]x[/red]\\U000e0041"
+    assert p["request_hash"] == h and p["action_description"].endswith(f" — ⋯ {h} ⋯")
     # markup-like text: the message (both media) points below; the web's field carries the exact text,
     # the chat's (printed as rich markup) the escaped text
     assert p["message"] == "agy asks for permission: the request is shown below"
@@ -192,10 +195,28 @@ def test_markup_like_text_is_exact_on_the_web_and_escaped_for_the_chat() -> None
     assert "pip install -e '.[test]' (in /repo)" in p["action_description"]
     assert "agy: Installing [dev] deps" in p["action_description"]
     assert not any("\\" in text for text in web)
-    assert p["content_preview"].startswith("pip install -e '.\\[test]' (in /repo) · y = Allow once, n = Deny")
+    h = request_hash(command.command_line)
+    assert p["content_preview"].startswith(f"pip install -e '.\\[test]' (in /repo) · ⋯ {h} ⋯ · y = Allow once")
     plain = gate_params(PERMISSION_GATE)  # no markup-like text: the message carries it to both
     assert plain["message"] == "agy asks to run `git status` in /repo"
-    assert "action_description" not in plain
+    # the message carries it to both; the hash is kept on the card, beside it (never inside the command)
+    assert plain["action_description"] == f"⋯ {request_hash('git status')} ⋯"
+    assert plain["content_preview"].startswith(f"⋯ {request_hash('git status')} ⋯ · y = Allow once")
+
+
+def test_a_look_alike_working_directory_is_flagged_beside_the_command() -> None:
+    """issue 35 point 2: a cwd with a Cyrillic "і" (U+0456) and the ASCII one render two different
+    cards, the note naming U+0456 on the web card's description and the chat's preview; the command
+    field stays the command alone."""
+    params = []
+    for cwd in ("/srv/wiki", "/srv/w\u0456ki"):
+        where = PERMISSION_GATE.permission.model_copy(update={"cwd": cwd})  # type: ignore[union-attr]
+        params.append(gate_params(PERMISSION_GATE.model_copy(update={"permission": where})))
+    plain, odd = params
+    assert plain["command"] == odd["command"] == "git status"
+    assert "U+0456" not in plain["action_description"] + plain["content_preview"]
+    assert "U+0456" in odd["action_description"] and "U+0456" in odd["content_preview"]
+    assert plain["action_description"] != odd["action_description"]
 
 
 def test_the_terminal_form_shows_agys_text_by_the_rendering_rule() -> None:

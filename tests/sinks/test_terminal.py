@@ -361,3 +361,22 @@ async def test_an_empty_closing_delta_after_an_interruption_prints_no_empty_line
     )
     lines = [line.rstrip() for line in console.export_text().splitlines()]
     assert "◆" not in lines and lines.count("◆ The keeper") == 1
+
+
+@pytest.mark.parametrize("target", [False, True])
+async def test_a_look_alike_directory_or_path_is_flagged_on_the_terminal_card(target: bool) -> None:
+    """The working directory (and a gate's path) carries the look-alike flags (core.display.path_notes):
+    a Cyrillic "і" (U+0456) and the ASCII "i" render two visibly different cards, the note naming U+0456."""
+    cards = []
+    for where in ("/srv/wiki", "/srv/w\u0456ki"):
+        p = PERMISSION_GATE.permission
+        assert p is not None
+        update = {"target": where, "command_line": ""} if target else {"cwd": where}
+        gate = PERMISSION_GATE.model_copy(update={"permission": p.model_copy(update=update)})
+        c = console()
+        sink = TerminalSink(c, input_fn=scripted("n"))
+        assert await asyncio.wait_for(sink.ask(gate), 5) == GateAnswer(allow=False)
+        cards.append(text_of(c))
+    plain, odd = cards
+    assert plain != odd and "U+0456" not in plain and "⚠" not in plain
+    assert "U+0456" in odd and "CYRILLIC SMALL LETTER" in odd

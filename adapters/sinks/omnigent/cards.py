@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from rich.markup import escape as escape_markup
 
-from agy_harness.core.display import command_view, one_line
+from agy_harness.core.display import MARKER, command_view, one_line, path_notes
 from agy_harness.core.kinds import describe
 from agy_harness.core.scopes import SCOPES, Scope, allow_choices, scope_label
 from agy_harness.ports.events import GateOpened
@@ -86,12 +86,23 @@ def request_line(gate: GateOpened) -> tuple[str, str]:
     and where (`` (in <cwd>)``)."""
     p = gate.permission
     command = (p.command_line or p.target) if p else ""
-    if command:
-        what = command_view(command, COMMAND_LINES).title(REQUEST_CHARS)
+    if command:  # the command alone (exact where markup-neutral); its hash and flags: request_mark
+        view = command_view(command, COMMAND_LINES)
+        what = view.title(REQUEST_CHARS).removesuffix(view.tail)
     else:
         what = one_line((p.description if p else "") or gate.tool_name or "an action")
     where = f" (in {one_line(p.cwd)})" if p and p.cwd else ""
     return what, where
+
+
+def request_mark(gate: GateOpened) -> str:
+    """The request's short hash and look-alike flags (the command's, the cwd's), by the rendering rule:
+    beside the command on the card, never inside a field that carries the command text."""
+    p = gate.permission
+    command = (p.command_line or p.target) if p else ""
+    view = command_view(command, COMMAND_LINES) if command else None
+    marks = [f"{MARKER} {view.hash} {MARKER}", *view.flags] if view else []
+    return " ".join(marks + (path_notes(p.cwd) if p and p.cwd else []))
 
 
 def permission_fields(gate: GateOpened) -> dict[str, Any]:
@@ -106,6 +117,8 @@ def permission_fields(gate: GateOpened) -> dict[str, Any]:
     web = [] if whole else [what + where]
     if described and described not in message:
         web.append(f"agy: {described}")
+    mark = request_mark(gate)  # the hash (and flags) kept on the card, beside the command, not in it
+    web += [mark] if mark else []
     picks = choices(gate)
     others = len(picks) - 2
     legend = f"y = {picks[0].label}, n = {DENY}" + (
@@ -113,7 +126,9 @@ def permission_fields(gate: GateOpened) -> dict[str, Any]:
     )
     fields: dict[str, Any] = {
         "message": message,
-        "content_preview": escape_markup(("" if whole else f"{what}{where} · ") + legend),
+        "content_preview": escape_markup(
+            ("" if whole else f"{what}{where} · ") + (f"{mark} · " if mark else "") + legend
+        ),
         "requestedSchema": {
             "type": "object",
             "properties": {

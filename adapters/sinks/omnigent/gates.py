@@ -104,7 +104,9 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
         }
         command = _command(gate)
         if command:  # the whole command, every line, by the rendering rule (for API readers)
-            params["command"] = "\n".join(command_view(command, COMMAND_LINES).lines)
+            view = command_view(command, COMMAND_LINES)
+            params["command"] = "\n".join(view.body)  # the command alone; its hash and flags beside it
+            params["request_hash"] = view.hash
         if p and p.cwd:
             params["cwd"] = visible(p.cwd)
         return params

@@ -47,12 +47,22 @@ from acp.schema import (
 )
 
 from agy_harness.core.answers import AnswerError, parse_answer
+from agy_harness.core.display import path_notes
 from agy_harness.core.scopes import allow_choices, scope_label, scope_word
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
 from .changes import gate_change
-from .mapping import UpdateMapper, command_content, gate_input, gate_title, shown, text_content, tool_kind
+from .mapping import (
+    UpdateMapper,
+    code_span,
+    command_content,
+    gate_input,
+    gate_title,
+    shown,
+    text_content,
+    tool_kind,
+)
 
 log = logging.getLogger("agy_harness.acp.gates")
 
@@ -215,6 +225,9 @@ class GateAsker:
         content: list[Any] = []
         if p is not None and p.command_line:  # the exact command, as agy would run it
             content += command_content(p.command_line)
+        if p is not None and p.cwd:  # where it runs, its look-alikes flagged (core.display.path_notes)
+            content += text_content(f"in {code_span(p.cwd)}")
+            content += [c for note in path_notes(p.cwd) for c in text_content(code_span(note, visible=True))]
         if p is not None and p.description:
             content += text_content(p.description)
         content += change

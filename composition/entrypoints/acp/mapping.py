@@ -346,7 +346,10 @@ def gate_title(gate: GateOpened) -> str:
     if p is None:
         return f"Allow {gate.tool_name or 'this tool'}?"
     if p.command_line:  # its first line (and how many more), beside the options, as the terminal does
-        return f"Run {code_span(command_view(p.command_line, COMMAND_LINES).title(), visible=True)}"
+        # the command alone in its code span, its hash (and warnings) after it: inside, `ls #1a2b3c4d`
+        # would read as a shell comment of the command
+        view = command_view(p.command_line, COMMAND_LINES)
+        return f"Run {code_span(view.title().removesuffix(view.tail), visible=True)}{view.tail}"
     what = " ".join(x for x in (p.action, p.target) if x)
     return shown(what or p.description or f"Allow {gate.tool_name or 'this tool'}?")
 

@@ -2,8 +2,11 @@
 
 :func:`gate_card` is the ONE place that decides what a gate card shows (a command by the core's
 rendering rule, :func:`agy_harness.core.display.command_view`; a cut command also carries its whole
-text, ``full``, which the page shows on a click; ``hash``, the request digest's first 8 hex digits,
-tells two requests apart however alike their cut texts), and its ``shown`` digest binds an
+text, ``full``, which the page shows on a click). A permission card shows ONE short hash, the
+display rule's (its last ``⋯ #1a2b3c4d ⋯`` line: :func:`~agy_harness.core.display.request_hash` of the
+command, path or action it asks to approve), as every other surface does; ``hash`` repeats it (8 hex).
+A question or a card agy answers in its own terminal shows none. ``anchor`` (the digest's first 8
+hex, never shown) names the card in a notification's link. Its ``shown`` digest binds an
 answer to exactly that: the page sends the digest back with the answer, and the board refuses an
 answer whose digest is not the card's (the page is stale). The card includes the request's digest
 (``GateOpened.digest``), and ``Session.answer`` delivers only to a WAITING step with it.
@@ -25,7 +28,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
 from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
-from agy_harness.core.display import command_view, one_line
+from agy_harness.core.display import command_view, one_line, path_notes, request_hash
 from agy_harness.core.kinds import describe
 from agy_harness.core.scopes import allow_choices, scope_label
 from agy_harness.ports.events import (
@@ -95,6 +98,9 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         if whole != shown["command"]:
             shown["full"] = whole
         shown["cwd"] = visible(p.cwd)
+        # look-alike flags under the directory (a Cyrillic "і" named with its code point), as every surface
+        shown["cwd_notes"] = path_notes(p.cwd) if p.cwd else []
+        shown["hash"] = request_hash(what)[1:]  # the one hash the card shows: the command view's last line
         shown["is_command"] = bool(p.command_line)  # else a path or an action: no "$ " before it
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
         # one allow button per scope the gate offers (labelled by core.scopes), never another
@@ -114,7 +120,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         shown["what"] = visible(gate.interaction or gate.tool_name or "an action")
     shown["request"] = gate.digest  # the request the harness binds the answer to (core/binding.py)
     shown["ask"] = ask_line(gate)  # the request on one line: the tab's title, the browser notification
-    shown["hash"] = gate.digest[:8]  # shown on the card: two different requests never look the same
+    shown["anchor"] = gate.digest[:8]  # a notification's link names the card by it (never shown)
     digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return {
         **shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32],

@@ -180,8 +180,8 @@
     for (const n of have.values()) if (!keep.has(n)) n.remove();
     want.forEach((n, i) => { if (box.children[i] !== n) box.insertBefore(n, box.children[i] || null); });
     $("calm").hidden = board.cards.length > 0;
-    // a notification's link names a card by its hash (#card-1a2b3c4d): shown once it is here
-    const named = location.hash.startsWith("#card-") && board.cards.find((c) => "#card-" + c.hash === location.hash);
+    // a notification's link names a card by its anchor (#card-1a2b3c4d, the digest's head): shown once it is here
+    const named = location.hash.startsWith("#card-") && board.cards.find((c) => "#card-" + c.anchor === location.hash);
     if (named) {
       const n = box.querySelector(`[data-gate="${CSS.escape(named.gate_id)}"]`);
       history.replaceState(null, "", location.pathname + location.search);
@@ -273,7 +273,6 @@
     const head = el("div", { class: "card-head" },
       el("span", { class: "card-kind" }, c.kind === "permission" ? "Permission" : c.kind === "question" ? "Question" : "Waiting"),
       c.tool ? el("span", {}, c.tool) : null,
-      c.hash ? el("span", { class: "card-hash", title: "the request's short hash: two different requests never share it" }, "#" + c.hash) : null,
       withFrom ? el("span", { class: "card-from", title: "the conversation (agy's own title)" }, c.title || "conversation " + short(c.cascade_id)) : null,
       withFrom ? el("button", { type: "button", class: "card-open ghost", on: { click: () => openSession(c.cascade_id) } }, "Open") : null);
     node.append(head);
@@ -303,6 +302,7 @@
         node.append(toggle);
       }
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
+      for (const line of c.cwd_notes || []) node.append(el("div", { class: "cwd-note" }, line));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
       const why = el("input", { class: "deny-reason", type: "text", maxlength: "2000",
         "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" });
