@@ -326,8 +326,10 @@ def command_content(command: str) -> list[ContentToolCallContent]:
 
 
 def code_block(text: str, max_lines: int = 200) -> str:
-    """agy's text in a code block for a card's body, by the core's rendering rule (as commands)."""
-    return _fenced("\n".join(command_view(text, max_lines).lines))
+    """agy's text in a code block for a card's body, by the core's rendering rule (as commands), its
+    look-alike flags kept; no request hash: it is no request a human approves (a diff, an output)."""
+    view = command_view(text, max_lines)
+    return _fenced("\n".join((*view.body, *view.flags)))
 
 
 def _fenced(output: str) -> str:
