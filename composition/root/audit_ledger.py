@@ -68,7 +68,8 @@ def conversation_history(
             taken[body["decision"]] = body.get("taken") is True
         if record.get("type") != "decision":
             continue
-        by = body.get("decided_by") if isinstance(body.get("decided_by"), dict) else {}
+        found = body.get("decided_by")
+        by: dict[str, Any] = found if isinstance(found, dict) else {}
         verdict, scope = str(body.get("verdict", "")), str(body.get("scope", ""))
         decider = Decider(
             kind=str(by.get("kind", "")),
