@@ -87,6 +87,7 @@ class GateBook:
             "step_key": sk,
         }
         values["type"], values["gate_id"], values["reason"] = "gate_withdrawn", gate_id, reason
+        values["decided_by"] = None  # (who decided: the gate bridge adds it, GateWithdrawn.decided_by)
         return built(GateWithdrawn, values, _WITHDRAWN_SET)
 
 

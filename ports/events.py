@@ -160,12 +160,32 @@ class GateOpened(_Event):
     editable: bool = False
 
 
+class Decider(BaseModel):
+    """Who answered a withdrawn gate, where and how, as the harness knows it (the decision ledger's
+    record): ``kind`` human / rule / agy-terminal / timeout / interrupt; ``surface`` where (board, acp,
+    omnigent, attach, api, agy); ``user`` the local user; ``at`` when (UTC, ISO 8601); ``verdict``
+    (allow, deny, answer, ...; "" when agy's own terminal answered: agy records it, the ledger reads it)
+    and ``scope`` (once, conversation, always); ``rule_id`` a rule's name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str = "human"
+    surface: str = ""
+    user: str = ""
+    at: str = ""
+    verdict: str = ""
+    scope: str = ""
+    rule_id: str = ""
+
+
 class GateWithdrawn(_Event):
-    """The gate's step left WAITING (answered elsewhere, timed out, cancelled)."""
+    """The gate's step left WAITING (answered elsewhere, timed out, cancelled). ``decided_by``: who
+    answered it, when this harness knows (see :class:`Decider`; None for a replayed or cancelled gate)."""
 
     type: Literal["gate_withdrawn"] = "gate_withdrawn"
     gate_id: str
     reason: str = ""
+    decided_by: Decider | None = None
 
 
 class Rotation(_Event):

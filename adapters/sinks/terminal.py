@@ -52,6 +52,7 @@ from agy_harness.adapters.sinks.terminal_cards import (
 )
 from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen, StreamWrap
 from agy_harness.adapters.sinks.terminal_stream import Kind, MarkdownStream, StreamedText
+from agy_harness.core.decided_line import decided_line
 from agy_harness.core.turns import Replies, TurnEnded, Turns, TurnStarted
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -252,6 +253,8 @@ class TerminalSink(StreamedText):
             case GateWithdrawn():
                 if event.reason and event.reason != "answered":  # an answer was already echoed
                     self._print(Text(f"the gate closed: {event.reason}", style="yellow"))
+                if event.decided_by is not None:  # who decided it, where (the decision ledger's)
+                    self._print(Text(f"· {decided_line(event.decided_by)}", style="dim"))
             case Rotation():
                 self._print(Text("↻ agy started a new conversation (/clear); following it", style="cyan"))
             case SubagentStarted():

@@ -13,7 +13,7 @@ from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, default_
 
 Report = C.Report
 
-__all__ = ["Report", "aat_trail", "default_dir", "load"]
+__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "load"]
 
 
 def load(directory: Path) -> tuple[list[dict[str, Any]], C.Report]:
@@ -43,3 +43,58 @@ def aat_trail(
         checkpoint["public_key"] = C.b64u(public.public_bytes(Encoding.Raw, PublicFormat.Raw))
     key = A.export_key(directory)
     return list(A.trail(records, checkpoint, ledger_key, version, key)), A.keystore(key)
+
+
+HISTORY_ROWS = 200  # a conversation's newest decisions the board's history shows
+
+
+def conversation_history(
+    cascade_id: str, directory: Path | None = None, limit: int = HISTORY_ROWS
+) -> list[dict[str, Any]]:
+    """The decisions of conversation ``cascade_id`` in this install's ledger, newest first (the
+    board's history view): when, what was asked (the ledger's redacted rendering), the verdict and
+    scope, who decided and where (``decided``: the one line every surface shows), whether agy took it."""
+    from agy_harness.core.decided_line import decided_line
+    from agy_harness.ports.events import Decider
+
+    records, _ = load(directory if directory is not None else default_dir())
+    taken: dict[int, bool] = {}
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        body = record.get("body")
+        if not isinstance(body, dict) or body.get("conversation") != cascade_id:
+            continue
+        if record.get("type") == "delivery" and isinstance(body.get("decision"), int):
+            taken[body["decision"]] = body.get("taken") is True
+        if record.get("type") != "decision":
+            continue
+        found = body.get("decided_by")
+        by: dict[str, Any] = found if isinstance(found, dict) else {}
+        verdict, scope = str(body.get("verdict", "")), str(body.get("scope", ""))
+        decider = Decider(
+            kind=str(by.get("kind", "")),
+            surface=str(by.get("surface", "")),
+            user=str(by.get("user", "")),
+            rule_id=str(by.get("rule_id", "")),
+            at=str(record.get("time", "")),
+            verdict="" if by.get("kind") == "agy-terminal" else verdict,
+            scope=scope,
+        )
+        rows.append(
+            {
+                "seq": record.get("seq"),
+                "time": str(record.get("time", "")),
+                "gate_id": str(body.get("gate_id", "")),
+                "shown": str(body.get("shown", "")),
+                "verdict": verdict,
+                "scope": scope,
+                "kind": decider.kind,
+                "surface": decider.surface,
+                "user": decider.user,
+                "decided": decided_line(decider),
+            }
+        )
+    for row in rows:
+        row["taken"] = taken.get(row["seq"]) if isinstance(row["seq"], int) else None
+    rows.sort(key=lambda r: r["seq"] if isinstance(r["seq"], int) else -1, reverse=True)
+    return rows[:limit]

@@ -11,6 +11,9 @@
 * What then ran: the tool result of a decided gate's step (its command, whether it failed, a digest and
   the last lines of its output) as an ``outcome`` record.
 
+Each gate's withdrawal is told who decided it (:meth:`annotate`: ``GateWithdrawn.decided_by``, what
+every surface shows on the retired card), ledger or not.
+
 Follow-up records never hold anything up: they are written in the background, in order (the ledger
 has one writer), and a failure is logged.
 """
@@ -25,12 +28,13 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from agy_harness.core import steps as S
 from agy_harness.core.answers import CheckedAnswer
 from agy_harness.core.decision_record import decision_body, recorded_verdict, redact, scope_of, verdict_of
-from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, ToolResult
+from agy_harness.ports.events import Decider, Event, GateOpened, GateWithdrawn, ToolResult
 from agy_harness.ports.protocols import DecidedBy, DeciderKind, DecisionLedger, LedgerEntry
 
 log = logging.getLogger("agy_harness.ledger")
@@ -54,6 +58,13 @@ def _put(book: OrderedDict[str, Any], key: str, value: Any) -> None:
         book.popitem(last=False)
 
 
+def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    return Decider(
+        kind=by.kind, surface=by.surface, user=by.user, at=at, verdict=verdict, scope=scope, rule_id=by.rule_id
+    )
+
+
 class DecisionRecorder:
     def __init__(
         self, ledger: DecisionLedger | None, read_steps: Callable[[str], Awaitable[list[Any]]], user: str = ""
@@ -67,6 +78,7 @@ class DecisionRecorder:
         self._steps: OrderedDict[str, tuple[GateOpened, asyncio.Future[int]]] = OrderedDict()
         self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
         self._tasks: set[asyncio.Task[None]] = set()
+        self._deciders: OrderedDict[str, Decider] = OrderedDict()  # gate id -> who answered it here
 
     def by(self, kind: DeciderKind = "human", surface: str = "") -> DecidedBy:
         return DecidedBy(kind=kind, surface=surface, user=self.user)
@@ -76,9 +88,10 @@ class DecisionRecorder:
     async def decided(self, gate: GateOpened, answer: CheckedAnswer, by: DecidedBy) -> int:
         """Append the decision record; its sequence (0 when there is no ledger). Raises
         LedgerUnavailable when it could not be written: then nothing may be sent."""
+        verdict, detail = verdict_of(answer)
+        _put(self._deciders, gate.gate_id, _decider(by, verdict, scope_of(answer)))
         if self.ledger is None:
             return 0
-        verdict, detail = verdict_of(answer)
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
         body = decision_body(gate, verdict, detail, scope_of(answer), by.model_dump(), latency)
@@ -97,26 +110,42 @@ class DecisionRecorder:
         """agy took the answer of decision ``seq`` (or did not: a notice said why)."""
         if not taken:
             self._answered.pop(gate.gate_id, None)
+            self._deciders.pop(gate.gate_id, None)
         body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
         self._later(LedgerEntry(type="delivery", body=body))
 
     # -- what the stream shows ---------------------------------------------------------------------
 
+    def annotate(self, event: GateWithdrawn) -> GateWithdrawn:
+        """``event`` with who decided it, when this harness knows: its own answer's decider (a human
+        on a surface, a rule, an interrupt), agy's own terminal or agy's timeout (a gate it saw open)."""
+        by = self._deciders.pop(event.gate_id, None)
+        if event.reason != "answered":  # agy did not take this harness's answer (changed, cancelled)
+            by = None
+        if by is None and event.gate_id in self._gates:
+            if event.reason == "answered":
+                by = _decider(self.by("agy-terminal", "agy"), "", "")
+            elif event.reason == "timed out":
+                by = _decider(self.by("timeout"), "timeout", "")
+        if by is None or event.decided_by is not None:
+            return event
+        return event.model_copy(update={"decided_by": by})
+
     def observe(self, events: Sequence[Event]) -> None:
-        if self.ledger is None:
-            return
         for event in events:
             if isinstance(event, GateOpened):
                 _put(self._opened, event.gate_id, time.monotonic())
                 _put(self._gates, event.gate_id, event)
             elif isinstance(event, GateWithdrawn):
                 gate = self._gates.pop(event.gate_id, None)
+                if self.ledger is None:
+                    continue
                 if gate is not None and event.gate_id not in self._answered:
                     if event.reason == "answered":
                         self._spawn(self._elsewhere(gate, self._step(gate)))
                     elif event.reason == "timed out":
                         self._spawn(self._record_other(gate, "timeout", {}, self.by("timeout")))
-            elif isinstance(event, ToolResult):
+            elif isinstance(event, ToolResult) and self.ledger is not None:
                 found = self._steps.pop(event.step_key, None)
                 if found is not None:
                     self._spawn(self._outcome(*found, event))

@@ -20,7 +20,7 @@ from weakref import WeakKeyDictionary
 from agy_harness.core.elicitation import with_poll_details
 from agy_harness.core.mapper_state import LiveText
 from agy_harness.core.reconciler import MapperState, Reconciler
-from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, Notice
+from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, GateWithdrawn, Notice
 from agy_harness.ports.protocols import (
     Cursor,
     CursorJournal,
@@ -73,6 +73,8 @@ class Emitter:
         #: a look at each gate before the sink sees it (the gate watch: a scope agy did not keep is
         #: not offered, and a notice says so): the events that stand for it
         self.before_gate: Callable[[GateOpened], list[Event]] | None = None
+        #: who decided a withdrawn gate, added before the sink sees it (the gate bridge's recorder)
+        self.withdrawn_by: Callable[[GateWithdrawn], GateWithdrawn] | None = None
         self.inflight: set[asyncio.Future[None]] = set()
         self._stopped: set[asyncio.Future[None]] = set()  # deliveries whose reader was cancelled
         self._eager = False  # a delivery runs in the reader's task (_deliver_shielded)
@@ -197,6 +199,9 @@ class Emitter:
         if self.before_gate is not None and any(isinstance(e, GateOpened) for e in out):
             look = self.before_gate
             out = [x for e in out for x in (look(e) if isinstance(e, GateOpened) else [e])]
+        if self.withdrawn_by is not None:
+            tell = self.withdrawn_by
+            out = [tell(e) if isinstance(e, GateWithdrawn) else e for e in out]
         return out
 
     async def emit(self, events: Sequence[Event]) -> None:

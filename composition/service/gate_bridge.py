@@ -98,6 +98,7 @@ class GateBridge:
         )
         self._stopped = False
         emitter.bus.on_delivered(self.observe)
+        emitter.withdrawn_by = self.decisions.annotate
 
     @property
     def delivery(self) -> InteractionDelivery | None:

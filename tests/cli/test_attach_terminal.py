@@ -45,6 +45,8 @@ def test_a_gate_answer_never_becomes_a_turn_and_ctrl_c_exits(terminal: Terminal,
     pane.type("y")  # one press: the gate's prompt has the keyboard
     screen = pane.wait("○ idle")
     assert "→ allow" in screen and "nothing to commit, working tree clean" in screen
+    # the retired card says who answered it and where (issue #36)
+    assert re.search(r"· allowed by you on the terminal \(attach\), \d\d:\d\d", screen), screen
     assert "❯ y" not in screen and screen.count("❯ run: git status") == 1
     pane.wait(lambda _s: pane.visible()[-1:] == ["❯"])  # the prompt is back after the turn
     assert not UUID.search(pane.screen())  # no internal ids on screen

@@ -29,6 +29,7 @@ from acp.schema import (
 )
 
 from agy_harness.adapters.sinks.terminal_cards import result_lines
+from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, one_line
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.events import (
@@ -162,6 +163,8 @@ class UpdateMapper:
     model: str = ""
     refused: set[str] = field(default_factory=set)  # gates not allowed: their card never shows "running"
     plan_edits: dict[str, str] = field(default_factory=dict)  # call id -> the plan artifact it edits
+    #: step key -> who decided its gate (the tool call's final update says it, issue #36)
+    decided: dict[str, str] = field(default_factory=dict)
 
     def updates(self, event: Event, *, history: bool = False) -> list[Update]:
         match event:
@@ -190,6 +193,12 @@ class UpdateMapper:
                 if event.level == "info":
                     return [h.update_agent_thought_text(text + "\n")]
                 return [h.update_agent_message_text(f"\n\n> {text}\n\n")]
+            case GateWithdrawn() if event.decided_by is not None and event.step_key:
+                text = decided_line(event.decided_by)
+                self.decided[event.step_key] = text
+                while len(self.decided) > 256:
+                    del self.decided[next(iter(self.decided))]
+                return [h.update_tool_call(event.step_key, content=text_content(text))]
             case (
                 Notice()
                 | StatusChanged()
@@ -259,6 +268,8 @@ class UpdateMapper:
         content: list[ContentToolCallContent | FileEditToolCallContent] = []
         content.extend(self.diffs.pop(event.call_id, []))  # the update replaces the card's content
         content.extend(text_content(_result_text(event)))
+        decided = self.decided.pop(event.step_key, "")
+        content.extend(text_content(decided))  # (the update replaces the content: said again)
         return h.update_tool_call(
             event.call_id,
             status="failed" if event.is_error else "completed",

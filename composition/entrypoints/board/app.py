@@ -5,6 +5,7 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     GET  /api/board?token=T                the board now (JSON)
     GET  /api/board/events?token=T         the board, again each time it changes (SSE)
     GET  /api/s/{cascade}/events?token=T   one conversation: its history, then live events (SSE)
+    GET  /api/s/{cascade}/history?token=T  one conversation's decisions from the ledger, newest first
     POST /api/s/{cascade}/answer           {"gate_id", "shown", "answer": "allow"|"deny"|"decline"
                                             | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
@@ -215,6 +216,20 @@ class _Handlers:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
+    async def history(self, request: Request) -> Response:
+        """The conversation's decisions (the decision ledger, read through the root), newest first."""
+        from ...root.audit_ledger import conversation_history
+
+        cascade_id = request.path_params["cascade"]
+        if cascade_id not in self.board.fleet.rows:
+            return _error(404, "no such conversation on this board")
+        try:
+            rows = await asyncio.to_thread(conversation_history, cascade_id)
+        except Exception as exc:  # an unreadable ledger: said, never a crash
+            log.warning("board: the decision ledger could not be read (%s)", exc)
+            return _error(503, f"the decision ledger could not be read: {exc}")
+        return JSONResponse({"rows": rows})
+
     async def answer(self, request: Request) -> Response:
         try:
             live = self._live(request)
@@ -309,6 +324,7 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
             Route("/api/board", h.board_now),
             Route("/api/board/events", h.board_events),
             Route("/api/s/{cascade}/events", h.session_events),
+            Route("/api/s/{cascade}/history", h.history),
             Route("/api/s/{cascade}/answer", h.answer, methods=["POST"]),
             Route("/api/s/{cascade}/rule", h.save_rule, methods=["POST"]),
             Route("/api/s/{cascade}/send", h.send, methods=["POST"]),

@@ -28,6 +28,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
 from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
+from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, one_line, path_notes, request_hash
 from agy_harness.core.kinds import describe
 from agy_harness.core.scopes import allow_choices, scope_label
@@ -159,6 +160,8 @@ def event_view(event: Event) -> dict[str, Any]:
         case ToolResult():
             result = event.model_copy(update={"output": event.output.replace("\r\n", "\n")})
             data["output"] = "\n".join(visible(text) for _, text in result_lines(result, MAX_OUTPUT_LINES))
+        case GateWithdrawn() if event.decided_by is not None:
+            data["decided"] = decided_line(event.decided_by)  # who answered it, where (issue #36)
         case (
             UserMessage()
             | AssistantMessage()
@@ -167,7 +170,7 @@ def event_view(event: Event) -> dict[str, Any]:
             | StatusChanged()
             | Usage()
             | ModelChanged()
-            | GateWithdrawn()
+            | GateWithdrawn()  # (a gate no one here decided)
             | Rotation()
             | SubagentStarted()
             | Notice()

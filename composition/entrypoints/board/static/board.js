@@ -449,7 +449,10 @@
       }
       case "gate_opened": pending.set(e.gate_id, { ...e.card, title: "" }); renderPinned();
         line(e.card.ask, "warning"); break;
-      case "gate_withdrawn": pending.delete(e.gate_id); renderPinned(); line("· " + (e.reason || "answered")); break;
+      case "gate_withdrawn": pending.delete(e.gate_id); renderPinned(); line("· " + (e.reason || "answered"));
+        if (e.decided) stream.append(el("div", { class: "line decided" }, "· " + e.decided));
+        if (!$("history").hidden) showHistory(true);
+        break;
       case "status": if (e.status === "failed") line("the turn failed" + (e.reason ? ": " + e.reason : ""), "error"); break;
       case "subagent": stream.append(el("div", { class: "line" }, "sub-agent started · ",
         el("a", { href: "#", on: { click: (ev) => { ev.preventDefault(); openSession(e.child_cascade_id); } } }, "open " + short(e.child_cascade_id)))); break;
@@ -468,10 +471,41 @@
     if (row) sessionHead(row);
     renderRows();
     pending.clear();
+    showHistory(false);
     sessionSource = new EventSource(url(`/api/s/${encodeURIComponent(id)}/events`));
     sessionSource.onmessage = (m) => onEvent(JSON.parse(m.data));
     $("stream").focus();
   }
+  // the conversation's decisions (GET /api/s/ID/history: the decision ledger), newest first
+  async function showHistory(open) {
+    const box = $("history"), btn = $("history-btn");
+    box.hidden = !open; btn.setAttribute("aria-pressed", String(open));
+    if (!open || !opened) return;
+    const id = opened;
+    box.replaceChildren(el("div", { class: "note" }, "reading the decision ledger…"));
+    let rows = [];
+    try {
+      const res = await fetch(url(`/api/s/${encodeURIComponent(id)}/history`), { credentials: "omit", cache: "no-store" });
+      const data = await res.json().catch(() => ({}));
+      if (!res.ok) throw new Error(data.error || ("HTTP " + res.status));
+      rows = data.rows || [];
+    } catch (err) {
+      if (opened === id) box.replaceChildren(el("div", { class: "line error" }, "history: " + err.message));
+      return;
+    }
+    if (opened !== id) return;
+    if (!rows.length) { box.replaceChildren(el("div", { class: "note" }, "No decisions recorded for this conversation yet.")); return; }
+    const head = el("tr", {}, ...["time", "asked", "verdict", "scope", "who / where"].map((h) => el("th", {}, h)));
+    const body = rows.map((r) => el("tr", { class: "h-row" },
+      el("td", { class: "h-time" }, r.time ? new Date(r.time).toLocaleTimeString() : ""),
+      el("td", { class: "h-shown" }, r.shown),
+      el("td", { class: "h-verdict" }, r.verdict + (r.taken === false ? " (not taken)" : "")),
+      el("td", { class: "h-scope" }, r.scope),
+      el("td", { class: "h-who" }, r.decided)));
+    box.replaceChildren(el("table", { class: "h-table" }, el("thead", {}, head), el("tbody", {}, ...body)));
+  }
+  $("history-btn").addEventListener("click", () => showHistory($("history").hidden));
+
   function closeSession() {
     if (sessionSource) sessionSource.close();
     sessionSource = null; opened = null;
