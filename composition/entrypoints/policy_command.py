@@ -127,7 +127,8 @@ def _trust(args: argparse.Namespace) -> int:
 def add_policy_command(sub: Any) -> None:
     p = command(sub, "policy", summary="rules that answer gates: test, explain, propose",
                 description=DESCRIPTION, epilog=EPILOG)  # fmt: skip
-    actions = p.add_subparsers(dest="policy_action", metavar="ACTION", required=True)
+    # prog given: argparse would otherwise lay out a usage line (with rich) to find it, on every start
+    actions = p.add_subparsers(dest="policy_action", metavar="ACTION", required=True, prog=p.prog)
     t = actions.add_parser(
         "test", help="check rule files' examples; without FILE also run the rules over recorded gates"
     )

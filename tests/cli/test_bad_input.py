@@ -67,10 +67,12 @@ def test_attach_tmux_without_that_pane(tmp_path: Path) -> None:
     one_line(run("attach", "--tmux", "%1", env=env), "--tmux %1: no such tmux pane", "#{pane_id}")
 
 
-def test_board_notify_is_checked_and_needs_a_webhook() -> None:
+def test_board_notify_is_checked_and_needs_somewhere_to_go() -> None:
     done = run("board", "--notify", "bogus")
     assert done.returncode == 2 and "unknown kind(s) bogus; choose from gate, turn, failed" in done.stderr
-    one_line(run("board", "--notify", "gate"), "--notify gate", "--webhook URL")
+    one_line(run("board", "--notify", "gate"), "nowhere to send", "--notify-urls-file PATH")
+    one_line(run("board", "--notify-content"), "nowhere to send", "--notify-urls-file PATH")
+    one_line(run("board", "--webhook", "https://example.invalid/t"), "--webhook is gone", "--notify-urls-file")
 
 
 def test_acp_ctrl_c_is_130_after_serving_a_message() -> None:

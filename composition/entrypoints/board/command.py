@@ -77,8 +77,8 @@ def add_board_command(sub: Any) -> None:
         f"also ${ENV} (default: no notifications)",
     )  # fmt: skip
     p.add_argument(
-        "--notify", type=_kinds, default="gate,turn,failed", metavar="KINDS",
-        help="what is notified: gate, turn, failed (default: %(default)s)",
+        "--notify", type=_kinds, default=None, metavar="KINDS",
+        help=f"what is notified: gate, turn, failed (default: {DEFAULT_KINDS}; needs notification URLs)",
     )  # fmt: skip
     p.add_argument(
         "--notify-content", action="store_true",
@@ -87,6 +87,9 @@ def add_board_command(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("--webhook", default=None, help=argparse.SUPPRESS)  # gone: refused with where URLs go now
     p.set_defaults(handler=run_board)
+
+
+DEFAULT_KINDS = "gate,turn,failed"
 
 
 def _kinds(text: str) -> str:
@@ -128,9 +131,14 @@ def notifier_from(args: argparse.Namespace, environ: Mapping[str, str]) -> Notif
         )
     urls = urls_from(args.notify_urls_file, environ)
     if not urls:
+        if args.notify is not None or args.notify_content:  # a choice with nowhere to go: refused
+            raise NotifySetupError(
+                "--notify and --notify-content say what notifications carry, but there is nowhere to send "
+                f"them: give URLs with --notify-urls-file PATH (chmod 600) or ${ENV}, or leave them out"
+            )
         return None
     check_urls(urls)
-    kinds = tuple(k for k in args.notify.split(",") if k)
+    kinds = tuple(k for k in (args.notify or DEFAULT_KINDS).split(",") if k)
     return Notifier(urls, kinds, content=args.notify_content)
 
 
