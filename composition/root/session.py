@@ -324,5 +324,5 @@ def _port_of(text: str) -> str:
     """The port(s) a discovery message names ("port 4123", "ports 4123, 4124")."""
     import re
 
-    found = re.search(r"ports? ([\d, ]+\d)", text)
+    found = re.search(r"ports? \[?([\d, ]+\d)", text)  # "port 4123", "ports [4123, 4124]"
     return found.group(1) if found else "?"

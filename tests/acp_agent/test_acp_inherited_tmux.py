@@ -85,7 +85,7 @@ async def test_tmux_pane_is_the_pane_of_the_inherited_server(
     socket, env = editors_tmux
     (tmp_path / f"tmux-{os.getuid()}").mkdir(mode=0o700)
     sim = f"{shlex.quote(sys.executable)} -m agy_harness.adapters.simulator --pace 0 </dev/null"
-    _on(socket, "new-session", "-d", "-s", "agy", sim)
+    _on(socket, "new-session", "-d", "-s", "agy", "-c", str(tmp_path), sim)  # agy works in the editor's project
     pane = _on(socket, "display-message", "-p", "-t", "agy", "#{pane_id}").strip()
     default = tmp_path / f"tmux-{os.getuid()}" / "default"
     _on(default, "new-session", "-d", "-s", "s0", "sleep 600")
