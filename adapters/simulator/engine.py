@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from typing import Any
 
 from . import steps as st
@@ -91,8 +92,9 @@ class Engine(ToolActions):
         missed the thought's tail at any pace: readers showed "I …"."""
 
         c, reads = self.c, self.c.reads
-        if not c.watchers and not reads:
-            return
+        polling = reads and time.monotonic() - c.last_read < POLL_WINDOW * 4  # a poller read just now
+        if not c.watchers and not polling:
+            return  # (a reader that read once, long ago, is no poller: waiting on it stalled every turn)
         loop = asyncio.get_running_loop()
         start = loop.time()
         while loop.time() < start + limit:

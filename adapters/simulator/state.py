@@ -82,6 +82,7 @@ class Cascade:
     cancel: asyncio.Event = field(default_factory=asyncio.Event)
     watchers: set[Watcher] = field(default_factory=set)
     reads: int = 0  # GetCascadeTrajectorySteps answered for it (a polling reader's pace)
+    last_read: float = 0.0  # time.monotonic() of the last such answer (a poller still polling)
     steps_sent: int = 0  # steps those answers held (from ``stepOffset`` on, where one was asked)
 
     @property

@@ -6,6 +6,7 @@ Proto-JSON: unknown request fields are ignored (only the known ones are read).
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any, Protocol
 
 from .catalog import catalog_answer
@@ -47,6 +48,7 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
         start = offset if type(offset) is int and offset > 0 else 0
         steps = copy.deepcopy(c.steps[start:])
         c.reads += 1
+        c.last_read = time.monotonic()
         c.steps_sent += len(steps)
         return {"steps": [with_drift(x, "step") for x in steps] if sim.faults.drift else steps}
     if method == "HandleCascadeUserInteraction":
