@@ -63,6 +63,14 @@ class StepSnapshot(Protocol):
 
 
 @runtime_checkable
+class StepSnapshotFrom(Protocol):
+    """A snapshot that can read a cascade's steps from an index on (``stepOffset``): what one step
+    needs, without decoding a whole large conversation."""
+
+    async def read_steps_from(self, cascade_id: str, offset: int) -> list[RawStep]: ...
+
+
+@runtime_checkable
 class InteractionDelivery(Protocol):
     async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
         """``HandleCascadeUserInteraction``; raises InteractionRejected when agy refuses the answer,

@@ -207,6 +207,10 @@ class RpcPollSource:
             return []
         return list(object_steps(raw, source="poll", cascade_id=cascade_id))
 
+    async def read_steps_from(self, cascade_id: str, offset: int) -> list[RawStep]:
+        """:class:`~agy_harness.ports.protocols.StepSnapshotFrom`: the steps from ``offset`` on."""
+        return await self.read_steps(cascade_id, offset=offset)
+
     async def _read(self, cascade_id: str, offset: int = 0) -> dict[str, Any]:
         """The answer, its long strings cut as hard as it takes to fit the body limit (issue #35
         case 3: a 4.5 MiB command agy repeats in several fields made every poll refuse the whole

@@ -28,7 +28,7 @@ from agy_harness.core.approvals import (
 )
 from agy_harness.core.scopes import without
 from agy_harness.ports.events import Event, GateOpened, Notice, ToolResult
-from agy_harness.ports.protocols import StepSnapshot
+from agy_harness.ports.protocols import StepSnapshot, StepSnapshotFrom
 
 from .emitter import Emitter
 
@@ -106,7 +106,7 @@ class GateWatch:
     async def _check(self, gate: GateOpened, approved: str, step_key: str) -> None:
         trajectory, _, index = step_key.rpartition("/")
         try:
-            ran = ran_command(await self.snapshot.read_steps(gate.cascade_id), trajectory, int(index))
+            ran = await self._ran(gate.cascade_id, trajectory, int(index))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -116,6 +116,17 @@ class GateWatch:
             text = ran_differs_text(approved, ran)
             log.warning("gate %s: %s", gate.gate_id, text)
             await self.emitter.notice(f"{gate.id}/ran", text, "warning")
+
+    async def _ran(self, cascade_id: str, trajectory: str, index: int) -> str | None:
+        """What the step ran: read from that step on where the snapshot can (a whole re-read of a large
+        conversation held the loop past the stream's idle watchdog), else, or when the step is not
+        there (another trajectory's index), the whole conversation."""
+        snapshot = self.snapshot
+        if isinstance(snapshot, StepSnapshotFrom):
+            ran = ran_command(await snapshot.read_steps_from(cascade_id, index), trajectory, index)
+            if ran is not None:
+                return ran
+        return ran_command(await snapshot.read_steps(cascade_id), trajectory, index)
 
     @property
     def tasks(self) -> list[asyncio.Task[None]]:

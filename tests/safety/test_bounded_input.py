@@ -29,11 +29,6 @@ async def huge_steps(sim: Simulator) -> None:
         await sim.send_agent_message(sim.cascade_id, f"HUGE-{n} " + "x" * HUGE)
 
 
-@pytest.mark.xfail(
-    reason="KNOWN DEFECT after this round's merge (issue #35 stays open): the stream reports StreamIdle "
-    "errors while the huge steps are built (source_errors must be 0); found by the final CI run",
-    strict=False,
-)
 async def test_huge_steps_are_cut_and_the_stream_keeps_serving_gates(sim: Simulator) -> None:
     await huge_steps(sim)
     sink = RecordingSink()
