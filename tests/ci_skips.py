@@ -16,7 +16,6 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 #: reasons a skip is right even in CI (nothing real is missing)
 ALLOWED = (
-    "no ../shared/fixtures/agy next to the repository",  # a bare clone: the package's own copy is used
     "process discovery is tested on Linux",
 )
 

@@ -1,11 +1,13 @@
 """Every step the simulator serves has the recorded shape: for each recorded fixture (the in-repo copies
 in adapters/simulator/shapes/), the simulator's step of the same kind (same type, status and projection)
-has exactly the fixture's set of key paths (values ignored). Where the original recordings sit next to
-the repository (../shared/fixtures/agy/), the copies are checked against them byte for byte."""
+has exactly the fixture's set of key paths (values ignored). The copies are checked byte for byte against
+the recordings' SHA-256 (recordings.sha256), and against ../shared/fixtures/agy/ where it is next to the
+repository."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -154,12 +156,23 @@ def test_every_fixture_is_covered() -> None:
     assert names == sorted(SHAPE_NAMES)
 
 
-@pytest.mark.skipif(SHARED is None, reason="no ../shared/fixtures/agy next to the repository")
+#: SHA-256 of each recording in ``../shared/fixtures/agy`` when it was copied (``sha256sum *.json``)
+MANIFEST = Path(__file__).with_name("recordings.sha256")
+
+
+def _hashes(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.json"))}
+
+
 def test_the_in_repo_copies_are_the_recordings_byte_for_byte() -> None:
-    assert SHARED is not None
-    assert sorted(p.name for p in SHARED.glob("*.json")) == sorted(p.name for p in SHAPES.glob("*.json"))
-    for recorded in SHARED.glob("*.json"):
-        assert (SHAPES / recorded.name).read_bytes() == recorded.read_bytes(), recorded.name
+    """The copies hash as the recordings did (a plain clone checks this too: nothing skipped), and where
+    the recordings sit next to the repository they are compared with them as well."""
+    lines = MANIFEST.read_text(encoding="utf-8").splitlines()
+    recorded = {name: digest for digest, name in (line.split("  ", 1) for line in lines)}
+    assert len(recorded) == 18
+    assert _hashes(SHAPES) == recorded
+    if SHARED is not None:
+        assert _hashes(SHARED) == recorded
 
 
 @pytest.mark.parametrize("name", sorted(SHAPE_NAMES))
