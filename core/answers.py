@@ -345,8 +345,17 @@ def _answerable(gate: GateOpened) -> None:
 
 
 def _whole(gate: GateOpened) -> None:
-    """Refuse an allow of a request that was cut: nowhere can its whole text be shown."""
+    """Refuse an allow of a request that was cut: nowhere can its whole text be shown; and of a
+    ``runCommand`` whose request proposes another line than the one its card shows (the step's): the
+    answer would submit a command no human saw."""
     p = gate.permission
+    proposed = gate.request.get("proposedCommandLine") if gate.interaction == "runCommand" else None
+    shown = p.command_line if p is not None else ""
+    if isinstance(proposed, str) and proposed and proposed != shown:
+        raise AnswerError(
+            f"agy's request proposes {proposed!r} but its step (what the card shows) runs {shown!r}: "
+            "it cannot be allowed from here; deny it, or answer in agy's terminal"
+        )
     cut = next(cuts_in([gate.request, p.model_dump() if p is not None else None]), None)
     if cut is not None:
         raise AnswerError(
