@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from agy_harness.ports.events import GateOpened, PermissionRequest
 from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, SimpleCommand, Verdict
 
+from .answers import carries_reason
 from .policy_rules import Example, Rule
 
 _PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "chroot", "?"})  # ("?": a wrapper not followed)
@@ -149,16 +150,23 @@ class RuleSet:
         return self._by_name.get(_base(part.argv[0]), [])
 
 
-def _decision(verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "") -> Decision:
+def _decision(
+    verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "", gate: GateOpened | None = None
+) -> Decision:
     first = rules[0] if rules else None
     unique = list({(r.source, r.id): r for r in rules}.values())
+    message = (first.message or f"denied by rule {first.id}") if first is not None and verdict == "deny" else ""
+    if message and gate is not None and not carries_reason(gate):
+        # agy's answer to this request carries no reason (runCommand): a plain denial reaches agy, and
+        # the surfaces say the message was not told (a reason there would be refused, the gate left
+        # waiting for agy's terminal)
+        reason = f"{reason}; agy is not told {message!r}: its {gate.interaction} answer carries no message"
+        message = ""
     return Decision(
         verdict=verdict,
         rule_id=", ".join(r.id for r in unique),
         source=", ".join(r.source for r in unique),
-        message=(first.message or f"denied by rule {first.id}")
-        if first is not None and verdict == "deny"
-        else "",
+        message=message,
         reason=reason,
         rules_hash=ruleset.rules_hash,
         file_hash=first.file_hash if first is not None else "",
@@ -179,20 +187,21 @@ def decide(ruleset: RuleSet, gate: GateOpened, parsed: ParsedCommand | None) -> 
         for verdict in order:
             chosen = [r for r in matching if r.decision == verdict]
             if chosen:
-                return _decision(verdict, chosen[:1], ruleset, f"rule {chosen[0].label}")
+                return _decision(verdict, chosen[:1], ruleset, f"rule {chosen[0].label}", gate)
         return _decision("ask", [], ruleset, "no rule matches this request")
     if parsed is None:
         return _decision("ask", [], ruleset, "the command line was not read")
     wide = [r for r in ruleset._other if r.decision != "allow" and gate_matches(r, gate)]  # no `command`
     denied = next((r for r in wide if r.decision == "deny"), None)
     if denied is not None:
-        return _decision("deny", [denied], ruleset, f"rule {denied.label}")
+        return _decision("deny", [denied], ruleset, f"rule {denied.label}", gate)
     parts = parsed.commands
     candidates = [[r for r in ruleset.command_rules(p) if gate_matches(r, gate)] for p in parts]
     for part, rules in zip(parts, candidates, strict=True):
         for rule in rules:
             if rule.decision == "deny" and part_matches(rule, part):
-                return _decision("deny", [rule], ruleset, f"{' '.join(part.argv)!r} matches {rule.label}")
+                why = f"{' '.join(part.argv)!r} matches {rule.label}"
+                return _decision("deny", [rule], ruleset, why, gate)
     if not parsed.understood:
         return _decision("ask", [], ruleset, f"not understood: {parsed.reason}")
     if not parts:
