@@ -84,18 +84,31 @@ def _lookup(request: Any, dotted: str) -> Any:
     return value
 
 
+_UNREAD = "unread:"  # stands for what the bounded walk did not read: its host ("") matches no rule
+_URL_KEYS = ("url", "uri", "href")
+
+
 def _urls(value: Any, depth: int = 0) -> Iterable[str]:
+    """The URLs in a request: values under a url/uri/href key, and any text that reads as one (it has
+    ``://``); past the walk's bounds (depth, a long list) it yields a value whose host is none, so a
+    rule never vouches for a URL it did not read."""
     if depth > 6:
+        if isinstance(value, dict | list) and value:
+            yield _UNREAD
         return
     if isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(v, str) and k.lower() in ("url", "uri", "href"):
+            if isinstance(v, str) and (str(k).lower().endswith(_URL_KEYS) or "://" in v):
                 yield v
             else:
                 yield from _urls(v, depth + 1)
     elif isinstance(value, list):
+        if len(value) > 64:
+            yield _UNREAD
         for v in value[:64]:
             yield from _urls(v, depth + 1)
+    elif isinstance(value, str) and "://" in value:
+        yield value
 
 
 def gate_matches(rule: Rule, gate: GateOpened) -> bool:

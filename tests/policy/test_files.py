@@ -194,3 +194,30 @@ kind = ["permission"]
     assert policy.decide(gate("ls", tool_name="run_command")).verdict == "allow"
     assert policy.decide(gate("pwd")).verdict == "ask"  # "every-permission" never allows a command
     assert policy.decide(gate("", interaction="fileWrite")).verdict == "allow"  # a permission without one
+
+
+def test_a_url_host_rule_cannot_vouch_for_urls_it_did_not_read(tmp_path: Path) -> None:
+    """The host check reads a bounded part of the request: a URL past that bound (deep, or late in a
+    long list), or under a key it does not name, is never vouched for: the gate is asked."""
+    write(tmp_path / "u", "u.toml", """\
+[[rule]]
+id = "docs"
+decision = "allow"
+kind = ["other"]
+interaction = ["readUrlContent"]
+url_host = ["docs.python.org"]
+""")  # fmt: skip
+    policy = load_policy(tiers=[Tier(2, tmp_path / "u")])
+
+    def verdict(request: dict[str, object]) -> str:
+        return policy.decide(gate("", "other", interaction="readUrlContent", request=request)).verdict
+
+    good = {"url": "https://docs.python.org/3/"}
+    assert verdict(good) == "allow"
+    deep: dict[str, object] = {"url": "https://evil.com/"}
+    for _ in range(8):
+        deep = {"next": deep}
+    assert verdict({**good, "more": deep}) == "ask"
+    late = [{"url": "https://docs.python.org/"}] * 64 + [{"url": "https://evil.com/"}]
+    assert verdict({**good, "items": late}) == "ask"
+    assert verdict({**good, "targetUrl": "https://evil.com/"}) == "ask"
