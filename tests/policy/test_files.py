@@ -221,3 +221,19 @@ url_host = ["docs.python.org"]
     late = [{"url": "https://docs.python.org/"}] * 64 + [{"url": "https://evil.com/"}]
     assert verdict({**good, "items": late}) == "ask"
     assert verdict({**good, "targetUrl": "https://evil.com/"}) == "ask"
+
+
+@pytest.mark.parametrize("loose", ["file", "directory"])
+def test_a_user_rules_file_another_user_can_write_is_refused(tmp_path: Path, loose: str) -> None:
+    """The user tier's allows answer for the user: a rules file (or its directory) that another local
+    user can write (group or world writable: a planted XDG_CONFIG_HOME, a shared directory) is not
+    read; the rules are off and say why (everything is asked)."""
+    path = write(tmp_path / "u", "u.toml", ALLOW_LS)
+    os.chmod(tmp_path / "u", 0o700)
+    os.chmod(path, 0o600)
+    assert load_policy(tiers=[Tier(2, tmp_path / "u")]).decide(gate("ls")).verdict == "allow"
+    os.chmod(path if loose == "file" else tmp_path / "u", 0o606 if loose == "file" else 0o707)  # world-writable
+    policy = load_policy(tiers=[Tier(2, tmp_path / "u")])
+    assert policy.decide(gate("ls")).verdict == "ask"
+    [warning] = policy.warnings()
+    assert "writable by others" in warning and str(tmp_path / "u") in warning
