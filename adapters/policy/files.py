@@ -62,6 +62,9 @@ def read_trust(env: dict[str, str] | None = None) -> dict[str, str]:
     path = trust_file(env)
     try:
         with path.open("rb") as f:
+            if not _own_only(os.fstat(f.fileno())):
+                log.warning("policy: %s is writable by another user: no project file is trusted", path)
+                return {}
             data = json.loads(f.read(MAX_FILE))
     except FileNotFoundError:
         return {}
