@@ -122,8 +122,11 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
         return False
     if rule.command is not None and not permission.command_line:
         return False  # a rule on a command needs one
-    if rule.command is None and permission.command_line and rule.decision == "allow":
-        return False  # a command is allowed only as parsed (a deny or an ask may be wider)
+    if rule.command is None and rule.decision == "allow" and (
+        permission.command_line or permission.action == "command"
+    ):
+        return False  # a command is allowed only as parsed (a deny or an ask may be wider); a command
+        # named only by agy's resource (action "command") has no line to parse: never allowed so
     if rule.cwd:
         cwd = posixpath.normpath(permission.cwd) if permission.cwd.startswith("/") else ""
         inside = [d for d in rule.cwd if cwd == d or (not rule.exact and cwd.startswith(d.rstrip("/") + "/"))]

@@ -237,3 +237,23 @@ def test_a_user_rules_file_another_user_can_write_is_refused(tmp_path: Path, loo
     assert policy.decide(gate("ls")).verdict == "ask"
     [warning] = policy.warnings()
     assert "writable by others" in warning and str(tmp_path / "u") in warning
+
+
+def test_an_allow_without_command_never_allows_a_command_named_only_by_its_resource(tmp_path: Path) -> None:
+    """agy's permission names a command by its resource (``action: command``, ``target``) as well as
+    by the step's command line: where only the resource carries it, an allow without ``command``
+    (a tool, a kind) must not approve it unparsed."""
+    write(tmp_path / "u", "u.toml", """\
+[[rule]]
+id = "run-tool"
+decision = "allow"
+tool = ["run_command"]
+""")  # fmt: skip
+    policy = load_policy(tiers=[Tier(2, tmp_path / "u")])
+    command = GateOpened(
+        id="g", cascade_id="c", gate_id="g", kind="permission", trajectory_id="t", step_index=1,
+        tool_name="run_command", permission=PermissionRequest(action="command", target="rm -rf ~"),
+    )  # fmt: skip
+    assert policy.decide(command).verdict == "ask"
+    other = command.model_copy(update={"permission": PermissionRequest(action="read", target="/etc/hosts")})
+    assert policy.decide(other).verdict == "allow"  # (a non-command request: the tool rule holds)
