@@ -251,6 +251,12 @@ def _permission(value: object) -> GateAnswer:
 _REASONED = frozenset({"permission"})
 
 
+def carries_reason(gate: GateOpened) -> bool:
+    """Whether agy's answer to ``gate`` can carry a denial's reason (``userDenyInstruction``): a
+    ``runCommand`` answer cannot (a reason given there is refused)."""
+    return not gate.interaction or gate.interaction in _REASONED
+
+
 def _permission_verdict(gate: GateOpened, answer: GateAnswer) -> Allow | Deny:
     lasting = answer.scope is not None and answer.scope != "once"
     if answer.action == "accept" and answer.allow is True:
@@ -276,7 +282,7 @@ def _permission_verdict(gate: GateOpened, answer: GateAnswer) -> Allow | Deny:
     if answer.edited_command:
         raise AnswerError("an edited command goes with an allow, not with a denial")
     reason = answer.deny_reason.strip()
-    if reason and gate.interaction and gate.interaction not in _REASONED:
+    if reason and not carries_reason(gate):
         raise AnswerError(f"agy's {gate.interaction} answer carries no reason: deny without one")
     return Deny(reason)
 
@@ -345,8 +351,17 @@ def _answerable(gate: GateOpened) -> None:
 
 
 def _whole(gate: GateOpened) -> None:
-    """Refuse an allow of a request that was cut: nowhere can its whole text be shown."""
+    """Refuse an allow of a request that was cut: nowhere can its whole text be shown; and of a
+    ``runCommand`` whose request proposes another line than the one its card shows (the step's): the
+    answer would submit a command no human saw."""
     p = gate.permission
+    proposed = gate.request.get("proposedCommandLine") if gate.interaction == "runCommand" else None
+    shown = p.command_line if p is not None else ""
+    if isinstance(proposed, str) and proposed and proposed != shown:
+        raise AnswerError(
+            f"agy's request proposes {proposed!r} but its step (what the card shows) runs {shown!r}: "
+            "it cannot be allowed from here; deny it, or answer in agy's terminal"
+        )
     cut = next(cuts_in([gate.request, p.model_dump() if p is not None else None]), None)
     if cut is not None:
         raise AnswerError(

@@ -20,7 +20,7 @@ from agy_harness.ports.events import GateOpened
 
 from . import steps as S
 from .answers import Allow, CheckedAnswer
-from .display import one_line
+from .display import one_line, request_hash, text_notes
 from .elicitation import proposed_command
 
 
@@ -53,11 +53,19 @@ def ran_command(raws: list[Any], trajectory_id: str, step_index: int) -> str | N
 
 
 def ran_differs_text(approved: str, ran: str) -> str:
-    """The notice: both texts, whole, through the one display rule."""
-    return (
+    """The notice: both texts, whole, through the one display rule; where they could be taken for one
+    another (they render alike, or either holds look-alike text or a cut), each text's hash and what
+    the card of a command would note (the look-alikes, by code point)."""
+    shown_approved, shown_ran = one_line(approved), one_line(ran)
+    text = (
         "what ran differs from what was approved (a hook may have rewritten it): "
-        f"approved `{one_line(approved)}`, ran `{one_line(ran)}`"
+        f"approved `{shown_approved}`, ran `{shown_ran}`"
     )
+    notes = text_notes(ran)
+    if shown_approved == shown_ran or notes or text_notes(approved):
+        said = "; ".join(one_line(n) for n in notes)
+        text += f" (approved {request_hash(approved)}, ran {request_hash(ran)}" + (f"; ran: {said})" if said else ")")
+    return text
 
 
 @dataclass(frozen=True, slots=True)

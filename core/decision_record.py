@@ -48,7 +48,10 @@ def shown(gate: GateOpened) -> str:
         )
     else:
         text = gate.interaction or gate.tool_name or "an action"
-    text = redact(visible(text))
+    return _bounded(redact(visible(text)))
+
+
+def _bounded(text: str) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"… [{len(text)} chars]"
 
 
@@ -56,7 +59,11 @@ def verdict_of(answer: CheckedAnswer) -> tuple[str, dict[str, Any]]:
     """allow / deny / choose / refuse, and what goes with it (a reason, the options picked)."""
     v = answer.verdict
     if isinstance(v, Allow):
-        return "allow", ({"persist": v.persist} if v.persist else {})
+        detail: dict[str, Any] = {"persist": v.persist} if v.persist else {}
+        if v.command is not None:  # edit, then run: what was approved is the edited line
+            detail["edited_command"] = _bounded(redact(visible(v.command)))
+            detail["command_digest"] = answer.command_digest
+        return "allow", detail
     if isinstance(v, Deny):
         return "deny", ({"reason": redact(v.reason)} if v.reason else {})
     if isinstance(v, Choose):
@@ -95,6 +102,13 @@ def recorded_verdict(gate: GateOpened, response: dict[str, Any] | None) -> tuple
             for r in responses
         ]
         return "choose", {"responses": picked}
+    if "runCommand" in response:  # {confirm, proposedCommandLine, submittedCommandLine}
+        run = S.as_dict(response["runCommand"])
+        detail: dict[str, Any] = {}
+        submitted = run.get("submittedCommandLine")
+        if run.get("confirm") is True and isinstance(submitted, str) and submitted != run.get("proposedCommandLine"):
+            detail["edited_command"] = _bounded(redact(visible(submitted)))
+        return ("allow" if run.get("confirm") is True else "deny"), detail
     for value in response.values():
         accepted = S.as_dict(value).get("accepted")
         if isinstance(accepted, bool):

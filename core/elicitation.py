@@ -86,11 +86,14 @@ def interaction_payload(
 
 
 def proposed_command(gate: GateOpened) -> str:
-    """The command line agy proposes on ``gate`` (its request's, else the step's)."""
+    """The command line agy proposes on ``gate``, as its card shows it (the step's proposal); the
+    request's own, only where the step carries none. An allow of a request that proposes another line
+    than the card shows is refused (:func:`agy_harness.core.answers.parse_answer`)."""
+    shown = gate.permission.command_line if gate.permission is not None else ""
+    if shown:
+        return shown
     proposed = gate.request.get("proposedCommandLine")
-    if isinstance(proposed, str) and proposed:
-        return proposed
-    return gate.permission.command_line if gate.permission is not None else ""
+    return proposed if isinstance(proposed, str) else ""
 
 
 def _run_command(gate: GateOpened, verdict: Verdict) -> dict[str, Any]:

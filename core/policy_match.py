@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from agy_harness.ports.events import GateOpened, PermissionRequest
 from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, SimpleCommand, Verdict
 
+from .answers import carries_reason
 from .policy_rules import Example, Rule
 
 _PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "chroot", "?"})  # ("?": a wrapper not followed)
@@ -83,18 +84,31 @@ def _lookup(request: Any, dotted: str) -> Any:
     return value
 
 
+_UNREAD = "unread:"  # stands for what the bounded walk did not read: its host ("") matches no rule
+_URL_KEYS = ("url", "uri", "href")
+
+
 def _urls(value: Any, depth: int = 0) -> Iterable[str]:
+    """The URLs in a request: values under a url/uri/href key, and any text that reads as one (it has
+    ``://``); past the walk's bounds (depth, a long list) it yields a value whose host is none, so a
+    rule never vouches for a URL it did not read."""
     if depth > 6:
+        if isinstance(value, dict | list) and value:
+            yield _UNREAD
         return
     if isinstance(value, dict):
         for k, v in value.items():
-            if isinstance(v, str) and k.lower() in ("url", "uri", "href"):
+            if isinstance(v, str) and (str(k).lower().endswith(_URL_KEYS) or "://" in v):
                 yield v
             else:
                 yield from _urls(v, depth + 1)
     elif isinstance(value, list):
+        if len(value) > 64:
+            yield _UNREAD
         for v in value[:64]:
             yield from _urls(v, depth + 1)
+    elif isinstance(value, str) and "://" in value:
+        yield value
 
 
 def gate_matches(rule: Rule, gate: GateOpened) -> bool:
@@ -108,8 +122,11 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
         return False
     if rule.command is not None and not permission.command_line:
         return False  # a rule on a command needs one
-    if rule.command is None and permission.command_line and rule.decision == "allow":
-        return False  # a command is allowed only as parsed (a deny or an ask may be wider)
+    if rule.command is None and rule.decision == "allow" and (
+        permission.command_line or permission.action == "command"
+    ):
+        return False  # a command is allowed only as parsed (a deny or an ask may be wider); a command
+        # named only by agy's resource (action "command") has no line to parse: never allowed so
     if rule.cwd:
         cwd = posixpath.normpath(permission.cwd) if permission.cwd.startswith("/") else ""
         inside = [d for d in rule.cwd if cwd == d or (not rule.exact and cwd.startswith(d.rstrip("/") + "/"))]
@@ -149,16 +166,23 @@ class RuleSet:
         return self._by_name.get(_base(part.argv[0]), [])
 
 
-def _decision(verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "") -> Decision:
+def _decision(
+    verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "", gate: GateOpened | None = None
+) -> Decision:
     first = rules[0] if rules else None
     unique = list({(r.source, r.id): r for r in rules}.values())
+    message = (first.message or f"denied by rule {first.id}") if first is not None and verdict == "deny" else ""
+    if message and gate is not None and not carries_reason(gate):
+        # agy's answer to this request carries no reason (runCommand): a plain denial reaches agy, and
+        # the surfaces say the message was not told (a reason there would be refused, the gate left
+        # waiting for agy's terminal)
+        reason = f"{reason}; agy is not told {message!r}: its {gate.interaction} answer carries no message"
+        message = ""
     return Decision(
         verdict=verdict,
         rule_id=", ".join(r.id for r in unique),
         source=", ".join(r.source for r in unique),
-        message=(first.message or f"denied by rule {first.id}")
-        if first is not None and verdict == "deny"
-        else "",
+        message=message,
         reason=reason,
         rules_hash=ruleset.rules_hash,
         file_hash=first.file_hash if first is not None else "",
@@ -179,20 +203,21 @@ def decide(ruleset: RuleSet, gate: GateOpened, parsed: ParsedCommand | None) -> 
         for verdict in order:
             chosen = [r for r in matching if r.decision == verdict]
             if chosen:
-                return _decision(verdict, chosen[:1], ruleset, f"rule {chosen[0].label}")
+                return _decision(verdict, chosen[:1], ruleset, f"rule {chosen[0].label}", gate)
         return _decision("ask", [], ruleset, "no rule matches this request")
     if parsed is None:
         return _decision("ask", [], ruleset, "the command line was not read")
     wide = [r for r in ruleset._other if r.decision != "allow" and gate_matches(r, gate)]  # no `command`
     denied = next((r for r in wide if r.decision == "deny"), None)
     if denied is not None:
-        return _decision("deny", [denied], ruleset, f"rule {denied.label}")
+        return _decision("deny", [denied], ruleset, f"rule {denied.label}", gate)
     parts = parsed.commands
     candidates = [[r for r in ruleset.command_rules(p) if gate_matches(r, gate)] for p in parts]
     for part, rules in zip(parts, candidates, strict=True):
         for rule in rules:
             if rule.decision == "deny" and part_matches(rule, part):
-                return _decision("deny", [rule], ruleset, f"{' '.join(part.argv)!r} matches {rule.label}")
+                why = f"{' '.join(part.argv)!r} matches {rule.label}"
+                return _decision("deny", [rule], ruleset, why, gate)
     if not parsed.understood:
         return _decision("ask", [], ruleset, f"not understood: {parsed.reason}")
     if not parts:

@@ -154,14 +154,15 @@ class RunStatus:
         return fully
 
 
-#: a step status that means agy is not done with it (proto-JSON enum suffixes)
-UNSETTLED = ("WAITING", "RUNNING", "GENERATING")
+#: a step status that means agy is not done with it (proto-JSON enum suffixes; PENDING: a tool step
+#: agy created and has not run or asked about yet, as the recorded run_command's transitions show)
+UNSETTLED = ("WAITING", "RUNNING", "GENERATING", "PENDING")
 
 
 def turn_goes_on(state: MapperState, raws: Sequence[Any]) -> str:
     """Why a turn may not close although agy says idle ('' when nothing says so): a gate is open in
     the reconciler's ``state``, or a step in ``raws`` (agy's steps, freshly read) is unsettled
-    (WAITING, RUNNING, GENERATING). The one rule for every idle signal: agy's stream (``IDLE`` and
+    (WAITING, RUNNING, GENERATING, PENDING). The one rule for every idle signal: agy's stream (``IDLE`` and
     ``fullyIdle``, which may be stale) and the run-status backstop."""
     if state.gates:
         return "a gate is open"

@@ -97,7 +97,8 @@ class Decision(BaseModel):
         if self.verdict == "allow":
             return f"allowed by rule {self.rule_id} ({self.source})"
         if self.verdict == "deny":
-            return f"denied by rule {self.rule_id} ({self.source}): {self.message}"
+            told = self.message or self.reason  # (no message: agy's answer carries none; the reason says)
+            return f"denied by rule {self.rule_id} ({self.source}): {told}"
         return f"asked: {self.reason}" if self.reason else "asked"
 
 

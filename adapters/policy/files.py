@@ -62,6 +62,9 @@ def read_trust(env: dict[str, str] | None = None) -> dict[str, str]:
     path = trust_file(env)
     try:
         with path.open("rb") as f:
+            if not _own_only(os.fstat(f.fileno())):
+                log.warning("policy: %s is writable by another user: no project file is trusted", path)
+                return {}
             data = json.loads(f.read(MAX_FILE))
     except FileNotFoundError:
         return {}
@@ -114,15 +117,40 @@ def _root_only(path: Path) -> bool:
     return st.st_uid == 0 and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
+def _own_only(info: os.stat_result) -> bool:
+    """Owned by the user (or root) and writable by no one else: no other local user planted it (group
+    write only where the group is the user's own primary group: a umask of 002 with user-private
+    groups, as Debian and Ubuntu make them)."""
+    group_ok = not info.st_mode & stat.S_IWGRP or info.st_gid == os.getegid() != 0
+    return info.st_uid in (os.geteuid(), 0) and group_ok and not info.st_mode & stat.S_IWOTH
+
+
+def _refuse_loose(path: Path, info: os.stat_result) -> None:
+    if not _own_only(info):
+        raise RuleError(
+            f"{path}: a user rules file or directory must be yours and writable by no one else "
+            f"(it is writable by others or owned by uid {info.st_uid}): the rules are not read"
+        )
+
+
 def read_file(
-    path: Path, tier: int, parser: CommandParser, *, root_owned: bool = False, workspace: Path | None = None
+    path: Path,
+    tier: int,
+    parser: CommandParser,
+    *,
+    root_owned: bool = False,
+    workspace: Path | None = None,
+    own_only: bool = False,
 ) -> tuple[tuple[Rule, ...], bytes]:
     """The rules of one file and its bytes; raises RuleError (the file is not used) on anything wrong,
-    examples included."""
+    examples included. ``own_only``: the file must be the user's (or root's) and writable by no one
+    else (the user tier)."""
     try:
         if root_owned and not _root_only(path):
             raise RuleError(f"{path}: an admin rules file must be root's and writable by no one else")
         with path.open("rb") as f:
+            if own_only:
+                _refuse_loose(path, os.fstat(f.fileno()))
             data = f.read(MAX_FILE + 1)
     except OSError as exc:
         raise RuleError(f"{path}: cannot be read ({exc.strerror or exc})") from None
@@ -180,9 +208,12 @@ def load_rules(
                 raise RuleError(
                     f"{tier.directory}: the admin rules directory must be root's and writable by no one else"
                 )
+            own_only = not tier.root_owned and not tier.needs_trust  # the user tier: allows as they are
+            if own_only:
+                _refuse_loose(tier.directory, tier.directory.stat())
             for path in sorted(tier.directory.glob("*.toml")):
                 found, data = read_file(
-                    path, tier.rank, parser, root_owned=tier.root_owned, workspace=workspace
+                    path, tier.rank, parser, root_owned=tier.root_owned, workspace=workspace, own_only=own_only
                 )
                 if (
                     tier.needs_trust

@@ -112,6 +112,31 @@ def read_file(directory: Path, name: str, limit: int = 1 << 31) -> bytes:
             os.close(f)
 
 
+def read_tail(directory: Path, name: str, limit: int) -> tuple[bytes, bool]:
+    """The last ``limit`` bytes of a ledger file, starting at a line (b"" when it does not exist), and
+    whether that is the whole file; refuses a symlink or a file not ours."""
+    with open_dir(directory) as fd:
+        try:
+            f = os.open(name, os.O_RDONLY | _FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            return b"", True
+        try:
+            info = os.fstat(f)
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+                raise UnsafeStateError(1, f"{directory / name} is not a regular file of yours")
+            start = max(0, info.st_size - limit)
+            chunks, at = [], start
+            while at < info.st_size and (chunk := os.pread(f, min(1 << 20, info.st_size - at), at)):
+                chunks.append(chunk)
+                at += len(chunk)
+            data = b"".join(chunks)
+            if start:  # the first line is only the end of a record: dropped
+                data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+            return data, start == 0
+        finally:
+            os.close(f)
+
+
 class FileLedger:
     """The :class:`~agy_harness.ports.protocols.DecisionLedger` of this install (see the module doc)."""
 

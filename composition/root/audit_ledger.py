@@ -9,7 +9,14 @@ from typing import Any
 
 from agy_harness.adapters.store import ledger_aat as A
 from agy_harness.adapters.store import ledger_chain as C
-from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, default_dir, load_keys, read_file
+from agy_harness.adapters.store.ledger_file import (
+    CHECKPOINTS,
+    LEDGER,
+    default_dir,
+    load_keys,
+    read_file,
+    read_tail,
+)
 
 Report = C.Report
 
@@ -46,6 +53,7 @@ def aat_trail(
 
 
 HISTORY_ROWS = 200  # a conversation's newest decisions the board's history shows
+HISTORY_BYTES = 8 << 20  # the ledger's tail the history reads (a request never reads the whole ledger)
 
 
 def conversation_history(
@@ -53,11 +61,17 @@ def conversation_history(
 ) -> list[dict[str, Any]]:
     """The decisions of conversation ``cascade_id`` in this install's ledger, newest first (the
     board's history view): when, what was asked (the ledger's redacted rendering), the verdict and
-    scope, who decided and where (``decided``: the one line every surface shows), whether agy took it."""
+    scope, who decided and where (``decided``: the one line every surface shows), whether agy took it.
+    Only the ledger's last :data:`HISTORY_BYTES` are read: each board request costs a bounded read."""
     from agy_harness.core.decided_line import decided_line
     from agy_harness.ports.events import Decider
 
-    records, _ = load(directory if directory is not None else default_dir())
+    where = directory if directory is not None else default_dir()
+    if not where.exists():
+        return []
+    data, _whole = read_tail(where, LEDGER, HISTORY_BYTES)  # (``audit verify`` reads it whole)
+    lines, _torn = C.split_lines(data)
+    records = [r for r, broken in map(C.parse_record, lines) if r is not None and not broken]
     taken: dict[int, bool] = {}
     rows: list[dict[str, Any]] = []
     for record in records:

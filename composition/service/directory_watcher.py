@@ -20,7 +20,7 @@ before the turn, delayed by the network, closed a turn whose approval still wait
 * a listing asked for before the turn was open (or during another turn) does not count;
 * a listing whose ``lastModifiedTime`` (and ``lastUserInputTime``) is older than the turn's own user
   input (its ``createdAt``, in the steps just read) is an answer from before the turn: it closes nothing;
-* a turn with an open gate, or a step still WAITING, RUNNING or GENERATING in the steps just read, is
+* a turn with an open gate, or a step still WAITING, RUNNING, GENERATING or PENDING in the steps just read, is
   never closed, whatever agy lists.
 """
 

@@ -133,3 +133,20 @@ async def test_with_agys_pane_the_refused_scope_falls_back_to_agys_own_menu(sim:
         {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"},  # refused
         {"allow": True},  # agy's menu answered the step
     ]
+
+
+async def test_a_rewrite_to_a_look_alike_command_is_told_apart(sim: Simulator) -> None:
+    """A hook that rewrites the approved command into a look-alike (a Cyrillic letter) makes a notice
+    whose two texts would read the same: it carries each text's hash and names the look-alike."""
+    async with session_on(sim) as session:
+        watch = Watch(session)
+        sim.faults.rewrite_command_once = "git statu\u0455"  # CYRILLIC SMALL LETTER DZE
+        await session.send("run: git status")
+        gate = await watch.gate()
+        await session.answer(gate.gate_id, True)
+        notice = await watch.notice("what ran differs")
+        await watch.turn_over()
+    from agy_harness.core.display import request_hash
+
+    assert request_hash("git status") in notice.text and request_hash("git statu\u0455") in notice.text
+    assert "U+0455" in notice.text

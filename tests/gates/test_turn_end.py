@@ -151,3 +151,30 @@ def test_the_one_rule_for_every_idle_signal() -> None:
     assert turn_goes_on(state, [fixture("run_command_done"), fixture("user_input")]) == ""
     state.gates["t/3"] = "gate"
     assert turn_goes_on(state, []) == "a gate is open"
+
+
+async def test_a_stale_fully_idle_never_closes_a_turn_whose_step_is_still_pending() -> None:
+    """agy creates a tool step PENDING before it asks (the recorded run_command's transitions:
+    PENDING, then WAITING): a stale IDLE + fullyIdle read while a step is PENDING (or any status that
+    is not settled) keeps the turn open."""
+    import copy
+
+    conversation = Conversation(CASCADE)
+    emitter = Feeding(conversation)
+    pending = copy.deepcopy(fixture("run_command_waiting"))
+    pending["status"] = "CORTEX_STEP_STATUS_PENDING"
+    pending.pop("requestedInteraction", None)
+    emitter.snapshot = MemorySnapshot([fixture("user_input"), pending])  # type: ignore[attr-defined]
+    conversation.reconciler.feed(fixture("user_input"))  # a turn is open
+    source = Frames([StepBatch(cascade_id=CASCADE, steps=(), source="stream", run_idle=True)])
+    driver = ReadDriver(conversation, [source], emitter, clock=FakeClock())  # type: ignore[arg-type, list-item]
+    driver.start()
+    try:
+        await emitter.wait_for(lambda: len(emitter.applied) >= 2)
+        await asyncio.sleep(0.05)
+    finally:
+        assert driver.task is not None
+        driver.task.cancel()
+        await asyncio.gather(driver.task, return_exceptions=True)
+    assert not any(getattr(e, "type", "") == "status" and getattr(e, "status", "") == "idle" for e in emitter.emitted)
+    assert conversation.reconciler.state.status == "running"

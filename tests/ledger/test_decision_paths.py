@@ -150,3 +150,34 @@ async def test_an_answer_the_ledger_cannot_record_is_not_sent(sim: Simulator) ->
         assert run_command(sim)["status"] == "CORTEX_STEP_STATUS_WAITING"  # nothing reached agy
     assert broken.tried == 1
     assert any("the decision ledger could not record it (disk full)" in n for n in notices), notices
+
+
+async def test_an_edited_command_is_what_the_decision_record_says_was_approved(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """An allow with an edit approves the edited line, not agy's proposal: the record keeps the edited
+    text (redacted, as shown) and its digest, so "who approved what" names what the human sent."""
+    ledger = FileLedger(tmp_path / "ledger")
+    async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST, ledger=ledger) as s:
+        await s.send("kind: runCommand make test")
+        async for event in s.events():
+            if isinstance(event, GateOpened):
+                await s.answer(event.gate_id, "edit: make lint")
+            if event.type == "status" and event.status == "idle":  # type: ignore[union-attr]
+                break
+    assert ("make lint", sim.workspace) in sim.executed  # what agy ran: the edit
+    [decision] = decisions(tmp_path / "ledger")
+    assert decision["verdict"] == "allow"
+    assert decision["detail"]["edited_command"] == "make lint"
+    assert len(decision["detail"]["command_digest"]) == 32
+    assert verified(tmp_path / "ledger").ok
+
+
+def test_agys_own_answer_to_a_run_command_is_read_not_unknown() -> None:
+    from agy_harness.core.decision_record import recorded_verdict
+    from agy_harness.ports.events import GateOpened as Gate
+
+    gate = Gate(id="g", cascade_id="c", gate_id="g", kind="permission", trajectory_id="t", step_index=1, interaction="runCommand")
+    confirmed = {"runCommand": {"confirm": True, "proposedCommandLine": "ls", "submittedCommandLine": "ls -la"}}
+    assert recorded_verdict(gate, confirmed) == ("allow", {"edited_command": "ls -la"})
+    assert recorded_verdict(gate, {"runCommand": {"proposedCommandLine": "ls"}}) == ("deny", {})

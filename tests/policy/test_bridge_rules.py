@@ -103,3 +103,21 @@ async def test_rules_that_fail_to_load_are_off_and_the_session_says_why(
     [warning] = [e for e in sink.events if isinstance(e, Notice) and e.level == "warning"]
     assert warning.text.startswith("rules are off, every gate is asked: ")
     assert "git-status" in warning.text and "'git log' should match but does not" in warning.text
+
+
+async def test_a_deny_rule_reaches_agy_on_a_run_command_gate_whose_answer_carries_no_reason(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    """agy's ``runCommand`` answer has no ``userDenyInstruction``: a rule's denial there is a plain
+    ``confirm: false`` (the message shown on every surface), never a refused answer that leaves the
+    gate waiting for agy's terminal."""
+    sink = RecordingSink()
+    async with harness_on(sim, sink, policy=policy_of(tmp_path)) as session:
+        await run_turn(session, sink, "kind: runCommand rm -rf build")
+    assert sink.asked == []  # no human was asked: the rule denied it
+    [step] = [x for x in sim.steps() if x["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND"]
+    [interaction] = step["completedInteractions"]
+    assert interaction["response"]["runCommand"].get("confirm") is not True
+    assert ("rm -rf build", sim.workspace) not in sim.executed
+    texts = notices(sink.events)
+    assert any(t.startswith("denied by rule no-rm (") and "never delete files" in t for t in texts), texts

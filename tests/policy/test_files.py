@@ -194,3 +194,66 @@ kind = ["permission"]
     assert policy.decide(gate("ls", tool_name="run_command")).verdict == "allow"
     assert policy.decide(gate("pwd")).verdict == "ask"  # "every-permission" never allows a command
     assert policy.decide(gate("", interaction="fileWrite")).verdict == "allow"  # a permission without one
+
+
+def test_a_url_host_rule_cannot_vouch_for_urls_it_did_not_read(tmp_path: Path) -> None:
+    """The host check reads a bounded part of the request: a URL past that bound (deep, or late in a
+    long list), or under a key it does not name, is never vouched for: the gate is asked."""
+    write(tmp_path / "u", "u.toml", """\
+[[rule]]
+id = "docs"
+decision = "allow"
+kind = ["other"]
+interaction = ["readUrlContent"]
+url_host = ["docs.python.org"]
+""")  # fmt: skip
+    policy = load_policy(tiers=[Tier(2, tmp_path / "u")])
+
+    def verdict(request: dict[str, object]) -> str:
+        return policy.decide(gate("", "other", interaction="readUrlContent", request=request)).verdict
+
+    good = {"url": "https://docs.python.org/3/"}
+    assert verdict(good) == "allow"
+    deep: dict[str, object] = {"url": "https://evil.com/"}
+    for _ in range(8):
+        deep = {"next": deep}
+    assert verdict({**good, "more": deep}) == "ask"
+    late = [{"url": "https://docs.python.org/"}] * 64 + [{"url": "https://evil.com/"}]
+    assert verdict({**good, "items": late}) == "ask"
+    assert verdict({**good, "targetUrl": "https://evil.com/"}) == "ask"
+
+
+@pytest.mark.parametrize("loose", ["file", "directory"])
+def test_a_user_rules_file_another_user_can_write_is_refused(tmp_path: Path, loose: str) -> None:
+    """The user tier's allows answer for the user: a rules file (or its directory) that another local
+    user can write (group or world writable: a planted XDG_CONFIG_HOME, a shared directory) is not
+    read; the rules are off and say why (everything is asked)."""
+    path = write(tmp_path / "u", "u.toml", ALLOW_LS)
+    os.chmod(tmp_path / "u", 0o700)
+    os.chmod(path, 0o600)
+    assert load_policy(tiers=[Tier(2, tmp_path / "u")]).decide(gate("ls")).verdict == "allow"
+    os.chmod(path if loose == "file" else tmp_path / "u", 0o606 if loose == "file" else 0o707)  # world-writable
+    policy = load_policy(tiers=[Tier(2, tmp_path / "u")])
+    assert policy.decide(gate("ls")).verdict == "ask"
+    [warning] = policy.warnings()
+    assert "writable by others" in warning and str(tmp_path / "u") in warning
+
+
+def test_an_allow_without_command_never_allows_a_command_named_only_by_its_resource(tmp_path: Path) -> None:
+    """agy's permission names a command by its resource (``action: command``, ``target``) as well as
+    by the step's command line: where only the resource carries it, an allow without ``command``
+    (a tool, a kind) must not approve it unparsed."""
+    write(tmp_path / "u", "u.toml", """\
+[[rule]]
+id = "run-tool"
+decision = "allow"
+tool = ["run_command"]
+""")  # fmt: skip
+    policy = load_policy(tiers=[Tier(2, tmp_path / "u")])
+    command = GateOpened(
+        id="g", cascade_id="c", gate_id="g", kind="permission", trajectory_id="t", step_index=1,
+        tool_name="run_command", permission=PermissionRequest(action="command", target="rm -rf ~"),
+    )  # fmt: skip
+    assert policy.decide(command).verdict == "ask"
+    other = command.model_copy(update={"permission": PermissionRequest(action="read", target="/etc/hosts")})
+    assert policy.decide(other).verdict == "allow"  # (a non-command request: the tool rule holds)

@@ -84,3 +84,15 @@ def test_a_file_that_does_not_load_is_not_trusted(project: Path, tmp_path: Path)
     run = policy_cli("trust", str(project), home=tmp_path / "config")
     assert run.returncode == 1 and run.stderr.startswith("agy-harness: not trusted: ")
     assert not trust_file({"XDG_CONFIG_HOME": str(tmp_path / "config")}).exists()
+
+
+def test_a_trust_store_another_user_can_write_trusts_nothing(project: Path) -> None:
+    """The trusted-rules file says which project allows answer for the user: one another local user
+    can write (world-writable) is not read, so no project allow answers."""
+    from agy_harness.adapters.policy.files import trust
+
+    workspace = project.parents[2]
+    trust(project)
+    assert load_policy(workspace).decide(gate("git status")).verdict == "allow"
+    trust_file().chmod(0o606)
+    assert load_policy(workspace).decide(gate("git status")).verdict == "ask"
