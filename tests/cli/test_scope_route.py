@@ -13,22 +13,9 @@ import pytest
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
+from tests.gates.helpers import CONVERSATION, answer_waiting
 
 from .conftest import Pane, Terminal, cli
-
-CONVERSATION = {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"}
-
-
-async def _answer(sim: Simulator, client: RpcClient, permission: dict[str, object]) -> int:
-    """Answer the step waiting on a permission (as a client of agy's RPC); its index."""
-    await sim.wait_idle(timeout=60)  # the turn is parked on its gate
-    steps = sim.steps()
-    [index] = [i for i, s in enumerate(steps) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
-    trajectory = steps[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
-    interaction = {"trajectoryId": trajectory, "stepIndex": index, "permission": permission}
-    await client.call("HandleCascadeUserInteraction", {"cascadeId": sim.cascade_id, "interaction": interaction})
-    await sim.wait_idle(timeout=60)
-    return index
 
 
 def _after(screen: str, prefix: str) -> str:
@@ -49,9 +36,9 @@ async def test_record_says_the_scope_route_doctor_says(terminal: Terminal, tmp_p
         recording = terminal.run(cli("record", *where, "--out", str(out)))
         await asyncio.to_thread(recording.wait, "until Ctrl-C")
         await sim.submit_user_turn("run: ls -la")
-        granted = await _answer(sim, client, CONVERSATION)  # a human allows `ls` for this conversation
+        granted = await answer_waiting(sim, client, CONVERSATION)  # a human allows `ls` for this conversation
         await sim.submit_user_turn("run: ls src")  # covered by that grant
-        asked_again = await _answer(sim, client, {"allow": True}) if forget else None
+        asked_again = await answer_waiting(sim, client, {"allow": True}) if forget else None
         await sim.wait_idle(timeout=60)
         await asyncio.to_thread(recording.wait, lambda _s: out.read_text().count("\n") > 1)  # a frame
         recording.key("C-c")

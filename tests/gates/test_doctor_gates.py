@@ -8,18 +8,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.doctor import diagnose, render
 from agy_harness.core.kinds import KINDS
 
-CONVERSATION = {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"}
-
-
-async def answer_waiting(sim: Simulator, client: RpcClient, permission: dict[str, object]) -> int:
-    """Answer the step waiting on a permission over agy's RPC; its index."""
-    await sim.wait_idle(timeout=10)
-    [index] = [i for i, s in enumerate(sim.steps()) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
-    trajectory = sim.steps()[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
-    interaction = {"trajectoryId": trajectory, "stepIndex": index, "permission": permission}
-    await client.call("HandleCascadeUserInteraction", {"cascadeId": sim.cascade_id, "interaction": interaction})
-    await sim.wait_idle(timeout=10)
-    return index
+from .helpers import CONVERSATION, answer_waiting
 
 
 async def test_doctor_says_the_scope_route_and_the_kinds_and_settings() -> None:
