@@ -81,14 +81,14 @@ async def browser_page(url: str, *, width: int = 1360, height: int = 860) -> Asy
 
 
 @contextlib.asynccontextmanager
-async def board_on(sim: Simulator, *, height: int = 860) -> AsyncIterator[tuple[Any, Any]]:
+async def board_on(sim: Simulator, *, height: int = 860, tick: float = 0.1) -> AsyncIterator[tuple[Any, Any]]:
     """Once every turn sent to ``sim`` finished or is parked on its gate: ``(board, page)``, the board
     on ``sim`` and a chromium page of it."""
     from agy_harness.composition.entrypoints.board.command import running_board
 
     await sim.wait_idle(timeout=10)
     async with (
-        running_board(agy_ports=[sim.port], tick=0.1) as board,
+        running_board(agy_ports=[sim.port], tick=tick) as board,
         browser_page(board.url, height=height) as page,
     ):
         yield board, page
