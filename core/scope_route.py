@@ -14,7 +14,7 @@ fields are not yet known from a recording of agy's CLI, so what agy did with the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import steps as S
@@ -35,8 +35,13 @@ class NotKept:
     granted: int
     asked_again: int
 
-    def text(self) -> str:
-        return f"{not_kept(self.grant)} (given at step {self.granted}, asked again at step {self.asked_again})"
+    def text(self, *, redacting: bool = False) -> str:
+        """Its words; ``redacting``: the grant's pattern (what agy or a human wrote) as
+        ``<redacted N chars>``, as ``record --redact`` writes text."""
+        grant = self.grant
+        if redacting and grant.pattern:
+            grant = replace(grant, pattern=f"<redacted {len(grant.pattern)} chars>")
+        return f"{not_kept(grant)} (given at step {self.granted}, asked again at step {self.asked_again})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +51,13 @@ class ScopeRoute:
     #: the lasting grants agy asked again for
     not_kept: tuple[NotKept, ...]
 
-    def text(self) -> str:
-        """The route, in the words ``doctor`` and ``record`` print after ``scopes:``."""
+    def text(self, *, redacting: bool = False) -> str:
+        """The route, in the words ``doctor`` and ``record`` print after ``scopes:`` (``redacting``: see
+        :meth:`NotKept.text`)."""
         if self.not_kept:
             return (
                 f"{FALLBACK}, the fallback: "
-                + "; ".join(n.text() for n in self.not_kept)
+                + "; ".join(n.text(redacting=redacting) for n in self.not_kept)
                 + f"; the harness no longer offers that scope by {RPC} once agy asks again"
             )
         if self.recorded:

@@ -194,7 +194,8 @@ async def _run(args: argparse.Namespace) -> int:
         f"agy-harness record: {recorded.frames} frame(s) and 2 snapshots written to {where}",
         file=sys.stderr,
     )
-    print(f"agy-harness record: scopes: {recorded.route.text()}", file=sys.stderr)  # as doctor says it
+    route = recorded.route.text(redacting=args.redact)  # as doctor says it (--redact: no pattern)
+    print(f"agy-harness record: scopes: {route}", file=sys.stderr)
     return 128 + stopped_by[0] if stopped_by else EXIT_OK
 
 

@@ -27,13 +27,18 @@ async def _exit(pane: Pane, timeout: float = 90.0) -> int:
     return await asyncio.to_thread(pane.wait_exit, timeout)
 
 
-@pytest.mark.parametrize("forget", [False, True], ids=["kept", "forgotten"])
-async def test_record_says_the_scope_route_doctor_says(terminal: Terminal, tmp_path: Path, forget: bool) -> None:
+@pytest.mark.parametrize(
+    ("forget", "redact"), [(False, False), (True, False), (True, True)], ids=["kept", "forgotten", "redacted"]
+)
+async def test_record_says_the_scope_route_doctor_says(
+    terminal: Terminal, tmp_path: Path, forget: bool, redact: bool
+) -> None:
+    """``--redact``: the same line, the grant's pattern (agy's, from the command) redacted as in the file."""
     out = tmp_path / "session.jsonl"
     async with Simulator(pace=0.0) as sim, RpcClient(sim.base_url) as client:
         sim.faults.forget_grants = forget
         where = ("--port", str(sim.port))  # its one conversation
-        recording = terminal.run(cli("record", *where, "--out", str(out)))
+        recording = terminal.run(cli("record", *where, "--out", str(out), *(["--redact"] if redact else [])))
         await asyncio.to_thread(recording.wait, "until Ctrl-C")
         await sim.submit_user_turn("run: ls -la")
         granted = await answer_waiting(sim, client, CONVERSATION)  # a human allows `ls` for this conversation
@@ -49,6 +54,9 @@ async def test_record_says_the_scope_route_doctor_says(terminal: Terminal, tmp_p
         doctor_json = terminal.run(cli("doctor", "--json", *where) + f" > {tmp_path / 'doctor.json'}")
         assert await _exit(doctor_json) == 0
     recorded = _after(recording.screen(), "agy-harness record: scopes: ")
+    if redact:
+        assert "'ls'" not in recorded and "ls -la" not in out.read_text()
+        recorded = recorded.replace("'<redacted 2 chars>'", "'ls'")
     assert recorded == _after(doctor.screen(), "scopes: ")  # the same words for the same agy
     report = json.loads((tmp_path / "doctor.json").read_text())
     assert report["gates"]["scope_route"] == recorded
