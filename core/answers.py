@@ -67,20 +67,12 @@ from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
 from .cut_marks import cuts_in
+from .scopes import SCOPE_WORDS  # ``allow <word>``: allow with a lasting grant; ``allow`` alone is once
 
 ALLOW_WORDS = frozenset({"allow", "allowed", "approve", "approved", "yes", "y", "ok", "true"})
 DENY_WORDS = frozenset({"deny", "denied", "reject", "rejected", "no", "n", "false"})
 REFUSE_WORDS = frozenset({"decline", "cancel"})
 
-#: ``allow <word>``: allow with a lasting grant (agy's PermissionScope); ``allow`` alone is once
-SCOPE_WORDS: dict[str, Literal["once", "conversation", "workspace", "project", "global"]] = {
-    "once": "once",
-    "conversation": "conversation",
-    "workspace": "workspace",
-    "project": "project",
-    "always": "global",
-    "global": "global",
-}
 EDIT_WORD = "edit"  # "edit: <command line>": allow the edited command
 
 PERMISSION_FORMS = (

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agy_harness.ports.events import GateOpened
+from agy_harness.ports.events import GateOpened, PermissionRequest
 
 from . import steps as S
 from .answers import Allow, CheckedAnswer
@@ -79,11 +79,15 @@ class Grant:
     pattern: str
 
 
-def _subject(gate: GateOpened) -> tuple[str, str, str]:
-    p = gate.permission
+def request_subject(interaction: str, p: PermissionRequest | None) -> tuple[str, str, str]:
+    """What a grant is for: the interaction, the resource action and agy's pattern (else the target)."""
     if p is None:
-        return gate.interaction, "", ""
-    return gate.interaction, p.action, p.suggested_persist_pattern or p.target
+        return interaction, "", ""
+    return interaction, p.action, p.suggested_persist_pattern or p.target
+
+
+def _subject(gate: GateOpened) -> tuple[str, str, str]:
+    return request_subject(gate.interaction, gate.permission)
 
 
 def grant_of(gate: GateOpened, answer: CheckedAnswer) -> Grant | None:
@@ -96,23 +100,30 @@ def grant_of(gate: GateOpened, answer: CheckedAnswer) -> Grant | None:
 
 def covering(grants: list[Grant], gate: GateOpened) -> Grant | None:
     """The grant that covers ``gate``'s request, if one does."""
-    interaction, action, pattern = _subject(gate)
-    for grant in grants:
-        if (grant.interaction, grant.action, grant.pattern) != (interaction, action, pattern) or not pattern:
-            continue
-        if grant.scope == "conversation" and grant.cascade_id != gate.cascade_id:
-            continue
-        return grant
-    return None
+    subject = _subject(gate)
+    return next((grant for grant in grants if covers(grant, subject, gate.cascade_id)), None)
 
 
-def not_kept_text(grant: Grant) -> str:
+def covers(grant: Grant, subject: tuple[str, str, str], cascade_id: str) -> bool:
+    """``grant`` covers the request ``subject`` (:func:`request_subject`) asked in ``cascade_id``."""
+    if (grant.interaction, grant.action, grant.pattern) != subject or not subject[2]:
+        return False
+    return grant.scope != "conversation" or grant.cascade_id == cascade_id
+
+
+def not_kept(grant: Grant) -> str:
+    """``agy did not keep the grant (<scope>) for <what it covers>``: the words every surface, ``doctor``
+    and ``record`` use."""
     what = (
         f"commands that start with '{one_line(grant.pattern)}'"
         if grant.action == "command"
         else f"'{one_line(grant.pattern)}'"
     )
+    return f"agy did not keep the grant ({grant.scope}) for {what}"
+
+
+def not_kept_text(grant: Grant) -> str:
     return (
-        f"agy did not keep the grant ({grant.scope}) for {what}: asked again; "
+        f"{not_kept(grant)}: asked again; "
         f"'{grant.scope}' is no longer offered for {grant.interaction} requests in this session"
     )

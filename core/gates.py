@@ -51,7 +51,7 @@ def _questions(step: Step, request: dict[str, Any]) -> tuple[Question, ...]:
     return tuple(questions)
 
 
-def _permission(step: Step, request: dict[str, Any], key: str = "permission") -> PermissionRequest:
+def permission_request(step: Step, request: dict[str, Any], key: str = "permission") -> PermissionRequest:
     resource = S.as_dict(request.get("resource"))
     command = S.as_dict(step.raw.get("runCommand"))
     action, target = S.as_str(resource.get("action")), S.as_str(resource.get("target"))
@@ -154,7 +154,7 @@ def gate_events(
         values["questions"] = _questions(step, request)
         return [built(GateOpened, values, {*_GATE_SET, "questions"})]
     if kind == "permission":
-        values["permission"] = _permission(step, request, key)
+        values["permission"] = permission_request(step, request, key)
         values["scopes"] = offered(key, request)
         values["editable"] = key == "runCommand"
         return [built(GateOpened, values, {*_GATE_SET, "permission", "scopes", "editable"})]

@@ -6,36 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 from agy_harness.core.kinds import KINDS, SETTING_GATES
-from agy_harness.core.steps import as_dict, as_list, as_str
-
-
-def _recorded_scopes(steps: list[Any]) -> list[str]:
-    """The PermissionScope names agy recorded in answers to this conversation's gates."""
-    seen: list[str] = []
-    for raw in steps:
-        for done in as_list(as_dict(raw).get("completedInteractions")):
-            response = as_dict(as_dict(done).get("response"))
-            scope = as_str(as_dict(response.get("permission")).get("scope"))
-            if scope and scope not in seen:
-                seen.append(scope)
-    return seen
+from agy_harness.core.scope_route import scope_route
 
 
 def gate_report(steps: list[Any]) -> dict[str, Any]:
-    """The JSON-ready gate section of the report, from the conversation's steps (read-only)."""
-    recorded = _recorded_scopes(steps)
-    if recorded:
-        route = (
-            "RPC permission.scope: this agy recorded " + ", ".join(recorded) + " in this conversation's answers"
-        )
-    else:
-        route = (
-            "RPC permission.scope (agy's descriptors); not yet seen recorded by this agy: where agy asks "
-            "again for a request a lasting grant covered, the harness says so and stops offering that "
-            "scope; the fallback is agy's own menu keys (attach --tmux, GateAnswer.persist)"
-        )
+    """The JSON-ready gate section of the report, from the conversation's steps (read-only). The scope
+    route is :mod:`agy_harness.core.scope_route`'s, as ``agy-harness record`` says it."""
+    route = scope_route(steps)
     return {
-        "scope_route": route,
+        "scope_route": route.text(),
+        "grants_not_kept": [n.text() for n in route.not_kept],
         "answerable": [k.field for k in KINDS if k.gate != "other"],
         "named_only": [k.field for k in KINDS if k.gate == "other"],
         "settings": {name: what for name, what in SETTING_GATES.items()},

@@ -5,7 +5,8 @@ The file holds a ``GetCascadeTrajectorySteps`` snapshot (``{"steps": [...]}``), 
 JSON object per line. ``--redact`` replaces every text a human or the model wrote with
 ``<redacted N chars>``, keeping ids, types, statuses, indices and timestamps. It only reads agy.
 Ctrl-C (or SIGTERM) ends a recording cleanly: the closing snapshot and the summary line are still
-written, then it exits 130 (143).
+written, then it exits 130 (143). The summary's ``scopes:`` line is doctor's
+(:mod:`agy_harness.core.scope_route`, read from the closing snapshot).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -26,6 +28,7 @@ from .errors import EXIT_OK, BadInput
 
 if TYPE_CHECKING:
     from agy_harness.adapters.rpc.client import RpcClient
+    from agy_harness.core.scope_route import ScopeRoute
 
 #: Keys whose string values are what someone wrote (redacted with --redact).
 TEXT_KEYS = frozenset(
@@ -55,6 +58,15 @@ def _line(obj: dict[str, Any], redacting: bool) -> str:
     return json.dumps(redact(obj) if redacting else obj, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What a recording saw: the stream frames written, and which route agy honours for a lasting
+    grant (read from the closing snapshot, as ``doctor`` reads the conversation's steps)."""
+
+    frames: int
+    route: ScopeRoute
+
+
 async def record(
     client: RpcClient,
     cascade_id: str,
@@ -63,9 +75,10 @@ async def record(
     redacting: bool = False,
     stop: asyncio.Event,
     progress: Callable[[int], None] = lambda _frames: None,
-) -> int:
+) -> Recorded:
     """Write the recording of ``cascade_id`` to ``out`` until ``stop`` is set; returns the frames seen
-    (``progress`` is told the count after each one)."""
+    and the scope route the closing snapshot shows (``progress`` is told the count after each frame)."""
+    from agy_harness.core.scope_route import scope_route
     from agy_harness.core.steps import as_list
 
     snapshot = await client.call("GetCascadeTrajectorySteps", {"cascadeId": cascade_id})
@@ -92,9 +105,10 @@ async def record(
             t.cancel()
         await asyncio.gather(task, waiter, return_exceptions=True)
     closing = await client.call("GetCascadeTrajectorySteps", {"cascadeId": cascade_id})
-    out.write(_line({"steps": as_list(closing.get("steps"))}, redacting))
+    steps = as_list(closing.get("steps"))
+    out.write(_line({"steps": steps}, redacting))
     out.flush()
-    return frames
+    return Recorded(frames, scope_route(steps, cascade_id))
 
 
 class Progress:
@@ -167,7 +181,7 @@ async def _run(args: argparse.Namespace) -> int:
             progress = Progress(sys.stderr)
             ticker = loop.create_task(_tick(progress))
             try:
-                frames = await record(
+                recorded = await record(
                     client, cascade, out, redacting=args.redact, stop=stop, progress=progress
                 )
             finally:
@@ -176,7 +190,12 @@ async def _run(args: argparse.Namespace) -> int:
         finally:
             if not to_stdout:
                 out.close()
-    print(f"agy-harness record: {frames} frame(s) and 2 snapshots written to {where}", file=sys.stderr)
+    print(
+        f"agy-harness record: {recorded.frames} frame(s) and 2 snapshots written to {where}",
+        file=sys.stderr,
+    )
+    route = recorded.route.text(redacting=args.redact)  # as doctor says it (--redact: no pattern)
+    print(f"agy-harness record: scopes: {route}", file=sys.stderr)
     return 128 + stopped_by[0] if stopped_by else EXIT_OK
 
 
@@ -195,7 +214,9 @@ Capture a live agy conversation as JSONL, for `agy-harness replay` and `agy-harn
 a snapshot of its steps, then every stream frame as agy sent it, then a closing snapshot, one JSON
 object per line. It only reads agy. --redact replaces every text a person or the model wrote with
 <redacted N chars>, keeping ids, types, statuses and timestamps. Ctrl-C ends the recording cleanly:
-the closing snapshot and the summary are still written, then it exits 130."""
+the closing snapshot and the summary are still written, then it exits 130. The summary says which
+route this agy honours for a lasting grant, as `agy-harness doctor` does ("agy did not keep the
+grant" where agy asked again for a request a grant covered)."""
 
 EPILOG = """\
 examples:

@@ -6,10 +6,12 @@ another user's; the tmux server it starts dies with that namespace."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -48,31 +50,34 @@ async def pane_with_listeners(tmp: Path, name: str, command: str, listeners: int
     return _tmux(tmp, "display-message", "-p", "-t", name, "#{pane_id}").strip(), listening
 
 
+@contextlib.asynccontextmanager
+async def agy_started(project: Path, env: dict[str, str]) -> AsyncIterator[tuple[Any, str]]:
+    """``acp --start-agy`` alone in its PID namespace, agy's TUI as tmux session ``agy-test``: a session
+    in ``project`` said hello, and agy runs, idle, alone in the default tmux server under
+    ``env["TMUX_TMPDIR"]`` (where ``tmux attach -t agy-test`` finds it). ``(connection, session id)``."""
+    tmp = Path(env["TMUX_TMPDIR"])
+    client = RecordingClient()
+    agent = acp_agent(
+        client, "--start-agy", "--agy-command", TUI, "--agy-session", "agy-test", where=(), env=env, wrap=ALONE
+    )
+    async with agent as conn:
+        sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
+        assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+        assert client.text(sid) == GREETING
+        assert _tmux(tmp, "list-sessions", "-F", "#{session_name}").split() == ["agy-test"]
+        assert "agy 1.0.10 · idle" in _tmux(tmp, "capture-pane", "-p", "-t", "agy-test")  # agy's TUI
+        yield conn, sid
+
+
 async def test_start_agy_in_tmux_when_none_runs(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     env = {**os.environ, "TMUX_TMPDIR": str(tmp_path), "AGY_HARNESS_STATE_DIR": str(tmp_path / "state")}
-    client = RecordingClient()
-    async with acp_agent(
-        client,
-        "--start-agy",
-        "--agy-command",
-        TUI,
-        "--agy-session",
-        "agy-test",
-        where=(),
-        env=env,
-        wrap=ALONE,
-    ) as conn:
-        sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
-        assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
-        assert client.text(sid) == GREETING
+    async with agy_started(project, env) as (conn, sid):
         # the user can attach to it: a tmux session of that name, in the client's directory
-        assert _tmux(tmp_path, "list-sessions", "-F", "#{session_name}").split() == ["agy-test"]
         assert _tmux(
             tmp_path, "display-message", "-p", "-t", "agy-test", "#{pane_current_path}"
         ).strip() == str(project)
-        assert "agy 1.0.10 · idle" in _tmux(tmp_path, "capture-pane", "-p", "-t", "agy-test")  # agy's TUI
         # a second session binds the same agy, nothing new is started
         other = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
         assert other != sid

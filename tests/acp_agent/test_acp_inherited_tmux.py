@@ -23,7 +23,7 @@ import pytest
 from agy_harness.adapters.simulator.scenarios import GREETING
 
 from .helpers import RecordingClient, acp_agent, prompt
-from .test_acp_cold_start import ALONE, TUI, _tmux
+from .test_acp_cold_start import agy_started
 
 
 def _on(socket: Path, *args: str) -> str:
@@ -56,24 +56,9 @@ async def test_start_agy_ignores_the_tmux_the_editor_inherited(
     socket, env = editors_tmux
     project = tmp_path / "project"
     project.mkdir()
-    client = RecordingClient()
-    async with acp_agent(
-        client,
-        "--start-agy",
-        "--agy-command",
-        TUI,
-        "--agy-session",
-        "agy-test",
-        where=(),
-        env=env,
-        wrap=ALONE,
-    ) as conn:
-        sid = (await conn.new_session(cwd=str(project), mcp_servers=[])).session_id
-        assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
-        assert client.text(sid) == GREETING
-        # agy runs in the user's default server, the inherited one holds only the editor's window
-        assert _tmux(tmp_path, "list-sessions", "-F", "#{session_name}").split() == ["agy-test"]
-        assert "agy 1.0.10 · idle" in _tmux(tmp_path, "capture-pane", "-p", "-t", "agy-test")
+    # agy runs in the user's default server (agy_started checks it), the inherited one holds only the
+    # editor's window
+    async with agy_started(project, env):
         assert _on(socket, "list-sessions", "-F", "#{session_name}").split() == ["editor"]
 
 

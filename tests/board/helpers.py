@@ -79,6 +79,29 @@ async def browser_page(url: str, *, width: int = 1360, height: int = 860) -> Asy
             await browser.close()
 
 
+
+@contextlib.asynccontextmanager
+async def board_on(sim: Simulator, *, height: int = 860, tick: float = 0.1) -> AsyncIterator[tuple[Any, Any]]:
+    """Once every turn sent to ``sim`` finished or is parked on its gate: ``(board, page)``, the board
+    on ``sim`` and a chromium page of it."""
+    from agy_harness.composition.entrypoints.board.command import running_board
+
+    await sim.wait_idle(timeout=10)
+    async with (
+        running_board(agy_ports=[sim.port], tick=tick) as board,
+        browser_page(board.url, height=height) as page,
+    ):
+        yield board, page
+
+
+async def cards_of(page: Any, *kinds: str) -> list[Any]:
+    """The page's card of each gate kind, once each is shown."""
+    shown = [page.locator(f"#cards .card[data-kind={kind}]") for kind in kinds]
+    for card in shown:
+        await card.wait_for()
+    return shown
+
+
 @dataclass
 class Hostile:
     """One receiver on 127.0.0.1 that behaves as ``mode`` says; what it was sent and what it sent."""

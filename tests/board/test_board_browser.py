@@ -17,7 +17,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.composition.entrypoints.board.notify import Notifier
 
-from .helpers import answer_in_terminal, browser_page, receivers, require_chromium, until
+from .helpers import answer_in_terminal, board_on, browser_page, receivers, require_chromium, until
 
 PERMISSION = "run: git status"
 QUESTION = "ask: which part should we work on first?"
@@ -132,11 +132,7 @@ async def test_list_open_answer_retire_notify(tmp_path: Path) -> None:
 
 
 async def test_the_terminal_answers_first_on_the_home_board() -> None:
-    async with (
-        Simulator(pace=0.02, gate_timeout=None) as sim,
-        running_board(agy_ports=[sim.port], tick=0.2) as board,
-        browser_page(board.url) as page,
-    ):
+    async with Simulator(pace=0.02, gate_timeout=None) as sim, board_on(sim, tick=0.2) as (_board, page):
         await page.wait_for_selector(".row")
         await sim.submit_user_turn("run: make test")  # typed in agy's terminal
         await page.wait_for_selector("#cards .card[data-kind=permission]")
@@ -150,11 +146,7 @@ HOSTILE = "run: `echo <img src=x onerror=window.__pwned=1> \u202etxt.exe \x1b]52
 
 
 async def test_agy_text_is_shown_as_text_never_as_html() -> None:
-    async with (
-        Simulator(pace=0, gate_timeout=None) as sim,
-        running_board(agy_ports=[sim.port], tick=0.2) as board,
-        browser_page(board.url) as page,
-    ):
+    async with Simulator(pace=0, gate_timeout=None) as sim, board_on(sim, tick=0.2) as (_board, page):
         await sim.submit_user_turn(HOSTILE)
         card = page.locator("#cards .card[data-kind=permission]")
         await card.wait_for()
@@ -172,11 +164,7 @@ async def test_agy_text_is_shown_as_text_never_as_html() -> None:
 
 
 async def test_deny_and_tell_agy_why() -> None:
-    async with (
-        Simulator(pace=0, gate_timeout=None) as sim,
-        running_board(agy_ports=[sim.port], tick=0.2) as board,
-        browser_page(board.url) as page,
-    ):
+    async with Simulator(pace=0, gate_timeout=None) as sim, board_on(sim, tick=0.2) as (_board, page):
         await sim.submit_user_turn("run: rm -rf build")
         card = page.locator("#cards .card[data-kind=permission]")
         await card.wait_for()

@@ -12,7 +12,16 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.core.display import request_hash
 
-from .helpers import answer_in_terminal, browser_page, hold_withdrawals, require_chromium, until, waiting_step
+from .helpers import (
+    answer_in_terminal,
+    board_on,
+    browser_page,
+    cards_of,
+    hold_withdrawals,
+    require_chromium,
+    until,
+    waiting_step,
+)
 
 LONG = "Write a long story about a lighthouse keeper."
 SHORT_HASH = re.compile(r"#[0-9a-f]{8}(?![0-9a-f])")  # a card's short hash (a hidden part's has 16 hex)
@@ -28,15 +37,8 @@ async def test_typing_on_home_cards_survives_another_conversation_streaming() ->
         ask, deny, busy = sim.cascade_id, await sim.start_cascade(), await sim.start_cascade()
         await sim.submit_user_turn("ask multiple: which checks should run?", cascade_id=ask)
         await sim.submit_user_turn("run: rm -rf build", cascade_id=deny)
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
-            question = page.locator("#cards .card[data-kind=question]")
-            permission = page.locator("#cards .card[data-kind=permission]")
-            await question.wait_for()
-            await permission.wait_for()
+        async with board_on(sim) as (board, page):
+            question, permission = await cards_of(page, "question", "permission")
             # mark the two card nodes: a rebuilt card would be a new node without the mark
             await page.evaluate("document.querySelectorAll('#cards .card').forEach(n => n.__mine = 1)")
             sim.pace = 1.0  # another conversation streams, slowly, while the person types
@@ -77,10 +79,7 @@ async def test_a_conversation_taller_than_the_pane_scrolls_and_tool_cards_show_w
         for _ in range(4):
             await sim.submit_user_turn("list the directory and view README.md and autorun: make test")
             await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url, height=520) as page,
-        ):
+        async with board_on(sim, height=520) as (_board, page):
             await page.locator(".row").first.click()
             await page.wait_for_function(
                 "() => document.querySelectorAll('#stream .tool .tool-out').length >= 12"
@@ -116,15 +115,8 @@ async def test_the_page_says_what_happened_and_what_to_do() -> None:
         ask, run = sim.cascade_id, await sim.start_cascade()
         await sim.submit_user_turn("ask: which part should we work on first?", cascade_id=ask)
         await sim.submit_user_turn("run: rm -rf build", cascade_id=run)
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
-            question = page.locator("#cards .card[data-kind=question]")
-            permission = page.locator("#cards .card[data-kind=permission]")
-            await question.wait_for()
-            await permission.wait_for()
+        async with board_on(sim) as (board, page):
+            question, permission = await cards_of(page, "question", "permission")
             # an answer agy could not read: what to do, in words; nothing sent
             await question.get_by_text("Start with the tests.").click()
             await question.locator("input.write-in").fill("the docs")
@@ -163,11 +155,7 @@ async def test_a_cut_command_expands_to_the_whole_text_and_two_look_alikes_diffe
         first, second = sim.cascade_id, await sim.start_cascade()
         for cascade_id, command in zip((first, second), commands, strict=True):
             await sim.submit_user_turn(f"run: `{command}`", cascade_id=cascade_id)
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (_board, page):
             await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 2")
             cards = page.locator("#cards .card[data-kind=permission]")
             shown = [await cards.nth(i).locator("pre.cmd").inner_text() for i in range(2)]
@@ -197,11 +185,7 @@ async def test_titles_and_notifications_name_the_request_and_agys_own_title() ->
         await sim.submit_user_turn("run: `ls -la /srv/data` in /var/tmp")  # the first prompt
         await until(lambda: any(s.get("status", "").endswith("WAITING") for s in sim.steps()))
         await answer_in_terminal(sim, sim.cascade_id)
-        await sim.wait_idle(timeout=10)  # the first turn ends: agy titles the conversation
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (_board, page):  # once the first turn ended: agy titled it
             await page.wait_for_selector(".row")
             await sim.submit_user_turn(f"run: `rm -rf build` in {home}/proj")
             card = page.locator("#cards .card[data-kind=permission]")
@@ -224,11 +208,7 @@ async def test_one_allow_button_per_offered_scope_each_reaching_agy_with_that_sc
         ids = [sim.cascade_id, await sim.start_cascade(), await sim.start_cascade()]
         for cascade_id, command in zip(ids, ("ls -la", "git status", "make test"), strict=True):
             await sim.submit_user_turn(f"run: `{command}`", cascade_id=cascade_id)
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (board, page):
             await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 3")
             for cascade_id, command, scope in zip(
                 ids, ("ls -la", "git status", "make test"), ("once", "conversation", "global"), strict=True
@@ -261,11 +241,7 @@ async def test_an_edited_command_is_what_the_card_shows_and_what_runs() -> None:
         other = await sim.start_cascade()
         await sim.submit_user_turn("kind: runCommand rm -rf build")  # agy lets this one be edited
         await sim.submit_user_turn("run: `ls -la`", cascade_id=other)  # and not this one
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (_board, page):
             card = page.locator("#cards .card", has_text="rm -rf build")
             await card.wait_for()
             plain = page.locator("#cards .card", has_text="ls -la")
@@ -293,11 +269,7 @@ async def test_each_kind_has_its_named_card() -> None:
     async with Simulator(pace=0, gate_timeout=None) as sim:
         browse = await sim.start_cascade()
         await sim.submit_user_turn("kind: openBrowserUrl https://example.com/", cascade_id=browse)
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (board, page):
             card = page.locator("#cards .card")
             await card.wait_for()
             gate = next(g for g, _ in board.board.live[browse].gates.values())
@@ -313,11 +285,7 @@ async def test_a_file_permission_card_names_its_path_and_offers_no_answer() -> N
     rule), no allow button, nothing sent to agy."""
     async with Simulator(pace=0, gate_timeout=None) as sim:
         await sim.submit_user_turn("kind: filePermission file:///etc/hosts")
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (board, page):
             card = page.locator("#cards .card")
             await card.wait_for()
             [gate] = [g for live in board.board.live.values() for g, _ in live.gates.values()]
@@ -358,11 +326,7 @@ async def test_a_card_shows_one_hash_and_flags_a_look_alike_directory() -> None:
         cascades = [sim.cascade_id, await sim.start_cascade()]
         for cascade_id, cwd in zip(cascades, dirs, strict=True):
             await sim.submit_user_turn(f"run: `ls -la` in {cwd}", cascade_id=cascade_id)
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (_board, page):
             await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 2")
             cards = page.locator("#cards .card[data-kind=permission]")
             texts = {}

@@ -8,9 +8,8 @@ from __future__ import annotations
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.entrypoints.board.command import running_board
 
-from .helpers import answer_in_terminal, browser_page, require_chromium, until
+from .helpers import answer_in_terminal, board_on, require_chromium, until
 
 
 @pytest.fixture(autouse=True)
@@ -19,11 +18,7 @@ def _chromium() -> None:
 
 
 async def test_history_lists_both_decisions_with_who_and_where() -> None:
-    async with (
-        Simulator(pace=0.02, gate_timeout=None) as sim,
-        running_board(agy_ports=[sim.port], tick=0.2) as board,
-        browser_page(board.url) as page,
-    ):
+    async with Simulator(pace=0.02, gate_timeout=None) as sim, board_on(sim, tick=0.2) as (_board, page):
         await page.wait_for_selector(".row")
         await sim.submit_user_turn("run: git status")
         card = page.locator("#cards .card[data-kind=permission]")

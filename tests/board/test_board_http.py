@@ -11,7 +11,7 @@ import io
 import signal
 from collections.abc import AsyncIterator
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import psutil
@@ -40,6 +40,29 @@ async def _card(client: httpx.AsyncClient, base: str, token: str) -> dict[str, A
             return dict(board["cards"][0])
         await asyncio.sleep(0.05)
     raise AssertionError("no card on the board")
+
+
+class _Api(NamedTuple):
+    """The board's answer endpoint for its first card: the board, a client, its base URL, the card,
+    the card's answer URL and the headers a good post carries."""
+
+    board: Any
+    client: httpx.AsyncClient
+    base: str
+    card: dict[str, Any]
+    url: str
+    headers: dict[str, str]
+
+
+@contextlib.asynccontextmanager
+async def _board_api(sim: Simulator, text: str) -> AsyncIterator[_Api]:
+    """``text`` sent to agy, parked on its gate; the board on ``sim`` and its first card (:class:`_Api`)."""
+    await _ready(sim, text)
+    async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
+        base = _base(board.url)
+        card = await _card(client, base, board.token)
+        headers = {"X-Board-Token": board.token, "Content-Type": "application/json"}
+        yield _Api(board, client, base, card, f"{base}/api/s/{card['cascade_id']}/answer", headers)
 
 
 async def test_every_request_needs_the_token_and_posts_need_the_header() -> None:
@@ -105,25 +128,22 @@ async def test_every_request_needs_the_token_and_posts_need_the_header() -> None
 
 
 async def test_a_question_answered_with_a_write_in_and_multi_select() -> None:
-    async with Simulator(pace=0, gate_timeout=None) as sim:
-        await _ready(sim, "ask multiple: which checks should run?")
-        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
-            base = _base(board.url)
-            card = await _card(client, base, board.token)
-            assert card["questions"][0]["multi"] is True
-            headers = {"X-Board-Token": board.token, "Content-Type": "application/json"}
-            url = f"{base}/api/s/{card['cascade_id']}/answer"
-            base_body = {"gate_id": card["gate_id"], "shown": card["shown"]}
-            bad = await client.post(
-                url, json={**base_body, "answer": {"questions": [{"choices": ["9"]}]}}, headers=headers
-            )
-            assert bad.status_code == 400  # no option 9: refused, nothing sent
-            picked = {"questions": [{"choices": ["1", "3"], "write_in": "and the linters"}]}
-            ok = await client.post(url, json={**base_body, "answer": picked}, headers=headers)
-            assert ok.status_code == 200, ok.text
-            await until(lambda: not sim.is_running())
-            ask = next(s for s in sim.steps() if s.get("type", "").endswith("ASK_QUESTION"))
-            assert "and the linters" in str(ask)
+    async with (
+        Simulator(pace=0, gate_timeout=None) as sim,
+        _board_api(sim, "ask multiple: which checks should run?") as (_, client, _, card, url, headers),
+    ):
+        assert card["questions"][0]["multi"] is True
+        base_body = {"gate_id": card["gate_id"], "shown": card["shown"]}
+        bad = await client.post(
+            url, json={**base_body, "answer": {"questions": [{"choices": ["9"]}]}}, headers=headers
+        )
+        assert bad.status_code == 400  # no option 9: refused, nothing sent
+        picked = {"questions": [{"choices": ["1", "3"], "write_in": "and the linters"}]}
+        ok = await client.post(url, json={**base_body, "answer": picked}, headers=headers)
+        assert ok.status_code == 200, ok.text
+        await until(lambda: not sim.is_running())
+        ask = next(s for s in sim.steps() if s.get("type", "").endswith("ASK_QUESTION"))
+        assert "and the linters" in str(ask)
 
 
 async def test_the_board_listens_on_loopback_only_by_default() -> None:
@@ -301,60 +321,54 @@ def test_only_a_loopback_host_goes_without_the_warning(host: str, loopback: bool
 
 
 async def test_a_lost_race_says_answered_elsewhere_410_never_502() -> None:
-    async with Simulator(pace=0, gate_timeout=None) as sim:
-        await _ready(sim, "run: rm -rf build")
-        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
-            base = _base(board.url)
-            card = await _card(client, base, board.token)
-            headers = {"X-Board-Token": board.token, "Content-Type": "application/json"}
-            url = f"{base}/api/s/{card['cascade_id']}/answer"
-            body = {"gate_id": card["gate_id"], "shown": card["shown"], "answer": "allow"}
-            held, release = hold_withdrawals(board)
-            await answer_in_terminal(sim, sim.cascade_id, allow=False)  # agy's terminal answers first
-            await until(lambda: not sim.is_running())
-            # the board still shows the card; its allow loses the race: 410, who answered, nothing sent
-            assert (await client.get(f"{base}/api/board", params={"token": board.token})).json()["cards"]
-            lost = await client.post(url, json=body, headers=headers)
-            assert lost.status_code == 410, lost.text
-            assert lost.json()["error"].startswith("answered elsewhere (in agy's terminal, on ACP")
-            assert sim.executed == []
-            assert held  # (the withdrawal was indeed held back: this was the race)
-            # once the board saw the withdrawal, the same words
-            live = next(iter(board.board.live.values()))
-            release()
-            await until(lambda: card["gate_id"] not in live.gates)
-            again = await client.post(url, json=body, headers=headers)
-            assert again.status_code == 410
-            assert again.json()["error"].startswith("answered elsewhere")
+    async with (
+        Simulator(pace=0, gate_timeout=None) as sim,
+        _board_api(sim, "run: rm -rf build") as (board, client, base, card, url, headers),
+    ):
+        body = {"gate_id": card["gate_id"], "shown": card["shown"], "answer": "allow"}
+        held, release = hold_withdrawals(board)
+        await answer_in_terminal(sim, sim.cascade_id, allow=False)  # agy's terminal answers first
+        await until(lambda: not sim.is_running())
+        # the board still shows the card; its allow loses the race: 410, who answered, nothing sent
+        assert (await client.get(f"{base}/api/board", params={"token": board.token})).json()["cards"]
+        lost = await client.post(url, json=body, headers=headers)
+        assert lost.status_code == 410, lost.text
+        assert lost.json()["error"].startswith("answered elsewhere (in agy's terminal, on ACP")
+        assert sim.executed == []
+        assert held  # (the withdrawal was indeed held back: this was the race)
+        # once the board saw the withdrawal, the same words
+        live = next(iter(board.board.live.values()))
+        release()
+        await until(lambda: card["gate_id"] not in live.gates)
+        again = await client.post(url, json=body, headers=headers)
+        assert again.status_code == 410
+        assert again.json()["error"].startswith("answered elsewhere")
 
 
 async def test_a_changed_request_is_409_and_an_unreadable_answer_says_what_to_do() -> None:
-    async with Simulator(pace=0, gate_timeout=None) as sim:
-        await _ready(sim, "ask: which part should we work on first?")
-        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
-            base = _base(board.url)
-            card = await _card(client, base, board.token)
-            headers = {"X-Board-Token": board.token, "Content-Type": "application/json"}
-            url = f"{base}/api/s/{card['cascade_id']}/answer"
-            ids = {"gate_id": card["gate_id"], "shown": card["shown"]}
+    async with (
+        Simulator(pace=0, gate_timeout=None) as sim,
+        _board_api(sim, "ask: which part should we work on first?") as (_, client, _, card, url, headers),
+    ):
+        ids = {"gate_id": card["gate_id"], "shown": card["shown"]}
 
-            async def error(answer: Any, **extra: str) -> tuple[int, str]:
-                r = await client.post(url, json={**ids, **extra, "answer": answer}, headers=headers)
-                return r.status_code, r.json()["error"]
+        async def error(answer: Any, **extra: str) -> tuple[int, str]:
+            r = await client.post(url, json={**ids, **extra, "answer": answer}, headers=headers)
+            return r.status_code, r.json()["error"]
 
-            question = "“Which part should we work on first?”"
-            assert await error({"questions": [{"choices": ["1"], "write_in": "docs first"}]}) == (
-                400,
-                f"not sent: {question} takes one answer: pick an option or write your own, not both",
-            )
-            assert await error({"questions": [{"choices": [], "write_in": " "}]}) == (
-                400,
-                f"not sent: {question} has no answer yet: pick an option or write your own answer (or Decline)",
-            )
-            assert await error("allow") == (
-                400,
-                "not sent: this is a question: pick an option or write your own answer, or Decline",
-            )
-            status, text = await error({"questions": [{"choices": ["2"]}]}, shown="0" * 32)
-            assert status == 409 and text.startswith("the request changed")
-            assert waiting_step(sim, sim.cascade_id)[2]["status"].endswith("WAITING")  # nothing sent
+        question = "“Which part should we work on first?”"
+        assert await error({"questions": [{"choices": ["1"], "write_in": "docs first"}]}) == (
+            400,
+            f"not sent: {question} takes one answer: pick an option or write your own, not both",
+        )
+        assert await error({"questions": [{"choices": [], "write_in": " "}]}) == (
+            400,
+            f"not sent: {question} has no answer yet: pick an option or write your own answer (or Decline)",
+        )
+        assert await error("allow") == (
+            400,
+            "not sent: this is a question: pick an option or write your own answer, or Decline",
+        )
+        status, text = await error({"questions": [{"choices": ["2"]}]}, shown="0" * 32)
+        assert status == 409 and text.startswith("the request changed")
+        assert waiting_step(sim, sim.cascade_id)[2]["status"].endswith("WAITING")  # nothing sent

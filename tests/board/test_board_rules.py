@@ -12,10 +12,9 @@ import pytest
 
 from agy_harness.adapters.policy.files import Tier, load_policy
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.ports.events import GateOpened, PermissionRequest
 
-from .helpers import browser_page, require_chromium, until
+from .helpers import board_on, require_chromium, until
 
 
 @pytest.fixture(autouse=True)
@@ -36,11 +35,7 @@ async def test_always_allow_offers_the_narrowest_rule_to_edit_and_save(tmp_path:
     saved = tmp_path / "config" / "agy-harness" / "policy" / "proposed.toml"
     async with Simulator(pace=0, gate_timeout=None) as sim:
         await sim.submit_user_turn("run: `ls -la`")
-        await sim.wait_idle(timeout=10)
-        async with (
-            running_board(agy_ports=[sim.port], tick=0.1) as board,
-            browser_page(board.url) as page,
-        ):
+        async with board_on(sim) as (board, page):
             card = page.locator("#cards .card", has_text="ls -la")
             await card.wait_for()
             assert await card.locator(".proposal").count() == 0  # nothing offered before a lasting allow
@@ -83,11 +78,7 @@ async def test_always_allow_offers_the_narrowest_rule_to_edit_and_save(tmp_path:
 
 async def test_three_identical_approvals_offer_the_rule_on_the_next_card(tmp_path: Path) -> None:
     saved = tmp_path / "config" / "agy-harness" / "policy" / "proposed.toml"
-    async with (
-        Simulator(pace=0, gate_timeout=None) as sim,
-        running_board(agy_ports=[sim.port], tick=0.1) as board,
-        browser_page(board.url) as page,
-    ):
+    async with Simulator(pace=0, gate_timeout=None) as sim, board_on(sim) as (board, page):
         await page.wait_for_selector(".row")
         for n in range(4):
             await sim.submit_user_turn("run: `git status`")

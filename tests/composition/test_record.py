@@ -53,7 +53,7 @@ async def _live_and_recorded(
                             break
             await asyncio.sleep(0.3)
             stop.set()
-            assert await recorder > 0
+            assert (await recorder).frames > 0
     return live, path, sim
 
 

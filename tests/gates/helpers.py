@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.root.session import Session, open_session
 from agy_harness.ports.events import Event, GateOpened, Notice
@@ -50,6 +51,11 @@ class Watch:
         assert isinstance(event, GateOpened)
         return event
 
+    async def ask(self, text: str) -> GateOpened:
+        """Send ``text`` as a turn; the next gate agy opens."""
+        await self.session.send(text)
+        return await self.gate()
+
     async def turn_over(self) -> None:
         await self.until(lambda e: e.type == "status" and e.status in ("idle", "failed"))  # type: ignore[union-attr]
 
@@ -61,3 +67,19 @@ class Watch:
     @property
     def gates(self) -> list[GateOpened]:
         return [e for e in self.events if isinstance(e, GateOpened)]
+
+
+#: a human's allow of a permission for this conversation, as agy's RPC takes it
+CONVERSATION = {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"}
+
+
+async def answer_waiting(sim: Simulator, client: RpcClient, permission: dict[str, object]) -> int:
+    """Once the turn is parked on its gate: answer the step waiting on a permission over agy's RPC
+    (``client``), then wait for the turn to go on; the step's index."""
+    await sim.wait_idle(timeout=60)
+    [index] = [i for i, s in enumerate(sim.steps()) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
+    trajectory = sim.steps()[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
+    interaction = {"trajectoryId": trajectory, "stepIndex": index, "permission": permission}
+    await client.call("HandleCascadeUserInteraction", {"cascadeId": sim.cascade_id, "interaction": interaction})
+    await sim.wait_idle(timeout=60)
+    return index

@@ -8,6 +8,8 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.doctor import diagnose, render
 from agy_harness.core.kinds import KINDS
 
+from .helpers import CONVERSATION, answer_waiting
+
 
 async def test_doctor_says_the_scope_route_and_the_kinds_and_settings() -> None:
     async with Simulator(pace=0.0) as sim:
@@ -15,12 +17,7 @@ async def test_doctor_says_the_scope_route_and_the_kinds_and_settings() -> None:
         await sim.wait_idle(timeout=10)
         async with RpcClient(sim.base_url) as client:
             before = await diagnose(client, sim.cascade_id, "agy 1.0.10")
-            [index] = [i for i, s in enumerate(sim.steps()) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
-            trajectory = sim.steps()[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
-            interaction = {"trajectoryId": trajectory, "stepIndex": index,
-                           "permission": {"allow": True, "scope": "PERMISSION_SCOPE_CONVERSATION"}}  # fmt: skip
-            await client.call("HandleCascadeUserInteraction", {"cascadeId": sim.cascade_id, "interaction": interaction})
-            await sim.wait_idle(timeout=10)
+            await answer_waiting(sim, client, CONVERSATION)
             after = await diagnose(client, sim.cascade_id, "agy 1.0.10")
     assert "not yet seen recorded" in before["gates"]["scope_route"]
     assert "recorded PERMISSION_SCOPE_CONVERSATION" in after["gates"]["scope_route"]
@@ -31,3 +28,24 @@ async def test_doctor_says_the_scope_route_and_the_kinds_and_settings() -> None:
     named = next(line for line in text.splitlines() if line.startswith("gate kinds shown as named cards"))
     assert all(k.field in named for k in KINDS if k.gate == "other")
     assert "setting artifactReviewPolicy:" in text and "setting allowNonWorkspaceAccess:" in text
+
+
+async def test_doctor_says_agy_did_not_keep_only_a_grant_it_asked_again_for() -> None:
+    """A request the grant does not cover (``pwd`` after ``ls`` was allowed for the conversation) is
+    asked as always: agy kept the grant so far. ``ls src`` asked again: agy did not keep it."""
+    async with Simulator(pace=0.0) as sim, RpcClient(sim.base_url) as client:
+        sim.faults.forget_grants = True
+        await sim.submit_user_turn("run: ls -la")
+        granted = await answer_waiting(sim, client, CONVERSATION)
+        await sim.submit_user_turn("run: pwd")
+        await answer_waiting(sim, client, {"allow": True})
+        kept = await diagnose(client, sim.cascade_id, None)
+        await sim.submit_user_turn("run: ls src")
+        again = await answer_waiting(sim, client, {"allow": True})
+        forgotten = await diagnose(client, sim.cascade_id, None)
+    assert kept["gates"]["grants_not_kept"] == []
+    assert kept["gates"]["scope_route"].startswith("RPC permission.scope: this agy recorded PERMISSION_SCOPE_CONVERSATION")
+    said = f"agy did not keep the grant (conversation) for commands that start with 'ls' (given at step {granted}, asked again at step {again})"
+    assert forgotten["gates"]["grants_not_kept"] == [said]
+    assert forgotten["gates"]["scope_route"].startswith("agy's own menu keys (attach --tmux, GateAnswer.persist), the fallback: " + said)
+    assert f"scopes: {forgotten['gates']['scope_route']}" in render(forgotten).splitlines()

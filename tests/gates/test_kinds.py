@@ -118,8 +118,7 @@ async def test_the_simulator_asks_every_unevidenced_kind_and_the_harness_never_a
     async with session_on(sim) as session:
         watch = Watch(session)
         for field in [*UNEVIDENCED, *SETTING_GATES]:
-            await session.send(f"kind: {field}")
-            gate = await watch.gate()
+            gate = await watch.ask(f"kind: {field}")
             assert gate.interaction == field and gate.kind == "other" and not gate.answerable
             for value in EVERY_VALUE[:6]:
                 with pytest.raises(AnswerError):
@@ -191,8 +190,7 @@ async def test_a_file_permission_nested_in_a_tool_step_opens_a_named_gate_nothin
     card showing the path, parse_answer refuses every value, and agy receives nothing from the harness."""
     async with session_on(sim) as session:
         watch = Watch(session)
-        await session.send("kind: nestedFilePermission file:///etc")
-        gate = await watch.gate()
+        gate = await watch.ask("kind: nestedFilePermission file:///etc")
         assert gate.kind == "other" and gate.interaction == "filePermission" and not gate.answerable
         assert gate.scopes == () and not gate.editable and gate.permission is None
         assert gate.request == {

@@ -15,8 +15,7 @@ async def test_allow_for_this_conversation_reaches_agy_and_the_same_command_runs
 ) -> None:
     async with session_on(sim) as session:
         watch = Watch(session)
-        await session.send("run: ls -la")
-        gate = await watch.gate()
+        gate = await watch.ask("run: ls -la")
         assert gate.scopes == ("once", "conversation", "global")
         await session.answer(gate.gate_id, "allow conversation")
         await watch.turn_over()
@@ -36,8 +35,7 @@ async def test_a_conversation_grant_does_not_cover_another_conversation_and_a_gl
 ) -> None:
     async with session_on(sim) as session:
         watch = Watch(session)
-        await session.send("run: pwd")
-        gate = await watch.gate()
+        gate = await watch.ask("run: pwd")
         await session.answer(gate.gate_id, GateAnswer(allow=True, scope="global"))
         await watch.turn_over()
         assert sim.received[-1][1]["permission"] == {"allow": True, "scope": "PERMISSION_SCOPE_GLOBAL"}
@@ -57,8 +55,7 @@ async def test_a_conversation_grant_does_not_cover_another_conversation_and_a_gl
 async def test_an_edited_command_is_what_agy_runs(sim: Simulator) -> None:
     async with session_on(sim) as session:
         watch = Watch(session)
-        await session.send("kind: runCommand rm -rf build")
-        gate = await watch.gate()
+        gate = await watch.ask("kind: runCommand rm -rf build")
         assert gate.interaction == "runCommand" and gate.editable and gate.scopes == ("once",)
         await session.answer(gate.gate_id, GateAnswer(allow=True, edited_command="rm -rf build/tmp"))
         await watch.turn_over()

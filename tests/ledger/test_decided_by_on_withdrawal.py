@@ -22,13 +22,23 @@ def withdrawn(events: list[Event]) -> list[Any]:
     return [e for e in events if e.type == "gate_withdrawn"]
 
 
-async def test_a_surfaces_answer_is_on_the_withdrawal_with_verdict_and_scope(sim: Simulator, tmp_path: Path) -> None:
+async def answered_on(
+    sim: Simulator, surface: str, answer: GateAnswer, turn: str, **harness: Any
+) -> tuple[RecordingSink, Any]:
+    """``turn`` sent, its gate answered with ``answer`` from ``surface``: the sink and the gate's one
+    withdrawal."""
     sink = RecordingSink()
-    sink.surface = "board"  # type: ignore[attr-defined]
-    async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
-        await sink.answers.put(GateAnswer(allow=False, deny_reason="no"))
-        await run_turn(session, sink, "run: rm -rf build")
+    sink.surface = surface  # type: ignore[attr-defined]
+    async with harness_on(sim, sink, **harness) as session:
+        await sink.answers.put(answer)
+        await run_turn(session, sink, turn)
     [gone] = withdrawn(sink.events)
+    return sink, gone
+
+
+async def test_a_surfaces_answer_is_on_the_withdrawal_with_verdict_and_scope(sim: Simulator, tmp_path: Path) -> None:
+    denial = GateAnswer(allow=False, deny_reason="no")
+    _, gone = await answered_on(sim, "board", denial, "run: rm -rf build", ledger=FileLedger(tmp_path / "ledger"))
     assert gone.reason == "answered"  # the reason is unchanged; who decided is beside it
     by = gone.decided_by
     assert (by.kind, by.surface, by.user, by.verdict, by.scope) == ("human", "board", getpass.getuser(), "deny", "once")
@@ -36,12 +46,7 @@ async def test_a_surfaces_answer_is_on_the_withdrawal_with_verdict_and_scope(sim
 
 
 async def test_without_a_ledger_the_withdrawal_still_says_who(sim: Simulator) -> None:
-    sink = RecordingSink()
-    sink.surface = "acp"  # type: ignore[attr-defined]
-    async with harness_on(sim, sink) as session:
-        await sink.answers.put(GateAnswer(allow=True))
-        await run_turn(session, sink, "run: git status")
-    [gone] = withdrawn(sink.events)
+    _, gone = await answered_on(sim, "acp", GateAnswer(allow=True), "run: git status")
     assert (gone.decided_by.surface, gone.decided_by.verdict) == ("acp", "allow")
 
 
@@ -91,12 +96,7 @@ async def test_answered_on_one_surface_shown_on_the_others(sim: Simulator) -> No
     from agy_harness.composition.entrypoints.acp.mapping import UpdateMapper
     from agy_harness.composition.entrypoints.board.cards import event_view
 
-    sink = RecordingSink()
-    sink.surface = "board"  # type: ignore[attr-defined]
-    async with harness_on(sim, sink) as session:
-        await sink.answers.put(GateAnswer(allow=True))
-        await run_turn(session, sink, "run: git status")
-    [gone] = withdrawn(sink.events)
+    sink, gone = await answered_on(sim, "board", GateAnswer(allow=True), "run: git status")
     line = decided_line(gone.decided_by)
     assert line.startswith("allowed by you on the board, ")
 

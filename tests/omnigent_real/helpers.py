@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
-from agy_harness.adapters.sinks.omnigent import OmnigentSink, source_id
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy, source_id
+from agy_harness.composition.root.session import Session, open_session
+from agy_harness.composition.service.conversation import HarnessOptions
 from agy_harness.ports.events import Event, GateOpened
 from agy_harness.ports.protocols import GateAnswer, ModelCatalog
+from tests.real_omnigent import create_session
 
 ITEM_EVENT_TYPES = frozenset(
     {"user_message", "assistant_message", "tool_call", "tool_result", "rotation", "notice"}
@@ -134,3 +139,21 @@ class Tee:
 
     async def withdraw(self, gate_id: str) -> None:
         await self.inner.withdraw(gate_id)
+
+
+#: quick sink retries (the harness's options for these tests)
+FAST = HarnessOptions(sink_retry=0.05, max_backoff=0.2)
+
+
+@asynccontextmanager
+async def mirrored(omni: Omnigent, **sim_options: Any) -> AsyncIterator[tuple[str, Simulator, Session]]:
+    """A new omnigent session mirroring a simulator's conversation through the OmnigentSink (a Tee
+    records what it accepted): ``(omnigent session id, simulator, harness session)``."""
+    sid = await asyncio.to_thread(create_session, omni.base_url)
+    options: dict[str, Any] = {"profile": "1.0.10", "gate_timeout": None, "pace": 0.02, **sim_options}
+    async with (
+        Simulator(**options) as sim,
+        OmnigentSink(omni.base_url, sid, retry=RetryPolicy(initial=0.02, max_delay=0.2)) as sink,
+        open_session(port=sim.port, cascade_id=sim.cascade_id, sink=Tee(sink), options=FAST) as session,
+    ):
+        yield sid, sim, session

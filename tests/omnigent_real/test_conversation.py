@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -27,16 +26,14 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import QUESTION_OPTIONS
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy, elicitation_id
 from agy_harness.composition.root.session import open_session
-from agy_harness.composition.service.harness import HarnessOptions
 from agy_harness.ports.events import AssistantMessage, Event, SubagentStarted, TextDelta, Usage
 from tests.real_omnigent import create_session
 
-from .helpers import ITEM_EVENT_TYPES, Omnigent, Tee, stored_item_id
+from .helpers import FAST, ITEM_EVENT_TYPES, Omnigent, Tee, stored_item_id
 
 PACE = 0.02
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 WAIT = 30.0
-FAST = HarnessOptions(sink_retry=0.05, max_backoff=0.2)
 TUI_MODEL = "MODEL_PLACEHOLDER_M71"
 
 
@@ -50,13 +47,6 @@ class Run:
     sink: OmnigentSink
     empty_answers: int
     statuses_to_the_web: list[str]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def omni(omnigent_server: str) -> AsyncIterator[Omnigent]:
-    client = Omnigent(omnigent_server)
-    yield client
-    await client.aclose()
 
 
 def _idles(tee: Tee) -> int:

@@ -12,33 +12,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
 from agy_harness.composition.root.session import open_session
-from agy_harness.composition.service.conversation import HarnessOptions
 from agy_harness.ports.events import SubagentStarted
 from tests.real_omnigent import create_session
 
-from .helpers import Omnigent, Tee
+from .helpers import FAST, Omnigent, Tee
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 WAIT = 60.0
-FAST = HarnessOptions(sink_retry=0.05, max_backoff=0.2)
 BOUNDED = RetryPolicy(initial=0.02, max_delay=0.1, deadline=0.5)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def omni(omnigent_server: str) -> AsyncIterator[Omnigent]:
-    client = Omnigent(omnigent_server)
-    yield client
-    await client.aclose()
 
 
 class PoisonProxy(httpx.AsyncBaseTransport):

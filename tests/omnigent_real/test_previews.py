@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
-import pytest_asyncio
 
 from agy_harness.adapters.sinks.omnigent import OmnigentSink
 from agy_harness.ports.events import AssistantMessage, Event, StatusChanged, SubagentStarted, TextDelta
@@ -26,13 +25,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 WAIT = 30.0
 REPLY = ["Here is my ", "answer: ", "done, nothing ", "else is needed."]
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def omni(omnigent_server: str) -> AsyncIterator[Omnigent]:
-    client = Omnigent(omnigent_server)
-    yield client
-    await client.aclose()
 
 
 def reply_with_a_subagent_starting(main: str) -> list[Event]:

@@ -10,46 +10,19 @@ are the harness's labelled choices, each reaching agy as exactly that answer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
-from agy_harness.composition.root.session import Session, open_session
-from agy_harness.composition.service.conversation import HarnessOptions
 from agy_harness.core.display import request_hash
 from tests.board.helpers import browser_page
-from tests.real_omnigent import create_session
 
-from .helpers import Omnigent, Tee
+from .helpers import Omnigent, mirrored
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 WAIT = 120.0  # a ceiling on condition waits (a loaded machine), never a timed assertion
-FAST = HarnessOptions(sink_retry=0.05, max_backoff=0.2)
 COMMAND = "pip install -e '.[test]'"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def omni(omnigent_server: str) -> AsyncIterator[Omnigent]:
-    client = Omnigent(omnigent_server)
-    yield client
-    await client.aclose()
-
-
-@asynccontextmanager
-async def mirrored(omni: Omnigent, **sim_options: Any) -> AsyncIterator[tuple[str, Simulator, Session]]:
-    sid = await asyncio.to_thread(create_session, omni.base_url)
-    options: dict[str, Any] = {"profile": "1.0.10", "gate_timeout": None, "pace": 0.02, **sim_options}
-    async with (
-        Simulator(**options) as sim,
-        OmnigentSink(omni.base_url, sid, retry=RetryPolicy(initial=0.02, max_delay=0.2)) as sink,
-        open_session(port=sim.port, cascade_id=sim.cascade_id, sink=Tee(sink), options=FAST) as session,
-    ):
-        yield sid, sim, session
 
 
 async def ran(sim: Simulator, n: int = 1) -> dict[str, Any]:
