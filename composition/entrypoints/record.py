@@ -5,7 +5,8 @@ The file holds a ``GetCascadeTrajectorySteps`` snapshot (``{"steps": [...]}``), 
 JSON object per line. ``--redact`` replaces every text a human or the model wrote with
 ``<redacted N chars>``, keeping ids, types, statuses, indices and timestamps. It only reads agy.
 Ctrl-C (or SIGTERM) ends a recording cleanly: the closing snapshot and the summary line are still
-written, then it exits 130 (143).
+written, then it exits 130 (143). When more than one agy answers, a terminal is asked which one
+(:mod:`.picker`); elsewhere it refuses with the list.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
+
+from agy_harness.ports.errors import AgyAmbiguous
 
 from .cli_args import FILE, SECONDS, add_cascade, add_port, command, positive
 from .errors import EXIT_OK, BadInput
@@ -142,7 +145,13 @@ async def _run(args: argparse.Namespace) -> int:
     _writable(args.out)
 
     container = make_container(port=args.port, cascade_id=args.cascade)
-    await bind_endpoint(container, version=False)  # discovery (the port is verified); no version needed
+    try:
+        await bind_endpoint(container, version=False)  # discovery (the port is verified); no version needed
+    except AgyAmbiguous as exc:  # which is which: picked on a terminal, else refused with the list
+        from .picker import pick_port
+
+        container = make_container(port=await pick_port(exc, "record"), cascade_id=args.cascade)
+        await bind_endpoint(container, version=False)
     stop = asyncio.Event()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()
