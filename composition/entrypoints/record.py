@@ -5,8 +5,7 @@ The file holds a ``GetCascadeTrajectorySteps`` snapshot (``{"steps": [...]}``), 
 JSON object per line. ``--redact`` replaces every text a human or the model wrote with
 ``<redacted N chars>``, keeping ids, types, statuses, indices and timestamps. It only reads agy.
 Ctrl-C (or SIGTERM) ends a recording cleanly: the closing snapshot and the summary line are still
-written, then it exits 130 (143). When more than one agy answers, a terminal is asked which one
-(:mod:`.picker`); elsewhere it refuses with the list.
+written, then it exits 130 (143).
 """
 
 from __future__ import annotations
@@ -147,7 +146,7 @@ async def _run(args: argparse.Namespace) -> int:
     container = make_container(port=args.port, cascade_id=args.cascade)
     try:
         await bind_endpoint(container, version=False)  # discovery (the port is verified); no version needed
-    except AgyAmbiguous as exc:  # which is which: picked on a terminal, else refused with the list
+    except AgyAmbiguous as exc:  # which is which: picked on a terminal (.picker), else refused with the list
         from .picker import pick_port
 
         container = make_container(port=await pick_port(exc, "record"), cascade_id=args.cascade)
