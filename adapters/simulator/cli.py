@@ -137,8 +137,8 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
             print(f"plain_port {sim.plain_port}", file=stream)
             print(f"cascade {sim.cascade_id}", file=stream, flush=True)
             if stream is sys.stdout and sys.stderr.isatty():  # a person: what to do next
-                print(
-                    f"next, in another terminal: agy-harness attach --port {sim.port}   (Ctrl-C stops the simulator)",
+                print(  # the command alone on its line: copied whole, it runs as it is
+                    f"next, in another terminal (Ctrl-C stops the simulator):\n  agy-harness attach --port {sim.port}",
                     file=sys.stderr,
                     flush=True,
                 )

@@ -3,6 +3,7 @@
 One reader of the keyboard (:class:`~agy_harness.adapters.sinks.keyboard.Keyboard`) serves both the
 turn prompt and the gates: while a gate waits, the next line answers it and never becomes a turn.
 Ctrl-D at the prompt detaches (exit 0); Ctrl-C detaches at any time (exit 130, from the CLI).
+When more than one agy answers, a terminal is asked which one (:mod:`.picker`); elsewhere it refuses.
 """
 
 from __future__ import annotations
@@ -61,10 +62,12 @@ async def _attached(
     )  # agy's version: asked of the agy that discovery binds
     try:
         discovered = await bind_endpoint(container)
-    except AgyAmbiguous as exc:  # which is which, so that the user can pick
-        from .candidates import refusal
+    except AgyAmbiguous as exc:  # which is which: picked on a terminal, else refused with the list
+        from .picker import pick_port
 
-        raise await refusal(exc, "attach") from exc
+        port = await pick_port(exc, "attach")  # then as `attach --port N`
+        container = make_container(port=port, cascade_id=cascade_id, sink=terminal, tmux_target=tmux_target)
+        discovered = await bind_endpoint(container)
     async with session_from(container, discovered=discovered, presence=terminal.info) as session:
         terminal.info(f"attached · {session.capabilities.describe()}")
         can_send = session.capabilities.rpc_turns or tmux_target is not None
@@ -124,7 +127,8 @@ def _attach(args: argparse.Namespace) -> int:
 ATTACH_DESCRIPTION = """\
 Follow a running agy in this terminal: its conversation rendered live, your lines sent as turns,
 its gates put to you. agy's port is found by itself (agy processes -> loopback ports -> the one
-that knows the conversation); `agy-harness sim` in another terminal is found the same way."""
+that knows the conversation); `agy-harness sim` in another terminal is found the same way. When
+more than one agy answers, a terminal is asked which one (elsewhere: pass --port)."""
 
 ATTACH_EPILOG = f"""\
 at the ❯ prompt:

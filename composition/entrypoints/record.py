@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agy_harness.ports.errors import AgyAmbiguous
+
 from .cli_args import FILE, SECONDS, add_cascade, add_port, command, positive
 from .errors import EXIT_OK, BadInput
 
@@ -156,7 +158,13 @@ async def _run(args: argparse.Namespace) -> int:
     _writable(args.out)
 
     container = make_container(port=args.port, cascade_id=args.cascade)
-    await bind_endpoint(container, version=False)  # discovery (the port is verified); no version needed
+    try:
+        await bind_endpoint(container, version=False)  # discovery (the port is verified); no version needed
+    except AgyAmbiguous as exc:  # which is which: picked on a terminal (.picker), else refused with the list
+        from .picker import pick_port
+
+        container = make_container(port=await pick_port(exc, "record"), cascade_id=args.cascade)
+        await bind_endpoint(container, version=False)
     stop = asyncio.Event()
     stopped_by: list[int] = []
     loop = asyncio.get_running_loop()

@@ -12,7 +12,7 @@ from .test_attach_terminal import start_sim
 
 def test_sim_says_what_to_do_next_and_exits_130_on_ctrl_c(terminal: Terminal) -> None:
     pane = terminal.run(cli("sim", "--pace", "0"))
-    pane.wait("next, in another terminal: agy-harness attach")
+    pane.wait("next, in another terminal (Ctrl-C stops the simulator):\n  agy-harness attach --port ")
     pane.key("C-c")
     assert pane.wait_exit(20) == 130
     assert "Traceback" not in pane.screen()
