@@ -66,9 +66,11 @@ def test_the_interactive_demo_answered_by_keys(terminal: Terminal) -> None:
 
 
 def test_a_gate_waits_for_the_human_longer_than_the_idle_limit(terminal: Terminal) -> None:
-    pane = terminal.run(cli("demo", "--pace", "0.05", "--idle-limit", "2"))
+    # the limit is 10 s, not less: agy's own steps must never take that long, even on a machine at load 10
+    # (at 2 s the simulator's step after the answer tripped it there); the human's wait is longer still
+    pane = terminal.run(cli("demo", "--pace", "0.05", "--idle-limit", "10"))
     pane.wait("allow? [y/n]")
-    time.sleep(5)  # the human thinks longer than the limit; agy is waiting, not stuck
+    time.sleep(12)  # the human thinks longer than the limit; agy is waiting, not stuck
     assert "EXIT=" not in pane.screen() and "TimeoutError" not in pane.screen()
     pane.type("y")
     screen = pane.wait("→ allow")
