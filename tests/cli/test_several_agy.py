@@ -37,3 +37,22 @@ def test_attach_refuses_two_agy_saying_which_is_which(terminal: Terminal, width:
     assert "Traceback" not in said
     for pane_of_sim in (one, two):
         pane_of_sim.key("C-c")
+
+
+def test_the_refusal_shows_a_directory_s_control_characters_as_text(terminal: Terminal) -> None:
+    """A directory agy runs in is named by whoever made it (a cloned repository): its control
+    characters reach the screen as visible escapes (the display rule), never as a terminal command
+    (here: an escape that would paint the rest of the line red and one that sets the window title)."""
+    hostile = "two\x1b[31mRED\x1b]2;pwned\x07"
+    one, _first = sim(terminal, "one")
+    pane = terminal.run(f"mkdir -p $'two\\e[31mRED\\e]2;pwned\\a' && cd $'two\\e[31mRED\\e]2;pwned\\a' && "
+                        f"{cli('sim', '--pace', '0')}")  # fmt: skip
+    pane.wait("Ctrl-C stops the simulator")
+    refusal = terminal.run(cli("attach"))
+    assert refusal.wait_exit() == 1
+    said = " ".join(refusal.screen().split())
+    assert "more than one agy answers" in said
+    assert "two\\x1b[31mRED\\x1b]2;pwned\\x07" in said, said  # the escapes shown as text
+    assert hostile not in said
+    for p in (one, pane):
+        p.key("C-c")
