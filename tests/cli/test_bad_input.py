@@ -72,7 +72,9 @@ def test_board_notify_is_checked_and_needs_somewhere_to_go() -> None:
     assert done.returncode == 2 and "unknown kind(s) bogus; choose from gate, turn, failed" in done.stderr
     one_line(run("board", "--notify", "gate"), "nowhere to send", "--notify-urls-file PATH")
     one_line(run("board", "--notify-content"), "nowhere to send", "--notify-urls-file PATH")
-    one_line(run("board", "--webhook", "https://example.invalid/t"), "--webhook is gone", "--notify-urls-file")
+    one_line(
+        run("board", "--webhook", "https://example.invalid/t"), "--webhook is gone", "--notify-urls-file"
+    )
 
 
 def test_acp_ctrl_c_is_130_after_serving_a_message() -> None:
@@ -100,3 +102,24 @@ def test_sim_tui_plays_its_scenario(terminal: Terminal) -> None:
     assert "pwd" in tui.screen()
     tui.key("C-c")  # the line is empty: Ctrl-C quits
     tui.wait("EXIT=130")
+
+
+def test_audit_with_a_ledger_or_an_out_that_cannot_be_used(tmp_path: Path) -> None:
+    """``audit --ledger FILE`` and an ``--out`` in no directory: exit 2, one line naming the option and
+    what is wrong (it was exit 1 with "NotADirectoryError" / "FileNotFoundError")."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a ledger\n")
+    for action in ("list", "verify"):
+        one_line(run("audit", action, "--ledger", str(plain)), f"--ledger {plain}", "not a directory")
+    ledger = tmp_path / "ledger"
+    ledger.mkdir(mode=0o700)
+    nowhere = tmp_path / "nonexistent" / "x.jsonl"
+    one_line(
+        run("audit", "export", "--ledger", str(ledger), "--format", "jsonl", "--out", str(nowhere)),
+        f"--out {nowhere}",
+        "no such file or directory",
+    )
+    one_line(
+        run("audit", "export", "--ledger", str(ledger), "--format", "aat", "--out", str(plain / "sub")),
+        f"--out {plain / 'sub'}",
+    )
