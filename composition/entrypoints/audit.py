@@ -204,6 +204,8 @@ def _matches(rec: dict[str, Any], args: argparse.Namespace) -> bool:
 
 
 def _list(directory: Path, args: argparse.Namespace) -> int:
+    from agy_harness.core.display import one_line
+
     if args.format or args.out:
         raise BadInput("--format and --out go with `audit export`")
     records, report = _load(directory)
@@ -220,10 +222,11 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
             who = f"{by.get('user') or 'someone'} on {by.get('surface') or '?'}"
         elif kind == "rule":
             who = f"rule {by.get('rule_id')}"
-        print(
+        line = (
             f"#{rec.get('seq')} {rec.get('time')} {body.get('verdict', '?'):7} by {who} "
             f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"
         )
+        print(one_line(line))  # the display rule: a ledger's text never drives the terminal
     if not shown:
         print("no decisions recorded" + (" that match" if records else " yet"), file=sys.stderr)
     if not report.ok:

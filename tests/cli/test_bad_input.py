@@ -123,3 +123,20 @@ def test_audit_with_a_ledger_or_an_out_that_cannot_be_used(tmp_path: Path) -> No
         run("audit", "export", "--ledger", str(ledger), "--format", "aat", "--out", str(plain / "sub")),
         f"--out {plain / 'sub'}",
     )
+
+
+def test_audit_lists_a_ledger_s_text_by_the_display_rule(tmp_path: Path) -> None:
+    """A record's text reaches the terminal by the display rule: its control characters as text."""
+    from agy_harness.adapters.store.ledger_file import FileLedger
+    from agy_harness.ports.protocols import LedgerEntry
+
+    ledger = tmp_path / "ledger"
+    written = FileLedger(ledger)
+    body = {"conversation": "c1", "verdict": "allow", "shown": "ls \x1b[2J\x1b]2;x\x07",
+            "decided_by": {"kind": "human", "surface": "board\x1b[31m", "user": "me"}}  # fmt: skip
+    written.record_now(LedgerEntry(type="decision", body=body))
+    written.close()
+    done = run("audit", "--ledger", str(ledger))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "ls \\x1b[2J\\x1b]2;x\\x07" in done.stdout and "board\\x1b[31m" in done.stdout
