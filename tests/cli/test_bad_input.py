@@ -140,3 +140,20 @@ def test_audit_lists_a_ledger_s_text_by_the_display_rule(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "ls \\x1b[2J\\x1b]2;x\\x07" in done.stdout and "board\\x1b[31m" in done.stdout
+
+
+def test_policy_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
+    """``policy``'s files and directories that cannot be read: exit 2, one line, never a decision made
+    without them (``explain --rules MISSING`` said "decision: ask", exit 0; ``--workspace MISSING``
+    read no project rules, silently; ``test --recorded MISSING`` was exit 1 naming UnreadableInput)."""
+    missing = tmp_path / "nope.toml"
+    one_line(
+        run("policy", "explain", "ls", "--rules", str(missing)), "--rules", "nope.toml", "cannot be read"
+    )
+    for action in (["explain", "ls"], ["test"]):
+        one_line(
+            run("policy", *action, "--workspace", str(tmp_path / "nodir")), "--workspace", "no such directory"
+        )
+    done = run("policy", "test", "--recorded", str(tmp_path / "nope.json"))
+    one_line(done, "--recorded", "nope.json")
+    assert done.stdout == ""  # refused before anything is said to be ok
