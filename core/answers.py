@@ -251,6 +251,11 @@ def _permission(value: object) -> GateAnswer:
 _REASONED = frozenset({"permission"})
 
 
+def takes_reason(gate: GateOpened) -> bool:
+    """Whether agy's answer to ``gate`` carries a denial's reason (a surface offers one only then)."""
+    return not gate.interaction or gate.interaction in _REASONED
+
+
 def _permission_verdict(gate: GateOpened, answer: GateAnswer) -> Allow | Deny:
     lasting = answer.scope is not None and answer.scope != "once"
     if answer.action == "accept" and answer.allow is True:
@@ -276,7 +281,7 @@ def _permission_verdict(gate: GateOpened, answer: GateAnswer) -> Allow | Deny:
     if answer.edited_command:
         raise AnswerError("an edited command goes with an allow, not with a denial")
     reason = answer.deny_reason.strip()
-    if reason and gate.interaction and gate.interaction not in _REASONED:
+    if reason and not takes_reason(gate):
         raise AnswerError(f"agy's {gate.interaction} answer carries no reason: deny without one")
     return Deny(reason)
 

@@ -380,3 +380,30 @@ async def test_a_card_shows_one_hash_and_flags_a_look_alike_directory() -> None:
             assert plain_notes == [] and plain != odd
             assert len(odd_notes) >= 1 and any("U+0456" in note for note in odd_notes)
             assert page.errors == []
+
+
+async def test_a_deny_reason_is_offered_only_where_agy_takes_one() -> None:
+    """agy's runCommand answer carries no reason (core/answers.py): its card offers no "why? (agy is
+    told)" box, and Deny reaches agy as a plain denial. On main the box was there; a reason typed in it
+    was refused with "reload the page and answer again", and the deny was never sent."""
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        other = await sim.start_cascade()
+        await sim.submit_user_turn("kind: runCommand rm -rf build")
+        await sim.submit_user_turn("run: `ls -la`", cascade_id=other)
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            card = page.locator("#cards .card", has_text="rm -rf build")
+            await card.wait_for()
+            plain = page.locator("#cards .card", has_text="ls -la")
+            await plain.wait_for()
+            assert await plain.locator("input.deny-reason").count() == 1  # a permission takes a reason
+            assert await card.locator("input.deny-reason").count() == 0  # runCommand takes none
+            await card.get_by_role("button", name="Deny").click()
+            await card.wait_for(state="detached")
+            await until(lambda: any("runCommand" in r for _, r in sim.received))
+            [sent] = [r["runCommand"] for _, r in sim.received if "runCommand" in r]
+            assert sent.get("confirm") is not True and not sim.executed
+            assert page.errors == []

@@ -304,10 +304,11 @@
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
       for (const line of c.cwd_notes || []) node.append(el("div", { class: "cwd-note" }, line));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
-      const why = el("input", { class: "deny-reason", type: "text", maxlength: "2000",
-        "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" });
-      const deny = () => (why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
-      why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
+      // a reason only where agy's answer carries one (c.deny_reason): agy's runCommand answer has none
+      const why = c.deny_reason ? el("input", { class: "deny-reason", type: "text", maxlength: "2000",
+        "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" }) : null;
+      const deny = () => (why && why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
+      if (why) why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
       // "edit command" (a gate agy lets the human edit): what is typed is what the card shows and runs
       let edit = null;
       const edited = () => (edit && !edit.hidden && edit.value !== c.edit_from ? edit.value : "");
