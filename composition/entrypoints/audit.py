@@ -183,9 +183,16 @@ def _verify(directory: Path) -> int:
     return EXIT_OK
 
 
+def _body(rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A record's body and its ``decided_by`` (empty where the record holds no object)."""
+    found = rec.get("body")
+    body: dict[str, Any] = found if isinstance(found, dict) else {}
+    decider = body.get("decided_by")
+    return body, decider if isinstance(decider, dict) else {}
+
+
 def _matches(rec: dict[str, Any], args: argparse.Namespace) -> bool:
-    body = rec.get("body") if isinstance(rec.get("body"), dict) else {}
-    by = body.get("decided_by") if isinstance(body.get("decided_by"), dict) else {}
+    body, by = _body(rec)
     if args.conversation and not str(body.get("conversation", "")).startswith(args.conversation):
         return False
     if args.surface and by.get("surface") != args.surface:
@@ -214,8 +221,7 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(rec, ensure_ascii=False))
             continue
-        body = rec.get("body") if isinstance(rec.get("body"), dict) else {}
-        by = body.get("decided_by") if isinstance(body.get("decided_by"), dict) else {}
+        body, by = _body(rec)
         kind = str(by.get("kind", "?"))
         who = kind
         if kind == "human":
