@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,14 @@ class _OutError(Exception):
     """Writing the export failed (its cause: the OSError)."""
 
 
+def _write_private(path: Path, text: str) -> None:
+    """``text`` into ``path``, a new file made 0600 (the ledger is private: so is what it exports); a
+    file that exists keeps the mode its owner gave it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 def _reason(exc: BaseException | None) -> str:
     """An OSError in words (no exception name): its own message when it has one."""
     if isinstance(exc, OSError) and exc.strerror:
@@ -256,7 +265,7 @@ def _export(directory: Path, args: argparse.Namespace) -> int:
             sys.stdout.write(text)
         else:
             try:
-                args.out.write_text(text, encoding="utf-8")
+                _write_private(args.out, text)
             except OSError as exc:
                 raise _OutError from exc
         return EXIT_OK
@@ -279,11 +288,9 @@ def _export_aat(directory: Path, out: Path, records: list[dict[str, Any]]) -> in
         version = "unknown"
     trail, keys = aat_trail(directory, records, version)
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "trail.jsonl").write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in trail), encoding="utf-8"
-        )
-        (out / "keystore.json").write_text(json.dumps(keys, indent=2) + "\n", encoding="utf-8")
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write_private(out / "trail.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in trail))
+        _write_private(out / "keystore.json", json.dumps(keys, indent=2) + "\n")
     except OSError as exc:
         raise _OutError from exc
     print(f"{out / 'trail.jsonl'}: {len(trail)} AAT records; keys: {out / 'keystore.json'}")
