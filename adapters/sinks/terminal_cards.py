@@ -245,10 +245,10 @@ def choice_lines(gate: GateOpened) -> list[str]:
     if len(choices) > 1:
         words = " · ".join(f"'{scope_word(s)}'" for s in choices[1:])
         lines.append(f"type a number, or {words}")
-    tail = "y allow · n deny"
+    tail = "y allow · n deny" if choices else "n deny (it cannot be allowed from here)"
     if takes_reason(gate):  # (core.answers: agy's answer carries a reason)
         tail += " · n: <reason> deny and tell agy why"
-    if gate.editable:
+    if gate.editable and choices:  # (an edit is an allow: none where no allow is offered)
         tail += " · edit: <command> run your edit instead"
     return [*lines, tail]
 

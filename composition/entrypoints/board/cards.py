@@ -110,7 +110,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         shown["allows"] = [
             {"scope": scope, "label": scope_label(gate, scope)} for scope in allow_choices(gate)
         ]
-        if gate.editable and p.command_line:
+        if gate.editable and p.command_line and shown["allows"]:  # (an edit is an allow)
             shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
     elif gate.kind == "question":
         shown["questions"] = [

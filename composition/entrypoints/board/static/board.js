@@ -333,8 +333,9 @@
         node.append(edit);
         node.append(toggle);
       }
-      // one allow per scope the gate offers (a plain allow where a gate lists none), never another
-      const allows = c.allows && c.allows.length ? c.allows : [{ scope: "once", label: "Allow once" }];
+      // one allow per scope the gate offers, never another: none where it offers none (a request cut
+      // past 4 MiB can be denied only); a plain allow only for a card that says nothing of its allows
+      const allows = Array.isArray(c.allows) ? c.allows : [{ scope: "once", label: "Allow once" }];
       const allow = (scope) => {
         const command = edited();
         if (edit && !edit.hidden && !command.trim() && edit.value !== c.edit_from) { msg.textContent = "not sent: an edited command cannot be empty"; return; }
@@ -350,7 +351,7 @@
           "data-scope": a.scope, on: { click: () => allow(a.scope) } }, a.label)),
         el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, "Deny"),
         why,
-        el("span", { class: "key" }, "a"), el("span", { class: "key" }, "d")), msg);
+        allows.length ? el("span", { class: "key" }, "a") : null, el("span", { class: "key" }, "d")), msg);
       node.addEventListener("submit", (ev) => ev.preventDefault());
       return node;
     }
