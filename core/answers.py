@@ -245,7 +245,7 @@ _REASONED = frozenset({"permission"})
 
 def carries_reason(gate: GateOpened) -> bool:
     """Whether agy's answer to ``gate`` can carry a denial's reason (``userDenyInstruction``): a
-    ``runCommand`` answer cannot (a reason given there is refused)."""
+    ``runCommand`` answer cannot (a reason given there is refused; a surface offers one only where it can)."""
     return not gate.interaction or gate.interaction in _REASONED
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from agy_harness.ports.events import GateOpened
 
+from .cut_marks import cuts_in
 from .display import one_line
 
 Scope = Literal["once", "conversation", "workspace", "project", "global"]
@@ -74,10 +75,21 @@ def offered(interaction: str, request: dict[str, Any]) -> tuple[str, ...]:
 def allow_choices(gate: GateOpened) -> tuple[str, ...]:
     """The allows a surface offers for ``gate``, in order: its ``scopes``; an answerable permission
     whose event lists none (one built by hand, or by an older harness) offers ``once`` alone, as
-    :func:`agy_harness.core.answers.parse_answer` reads a plain allow; anything else offers none."""
+    :func:`agy_harness.core.answers.parse_answer` reads a plain allow; anything else offers none. A
+    request cut past the 4 MiB string cut (:func:`is_cut`) offers none: it cannot be shown whole, so
+    the parser refuses any allow of it, and no surface shows a button it would refuse."""
+    if is_cut(gate):
+        return ()
     if gate.scopes:
         return gate.scopes
     return ("once",) if gate.kind == "permission" and gate.answerable else ()
+
+
+def is_cut(gate: GateOpened) -> bool:
+    """Whether ``gate``'s request holds a part cut past the string cut (a cut mark): it can be denied,
+    never allowed (:func:`agy_harness.core.answers.parse_answer`)."""
+    p = gate.permission
+    return next(cuts_in([gate.request, p.model_dump() if p is not None else None]), None) is not None
 
 
 def without(scopes: tuple[str, ...], dropped: set[str] | frozenset[str]) -> tuple[str, ...]:

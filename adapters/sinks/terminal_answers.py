@@ -118,8 +118,9 @@ async def ask_at_keyboard(
     """Put ``gate`` to the human: ``read(prompt)`` a line (None: end of input), ``say`` a hint."""
     if gate.kind == "permission":
         label = prompt_label(gate)
+        ask = "allow? [y/n] " if allow_choices(gate) else "cannot be allowed here: deny? [n] "  # (cut)
         while True:
-            line = await read(f"$ {label} · allow? [y/n] " if label else "allow? [y/n] ")
+            line = await read(f"$ {label} · {ask}" if label else ask)
             if line is None:
                 return GateAnswer(action="cancel", allow=False)
             if line.strip() in REFUSE:

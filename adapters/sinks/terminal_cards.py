@@ -25,6 +25,7 @@ from rich.text import Text
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import safejson
+from agy_harness.core.answers import carries_reason
 from agy_harness.core.display import MARKER, command_view, path_notes, visible
 from agy_harness.core.scopes import allow_choices, scope_label, scope_word
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
@@ -244,10 +245,10 @@ def choice_lines(gate: GateOpened) -> list[str]:
     if len(choices) > 1:
         words = " · ".join(f"'{scope_word(s)}'" for s in choices[1:])
         lines.append(f"type a number, or {words}")
-    tail = "y allow · n deny"
-    if gate.interaction in ("", "permission"):
+    tail = "y allow · n deny" if choices else "n deny (it cannot be allowed from here)"
+    if carries_reason(gate):  # (core.answers: agy's answer carries a reason)
         tail += " · n: <reason> deny and tell agy why"
-    if gate.editable:
+    if gate.editable and choices:  # (an edit is an allow: none where no allow is offered)
         tail += " · edit: <command> run your edit instead"
     return [*lines, tail]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -124,14 +125,46 @@ def run_audit(args: argparse.Namespace) -> int:
 
     directory: Path = args.ledger if args.ledger is not None else default_dir()
     try:
-        if args.action == "verify":
-            return _verify(directory)
-        if args.action == "export":
-            return _export(directory, args)
-        return _list(directory, args)
+        try:
+            if args.action == "verify":
+                return _verify(directory)
+            if args.action == "export":
+                return _export(directory, args)
+            return _list(directory, args)
+        except _OutError as exc:
+            raise BadInput(
+                f"--out {args.out}: {_reason(exc.__cause__)}; name a file or directory of yours"
+            ) from None
+        except OSError as exc:  # the ledger's directory cannot be read (not one, not yours, not private)
+            if args.ledger is None:  # this install's own ledger: a failure, said in one line
+                print(
+                    f"agy-harness audit: the decision ledger at {directory}: {_reason(exc)}", file=sys.stderr
+                )
+                return EXIT_FAILURE
+            raise BadInput(f"--ledger {args.ledger}: {_reason(exc)}") from None
     except BadInput as exc:
         print(f"agy-harness audit: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+class _OutError(Exception):
+    """Writing the export failed (its cause: the OSError)."""
+
+
+def _write_private(path: Path, text: str) -> None:
+    """``text`` into ``path``, a new file made 0600 (the ledger is private: so is what it exports); a
+    file that exists keeps the mode its owner gave it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _reason(exc: BaseException | None) -> str:
+    """An OSError in words (no exception name): its own message when it has one."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+        return text[0].lower() + text[1:] if text[:1].isupper() and text[1:2].islower() else text
+    return str(exc) or "cannot be used"
 
 
 def _load(directory: Path) -> tuple[list[dict[str, Any]], Any]:
@@ -159,9 +192,16 @@ def _verify(directory: Path) -> int:
     return EXIT_OK
 
 
+def _body(rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A record's body and its ``decided_by`` (empty where the record holds no object)."""
+    found = rec.get("body")
+    body: dict[str, Any] = found if isinstance(found, dict) else {}
+    decider = body.get("decided_by")
+    return body, decider if isinstance(decider, dict) else {}
+
+
 def _matches(rec: dict[str, Any], args: argparse.Namespace) -> bool:
-    body = rec.get("body") or {}
-    by = body.get("decided_by") or {}
+    body, by = _body(rec)
     if args.conversation and not str(body.get("conversation", "")).startswith(args.conversation):
         return False
     if args.surface and by.get("surface") != args.surface:
@@ -170,15 +210,18 @@ def _matches(rec: dict[str, Any], args: argparse.Namespace) -> bool:
         return False
     if args.since or args.until:
         try:
-            when = dt.datetime.fromisoformat(str(rec["time"]).replace("Z", "+00:00"))
+            when = dt.datetime.fromisoformat(str(rec.get("time")).replace("Z", "+00:00"))
         except ValueError:
             return False
+        when = when if when.tzinfo is not None else when.astimezone()
         if (args.since and when < args.since) or (args.until and when > args.until):
             return False
     return True
 
 
 def _list(directory: Path, args: argparse.Namespace) -> int:
+    from agy_harness.core.display import one_line
+
     if args.format or args.out:
         raise BadInput("--format and --out go with `audit export`")
     records, report = _load(directory)
@@ -187,17 +230,18 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(rec, ensure_ascii=False))
             continue
-        body, by = rec["body"], rec["body"].get("decided_by") or {}
+        body, by = _body(rec)
         kind = str(by.get("kind", "?"))
         who = kind
         if kind == "human":
             who = f"{by.get('user') or 'someone'} on {by.get('surface') or '?'}"
         elif kind == "rule":
             who = f"rule {by.get('rule_id')}"
-        print(
-            f"#{rec['seq']} {rec['time']} {body.get('verdict', '?'):7} by {who} "
+        line = (
+            f"#{rec.get('seq')} {rec.get('time')} {body.get('verdict', '?'):7} by {who} "
             f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"
         )
+        print(one_line(line))  # the display rule: a ledger's text never drives the terminal
     if not shown:
         print("no decisions recorded" + (" that match" if records else " yet"), file=sys.stderr)
     if not report.ok:
@@ -220,7 +264,10 @@ def _export(directory: Path, args: argparse.Namespace) -> int:
         if args.out is None:
             sys.stdout.write(text)
         else:
-            args.out.write_text(text, encoding="utf-8")
+            try:
+                _write_private(args.out, text)
+            except OSError as exc:
+                raise _OutError from exc
         return EXIT_OK
     if args.out is None:
         raise BadInput("export --format aat needs --out DIR (it writes trail.jsonl and keystore.json)")
@@ -240,10 +287,11 @@ def _export_aat(directory: Path, out: Path, records: list[dict[str, Any]]) -> in
     except PackageNotFoundError:  # a source tree that is not installed
         version = "unknown"
     trail, keys = aat_trail(directory, records, version)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "trail.jsonl").write_text(
-        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in trail), encoding="utf-8"
-    )
-    (out / "keystore.json").write_text(json.dumps(keys, indent=2) + "\n", encoding="utf-8")
+    try:
+        out.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write_private(out / "trail.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in trail))
+        _write_private(out / "keystore.json", json.dumps(keys, indent=2) + "\n")
+    except OSError as exc:
+        raise _OutError from exc
     print(f"{out / 'trail.jsonl'}: {len(trail)} AAT records; keys: {out / 'keystore.json'}")
     return EXIT_OK

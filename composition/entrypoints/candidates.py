@@ -1,6 +1,8 @@
 """Which agy is which, when more than one answers (``attach`` refuses to guess): for each port its
 process (pid and name), the directory it runs in and its most recent conversation's title, so the
-user can pick the ``--port N`` they mean. Each look-up is bounded and may come back unknown (``?``)."""
+user can pick the ``--port N`` they mean. Each look-up is bounded and may come back unknown (``?``).
+Every name is shown by the display rule (:func:`agy_harness.core.display.one_line`): a directory or a
+title holding control characters shows them as text, never sends them to the terminal."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 
 import psutil
 
+from agy_harness.core.display import one_line
 from agy_harness.ports.errors import AgyAmbiguous
 
 from .errors import UserFacingError
@@ -35,7 +38,8 @@ def _process(port: int) -> tuple[str, str]:
             home = os.path.expanduser("~")
             if directory == home or directory.startswith(home + os.sep):
                 directory = "~" + directory[len(home) :]
-            return f"pid {conn.pid} ({proc.name()})", directory
+            # named by whoever made them (a cloned repository's directory): shown by the display rule
+            return f"pid {conn.pid} ({one_line(proc.name())})", one_line(directory)
     return "pid ?", "?"
 
 
@@ -63,7 +67,7 @@ async def describe(ports: Sequence[int]) -> list[str]:
     lines = []
     for port, title in zip(ports, titles, strict=True):
         process, directory = await asyncio.to_thread(_process, port)
-        shown = " ".join(title.split())[:60]
+        shown = one_line(" ".join(title.split())[:60])  # agy's title: its control characters as text
         lines.append(f"port {port} · {process} · {directory}" + (f' · "{shown}"' if shown else ""))
     return lines
 

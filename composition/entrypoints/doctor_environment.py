@@ -16,6 +16,8 @@ from importlib.metadata import version as dist_version
 from pathlib import Path
 from typing import Any
 
+from agy_harness.core.display import one_line
+
 TIMEOUT = 10.0
 
 
@@ -92,8 +94,14 @@ def python312() -> Check:
     on_path = shutil.which("python3.12")
     if on_path:
         text = _output(on_path, "--version")
-        return Check(
-            "omnigent's Python", True, f"{text or 'Python 3.12'} ({on_path})", text.split()[-1] or None
+        said = text.split()
+        if len(said) == 2 and said[0] == "Python" and said[1].startswith("3.12"):
+            return Check("omnigent's Python", True, f"{text} ({on_path})", said[1])
+        return Check(  # a broken shim, pyenv's shim of a version not installed: not a Python 3.12
+            "omnigent's Python",
+            False,
+            f"{on_path} does not run ({one_line(text[:120]) or 'it says no version'}): pyenv install 3.12, "
+            "or a working python3.12 on PATH",
         )
     return Check(
         "omnigent's Python",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .cli_args import command
-from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, BadInput
 
 DESCRIPTION = """\
 Rules that answer gates for you (README, "Rules that answer for you"): check rule files and their
@@ -38,9 +38,27 @@ def _shapes() -> list[str]:
     return sorted(str(p) for p in (Path(steps.__file__).parent / "shapes").glob("*.json"))
 
 
+def _workspace(args: argparse.Namespace) -> Path | None:
+    """``--workspace``: a directory (else bad input: its rules would silently be none)."""
+    if not args.workspace:
+        return None
+    if not Path(args.workspace).is_dir():
+        raise BadInput(f"--workspace {args.workspace}: no such directory; name the project's directory")
+    return Path(args.workspace)
+
+
 def _test(args: argparse.Namespace) -> int:
     from agy_harness.composition.root.policy import RuleError, check_file, policy_of
 
+    from .replay import ReplayInputError, UnreadableInput, replay
+
+    workspace = _workspace(args)
+    recorded = []
+    for path in args.recorded or ():  # read before anything is printed: bad input says one line
+        try:
+            recorded.extend(replay([path]))
+        except (ReplayInputError, UnreadableInput) as exc:
+            raise BadInput(f"--recorded {path}: {str(exc).removeprefix(f'cannot read {path}: ')}") from None
     failed = False
     for path in args.files:
         try:
@@ -53,16 +71,15 @@ def _test(args: argparse.Namespace) -> int:
         print(f"ok   {path}: {len(rules)} rules, {examples} examples hold")
     if args.files:
         return EXIT_FAILURE if failed else EXIT_OK
-    policy = policy_of(None, Path(args.workspace) if args.workspace else None)
+    policy = policy_of(None, workspace)
     if policy.ruleset.off:
         print(f"FAIL the rules are off: {policy.ruleset.off}")
         return EXIT_FAILURE
     print(f"ok   {len(policy.ruleset.rules)} rules from {len(policy.ruleset.files)} files, examples hold")
     from agy_harness.ports.events import GateOpened
 
-    from .replay import replay
-
-    gates = [e for path in args.recorded or _shapes() for e in replay([path]) if isinstance(e, GateOpened)]
+    events = recorded if args.recorded else [e for path in _shapes() for e in replay([path])]
+    gates = [e for e in events if isinstance(e, GateOpened)]
     for gate in gates:
         line = gate.permission.command_line if gate.permission else gate.interaction
         d = policy.decide(gate)
@@ -81,9 +98,9 @@ def _explain(args: argparse.Namespace) -> int:
             f"agy-harness: not a command line or a gate's JSON: {str(exc).splitlines()[0]}", file=sys.stderr
         )
         return EXIT_USAGE
-    policy = policy_of(
-        [Path(f) for f in args.rules] or None, Path(args.workspace) if args.workspace else None
-    )
+    policy = policy_of([Path(f) for f in args.rules] or None, _workspace(args))
+    if args.rules and policy.ruleset.off:  # the rules asked for cannot be read: no decision by them
+        raise BadInput(f"--rules: {policy.ruleset.off}")
     out = explain(policy, gate)
     d = out.decision
     print(f"decision: {d.verdict}" + (f" ({d.summary()})" if d.verdict != "ask" else ""))

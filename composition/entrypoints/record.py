@@ -152,6 +152,13 @@ def _writable(out: str) -> None:
         raise BadInput(f"--out {out}: not writable by you; name a file in a directory of yours")
 
 
+def _private(out: str) -> TextIO:
+    """``--out`` for writing: a file it makes is 0600 (a recording holds the whole conversation, the
+    commands' output too); a file that exists keeps the mode its owner gave it."""
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
 async def _run(args: argparse.Namespace) -> int:
     from ..root.container import bind_endpoint, latest_cascade, make_container
 
@@ -182,7 +189,7 @@ async def _run(args: argparse.Namespace) -> int:
         cascade = args.cascade or await latest_cascade(container.directory())
         to_stdout = args.out == "-"
         where = "stdout" if to_stdout else args.out
-        out = sys.stdout if to_stdout else open(args.out, "w", encoding="utf-8")  # noqa: SIM115
+        out = sys.stdout if to_stdout else _private(args.out)
         try:
             until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
             print(f"agy-harness record: conversation {cascade} -> {where}, {until}", file=sys.stderr)

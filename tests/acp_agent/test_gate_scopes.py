@@ -111,3 +111,35 @@ async def test_a_file_permission_is_a_card_that_says_to_answer_in_agys_terminal(
             assert (await turn).stop_reason == "end_turn"
             [(_, sent)] = agy.received  # agy's terminal's answer, the only one
             assert sent["filePermission"]["allow"] is True
+
+
+class _SlowEditor(RecordingClient):
+    """An editor whose fs/read_text_file never answers (a huge file it reads, or a message over the
+    transport's line cap, which the agent discards: either way no answer comes)."""
+
+    def __init__(self) -> None:
+        super().__init__(files={})
+        self.asked: list[dict[str, Any]] = []
+
+    async def read_text_file(self, path: str, session_id: str, **params: Any) -> Any:
+        self.reads.append(path)
+        self.asked.append(params)
+        await asyncio.Event().wait()  # never answers
+
+
+async def test_an_editor_that_never_answers_a_read_does_not_wedge_the_session() -> None:
+    """The file's text is asked for one line at most, and for a bounded time: an editor that never
+    answers leaves agy's diff shown as agy gives it (no claim that the file is new), and the session
+    goes on (on main the card never came and the turn never ended)."""
+    async with Simulator(pace=0.05) as agy:
+        client = _SlowEditor()
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = (await conn.new_session(cwd=agy.workspace, mcp_servers=[])).session_id
+            turn = asyncio.create_task(prompt(conn, sid, "write the file notes.md"))
+            await client.wait_for(lambda: bool(client.of(sid, "tool_call")), timeout=60)
+            await agy.resolve_in_terminal(sid)
+            assert (await turn).stop_reason == "end_turn"
+    card = client.of(sid, "tool_call")[0]
+    assert client.reads == [f"{agy.workspace}/notes.md"] and client.asked[0].get("limit") == 1
+    assert [c.type for c in card.content] == ["content", "content"]  # no "diff" block: not a new file
+    assert "agy's change (as agy gives it)" in card.content[1].content.text

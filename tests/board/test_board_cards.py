@@ -344,3 +344,53 @@ async def test_a_card_shows_one_hash_and_flags_a_look_alike_directory() -> None:
             assert plain_notes == [] and plain != odd
             assert len(odd_notes) >= 1 and any("U+0456" in note for note in odd_notes)
             assert page.errors == []
+
+
+async def test_a_deny_reason_is_offered_only_where_agy_takes_one() -> None:
+    """agy's runCommand answer carries no reason (core/answers.py): its card offers no "why? (agy is
+    told)" box, and Deny reaches agy as a plain denial. On main the box was there; a reason typed in it
+    was refused with "reload the page and answer again", and the deny was never sent."""
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        other = await sim.start_cascade()
+        await sim.submit_user_turn("kind: runCommand rm -rf build")
+        await sim.submit_user_turn("run: `ls -la`", cascade_id=other)
+        await sim.wait_idle(timeout=10)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            card = page.locator("#cards .card", has_text="rm -rf build")
+            await card.wait_for()
+            plain = page.locator("#cards .card", has_text="ls -la")
+            await plain.wait_for()
+            assert await plain.locator("input.deny-reason").count() == 1  # a permission takes a reason
+            assert await card.locator("input.deny-reason").count() == 0  # runCommand takes none
+            await card.get_by_role("button", name="Deny").click()
+            await card.wait_for(state="detached")
+            await until(lambda: any("runCommand" in r for _, r in sim.received))
+            [sent] = [r["runCommand"] for _, r in sim.received if "runCommand" in r]
+            assert sent.get("confirm") is not True and not sim.executed
+            assert page.errors == []
+
+
+async def test_a_request_cut_past_4_mib_offers_no_allow() -> None:
+    """A command over the 4 MiB string cut cannot be shown whole, so the core refuses any allow of it
+    (core/answers.py ``_whole``): its card offers Deny only. On main it offered "Allow once", which
+    was refused when clicked ("reload the page and answer again"): a button the code does not keep."""
+    from agy_harness.adapters.rpc.bounded import MAX_STRING
+
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await sim.submit_user_turn(f"run `echo {'x' * (MAX_STRING + 1000)}; ls`")
+        await sim.wait_idle(timeout=60)
+        async with (
+            running_board(agy_ports=[sim.port], tick=0.1) as board,
+            browser_page(board.url) as page,
+        ):
+            card = page.locator("#cards .card", has_text="can be denied, not allowed")
+            await card.wait_for(timeout=120_000)
+            assert await card.locator("button[data-act=allow]").count() == 0
+            await card.get_by_role("button", name="Deny").click()
+            await card.wait_for(state="detached", timeout=120_000)
+            await until(lambda: bool(sim.received))
+            assert [r["permission"] for _, r in sim.received] == [{"allow": False}] and not sim.executed
+            assert page.errors == []

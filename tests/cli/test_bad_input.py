@@ -72,7 +72,9 @@ def test_board_notify_is_checked_and_needs_somewhere_to_go() -> None:
     assert done.returncode == 2 and "unknown kind(s) bogus; choose from gate, turn, failed" in done.stderr
     one_line(run("board", "--notify", "gate"), "nowhere to send", "--notify-urls-file PATH")
     one_line(run("board", "--notify-content"), "nowhere to send", "--notify-urls-file PATH")
-    one_line(run("board", "--webhook", "https://example.invalid/t"), "--webhook is gone", "--notify-urls-file")
+    one_line(
+        run("board", "--webhook", "https://example.invalid/t"), "--webhook is gone", "--notify-urls-file"
+    )
 
 
 def test_acp_ctrl_c_is_130_after_serving_a_message() -> None:
@@ -100,3 +102,58 @@ def test_sim_tui_plays_its_scenario(terminal: Terminal) -> None:
     assert "pwd" in tui.screen()
     tui.key("C-c")  # the line is empty: Ctrl-C quits
     tui.wait("EXIT=130")
+
+
+def test_audit_with_a_ledger_or_an_out_that_cannot_be_used(tmp_path: Path) -> None:
+    """``audit --ledger FILE`` and an ``--out`` in no directory: exit 2, one line naming the option and
+    what is wrong (it was exit 1 with "NotADirectoryError" / "FileNotFoundError")."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a ledger\n")
+    for action in ("list", "verify"):
+        one_line(run("audit", action, "--ledger", str(plain)), f"--ledger {plain}", "not a directory")
+    ledger = tmp_path / "ledger"
+    ledger.mkdir(mode=0o700)
+    nowhere = tmp_path / "nonexistent" / "x.jsonl"
+    one_line(
+        run("audit", "export", "--ledger", str(ledger), "--format", "jsonl", "--out", str(nowhere)),
+        f"--out {nowhere}",
+        "no such file or directory",
+    )
+    one_line(
+        run("audit", "export", "--ledger", str(ledger), "--format", "aat", "--out", str(plain / "sub")),
+        f"--out {plain / 'sub'}",
+    )
+
+
+def test_audit_lists_a_ledger_s_text_by_the_display_rule(tmp_path: Path) -> None:
+    """A record's text reaches the terminal by the display rule: its control characters as text."""
+    from agy_harness.adapters.store.ledger_file import FileLedger
+    from agy_harness.ports.protocols import LedgerEntry
+
+    ledger = tmp_path / "ledger"
+    written = FileLedger(ledger)
+    body = {"conversation": "c1", "verdict": "allow", "shown": "ls \x1b[2J\x1b]2;x\x07",
+            "decided_by": {"kind": "human", "surface": "board\x1b[31m", "user": "me"}}  # fmt: skip
+    written.record_now(LedgerEntry(type="decision", body=body))
+    written.close()
+    done = run("audit", "--ledger", str(ledger))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "ls \\x1b[2J\\x1b]2;x\\x07" in done.stdout and "board\\x1b[31m" in done.stdout
+
+
+def test_policy_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
+    """``policy``'s files and directories that cannot be read: exit 2, one line, never a decision made
+    without them (``explain --rules MISSING`` said "decision: ask", exit 0; ``--workspace MISSING``
+    read no project rules, silently; ``test --recorded MISSING`` was exit 1 naming UnreadableInput)."""
+    missing = tmp_path / "nope.toml"
+    one_line(
+        run("policy", "explain", "ls", "--rules", str(missing)), "--rules", "nope.toml", "cannot be read"
+    )
+    for action in (["explain", "ls"], ["test"]):
+        one_line(
+            run("policy", *action, "--workspace", str(tmp_path / "nodir")), "--workspace", "no such directory"
+        )
+    done = run("policy", "test", "--recorded", str(tmp_path / "nope.json"))
+    one_line(done, "--recorded", "nope.json")
+    assert done.stdout == ""  # refused before anything is said to be ok

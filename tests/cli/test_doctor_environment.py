@@ -61,3 +61,22 @@ def test_json_is_structured() -> None:
     assert all(isinstance(c["ok"], bool) and isinstance(c["detail"], str) for c in checks.values())
     assert checks["agy"]["ok"] is False
     assert checks["agy-harness"]["version"] and "\n" not in json.dumps(checks["agy-harness"]["version"])
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12), reason="this Python is omnigent's: no python3.12 is looked for"
+)
+@pytest.mark.parametrize("says", ["", "pyenv: python3.12: command not found"])
+def test_a_python3_12_that_does_not_say_its_version(tmp_path: Path, says: str) -> None:
+    """A ``python3.12`` on PATH that prints nothing (a broken shim) or no version (pyenv's shim of a
+    version not installed) is a check that fails, said in its line; doctor crashed on the first
+    (exit 1, "list index out of range (IndexError ...)", no check shown) and called the second ok."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "python3.12"
+    shim.write_text(f"#!/bin/sh\necho '{says}' >&2\nexit 127\n" if says else "#!/bin/sh\nexit 0\n")
+    shim.chmod(0o755)
+    run = doctor(env={**os.environ, "PATH": str(bin_dir)})
+    assert run.returncode == 1 and "Error" not in run.stderr, run.stderr
+    [line] = [row for row in run.stdout.splitlines() if "omnigent's Python:" in row]
+    assert line.startswith("  --  omnigent's Python:") and str(shim) in line, line

@@ -166,3 +166,27 @@ def test_record_on_a_terminal_asks_which_agy_too(terminal: Terminal, tmp_path: P
     for port, (_, _, cascade) in sims.items():
         assert (cascade in recorded) == (port == picked)
     stop(sims)
+
+
+def test_a_directory_s_control_characters_show_as_text_in_the_refusal_and_the_picker(terminal: Terminal) -> None:
+    """A directory agy runs in is named by whoever made it (a cloned repository): its control
+    characters reach the screen as visible escapes (the display rule), never as a terminal command
+    (here: an escape that would paint the rest of the line red and one that sets the window title)."""
+    hostile = "two\x1b[31mRED\x1b]2;pwned\x07"
+    shown = "two\\x1b[31mRED\\x1b]2;pwned\\x07"
+    one, _first, _ = sim(terminal, "one")
+    two = terminal.run(f"mkdir -p $'two\\e[31mRED\\e]2;pwned\\a' && cd $'two\\e[31mRED\\e]2;pwned\\a' && "
+                       f"{cli('sim', '--pace', '0')}")  # fmt: skip
+    two.wait("Ctrl-C stops the simulator")
+    refusal = terminal.run(cli("attach") + " </dev/null")
+    assert refusal.wait_exit() == 1
+    assert "more than one agy answers" in said(refusal) and shown in said(refusal), said(refusal)
+    assert hostile not in said(refusal)
+    picker = terminal.run(cli("attach"))
+    asked(picker)
+    assert shown in said(picker) and hostile not in said(picker)
+    picker.key("C-c")
+    assert picker.wait_exit() == 130
+    for p in (one, two):
+        p.key("C-c")
+        assert p.wait_exit() == 130

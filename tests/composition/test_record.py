@@ -96,3 +96,23 @@ async def test_the_simulator_serves_a_recording(tmp_path: Path) -> None:
 def test_the_record_command_fails_in_one_line_without_agy(tmp_path: Path, capsys: object) -> None:
     assert main(["record", "--port", "1", "--out", str(tmp_path / "x.jsonl"), "--seconds", "1"]) == 1
     assert main(["record", "--out"]) == 2
+
+
+async def test_a_recording_is_made_private(tmp_path: Path) -> None:
+    """A recording holds the whole conversation (commands, their output, unredacted by default): the
+    file ``record --out`` makes is 0600, by the real CLI under the usual umask 022 (on main: 0644)."""
+    import sys
+
+    out = tmp_path / "session.jsonl"
+    script = (
+        "import os, sys; os.umask(0o022); from agy_harness.composition.entrypoints.cli import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    async with Simulator(pace=0) as sim:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", script, "record", "--port", str(sim.port),
+            "--seconds", "1", "--out", str(out), stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert out.stat().st_mode & 0o777 == 0o600 and out.read_text()  # private, and it holds the steps

@@ -134,3 +134,21 @@ def test_the_aat_export_passes_aat_verify_and_a_tampered_one_does_not(
     assert '"decision_type": "allow"' in text
     (out / "trail.jsonl").write_text(text)
     assert aat_verify(out / "trail.jsonl", out / "keystore.json").returncode == 1
+
+
+def test_an_export_is_as_private_as_the_ledger(written: Path, tmp_path: Path) -> None:
+    """The ledger is 0600 in 0700 (what was approved, by whom): its exports are made so too, by the
+    real CLI under the usual umask 022 (on main: trail.jsonl and the JSON-lines file were 0644, the
+    directory 0755, readable by every local user)."""
+    out, lines = tmp_path / "aat", tmp_path / "ledger.jsonl"
+    for args in (["--format", "aat", "--out", str(out)], ["--format", "jsonl", "--out", str(lines)]):
+        done = subprocess.run(
+            [sys.executable, "-c", "import os, sys; os.umask(0o022); from agy_harness.composition.entrypoints.cli "
+             "import main; sys.exit(main(sys.argv[1:]))", "audit", "export", "--ledger", str(written), *args],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    modes = {
+        p.name: p.stat().st_mode & 0o777 for p in (out, out / "trail.jsonl", out / "keystore.json", lines)
+    }
+    assert modes == {"aat": 0o700, "trail.jsonl": 0o600, "keystore.json": 0o600, "ledger.jsonl": 0o600}

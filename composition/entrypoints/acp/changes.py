@@ -8,7 +8,8 @@ permission's ``target``). The card gets:
 * an ACP ``diff`` block (``{type: "diff", path, oldText, newText}``) where agy's request gives the
   change whole: a unified diff that only adds lines is a new file (``oldText`` null, ``newText`` the
   added lines). Where the client offers ``fs.readTextFile``, the current text is read through
-  ``fs/read_text_file`` (the editor's buffer, unsaved edits included): a file that has text is
+  ``fs/read_text_file`` (the editor's buffer, unsaved edits included; its first line only, for at
+  most :data:`READ_SECONDS`): a file that has text, or an editor that did not answer in time, is
   then no new file, and the diff is not shown as one;
 * otherwise a line that says what there is to see: agy's own diff text, verbatim in a code block
   (the display rule's body), or that agy's request carries no change to show.
@@ -16,6 +17,7 @@ permission's ``target``). The card gets:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -31,6 +33,10 @@ log = logging.getLogger("agy_harness.acp.changes")
 
 _URI_FIELDS = ("targetFileUri", "absolutePathUri", "fileUri", "uri")
 NOTHING_TO_SHOW = "agy's request carries no change to show here: only the path above."
+#: how long the editor may take to say whether the file has text (its first line only); past it the
+#: card goes out with agy's diff as agy gives it: a read never holds the session's updates
+READ_SECONDS = 5.0
+UNKNOWN = "?"  # the editor did not answer: whether the file exists is not known
 
 Content = ContentToolCallContent | FileEditToolCallContent
 
@@ -84,7 +90,11 @@ async def gate_change(
         current = None
         if read_text is not None:
             try:
-                current = await read_text(path)
+                async with asyncio.timeout(READ_SECONDS):
+                    current = await read_text(path)
+            except TimeoutError:  # the editor did not say: no claim that the file is new
+                log.warning("fs/read_text_file %s: no answer within %gs", path, READ_SECONDS)
+                current = UNKNOWN
             except Exception as exc:  # no such file (a new one), or the client refused: agy's diff stands
                 log.debug("fs/read_text_file %s: %s", path, exc)
         if not current:

@@ -147,7 +147,8 @@ class AcpSession:
             await self.info.ready()
 
     async def _read_text(self, path: str) -> str:
-        response = await self.conn.read_text_file(path=path, session_id=self.id)
+        # one line: whether the file has text is all a card needs (a whole file could be any size)
+        response = await self.conn.read_text_file(path=path, session_id=self.id, limit=1)
         return str(response.content)
 
     async def _send_info(self, update: Any) -> None:

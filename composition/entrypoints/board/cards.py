@@ -28,6 +28,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
 from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
+from agy_harness.core.answers import carries_reason
 from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, one_line, path_notes, request_hash
 from agy_harness.core.kinds import describe
@@ -104,9 +105,12 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         shown["hash"] = request_hash(what)[1:]  # the one hash the card shows: the command view's last line
         shown["is_command"] = bool(p.command_line)  # else a path or an action: no "$ " before it
         shown["description"] = visible(p.description) if p.description and p.description != what else ""
+        shown["deny_reason"] = carries_reason(gate)  # a "why?" box only where agy's answer carries it
         # one allow button per scope the gate offers (labelled by core.scopes), never another
-        shown["allows"] = [{"scope": scope, "label": scope_label(gate, scope)} for scope in allow_choices(gate)]
-        if gate.editable and p.command_line:
+        shown["allows"] = [
+            {"scope": scope, "label": scope_label(gate, scope)} for scope in allow_choices(gate)
+        ]
+        if gate.editable and p.command_line and shown["allows"]:  # (an edit is an allow)
             shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
     elif gate.kind == "question":
         shown["questions"] = [

@@ -304,10 +304,11 @@
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
       for (const line of c.cwd_notes || []) node.append(el("div", { class: "cwd-note" }, line));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
-      const why = el("input", { class: "deny-reason", type: "text", maxlength: "2000",
-        "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" });
-      const deny = () => (why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
-      why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
+      // a reason only where agy's answer carries one (c.deny_reason): agy's runCommand answer has none
+      const why = c.deny_reason ? el("input", { class: "deny-reason", type: "text", maxlength: "2000",
+        "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" }) : null;
+      const deny = () => (why && why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
+      if (why) why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
       // "edit command" (a gate agy lets the human edit): what is typed is what the card shows and runs
       let edit = null;
       const edited = () => (edit && !edit.hidden && edit.value !== c.edit_from ? edit.value : "");
@@ -332,8 +333,9 @@
         node.append(edit);
         node.append(toggle);
       }
-      // one allow per scope the gate offers (a plain allow where a gate lists none), never another
-      const allows = c.allows && c.allows.length ? c.allows : [{ scope: "once", label: "Allow once" }];
+      // one allow per scope the gate offers, never another: none where it offers none (a request cut
+      // past 4 MiB can be denied only); a plain allow only for a card that says nothing of its allows
+      const allows = Array.isArray(c.allows) ? c.allows : [{ scope: "once", label: "Allow once" }];
       const allow = (scope) => {
         const command = edited();
         if (edit && !edit.hidden && !command.trim() && edit.value !== c.edit_from) { msg.textContent = "not sent: an edited command cannot be empty"; return; }
@@ -349,7 +351,7 @@
           "data-scope": a.scope, on: { click: () => allow(a.scope) } }, a.label)),
         el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, "Deny"),
         why,
-        el("span", { class: "key" }, "a"), el("span", { class: "key" }, "d")), msg);
+        allows.length ? el("span", { class: "key" }, "a") : null, el("span", { class: "key" }, "d")), msg);
       node.addEventListener("submit", (ev) => ev.preventDefault());
       return node;
     }
