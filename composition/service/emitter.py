@@ -52,6 +52,9 @@ Level = Literal["info", "warning", "error"]
 DETAILS_FRESH = 2.0
 DETAILS_KEPT = 256  # WAITING steps of one such read kept for them
 
+#: the reason of a set-aside gate's withdrawal (:meth:`Emitter.set_aside`)
+SET_ASIDE = "set aside: agy refuses any answer to it while it waits (answer it in agy's terminal)"
+
 
 class Emitter:
     def __init__(
@@ -238,10 +241,26 @@ class Emitter:
                 self._details[(gate.cascade_id, step.key.trajectory_id, step.key.step_index)] = raw
         return raws
 
-    async def emit(self, events: Sequence[Event]) -> None:
-        """Deliver in order until the sink accepted all; then advance the cursor."""
+    async def set_aside(self, gate: GateOpened) -> None:
+        """``gate`` is set aside (agy refuses any answer to it while it still shows it WAITING: bogus
+        or malformed): its card leaves every surface, by a withdrawal whose reason says so, so a
+        flood of them never stands in front of a real request and none is answered twice. The sink
+        alone is told (not the bus: for the session's roles the step still waits, as agy shows it)."""
+        tag = gate.gate_id.rsplit("/", 1)[-1]
+        event = GateWithdrawn(
+            id=f"{gate.step_key}/gate/{tag}/set-aside",
+            cascade_id=gate.cascade_id,
+            step_key=gate.step_key,
+            gate_id=gate.gate_id,
+            reason=SET_ASIDE,
+        )
+        await self.emit([event], publish=False)
+
+    async def emit(self, events: Sequence[Event], *, publish: bool = True) -> None:
+        """Deliver in order until the sink accepted all; then advance the cursor; then tell the bus
+        (unless not ``publish``)."""
         async with self._lock:  # the details read too: a concurrent emit must not overtake a gate
-            events = await self._with_details(events)
+            events = await self._with_details(events) if publish else list(events)
             pending = list(events)
             pause = self.options.sink_retry
             while pending:
@@ -278,7 +297,8 @@ class Emitter:
                 else:
                     await self._handoff()
                     await self._save_cursor(reconciler)
-        self.bus.delivered(events)
+        if publish:
+            self.bus.delivered(events)
 
     async def _isolate(self, pending: list[Event], exc: Exception) -> int:
         """The sink refused a delivery for its content (an encoding or value error): deliver the first

@@ -21,7 +21,7 @@ from agy_harness.adapters.sinks.jsonl import JsonlSink
 from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.errors import AgyHarnessError
-from agy_harness.ports.events import Event, GateOpened, Notice
+from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, Notice
 from agy_harness.ports.protocols import GateAnswer
 from agy_harness.ports.tasks import reap
 from tests.binding.helpers import FAST
@@ -141,6 +141,7 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
     refused: list[str] = []
     opened: list[str] = []
     aside: list[str] = []
+    retired: list[str] = []  # set-aside gates withdrawn from the human
     async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST) as s:
         await s.send("say hello")
         await sim.wait_idle(timeout=30)
@@ -149,6 +150,8 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
             async for event in s.events():
                 if isinstance(event, Notice) and "set aside" in event.text:
                     aside.append(event.text)
+                if isinstance(event, GateWithdrawn) and event.reason.startswith("set aside"):
+                    retired.append(event.gate_id)
                 if not isinstance(event, GateOpened):
                     continue
                 opened.append(event.gate_id)
@@ -165,7 +168,7 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
         async with asyncio.timeout(30):
             while ("touch real", sim.workspace) not in sim.executed:
                 await asyncio.sleep(0.02)
-            while len(aside) < len(refused):
+            while len(aside) < len(refused) or len(retired) < len(refused):
                 await asyncio.sleep(0.02)
         reader.cancel()
         await reap(reader)
@@ -175,3 +178,4 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
     assert len(bogus) == len(set(bogus)) == len(refused) == 2 * POISON  # one refused answer each
     told = [t.split("gate ")[1].split(" ")[0] for t in aside]
     assert sorted(told) == sorted(refused)  # one "set aside" notice per bogus gate, no repeat
+    assert sorted(retired) == sorted(refused)  # and its card withdrawn, once
