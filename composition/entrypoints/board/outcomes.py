@@ -61,7 +61,9 @@ def refused(notice: str) -> Exception:
     if "is gone" in text or "step ended" in text:
         return GateGone("agy no longer waits for this; nothing was sent")
     if "set aside" in text:  # agy refuses any answer to it: its card retires, never answered again
-        return GateGone(f"agy refused the answer and this request is set aside ({notice}); nothing was delivered")
+        return GateGone(
+            f"agy refused the answer and this request is set aside ({notice}); nothing was delivered"
+        )
     if "did not take the answer within" in text:
         return NotTaken("agy did not take the answer in time; nothing was delivered. Answer again")
     if notice:
