@@ -21,7 +21,7 @@ from agy_harness.core.elicitation import asks_still, step_of, with_poll_details
 from agy_harness.core.mapper_state import LiveText
 from agy_harness.core.reconciler import MapperState, Reconciler
 from agy_harness.core.steps import parse_step
-from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, GateWithdrawn, Notice
+from agy_harness.ports.events import COMMITTED_TYPES, GATE_SET_ASIDE, Event, GateOpened, GateWithdrawn, Notice
 from agy_harness.ports.protocols import (
     Cursor,
     CursorJournal,
@@ -51,9 +51,6 @@ Level = Literal["info", "warning", "error"]
 #: how long a read for a question gate's details serves the next question gates (a flood of them)
 DETAILS_FRESH = 2.0
 DETAILS_KEPT = 256  # WAITING steps of one such read kept for them
-
-#: the reason of a set-aside gate's withdrawal (:meth:`Emitter.set_aside`)
-SET_ASIDE = "set aside: agy refuses any answer to it while it waits (answer it in agy's terminal)"
 
 
 class Emitter:
@@ -243,7 +240,7 @@ class Emitter:
 
     async def set_aside(self, gate: GateOpened) -> None:
         """``gate`` is set aside (agy refuses any answer to it while it still shows it WAITING: bogus
-        or malformed): its card leaves every surface, by a withdrawal whose reason says so, so a
+        or malformed): its card leaves every surface, by a withdrawal of reason GATE_SET_ASIDE, so a
         flood of them never stands in front of a real request and none is answered twice. The sink
         alone is told (not the bus: for the session's roles the step still waits, as agy shows it)."""
         tag = gate.gate_id.rsplit("/", 1)[-1]
@@ -252,7 +249,7 @@ class Emitter:
             cascade_id=gate.cascade_id,
             step_key=gate.step_key,
             gate_id=gate.gate_id,
-            reason=SET_ASIDE,
+            reason=GATE_SET_ASIDE,
         )
         await self.emit([event], publish=False)
 

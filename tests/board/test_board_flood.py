@@ -15,6 +15,7 @@ import httpx
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import flood_gates
 from agy_harness.composition.entrypoints.board.command import running_board
+from agy_harness.ports.events import GATE_SET_ASIDE
 
 POISON = 20
 ROUNDS = 4 * POISON  # answers the human may give at most (the real one needs POISON + 1)
@@ -53,10 +54,14 @@ async def test_bogus_cards_are_answered_once_retired_and_the_real_one_runs() -> 
                     )
                     codes[reply.status_code] += 1
             live = board.board.live[sim.cascade_id]
-            told = [v["text"] for v in live.history if v.get("type") == "notice" and "set aside" in v["text"]]
+            told = [
+                v["text"] for v in live.history if "set aside" in str(v)
+            ]  # every line of the page's history
+            retired = [v["gate_id"] for v in live.history if v.get("reason") == GATE_SET_ASIDE]
     assert ("touch real", sim.workspace) in sim.executed, (len(answered), codes)
     assert len(answered) == len(set(answered)) == POISON + 1, codes  # no card answered twice
     assert codes == Counter({410: POISON, 200: 1})  # each bogus one retired by agy's refusal
     assert real_at is not None and real_at <= POISON
     ids = [t.split("to gate ")[1].split(" ")[0] for t in told]
     assert sorted(ids) == sorted(answered[:-1])  # one "set aside" notice per bogus card, no repeat
+    assert sorted(retired) == sorted(answered[:-1])  # each bogus card retired once

@@ -21,7 +21,7 @@ from agy_harness.adapters.sinks.jsonl import JsonlSink
 from agy_harness.adapters.sinks.queue import QueueSink
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.errors import AgyHarnessError
-from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, Notice
+from agy_harness.ports.events import GATE_SET_ASIDE, Event, GateOpened, GateWithdrawn, Notice
 from agy_harness.ports.protocols import GateAnswer
 from agy_harness.ports.tasks import reap
 from tests.binding.helpers import FAST
@@ -150,7 +150,7 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
             async for event in s.events():
                 if isinstance(event, Notice) and "set aside" in event.text:
                     aside.append(event.text)
-                if isinstance(event, GateWithdrawn) and event.reason.startswith("set aside"):
+                if isinstance(event, GateWithdrawn) and event.reason == GATE_SET_ASIDE:
                     retired.append(event.gate_id)
                 if not isinstance(event, GateOpened):
                     continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agy_harness.adapters.sinks.escape import visible
-from agy_harness.ports.events import GateOpened
+from agy_harness.ports.events import GATE_SET_ASIDE, GateOpened
 
 ANSWERED_ELSEWHERE = (
     "answered elsewhere (in agy's terminal, on ACP, in omnigent or on another board): "
@@ -42,8 +42,8 @@ def withdrawn(reason: str) -> Exception:
         return StaleCard(CHANGED)
     if reason == "timed out":
         return GateGone("agy stopped waiting for this (the request timed out); nothing was sent")
-    if reason.startswith("set aside"):
-        return GateGone(f"not asked here any more ({reason}); nothing was sent")
+    if reason == GATE_SET_ASIDE:
+        return GateGone("agy refused the answer to this request: it is set aside; nothing was sent")
     if reason:
         return GateGone(f"agy no longer waits for this ({reason}); nothing was sent")
     return GateGone("no such request waits on this board; nothing was sent")
