@@ -186,6 +186,23 @@ def delivery_target(gate: GateOpened, raws: list[Any]) -> Target | Refused:
     return Refused("gone", "it timed out, and agy did not ask it again")
 
 
+def step_of(gate: GateOpened, raws: list[Any]) -> S.Step | None:
+    """``gate``'s step in ``raws`` (by trajectory and step index), if there."""
+    for raw in raws:
+        step = S.parse_step(raw)
+        if step is not None and (step.key.trajectory_id, step.key.step_index) == (
+            gate.trajectory_id,
+            gate.step_index,
+        ):
+            return step
+    return None
+
+
+def asks_still(gate: GateOpened, step: S.Step | None) -> bool:
+    """Whether ``step`` (the gate's, read from agy) is WAITING with the gate's digest: the very request shown."""
+    return step is not None and step.status == "WAITING" and _digest(step) == gate.digest
+
+
 def with_poll_details(gate: GateOpened, raws: list[Any]) -> GateOpened:
     """The gate with what only the poll projection carries: per-question multi-select flags from
     ``metadata.toolCall.argumentsJson``, which the stream strips. Identity is untouched."""

@@ -178,6 +178,12 @@ class Decider(BaseModel):
     rule_id: str = ""
 
 
+#: the reason of a gate's withdrawal when the harness set it aside: agy refused an answer to it while
+#: still showing it WAITING (bogus or malformed); its card leaves every surface (the notice of the
+#: refusal says "set aside", once)
+GATE_SET_ASIDE = "bogus: agy takes no answer for it"
+
+
 class GateWithdrawn(_Event):
     """The gate's step left WAITING (answered elsewhere, timed out, cancelled). ``decided_by``: who
     answered it, when this harness knows (see :class:`Decider`; None for a replayed or cancelled gate)."""

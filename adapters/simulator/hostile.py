@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from . import steps as st
 from . import tool_steps as ts
@@ -68,18 +68,45 @@ def foreign_done_steps(sim: Any, indices: list[int], *, cascade_id: str | None =
     return other
 
 
-def flood_gates(sim: Any, n: int, *, cascade_id: str | None = None) -> list[int]:
-    """Append ``n`` WAITING ``run_command`` permission steps (``echo bogus-<i>``) in the conversation's
-    own trajectory that no turn waits on: agy refuses any answer to them. Returns their indices."""
+def flood_gates(
+    sim: Any, n: int, *, kind: Literal["permission", "question"] = "permission", cascade_id: str | None = None
+) -> list[int]:
+    """Append ``n`` WAITING gates in the conversation's own trajectory that no turn waits on: agy
+    refuses any answer to them. ``permission``: ``run_command`` approvals (``echo bogus-<i>``);
+    ``question``: ``ask_question`` steps (``bogus-<i>?``, options ``yes``/``no``; their multi-select
+    flags only in the poll's copy of the call, as agy's). Returns their indices."""
     c = _cascade(sim, cascade_id)
     indices = []
     for i in range(n):
-        command = f"echo bogus-{i}"
         where = st.Where(c.id, c.trajectory_id, len(c.steps), c.planner_calls, str(uuid.uuid4()))
-        call = ts.run_call(command, sim.workspace)
-        step = ts.run_command(
-            where, sim.model, call, command=command, cwd=sim.workspace, action="Running echo", summary=command
-        )
-        ts.ask_gate(step, ts.permission_request(command, "Running echo"))
+        if kind == "question":
+            options = ["yes", "no"]
+            call = st.tool_call(
+                "ask_question",
+                {"questions": [{"is_multi_select": False, "options": options, "question": f"bogus-{i}?"}]},
+            )
+            step, request = ts.ask_question(
+                where,
+                sim.model,
+                call,
+                question=f"bogus-{i}?",
+                options=options,
+                action="Asking",
+                summary="Ask",
+            )
+        else:
+            command = f"echo bogus-{i}"
+            call = ts.run_call(command, sim.workspace)
+            step = ts.run_command(
+                where,
+                sim.model,
+                call,
+                command=command,
+                cwd=sim.workspace,
+                action="Running echo",
+                summary=command,
+            )
+            request = ts.permission_request(command, "Running echo")
+        ts.ask_gate(step, request)
         indices.append(sim._append(c, step))
     return indices

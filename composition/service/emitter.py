@@ -17,10 +17,11 @@ from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 from weakref import WeakKeyDictionary
 
-from agy_harness.core.elicitation import with_poll_details
+from agy_harness.core.elicitation import asks_still, step_of, with_poll_details
 from agy_harness.core.mapper_state import LiveText
 from agy_harness.core.reconciler import MapperState, Reconciler
-from agy_harness.ports.events import COMMITTED_TYPES, Event, GateOpened, GateWithdrawn, Notice
+from agy_harness.core.steps import parse_step
+from agy_harness.ports.events import COMMITTED_TYPES, GATE_SET_ASIDE, Event, GateOpened, GateWithdrawn, Notice
 from agy_harness.ports.protocols import (
     Cursor,
     CursorJournal,
@@ -29,6 +30,7 @@ from agy_harness.ports.protocols import (
     SessionClock,
     StepBatch,
     StepSnapshot,
+    StepSnapshotFrom,
 )
 
 from . import eager
@@ -45,6 +47,10 @@ log = logging.getLogger("agy_harness.harness")
 _CURSOR_TYPES = COMMITTED_TYPES | {"text_delta", "reasoning_delta"}
 
 Level = Literal["info", "warning", "error"]
+
+#: how long a read for a question gate's details serves the next question gates (a flood of them)
+DETAILS_FRESH = 2.0
+DETAILS_KEPT = 256  # WAITING steps of one such read kept for them
 
 
 class Emitter:
@@ -86,6 +92,9 @@ class Emitter:
         self._journaled: Reconciler | None = None  # the reconciler whose committed keys it has
         self._in_batch = False
         self._sync_due: set[str] = set()  # cascades whose journal records await their fsync
+        #: WAITING steps of the last read for a question gate's details, by (cascade, trajectory, index)
+        self._details: dict[tuple[str, str, int], Any] = {}
+        self._details_at = 0.0
 
     async def apply(self, batch: StepBatch, reconciler: Reconciler | None = None) -> None:
         if reconciler is None and self.bus.takes_foreign_steps:
@@ -191,7 +200,7 @@ class Emitter:
             if isinstance(event, GateOpened) and event.kind == "question":
                 await self._handoff()
                 try:
-                    out[i] = with_poll_details(event, await self.snapshot.read_steps(event.cascade_id))
+                    out[i] = with_poll_details(event, await self._details_of(event))
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -204,10 +213,51 @@ class Emitter:
             out = [tell(e) if isinstance(e, GateWithdrawn) else e for e in out]
         return out
 
-    async def emit(self, events: Sequence[Event]) -> None:
-        """Deliver in order until the sink accepted all; then advance the cursor."""
+    async def _details_of(self, gate: GateOpened) -> list[Any]:
+        """The poll's copy of ``gate``'s step (one step, in a list), for its details. agy is read from
+        the gate's step on (``stepOffset``: not the whole conversation, issue #35 case 8) and what that
+        read holds serves the next question gates too, each once, while it is fresh
+        (:data:`DETAILS_FRESH`) and shows that very request WAITING: a flood of N question gates costs
+        one read in front of the next event, not N whole reads under the lock every event waits on."""
+        key = (gate.cascade_id, gate.trajectory_id, gate.step_index)
+        kept = self._details.pop(key, None)
+        fresh = self.clock.monotonic() - self._details_at <= DETAILS_FRESH
+        if kept is not None and fresh and asks_still(gate, parse_step(kept)):
+            return [kept]
+        snapshot = self.snapshot
+        raws: list[Any] = []
+        if isinstance(snapshot, StepSnapshotFrom):
+            raws = await snapshot.read_steps_from(gate.cascade_id, gate.step_index)
+        if step_of(gate, raws) is None:  # not there (another trajectory's index): the whole conversation
+            raws = await snapshot.read_steps(gate.cascade_id)
+        self._details_at = self.clock.monotonic()
+        self._details = {}
+        for raw in raws:
+            step = parse_step(raw)
+            if step is not None and step.status == "WAITING" and len(self._details) < DETAILS_KEPT:
+                self._details[(gate.cascade_id, step.key.trajectory_id, step.key.step_index)] = raw
+        return raws
+
+    async def set_aside(self, gate: GateOpened) -> None:
+        """``gate`` is set aside (agy refuses any answer to it while it still shows it WAITING: bogus
+        or malformed): its card leaves every surface, by a withdrawal of reason GATE_SET_ASIDE, so a
+        flood of them never stands in front of a real request and none is answered twice. The sink
+        alone is told (not the bus: for the session's roles the step still waits, as agy shows it)."""
+        tag = gate.gate_id.rsplit("/", 1)[-1]
+        event = GateWithdrawn(
+            id=f"{gate.step_key}/gate/{tag}/set-aside",
+            cascade_id=gate.cascade_id,
+            step_key=gate.step_key,
+            gate_id=gate.gate_id,
+            reason=GATE_SET_ASIDE,
+        )
+        await self.emit([event], publish=False)
+
+    async def emit(self, events: Sequence[Event], *, publish: bool = True) -> None:
+        """Deliver in order until the sink accepted all; then advance the cursor; then tell the bus
+        (unless not ``publish``)."""
         async with self._lock:  # the details read too: a concurrent emit must not overtake a gate
-            events = await self._with_details(events)
+            events = await self._with_details(events) if publish else list(events)
             pending = list(events)
             pause = self.options.sink_retry
             while pending:
@@ -244,7 +294,8 @@ class Emitter:
                 else:
                     await self._handoff()
                     await self._save_cursor(reconciler)
-        self.bus.delivered(events)
+        if publish:
+            self.bus.delivered(events)
 
     async def _isolate(self, pending: list[Event], exc: Exception) -> int:
         """The sink refused a delivery for its content (an encoding or value error): deliver the first

@@ -364,6 +364,7 @@ class GateBridge:
             return await self._scope_refused(gate, answer.verdict.scope)
         if not delivered and shape:  # agy refuses any answer to this WAITING step: bogus or malformed
             self._set_aside(gate)
+            await self.emitter.set_aside(gate)  # its card leaves every surface
         return delivered
 
     def _set_aside(self, gate: GateOpened) -> None:

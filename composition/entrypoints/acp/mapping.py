@@ -33,6 +33,7 @@ from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, one_line
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.events import (
+    GATE_SET_ASIDE,
     AssistantMessage,
     Event,
     GateOpened,
@@ -193,6 +194,10 @@ class UpdateMapper:
                 if event.level == "info":
                     return [h.update_agent_thought_text(text + "\n")]
                 return [h.update_agent_message_text(f"\n\n> {text}\n\n")]
+            case GateWithdrawn() if event.reason == GATE_SET_ASIDE and event.step_key:
+                # agy refuses any answer to it (bogus or malformed): its card ends, never "running"
+                self.refused.add(event.step_key)
+                return [h.update_tool_call(event.step_key, status="failed")]
             case GateWithdrawn() if event.decided_by is not None and event.step_key:
                 text = decided_line(event.decided_by)
                 self.decided[event.step_key] = text

@@ -265,7 +265,12 @@ class LiveSession:
         withdrawal, once the session has seen either (at most SETTLE s)."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SETTLE):
-                while gate_id not in self.refusals and gate_id not in self.withdrawn:
+                # a gate set aside (agy refuses any answer to it): its notice comes first, then the
+                # withdrawal that retires its card; the reply waits for both, so the board never
+                # shows that card again after saying so
+                while gate_id not in self.withdrawn and "set aside" in self.refusals.get(
+                    gate_id, "set aside"
+                ):
                     await self._news.wait()
         if gate_id in self.withdrawn:
             return withdrawn(self.withdrawn[gate_id])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agy_harness.adapters.sinks.escape import visible
-from agy_harness.ports.events import GateOpened
+from agy_harness.ports.events import GATE_SET_ASIDE, GateOpened
 
 ANSWERED_ELSEWHERE = (
     "answered elsewhere (in agy's terminal, on ACP, in omnigent or on another board): "
@@ -42,6 +42,8 @@ def withdrawn(reason: str) -> Exception:
         return StaleCard(CHANGED)
     if reason == "timed out":
         return GateGone("agy stopped waiting for this (the request timed out); nothing was sent")
+    if reason == GATE_SET_ASIDE:
+        return GateGone("agy refused the answer to this request: it is set aside; nothing was sent")
     if reason:
         return GateGone(f"agy no longer waits for this ({reason}); nothing was sent")
     return GateGone("no such request waits on this board; nothing was sent")
@@ -58,6 +60,10 @@ def refused(notice: str) -> Exception:
         return GateGone("agy stopped waiting for this (the request timed out); nothing was sent")
     if "is gone" in text or "step ended" in text:
         return GateGone("agy no longer waits for this; nothing was sent")
+    if "set aside" in text:  # agy refuses any answer to it: its card retires, never answered again
+        return GateGone(
+            f"agy refused the answer and this request is set aside ({notice}); nothing was delivered"
+        )
     if "did not take the answer within" in text:
         return NotTaken("agy did not take the answer in time; nothing was delivered. Answer again")
     if notice:

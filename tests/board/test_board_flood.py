@@ -1,0 +1,77 @@
+"""A flood of bogus gates on the board (issue #35, case 8): 20 WAITING approvals agy refuses any answer
+to, then a real request. A human answering the board's first card, one at a time, over its HTTP API:
+each bogus card is answered once, agy's refusal retires it (410, "set aside"), its conversation shows
+one notice saying so, and the real card is answered and runs. Before the fix a set-aside card stayed
+first on the board: the same bogus card was answered again and again, each answer sent to agy and
+refused (80 answers of 80, the real one never ran)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import httpx
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.simulator.hostile import flood_gates
+from agy_harness.composition.entrypoints.board.command import running_board
+from agy_harness.ports.events import GATE_SET_ASIDE
+
+POISON = 20
+ROUNDS = 4 * POISON  # answers the human may give at most (the real one needs POISON + 1)
+
+
+async def test_bogus_cards_are_answered_once_retired_and_the_real_one_runs() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await sim.submit_user_turn("say hello")
+        await sim.wait_idle(timeout=10)
+        async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
+            base = board.url.split("/?")[0]
+            headers = {"X-Board-Token": board.token, "Content-Type": "application/json"}
+
+            async def cards() -> list[dict[str, Any]]:
+                got = (await client.get(f"{base}/api/board", params={"token": board.token})).json()
+                return list(got["cards"])
+
+            flood_gates(sim, POISON)
+            await sim.submit_user_turn("run `touch real`")
+            answered: list[str] = []  # the gate ids answered, in order
+            codes: Counter[int] = Counter()
+            real_at: int | None = None  # bogus answers given before the real card was on the board
+            async with asyncio.timeout(60):
+                while ("touch real", sim.workspace) not in sim.executed and len(answered) < ROUNDS:
+                    shown = await cards()
+                    if not shown:
+                        await asyncio.sleep(0.05)
+                        continue
+                    if real_at is None and any("touch real" in c.get("command", "") for c in shown):
+                        real_at = len(answered)
+                    card = shown[0]  # the human answers the first card the board shows
+                    answered.append(card["gate_id"])
+                    body = {"gate_id": card["gate_id"], "shown": card["shown"], "answer": "allow"}
+                    reply = await client.post(
+                        f"{base}/api/s/{card['cascade_id']}/answer", json=body, headers=headers
+                    )
+                    codes[reply.status_code] += 1
+                    async with asyncio.timeout(
+                        10
+                    ):  # the page drops the card (the board's JSON: a tick later)
+                        while reply.status_code == 410 and card["gate_id"] in [
+                            c["gate_id"] for c in await cards()
+                        ]:
+                            await asyncio.sleep(0.05)
+            live = board.board.live[sim.cascade_id]
+            told = [
+                v["text"] for v in live.history if "set aside" in str(v)
+            ]  # every line of the page's history
+            retired = [v["gate_id"] for v in live.history if v.get("reason") == GATE_SET_ASIDE]
+    assert ("touch real", sim.workspace) in sim.executed, (len(answered), codes)
+    sent = Counter(i.get("stepIndex") for _, i in sim.received)  # what reached agy, per step
+    assert all(n == 1 for n in sent.values()), sent  # one answer per gate reached agy
+    assert len(answered) == len(set(answered)) == POISON + 1, codes  # no card answered twice
+    assert codes == Counter({410: POISON, 200: 1})  # each bogus one retired by agy's refusal
+    assert real_at is not None and real_at <= POISON
+    ids = [t.split("to gate ")[1].split(" ")[0] for t in told]
+    assert sorted(ids) == sorted(answered[:-1])  # one "set aside" notice per bogus card, no repeat
+    assert sorted(retired) == sorted(answered[:-1])  # each bogus card retired once

@@ -1,0 +1,55 @@
+"""A flood of bogus gates in the terminal (``attach``'s sink; issue #35, case 8): 20 WAITING approvals
+agy refuses any answer to, then a real request, a human answering ``y`` to every prompt. The terminal
+asks one gate at a time, newest first: the real request is prompted for, and runs; each bogus prompt
+answered is refused once, says "set aside" once, and is never prompted for again."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+
+from rich.console import Console
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.simulator.hostile import flood_gates
+from agy_harness.adapters.sinks.terminal import TerminalSink
+from agy_harness.composition.root.session import open_session
+from tests.binding.helpers import FAST
+
+POISON = 20
+
+
+def _aside(screen: Console) -> list[str]:
+    """The steps whose answer agy refused, as each "set aside" notice on the screen names them."""
+    out = screen.export_text(clear=False)
+    return re.findall(r"input not registered for step (\d+)\) while it still waits; set aside", out)
+
+
+async def test_the_real_request_is_prompted_and_each_bogus_one_set_aside_once(sim: Simulator) -> None:
+    screen = Console(record=True, width=200, color_system=None, force_terminal=False, file=io.StringIO())
+    sink = TerminalSink(screen, input_fn=lambda _prompt: "y", status_line=False)
+    async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, sink=sink, options=FAST) as s:
+        await s.send("say hello")
+        await sim.wait_idle(timeout=30)
+        flood_gates(sim, POISON)
+        await s.send("run `touch real`")
+        async with asyncio.timeout(60):
+            while ("touch real", sim.workspace) not in sim.executed:
+                await asyncio.sleep(0.05)
+            while len(set(_aside(screen))) < POISON:  # the human goes on answering each bogus prompt
+                await asyncio.sleep(0.05)
+    out = screen.export_text(clear=False)
+    prompts = [
+        (m.start(), m.group(1)) for m in re.finditer(r"\$ (echo bogus-\d+|touch real) #\w+ · allow\?", out)
+    ]
+    asked = [what for _, what in prompts]
+    assert "touch real" in asked
+    assert asked.index("touch real") <= POISON + 2, asked
+    steps = [int(i) for i in _aside(screen)]
+    assert len(steps) == len(set(steps)) == POISON  # one "set aside" notice per bogus gate, no repeat
+    assert out.count("set aside") == POISON
+    told = {f"echo bogus-{step - min(steps)}": out.index(f"for step {step}) while") for step in steps}
+    for at, what in prompts:  # a bogus gate is never prompted for after it was set aside
+        assert what == "touch real" or at < told[what], (what, asked)
