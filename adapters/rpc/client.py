@@ -136,7 +136,8 @@ class RpcClient:
         port, host = self._base.port, self._base.host
 
         async def check_peer(*_args: object) -> None:  # before each new connection, not a byte sent
-            problem = listener_problem(port, host) if port is not None else None
+            # the kernel is asked (blocking: netlink, or /proc): off the loop, which keeps serving
+            problem = await asyncio.to_thread(listener_problem, port, host) if port is not None else None
             if problem is not None:
                 log.error("not connecting to %s: %s", self.base_url, problem)
                 raise PeerRefused(problem)
@@ -398,7 +399,8 @@ class _CheckedConnector(aiohttp.TCPConnector):
         proto = await super()._create_connection(req, traces, timeout)
         transport = getattr(proto, "transport", None)
         if transport is not None:
-            problem = peer_problem(transport.get_extra_info("sockname"), transport.get_extra_info("peername"))
+            ends = transport.get_extra_info("sockname"), transport.get_extra_info("peername")
+            problem = await asyncio.to_thread(peer_problem, *ends)  # blocking (the kernel): off the loop
             if problem is not None:
                 log.error("not using the connection to %s: %s", self._url, problem)
                 proto.close()

@@ -190,7 +190,8 @@ async def probe(
     client_factory: ClientFactory = default_client_factory,
     timeout: float = PROBE_TIMEOUT,
 ) -> Verdict:
-    check, why = check_listener(candidate.port, candidate.pid, host)  # the socket the connection reaches
+    # the socket the connection reaches (the kernel is asked, blocking: off the loop)
+    check, why = await asyncio.to_thread(check_listener, candidate.port, candidate.pid, host)
     if check is not PeerCheck.MINE:  # not even a Heartbeat: it carries the user's token
         (log.warning if check is PeerCheck.OTHER else log.debug)("not probing: %s", why)
         return Verdict.STRANGER if check is PeerCheck.OTHER else Verdict.DEAD
@@ -238,7 +239,11 @@ async def verify_endpoint(
     naming what failed."""
     url = check_loopback(base_url)
     port = url.port
-    check, why = check_listener(port, None, url.host) if port is not None else (PeerCheck.MINE, "")
+    check, why = (
+        await asyncio.to_thread(check_listener, port, None, url.host)
+        if port is not None
+        else (PeerCheck.MINE, "")
+    )
     if check is PeerCheck.OTHER:
         raise NoAgyFound(f"refusing {base_url}: {why}", others=(port,) if port is not None else ())
     if check is PeerCheck.NONE:

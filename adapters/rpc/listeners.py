@@ -29,6 +29,9 @@ from pathlib import Path
 import psutil
 
 _LISTEN = "0A"
+#: what is read of one ``/proc/net/tcp[6]`` table (about 55,000 sockets); a longer table is not read
+#: whole, and nothing it would have said is taken as known (:class:`TablesTooLarge`)
+PROC_READ = 8 << 20
 _WILDCARD = {ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")}
 PROC = Path("/proc")
 
@@ -132,13 +135,30 @@ def _tables(proc: Path) -> list[Listener] | None:
     return _proc_tables(proc)
 
 
+class TablesTooLarge(Exception):
+    """A ``/proc/net/tcp[6]`` table over :data:`PROC_READ` bytes: not read, so who listens cannot be
+    told (every check that meets it refuses)."""
+
+
+def _read_table(path: Path) -> str:
+    """A ``/proc/net`` table, at most :data:`PROC_READ` bytes (OSError: cannot be read; TablesTooLarge)."""
+    with path.open("rb") as f:
+        data = f.read(PROC_READ + 1)
+    if len(data) > PROC_READ:
+        raise TablesTooLarge(f"{path} is over {PROC_READ} bytes: not read")
+    return data.decode("ascii", "replace")
+
+
 def _proc_tables(proc: Path) -> list[Listener] | None:
     found: list[Listener] = []
     read = False
     for name, v6 in (("tcp", False), ("tcp6", True)):
-        with contextlib.suppress(OSError):
-            found += parse_listeners((proc / "net" / name).read_text(), v6=v6)
-            read = True
+        try:
+            text = _read_table(proc / "net" / name)
+        except OSError:
+            continue
+        found += parse_listeners(text, v6=v6)
+        read = True
     return found if read else None
 
 
@@ -197,7 +217,8 @@ def _diag_dump(family: int) -> list[Listener]:
 def listener_uids(port: int, proc: Path = PROC, host: str | None = None) -> set[int] | None:
     """The uids owning the loopback/wildcard LISTEN socket(s) on ``port`` that a connection to
     ``host`` reaches (:func:`reached`; any on the port when ``host`` is None); empty: none; None
-    when the kernel's tables cannot be read here."""
+    when the kernel's tables cannot be read here. Raises TablesTooLarge when they are too large to
+    read (nothing can be told: the callers refuse)."""
     tables = _tables(proc)
     return None if tables is None else {s.uid for s in reached(tables, port, host)}
 
@@ -214,7 +235,10 @@ def socket_inodes(pid: int, proc: Path = PROC) -> set[int]:
 
 
 def proc_listen_ports(pid: int, proc: Path = PROC) -> set[int]:
-    tables = _tables(proc) or []
+    try:
+        tables = _tables(proc) or []
+    except TablesTooLarge:  # no port of it can be told to listen: none found
+        return set()
     inodes = socket_inodes(pid, proc)
     return {s.port for s in tables if s.inode in inodes}
 
@@ -250,7 +274,10 @@ def check_listener(port: int, pid: int | None, host: str | None = None) -> tuple
     """Whose socket listens on loopback ``port`` (the one a connection to ``host`` reaches), and why,
     in words."""
     me = my_uid()
-    uids = listener_uids(port, host=host)
+    try:
+        uids = listener_uids(port, host=host)
+    except TablesTooLarge as exc:
+        return PeerCheck.OTHER, f"port {port}: cannot tell which user serves it ({exc})"
     if uids is None:  # no kernel tables: the scanned process's owner is the evidence
         owner = process_uid(pid) if pid is not None else None
         if owner == me:
@@ -270,8 +297,11 @@ def listener_problem(port: int, host: str | None = None) -> str | None:
     """Why not to connect to loopback ``port`` on ``host`` now (another user's socket listens where
     the connection goes, or none does: another user could take it); None when it is the current
     user's or the kernel's tables cannot be read here (then discovery's process-owner check is what
-    there is)."""
-    uids = listener_uids(port, host=host)
+    there is). Blocking (the kernel is asked): called off the event loop."""
+    try:
+        uids = listener_uids(port, host=host)
+    except TablesTooLarge as exc:
+        return f"cannot tell who listens on loopback port {port} ({exc})"
     if uids is None or uids == {my_uid()}:
         return None
     if not uids:
@@ -309,17 +339,22 @@ def _proc_one(local: tuple[str, int], remote: tuple[str, int], proc: Path = PROC
     """:func:`_diag_one` read from ``/proc/net/tcp[6]`` (slower: every socket of the machine)."""
     want_local, want_remote = (_normal(local[0]), local[1]), (_normal(remote[0]), remote[1])
     for name, v6 in (("tcp", False), ("tcp6", True)):
-        with contextlib.suppress(OSError):
-            for line in (proc / "net" / name).read_text().splitlines()[1:]:
-                fields = line.split()
-                if len(fields) < 10:
-                    continue
-                try:
-                    ends = [_end(fields[1], v6), _end(fields[2], v6)]
-                except ValueError:
-                    continue
-                if ends == [want_local, want_remote]:
-                    return int(fields[7])
+        try:
+            text = _read_table(proc / "net" / name)
+        except OSError:
+            continue
+        except TablesTooLarge:
+            return None  # cannot be told (the caller refuses)
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 10:
+                continue
+            try:
+                ends = [_end(fields[1], v6), _end(fields[2], v6)]
+            except ValueError:
+                continue
+            if ends == [want_local, want_remote]:
+                return int(fields[7])
     return None
 
 
@@ -345,13 +380,18 @@ def connection_owner(ours: tuple[str, int], theirs: tuple[str, int], proc: Path 
 
 def peer_problem(sockname: object, peername: object) -> str | None:
     """Why not to use a connection just made (its other end is another user's socket); None when it
-    is the user's, or when the kernel's tables cannot be read here (as :func:`listener_problem`)."""
+    is the user's, or when the kernel's tables cannot be read here (as :func:`listener_problem`).
+    Blocking (the kernel is asked): called off the event loop."""
     if not (isinstance(sockname, tuple) and isinstance(peername, tuple)):
         return None  # not a TCP connection (nothing to check)
     ours, theirs = (str(sockname[0]), int(sockname[1])), (str(peername[0]), int(peername[1]))
     owner = connection_owner(ours, theirs)
     if owner is None:
-        if _tables(PROC) is None:
+        try:
+            tables = _tables(PROC)
+        except TablesTooLarge:
+            tables = []  # there are tables, too large to read: refused below
+        if tables is None:
             return None  # no kernel tables here: the listener check was what there is
         return f"cannot tell whose socket accepted the connection to {theirs[0]} port {theirs[1]}"
     if owner != my_uid():

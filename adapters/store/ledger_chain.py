@@ -28,6 +28,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 GENESIS = "0" * 64
 SAFE_INT = 2**53 - 1
 MAX_TEXT = 4096  # a string kept in a record (longer ones are cut, with their length said)
+#: a record's line, bytes (longer ones are shortened, with a mark): well under what a writer catching up
+#: reads back (ledger_file.TAIL_READ), so the last record is always read whole, never taken for torn
+MAX_RECORD = 256 << 10
 
 
 def clean(value: Any, depth: int = 0) -> Any:
@@ -64,11 +67,54 @@ def sha256_hex(data: bytes) -> str:
 
 
 def seal(seq: int, prev: str, time: str, kind: str, body: dict[str, Any]) -> tuple[bytes, str]:
-    """The record's line (canonical JSON and a newline) and its hash."""
-    record: dict[str, Any] = {"body": clean(body), "prev": prev, "seq": seq, "time": time, "type": kind}
+    """The record's line (canonical JSON and a newline) and its hash. A line over :data:`MAX_RECORD`
+    bytes is never written: its body is shortened (:func:`shortened`), with ``record_cut`` saying so."""
+    kept = clean(body)
+    line, digest = _sealed(seq, prev, time, kind, kept)
+    if len(line) <= MAX_RECORD:
+        return line, digest
+    for short in shortened(kept, len(line)):
+        line, digest = _sealed(seq, prev, time, kind, short)
+        if len(line) <= MAX_RECORD:
+            break
+    return line, digest
+
+
+def _sealed(seq: int, prev: str, time: str, kind: str, body: Any) -> tuple[bytes, str]:
+    record: dict[str, Any] = {"body": body, "prev": prev, "seq": seq, "time": time, "type": kind}
     digest = sha256_hex(canonical(record))
     record["hash"] = digest
     return canonical(record) + b"\n", digest
+
+
+def shortened(body: dict[str, Any], size: int) -> list[dict[str, Any]]:
+    """``body`` (already :func:`clean`) made smaller, harder and harder, each with a ``record_cut``
+    mark: its lists and objects cut to their first items and strings cut (each cut saying what it
+    held); last, only its short top-level scalars -- small whatever ``body`` was."""
+    mark = f"… [a record of {size} bytes, over the {MAX_RECORD}-byte bound: shortened]"
+    out = [{**_cut(body, items, text), "record_cut": mark} for items, text in ((64, 1024), (8, 128))]
+    scalars = [
+        (k, v)
+        for k, v in body.items()
+        if len(k) <= 64 and (v is None or isinstance(v, bool | int) or (isinstance(v, str) and len(v) <= 256))
+    ]
+    out.append({**dict(scalars[:32]), "record_cut": mark})
+    return out
+
+
+def _cut(value: Any, items: int, text: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= text else value[:text] + f"… [{len(value)} chars]"
+    if isinstance(value, list):
+        kept = [_cut(v, items, text) for v in value[:items]]
+        return kept if len(value) <= items else [*kept, f"… [{len(value)} items]"]
+    if isinstance(value, dict):
+        pairs = list(value.items())
+        kept_pairs = {_cut(k, items, text): _cut(v, items, text) for k, v in pairs[:items]}
+        if len(pairs) > items:
+            kept_pairs["…"] = f"[{len(pairs)} keys]"
+        return kept_pairs
+    return value
 
 
 def b64u(data: bytes) -> str:

@@ -17,7 +17,8 @@ shares one listing between them (``adapters/rpc/shared_listing.py``).
 The backstop closes a turn only on fresh, settled evidence (issue #35 case 5: two IDLE listings from
 before the turn, delayed by the network, closed a turn whose approval still waited):
 
-* a listing asked for before the turn was open (or during another turn) does not count;
+* a listing asked for before the turn was open (or during another turn) does not count; nor does
+  any listing for a turn without an id (its user input never seen): it cannot be told from another;
 * a listing whose ``lastModifiedTime`` (and ``lastUserInputTime``) is older than the turn's own user
   input (its ``createdAt``, in the steps just read) is an answer from before the turn: it closes nothing;
 * a turn with an open gate, or a step still WAITING, RUNNING, GENERATING or PENDING in the steps just read, is
@@ -185,11 +186,15 @@ class DirectoryWatcher:
 
     async def _status(self, summaries: Sequence[CascadeSummary], asked_during: str | None) -> None:
         """agy lists the bound conversation IDLE while our turn is open, ``idle_reports_to_close``
-        times in a row, in listings asked for while that turn was open: the backstop."""
+        times in a row, in listings asked for while that turn was open: the backstop. A turn without
+        an id (its USER_INPUT never seen) is never closed by it: only agy's own steps end it."""
         cascade_id = self.conversation.cascade_id
         bound = next((s for s in summaries if s.cascade_id == cascade_id), None)
         turn = self._open_turn()
-        if bound is not None and bound.status.endswith("IDLE") and turn is not None and asked_during == turn:
+        # a turn without an id ('') never matches: two such turns ('' == '') cannot be told apart, and a
+        # stale listing asked during the first would count for the second
+        same_turn = bool(turn) and asked_during == turn
+        if bound is not None and bound.status.endswith("IDLE") and same_turn:
             self._idle_reports += 1
             if self._idle_reports >= self.options.idle_reports_to_close:
                 self._idle_reports = 0

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from agy_harness.core.answers import CheckedAnswer
 from agy_harness.core.approvals import (
@@ -26,6 +27,7 @@ from agy_harness.core.approvals import (
     ran_command,
     ran_differs_text,
 )
+from agy_harness.core.display import one_line
 from agy_harness.core.scopes import without
 from agy_harness.ports.events import Event, GateOpened, Notice, ToolResult
 from agy_harness.ports.protocols import StepSnapshot, StepSnapshotFrom
@@ -35,6 +37,10 @@ from .emitter import Emitter
 log = logging.getLogger("agy_harness.harness")
 
 KEPT = 256  # approvals and grants remembered
+
+
+def unchecked_text(gate_id: str, why: str) -> str:
+    return f"could not check what agy ran for gate {gate_id}: {one_line(why)}"
 
 
 class GateWatch:
@@ -55,8 +61,14 @@ class GateWatch:
         line = approved_command(gate, answer)
         if line is not None:
             self._approved[f"{gate.trajectory_id}/{step_index}"] = (gate, line)
-            while len(self._approved) > KEPT:
-                del self._approved[next(iter(self._approved))]
+            while len(self._approved) > KEPT:  # every one kept is unchecked (a checked one is popped)
+                dropped, _ = self._approved.pop(next(iter(self._approved)))
+                self._spawn(
+                    self._unchecked(
+                        dropped,
+                        f"more than {KEPT} approved commands wait for their result; the oldest is no longer followed",
+                    )
+                )
         grant = grant_of(gate, answer)
         if grant is not None:
             self._grants = [*self._grants[-(KEPT - 1) :], grant]
@@ -99,9 +111,12 @@ class GateWatch:
         for event in events:
             if isinstance(event, ToolResult) and event.step_key in self._approved:
                 gate, line = self._approved.pop(event.step_key)
-                task = asyncio.ensure_future(self._check(gate, line, event.step_key))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._check(gate, line, event.step_key))
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _check(self, gate: GateOpened, approved: str, step_key: str) -> None:
         trajectory, _, index = step_key.rpartition("/")
@@ -110,12 +125,19 @@ class GateWatch:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.info("gate %s: could not read what ran (%s)", gate.gate_id, exc)
+            await self._unchecked(gate, f"agy's steps could not be read ({type(exc).__name__}: {exc})")
             return
         if ran is not None and ran != approved:
             text = ran_differs_text(approved, ran)
             log.warning("gate %s: %s", gate.gate_id, text)
             await self.emitter.notice(f"{gate.id}/ran", text, "warning")
+
+    async def _unchecked(self, gate: GateOpened, why: str) -> None:
+        """The check of what ran did not happen: said on every surface, as a warning (a choice shown
+        is honoured -- the human is never left believing it was checked)."""
+        text = unchecked_text(gate.gate_id, why)
+        log.warning("gate %s: %s", gate.gate_id, text)
+        await self.emitter.notice(f"{gate.id}/ran-unchecked", text, "warning")
 
     async def _ran(self, cascade_id: str, trajectory: str, index: int) -> str | None:
         """What the step ran: read from that step on where the snapshot can (a whole re-read of a large

@@ -346,3 +346,34 @@ async def test_a_busy_stream_lists_agys_conversations_once_a_tick() -> None:
                 delivered += sink.queue.get_nowait().type == "tool_result"
         assert delivered == 150
         assert 1 <= during <= 4, during  # 1.5 s at one listing a second (1.0 s default)
+
+
+class TurnOverWhileListing(ListedDirectory):
+    """Answers IDLE; while its ``at``-th listing is in flight, our turn ends and the next begins (both
+    without a turn id: ``state.turn`` stays ''), and from then on it answers RUNNING (the new turn)."""
+
+    def __init__(self, conversation: Conversation, at: int) -> None:
+        super().__init__([summary(CASCADE, "CASCADE_RUN_STATUS_IDLE")])
+        self.conversation, self.at = conversation, at
+
+    async def list_cascades(self) -> list[CascadeSummary]:
+        answer = await super().list_cascades()
+        if self.listings == self.at:
+            state = vars(self.conversation.reconciler.state)
+            state["status"] = "idle"  # the first turn ended ...
+            state["status"] = "running"  # ... and a second began, before this (stale) answer came back
+            self.summaries = [summary(CASCADE)]
+        return answer
+
+
+async def test_a_listing_from_a_turn_without_an_id_never_counts_for_the_next_one() -> None:
+    conversation = Conversation(CASCADE)
+    vars(conversation.reconciler.state)["status"] = "running"  # a turn whose USER_INPUT was never seen
+    assert conversation.reconciler.state.turn == ""
+    watcher, _, emitter, _ = make([], [], conversation)
+    directory = watcher.directory = TurnOverWhileListing(conversation, at=2)
+    watcher.start()
+    await listings(directory, 6)
+    stop(watcher)
+    assert emitter.applied == [] and emitter.emitted == []  # no backstop: the second turn was never closed
+    assert conversation.reconciler.state.status == "running"

@@ -141,3 +141,19 @@ async def test_a_rewrite_to_a_look_alike_command_is_told_apart(sim: Simulator) -
 
     assert request_hash("git status") in notice.text and request_hash("git statu\u0455") in notice.text
     assert "U+0455" in notice.text
+
+
+async def test_what_ran_that_cannot_be_read_is_said_on_every_surface(sim: Simulator) -> None:
+    """A check that could not happen is not silent: when agy's steps cannot be read after an allowed
+    command ran, the human is told the check did not happen, and why."""
+    async with session_on(sim) as session:
+        watch = Watch(session)
+        gate = await watch.ask("run: `git status`")
+        sim.faults.fail("GetCascadeTrajectorySteps", status=400, times=1000, message="steps unreadable")
+        await session.answer(gate.gate_id, True)
+        notice = await watch.notice("could not check what agy ran")
+        sim.faults.failures.clear()
+        await watch.turn_over()
+    assert notice.level == "warning"
+    assert notice.text.startswith(f"could not check what agy ran for gate {gate.gate_id}: ")
+    assert len(notices(watch, "could not check what agy ran")) == 1
