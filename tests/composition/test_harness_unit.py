@@ -191,7 +191,7 @@ async def test_gate_answered_and_delivered_to_the_surfaced_step() -> None:
     ):
         await sink.wait_for(lambda: sink.asked)
         await sink.answers.put(GateAnswer(allow=True))
-        await sink.wait_for(lambda: delivery.delivered, timeout=2)
+        await sink.wait_for(lambda: delivery.delivered)
     assert delivery.delivered == [
         {"trajectoryId": sink.asked[0].trajectory_id, "stepIndex": 6, "permission": {"allow": True}}
     ]
@@ -212,7 +212,7 @@ async def test_a_gate_that_timed_out_while_the_human_thought_goes_to_the_retry()
         await sink.wait_for(lambda: sink.asked)
         snap.steps = [fixture("run_command_error"), waiting_at(8)]  # agy timed out and re-asked
         await sink.answers.put(GateAnswer(allow=False))
-        await sink.wait_for(lambda: delivery.delivered, timeout=2)
+        await sink.wait_for(lambda: delivery.delivered)
         assert h.parked_gate is None
     assert delivery.delivered == [
         {"trajectoryId": sink.asked[0].trajectory_id, "stepIndex": 8, "permission": {"allow": False}}
@@ -261,7 +261,7 @@ async def test_a_stale_rejection_is_retargeted_to_agys_retry() -> None:
     ):
         await sink.wait_for(lambda: sink.asked)
         await sink.answers.put(GateAnswer(allow=True))
-        await sink.wait_for(lambda: delivery.delivered, timeout=2)
+        await sink.wait_for(lambda: delivery.delivered)
     assert [d["stepIndex"] for d in delivery.delivered] == [9]
 
 
@@ -340,5 +340,5 @@ async def test_an_answer_survives_agy_being_briefly_unreachable() -> None:
         await sink.wait_for(lambda: sink.asked)
         snap.fail_next = 2  # the re-reads at delivery fail twice
         await sink.answers.put(GateAnswer(allow=True))
-        await sink.wait_for(lambda: delivery.delivered, timeout=3)
+        await sink.wait_for(lambda: delivery.delivered)
     assert [d["stepIndex"] for d in delivery.delivered] == [6]

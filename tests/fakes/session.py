@@ -55,7 +55,7 @@ class RecordingSink:
     async def withdraw(self, gate_id: str) -> None:
         self._asks.cancel(gate_id)  # as every sink: withdraw alone ends the ask (the sink contract)
 
-    async def wait_for(self, predicate: Any, timeout: float = 5.0) -> None:
+    async def wait_for(self, predicate: Any, timeout: float = 60.0) -> None:
         async with asyncio.timeout(timeout):
             while not predicate():
                 await asyncio.sleep(0.002)
@@ -196,7 +196,7 @@ class RecordingEmitter:
     async def notice(self, key: str, text: str, level: str = "info") -> None:
         self.notices.append((key, text, level))
 
-    async def wait_for(self, predicate: Any, timeout: float = 5.0) -> None:
+    async def wait_for(self, predicate: Any, timeout: float = 60.0) -> None:
         async with asyncio.timeout(timeout):
             while not predicate():
                 await asyncio.sleep(0.002)

@@ -90,8 +90,9 @@ class Chat:
         [card] = cards
         return card
 
-    async def no_card(self, timeout: float = 1.0) -> None:
-        """No pending card within ``timeout`` (the sidebar count, the cold-load replay)."""
+    async def no_card(self, timeout: float = WAIT) -> None:
+        """No pending card, waited for (the sidebar count, the cold-load replay); ``timeout`` bounds a
+        hang, generous for a loaded machine."""
         async with asyncio.timeout(timeout):
             while await self.pending():
                 await asyncio.sleep(0.05)

@@ -61,7 +61,7 @@ async def test_a_gate_raised_between_turns_is_answered_in_the_chat_at_once(chat:
     assert not [c for c, _ in chat.sim.executed if c == "git status"]
     chat.type("y")
     await ran(chat, "git status")
-    await chat.no_card(timeout=5.0)
+    await chat.no_card()
     await chat.sim.wait_idle(timeout=WAIT)
     items = (await chat.http.get(f"/v1/sessions/{chat.session_id}")).json()["items"]
     said = [i["data"]["content"][0]["text"] for i in items if i["type"] == "message"]
@@ -102,7 +102,7 @@ async def test_always_in_a_turn_does_not_approve_another_command_typed_in_agy(ch
     assert not [c for c, _ in chat.sim.executed if c.startswith("curl")]  # it waits for the human
     chat.type("n")
     await chat.sim.wait_idle(timeout=WAIT)
-    await chat.no_card(timeout=5.0)
+    await chat.no_card()
     assert not [c for c, _ in chat.sim.executed if c.startswith("curl")]
     # omnigent interrupts the harness on a refusal: with no omnigent turn running that stops nothing
     mark = await chat.turn("Say hello in one short sentence.")

@@ -28,7 +28,7 @@ async def test_a_gate_is_parked_at_once_without_touching_the_sessions_status(omn
         ask = asyncio.create_task(mirror.ask(PERMISSION_GATE))
         await omnigent.wait_for(lambda: bool(omnigent.hook_posts))
         await omnigent.push_answer({"action": "accept"})
-        answer = await asyncio.wait_for(ask, 5)
+        answer = await asyncio.wait_for(ask, 30)
     finally:
         await mirror.close()
     assert answer is not None and answer.allow is True
@@ -39,9 +39,9 @@ async def test_a_refused_hook_sends_gates_back_to_omnigents_turns(omnigent: Omni
     omnigent.token = "needed"  # a server wanting credentials the harness process does not have
     mirror = OutsideMirror(omnigent.base_url, omnigent.session_id)
     try:
-        assert await asyncio.wait_for(mirror.ask(PERMISSION_GATE), 5) is None
+        assert await asyncio.wait_for(mirror.ask(PERMISSION_GATE), 30) is None
         hooks = len([h for h in omnigent.hits if "/hooks/" in h.path])
-        assert await asyncio.wait_for(mirror.ask(PERMISSION_GATE), 5) is None
+        assert await asyncio.wait_for(mirror.ask(PERMISSION_GATE), 30) is None
         assert len([h for h in omnigent.hits if "/hooks/" in h.path]) == hooks  # not asked again
     finally:
         await mirror.close()

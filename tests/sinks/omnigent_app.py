@@ -92,7 +92,7 @@ class OmnigentApp:
                 self._answers[elicitation_id] = response
             self._changed.notify_all()
 
-    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
         async with asyncio.timeout(timeout), self._changed:
             await self._changed.wait_for(predicate)
 

@@ -169,7 +169,7 @@ async def test_ask_waits_then_returns_the_web_answer(omnigent: OmnigentApp) -> N
         post = omnigent.hook_posts[0]
         assert post["elicitation_id"] == elicitation_id(QUESTION_GATE.gate_id)
         await omnigent.push_answer({"action": "accept", "content": {"0": "Backend", "1": ["Unit"]}})
-        answer = await asyncio.wait_for(ask, 5)
+        answer = await asyncio.wait_for(ask, 30)
     assert answer.selections == (("Backend",), ("Unit",))
     statuses = [b["data"] for b in omnigent.received if b["type"] == "external_session_status"]
     assert statuses == [
@@ -184,7 +184,7 @@ async def test_an_empty_200_is_no_answer_yet(omnigent: OmnigentApp) -> None:
         ask = asyncio.create_task(sink.ask(PERMISSION_GATE))
         await omnigent.wait_for(lambda: len(omnigent.hook_posts) == 4)
         await omnigent.push_answer({"action": "accept"})
-        answer = await asyncio.wait_for(ask, 5)
+        answer = await asyncio.wait_for(ask, 30)
     assert answer.allow is True and sink.stats.empty_answers == 3
     assert {p["elicitation_id"] for p in omnigent.hook_posts} == {elicitation_id(PERMISSION_GATE.gate_id)}
 
@@ -199,7 +199,7 @@ async def _refuse(omnigent: OmnigentApp, bad: str) -> str:
         await omnigent.push_answer({"action": "accept", "content": {"allow": bad}}, eid)
         await omnigent.wait_for(lambda: len(omnigent.hook_posts) >= 2)
         await omnigent.push_answer({"action": "decline"}, eid)
-        answer = await asyncio.wait_for(ask, 5)
+        answer = await asyncio.wait_for(ask, 30)
     assert answer.allow is False and sink.stats.refused_answers == 1
     [refusal] = [b for b in omnigent.received if b["type"] == "external_conversation_item"]
     assert "refused" in refusal["data"]["item_data"]["message"]
@@ -225,7 +225,7 @@ async def test_hook_permanent_rejection_raises(omnigent: OmnigentApp) -> None:
     async with make_sink(omnigent) as sink:
         omnigent.session_id = "gone"  # the sink's session is not there any more: 404
         with pytest.raises(OmnigentRejected):
-            await asyncio.wait_for(sink.ask(PERMISSION_GATE), 5)
+            await asyncio.wait_for(sink.ask(PERMISSION_GATE), 30)
 
 
 async def test_withdraw_cancels_the_ask_and_resolves_once(omnigent: OmnigentApp) -> None:

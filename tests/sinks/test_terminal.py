@@ -180,7 +180,7 @@ def test_parse_choice() -> None:
 async def test_question_gate_answered_from_the_keyboard() -> None:
     c = console()
     sink = TerminalSink(c, input_fn=scripted("", "9", "2", "1,2"))
-    answer = await asyncio.wait_for(sink.ask(QUESTION_GATE), 5)
+    answer = await asyncio.wait_for(sink.ask(QUESTION_GATE), 30)
     assert answer == GateAnswer(selections=(("2",), ("1", "2")))
     out = text_of(c)
     assert "Which part first?" in out and "1) Backend" in out and "2) Frontend" in out
@@ -218,7 +218,7 @@ async def test_free_text_becomes_a_write_in() -> None:
 async def test_permission_gate_answered_from_the_keyboard(lines: tuple[str, ...], answer: GateAnswer) -> None:
     c = console()
     sink = TerminalSink(c, input_fn=scripted(*lines))
-    assert await asyncio.wait_for(sink.ask(PERMISSION_GATE), 5) == answer
+    assert await asyncio.wait_for(sink.ask(PERMISSION_GATE), 30) == answer
     out = text_of(c)
     assert "permission: run_command" in out and "$ git status" in out and "in /repo" in out
     assert "allow? [y/n]" in out
@@ -240,7 +240,7 @@ async def test_keyboard_runs_off_the_loop() -> None:
     assert "rendered meanwhile" in text_of(c)
     assert not ask.done()
     release.set()
-    assert await asyncio.wait_for(ask, 5) == GateAnswer(allow=True)
+    assert await asyncio.wait_for(ask, 30) == GateAnswer(allow=True)
 
 
 async def test_withdraw_closes_the_prompt_and_the_next_prompt_reuses_the_reader() -> None:
@@ -263,7 +263,7 @@ async def test_withdraw_closes_the_prompt_and_the_next_prompt_reuses_the_reader(
     await asyncio.sleep(0.05)
     lines.extend(["1", "2"])
     ready.set()
-    assert await asyncio.wait_for(second, 5) == GateAnswer(selections=(("1",), ("2",)))
+    assert await asyncio.wait_for(second, 30) == GateAnswer(selections=(("1",), ("2",)))
 
 
 async def test_auto_answer_is_printed() -> None:
@@ -375,7 +375,7 @@ async def test_a_look_alike_directory_or_path_is_flagged_on_the_terminal_card(ta
         gate = PERMISSION_GATE.model_copy(update={"permission": p.model_copy(update=update)})
         c = console()
         sink = TerminalSink(c, input_fn=scripted("n"))
-        assert await asyncio.wait_for(sink.ask(gate), 5) == GateAnswer(allow=False)
+        assert await asyncio.wait_for(sink.ask(gate), 30) == GateAnswer(allow=False)
         cards.append(text_of(c))
     plain, odd = cards
     assert plain != odd and "U+0456" not in plain and "⚠" not in plain

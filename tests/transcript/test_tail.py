@@ -135,7 +135,7 @@ async def test_closing_the_iterator_stops_the_watcher(tmp_path: Path) -> None:
     batch = await anext(iterator)
     assert indices(batch.steps) == [0]
     append(path, line_bytes(1))
-    batch = await asyncio.wait_for(anext(iterator), 5)
+    batch = await asyncio.wait_for(anext(iterator), 30)
     assert indices(batch.steps) == [1]
     await iterator.aclose()  # type: ignore[attr-defined]
     after = {t for t in asyncio.all_tasks() if t.get_name().startswith("transcript-watch")}
