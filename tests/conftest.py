@@ -45,11 +45,13 @@ def _ledger_outside_the_users() -> None:
     this run's own (``AGY_HARNESS_LEDGER_DIR``, for the CLI processes tests start too), never into the
     user's. A test that checks the ledger gives its own (``ledger=``)."""
     if "AGY_HARNESS_LEDGER_DIR" not in os.environ:
+        import atexit
+        import shutil
         import tempfile
 
-        os.environ["AGY_HARNESS_LEDGER_DIR"] = str(
-            Path(tempfile.mkdtemp(prefix="agy-harness-tests-")) / "ledger"
-        )
+        run = tempfile.mkdtemp(prefix="agy-harness-tests-")
+        atexit.register(shutil.rmtree, run, ignore_errors=True)  # (a run left one behind each time)
+        os.environ["AGY_HARNESS_LEDGER_DIR"] = str(Path(run) / "ledger")
 
 
 _ledger_outside_the_users()
