@@ -155,7 +155,7 @@ class AnswerDelivery:
         """Type ``keys`` into agy's prompt for ``gate`` (see the module doc). True: typed, and agy
         recorded the answer; False: refused (reported); None: nothing typed (reported), use RPC."""
         assert self.tui is not None
-        try:
+        try:  # the whole conversation: "agy waits on this request alone" needs every step
             raws = await self.snapshot.read_steps(gate.cascade_id)
         except asyncio.CancelledError:
             raise
