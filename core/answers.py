@@ -357,7 +357,7 @@ def _whole(gate: GateOpened) -> None:
     cut = next(cuts_in([gate.request, p.model_dump() if p is not None else None]), None)
     if cut is not None:
         raise AnswerError(
-            f"this request was cut ({cut.removed} bytes over 4 MiB not shown, sha256:{cut.short}): "
+            f"this request was cut ({cut.removed} of its {cut.total} bytes not shown, sha256:{cut.short}): "
             "it cannot be shown whole, so it cannot be allowed from here; deny it, or answer in agy's terminal"
         )
 

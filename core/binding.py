@@ -7,6 +7,10 @@ persist offer; a question's text and options) and the turn it belongs to (the st
 ``executionId``). Only fields that both projections of a step carry (poll and stream) go in, so the
 same request has the same digest whichever one was read; the step index does not, so agy's re-ask of
 the same request after a timeout (a new step, same turn, same everything else) has the same digest.
+A string the reader cut (:mod:`.cut_marks`) goes in as what identifies the whole string agy sent (its
+size and SHA-256), never as the part kept: the same request read with its strings cut at 4 MiB (the
+stream) or harder (a poll of a conversation over the answer cap) has the same digest, and two requests
+that differ only past the cut have different ones.
 
 An answer is delivered only to a WAITING step with the gate's digest (see
 :func:`agy_harness.core.elicitation.delivery_target`), and a request that changes under its card
@@ -20,6 +24,7 @@ from typing import Any
 
 from . import safejson
 from . import steps as S
+from .cut_marks import LEAD, identities
 from .steps import Step
 
 DIGEST_CHARS = 32  # hex characters kept (128 bits)
@@ -74,6 +79,8 @@ def digest_and_clean(step: Step, kind: str, key: str, request: dict[str, Any]) -
     clean = bool(canonical) and safejson.needs_no_cleaning(canonical, fields)
     if not clean:
         canonical = safejson.canonical(request_fields(step, kind, key, request))
+    if LEAD in canonical:  # a string the reader cut: its whole string's identity, not the part kept
+        canonical = safejson.canonical(identities(request_fields(step, kind, key, request)))
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS], clean
 
 

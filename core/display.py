@@ -29,7 +29,7 @@ Injective, also where text looks alike or is not shown whole (issue #35):
 * what a card leaves out says what it hides: a cut line's middle and a tall command's middle lines
   carry the hash of the hidden text (``⋯ 37 chars not shown #0a1b2c3d4e5f6a7b ⋯``), and a command the
   reader cut past 4 MiB (:mod:`.cut_marks`) gets a line saying so, with the removed part's size and
-  hash (such a request can be denied, never allowed: :func:`agy_harness.core.answers.parse_answer`);
+  the whole string's size and hash (such a request can be denied, never allowed: :func:`agy_harness.core.answers.parse_answer`);
 * look-alike text is flagged under the command (:func:`agy_harness.core.lookalikes.notes`): each
   non-ASCII character with its code point and name, tokens mixing scripts, text that NFC
   normalisation changes, punycode hosts; :func:`path_notes` gives the same lines for a path.
@@ -224,7 +224,8 @@ def text_notes(text: str) -> list[str]:
     """What a card says under ``text`` besides it (module doc): a cut by the reader (size and hash of
     the removed part), then the look-alike notes; each is plain text (not yet made visible)."""
     out = [
-        f"{WARN} cut: {cut.removed} more bytes not shown (sha256:{cut.short}); it can be denied, not allowed"
+        f"{WARN} cut: {cut.removed} more bytes not shown (whole {cut.total} bytes, sha256:{cut.short}); "
+        "it can be denied, not allowed"
         for cut in cuts_in_text(text)
     ]
     return out + notes(without_cuts(text), _drawn)

@@ -7,8 +7,10 @@ harness by 455-606 MB, and one 33 MB step pushed stream frames past any sane cap
 * :class:`StringCutter` copies a JSON byte stream as it arrives, chunk by chunk, and cuts every
   string value longer than :data:`MAX_STRING` bytes (as sent: escaped UTF-8) to its first
   :data:`MAX_STRING` bytes plus a mark (:func:`agy_harness.core.cut_marks.mark`) that carries the
-  removed part's size and SHA-256, hashed as the bytes arrive (never kept): two strings that differ
-  only past the cut still read differently, so their requests' digests and cards differ. The cut
+  removed part's size and the whole string's size and SHA-256, hashed as the bytes arrive (the
+  removed part is never kept): two strings that differ only past the cut still read differently, so
+  their requests' digests and cards differ, and a string cut harder (a poll's re-read) is still known
+  as the same string. The cut
   never splits an escape or a UTF-8 character. The rule depends only on the string, so a step cut on
   the stream reads the same as the same step cut in a poll (an id always names the same content); a
   reply that grows past the limit stops streaming deltas there (its mark changes as it grows: a
@@ -33,9 +35,10 @@ MAX_STRING = 4 << 20  # bytes of one JSON string value (escaped), as sent
 MAX_BODY = 64 << 20  # bytes of one answer or stream frame, after long strings are cut
 
 
-def marker(removed: int, sha256_hex: str) -> bytes:
-    """What ends a cut string (JSON string content): the removed part's size and hash."""
-    return mark(removed, sha256_hex).replace("\u2026", "\\u2026").encode("ascii")
+def marker(removed: int, total: int, sha256_hex: str) -> bytes:
+    """What ends a cut string (JSON string content): the removed part's size, the whole string's size
+    and hash."""
+    return mark(removed, total, sha256_hex).replace("\u2026", "\\u2026").encode("ascii")
 
 
 WINDOW = 1 << 20  # bytes the fast path looks at in one go
@@ -141,7 +144,8 @@ class StringCutter:
         self._odd = False  # the current string's content so far ends in an odd run of backslashes
         self._start = 0  # where the current string's content starts in ``out``
         self._cut = False  # the current string was cut
-        self._removed = hashlib.sha256()  # what was cut of the current string
+        self._whole = hashlib.sha256()  # all of the current string, once it was cut
+        self._whole_bytes = 0
         self._removed_bytes = 0
 
     def _emit(self, data: bytes | memoryview) -> None:
@@ -156,13 +160,15 @@ class StringCutter:
     def _content(self, data: bytes | memoryview) -> None:
         """Bytes inside the current string, as they arrive (an escape may be split between calls)."""
         if self._cut:
-            self._removed.update(data)
+            self._whole.update(data)
+            self._whole_bytes += len(data)
             self._removed_bytes += len(data)
             return
         self._emit(data)
         if not self.over and len(self.out) - self._start > self.max_string:
             end = _safe_end(self.out, self._start, self._start + self.max_string)
-            self._removed = hashlib.sha256(self.out[end:])
+            self._whole = hashlib.sha256(self.out[self._start :])
+            self._whole_bytes = len(self.out) - self._start
             self._removed_bytes = len(self.out) - end
             del self.out[end:]
             self._cut = True
@@ -201,7 +207,7 @@ class StringCutter:
                     return
             self._content(view[pos:stop])
             if self._cut:
-                self._emit(marker(self._removed_bytes, self._removed.hexdigest()))
+                self._emit(marker(self._removed_bytes, self._whole_bytes, self._whole.hexdigest()))
             self._emit(b'"')
             self._in_string = False
             pos = stop + 1

@@ -113,21 +113,34 @@ class RpcStreamSource:
         return StepBatch(cascade_id=cascade_id, steps=steps, snapshot=snapshot, source=self.name, run_idle=idle)
 
 
+TICKS = 4  # looks at the stream's silence per idle timeout
+LATE = 1.5  # a look later than this many ticks' time: the loop was held, not agy silent
+
+
 class _IdleWatch:
     """The stream's idle watchdog: one timer for the whole stream, not one per frame (a timer armed
     and cancelled per frame, with its closure, was a good part of the loop's garbage at 300
-    streaming sessions). A wait for the next frame is cancelled once ``idle`` seconds passed since
-    it began (:meth:`begin`; ``fired`` then says so) unless bytes arrived meanwhile (a big frame on
-    its way) or ``is_running()`` says the cascade does not run: then it waits another ``idle`` s."""
+    streaming sessions). A wait for the next frame is cancelled (``fired`` then says so) once no byte
+    arrived for ``idle`` seconds *while the loop was free to read them*, and ``is_running()`` said the
+    cascade runs all along; bytes arriving (a big frame on its way) or an idle cascade start the count
+    again.
 
-    __slots__ = ("_idle", "_is_running", "_progress", "_seen", "_start", "_timer", "fired", "task")
+    The silence is counted in ticks of ``idle / TICKS`` s: a tick that comes late by more than
+    :data:`LATE` ticks' time means the loop was held (a big snapshot decoded, a loaded machine), and
+    bytes agy sent meanwhile may wait unread in the socket; that gap counts as :data:`LATE` ticks, not
+    as silence. (Before, a loop held past the timeout made the first look after it fire: StreamIdle
+    with agy's frame waiting to be read.)"""
+
+    __slots__ = ("_idle", "_is_running", "_last", "_progress", "_quiet", "_seen", "_step", "_timer", "fired", "task")
 
     def __init__(self, idle: float, progress: StreamProgress, is_running: Callable[[], bool]) -> None:
         self._idle = idle
+        self._step = idle / TICKS
         self._progress = progress
         self._is_running = is_running
         self._timer: asyncio.TimerHandle | None = None
-        self._start = 0.0  # when the current wait began (or was last extended)
+        self._last = 0.0  # when the silence was last counted (or the current wait began)
+        self._quiet = 0.0  # seconds of silence counted in the current wait, with the loop free
         self._seen = 0  # bytes received by then
         self.task: asyncio.Task[Any] | None = None  # the task waiting, while one waits
         self.fired = False
@@ -135,10 +148,10 @@ class _IdleWatch:
     def begin(self) -> None:
         """The current task starts waiting for a frame (it sets ``task`` back to None when done)."""
         loop = asyncio.get_running_loop()
-        self._start, self._seen = loop.time(), self._progress.received
+        self._last, self._quiet, self._seen = loop.time(), 0.0, self._progress.received
         self.task = asyncio.current_task()
         if self._timer is None:
-            self._timer = loop.call_at(self._start + self._idle, self._check)
+            self._timer = loop.call_at(self._last + self._step, self._check)
 
     def _check(self) -> None:
         loop = asyncio.get_running_loop()
@@ -146,16 +159,16 @@ class _IdleWatch:
         self._timer = None
         if task is None:  # nobody waits: the next wait arms the timer again
             return
-        due = self._start + self._idle
-        if now < due:  # a later wait than the one this timer was armed for
-            self._timer = loop.call_at(due, self._check)
-            return
         if self._progress.received != self._seen or not self._is_running():  # a big frame arriving, or idle
-            self._start, self._seen = now, self._progress.received
-            self._timer = loop.call_at(now + self._idle, self._check)
-            return
-        self.fired = True
-        task.cancel()
+            self._last, self._quiet, self._seen = now, 0.0, self._progress.received
+        else:
+            self._quiet += min(now - self._last, self._step * LATE)  # a held loop is not agy's silence
+            self._last = now
+            if self._quiet >= self._idle:
+                self.fired = True
+                task.cancel()
+                return
+        self._timer = loop.call_at(now + self._step, self._check)
 
     def close(self) -> None:
         if self._timer is not None:

@@ -67,9 +67,14 @@ def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
 
 class DecisionRecorder:
     def __init__(
-        self, ledger: DecisionLedger | None, read_steps: Callable[[str], Awaitable[list[Any]]], user: str = ""
+        self,
+        ledger: DecisionLedger | None,
+        read_steps: Callable[[GateOpened], Awaitable[list[Any]]],
+        user: str = "",
     ) -> None:
         self.ledger = ledger
+        #: agy's steps holding the gate's step (from it on where the snapshot can: not the whole
+        #: conversation, which can be tens of megabytes)
         self.read_steps = read_steps
         self.user = user or local_user()
         self._opened: OrderedDict[str, float] = OrderedDict()  # gate id -> when it opened (monotonic)
@@ -161,7 +166,7 @@ class DecisionRecorder:
     async def _agy_terminal(self, gate: GateOpened) -> int:
         response: dict[str, Any] | None = None
         try:
-            for step in map(S.parse_step, await self.read_steps(gate.cascade_id)):
+            for step in map(S.parse_step, await self.read_steps(gate)):
                 if step is not None and (step.key.trajectory_id, step.key.step_index) == (
                     gate.trajectory_id,
                     gate.step_index,

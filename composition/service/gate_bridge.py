@@ -70,7 +70,8 @@ class GateBridge:
         policy: GatePolicy | None = None,
     ) -> None:
         self.snapshot = snapshot
-        self.decisions = DecisionRecorder(ledger, snapshot.read_steps)  # the decision ledger's records
+        # the decision ledger's records (agy's recorded answer read from the gate's step on)
+        self.decisions = DecisionRecorder(ledger, lambda gate: self._send.steps_from(gate))
         self.policy = policy  # rules that answer a gate before a human is asked (None: none)
         self._ruled: OrderedDict[str, tuple[Decision, GateAnswer]] = OrderedDict()  # a rule's, and its answer
         self._rule_tasks: set[asyncio.Task[None]] = set()
@@ -216,7 +217,7 @@ class GateBridge:
         me = asyncio.current_task()
         try:
             try:
-                target = delivery_target(gate, await self.snapshot.read_steps(gate.cascade_id))
+                target = delivery_target(gate, await self._send.steps_from(gate))
                 if isinstance(target, Refused) or target.moved:
                     return  # answered elsewhere, or superseded by a re-ask that is a gate of its own
             except asyncio.CancelledError:

@@ -39,6 +39,7 @@ from agy_harness.ports.protocols import (
     InteractionRejected,
     SessionClock,
     StepSnapshot,
+    StepSnapshotFrom,
     TuiKeys,
 )
 
@@ -73,6 +74,15 @@ def _as_typed(gate: GateOpened, keys: list[str], response: dict[str, Any]) -> bo
     return bool(responses) and S.as_list(S.as_dict(responses[0]).get("selectedOptionIds")) == typed
 
 
+def _holds(raws: list[Any], trajectory_id: str, index: int) -> bool:
+    """``raws`` hold the step ``index`` of ``trajectory_id``."""
+    for raw in raws:
+        step = S.parse_step(raw)
+        if step is not None and (step.key.trajectory_id, step.key.step_index) == (trajectory_id, index):
+            return True
+    return False
+
+
 class AnswerDelivery:
     def __init__(
         self,
@@ -105,11 +115,24 @@ class AnswerDelivery:
 
     # -- where ---------------------------------------------------------------------------------
 
+    async def steps_from(self, gate: GateOpened, index: int | None = None) -> list[Any]:
+        """agy's steps from the gate's step (or ``index``) on: all an answer's target, agy's re-ask and
+        the recorded answer need -- read where the snapshot can (``stepOffset``: a whole re-read of a
+        large conversation held the loop, and outgrew the answer cap), else, or when the step is not
+        there (another trajectory's index), the whole conversation."""
+        at = gate.step_index if index is None else index
+        snapshot = self.snapshot
+        if isinstance(snapshot, StepSnapshotFrom) and at > 0:
+            raws = await snapshot.read_steps_from(gate.cascade_id, at)
+            if _holds(raws, gate.trajectory_id, at):
+                return raws
+        return await snapshot.read_steps(gate.cascade_id)
+
     async def target(self, gate: GateOpened) -> Target | Refused:
         """Where the answer may go now; raises when agy cannot be read and the stream shows nothing
         that may take it."""
         try:
-            raws = await self.snapshot.read_steps(gate.cascade_id)
+            raws = await self.steps_from(gate)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -132,7 +155,7 @@ class AnswerDelivery:
         """Type ``keys`` into agy's prompt for ``gate`` (see the module doc). True: typed, and agy
         recorded the answer; False: refused (reported); None: nothing typed (reported), use RPC."""
         assert self.tui is not None
-        try:
+        try:  # the whole conversation: "agy waits on this request alone" needs every step
             raws = await self.snapshot.read_steps(gate.cascade_id)
         except asyncio.CancelledError:
             raise
@@ -196,7 +219,7 @@ class AnswerDelivery:
         while self.clock.monotonic() < end:
             await self.clock.sleep(0.05)
             try:
-                raws = await self.snapshot.read_steps(gate.cascade_id)
+                raws = await self.steps_from(gate, step_index)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -281,7 +304,7 @@ class AnswerDelivery:
         if exc.reason == "transient":  # (classified where it was raised: ports.errors)
             log.warning("gate %s: agy failed transiently (%s)", gate.gate_id, exc)
             return None
-        raws: list[Any] = await self.snapshot.read_steps(gate.cascade_id)  # a failure: retried
+        raws = await self.steps_from(gate)  # a failure: retried
         kind = classify_rejection(gate, target.step_index, raws)
         if kind == "stale":
             log.info(

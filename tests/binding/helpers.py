@@ -38,7 +38,7 @@ class Watched:
                 await asyncio.sleep(0.01)
         raise AssertionError(what)  # pragma: no cover
 
-    async def gate(self, command: str = "", *, after: int = 0) -> GateOpened:
+    async def gate(self, command: str = "", *, after: int = 0, timeout: float = WAIT) -> GateOpened:
         """The next gate opened (after event number ``after``) for ``command`` (any, if empty)."""
 
         def match(e: Event) -> bool:
@@ -46,7 +46,7 @@ class Watched:
                 return False
             return not command or (e.permission is not None and e.permission.command_line == command)
 
-        found = await self.until(match, f"a gate for {command!r}")
+        found = await self.until(match, f"a gate for {command!r}", timeout)
         assert isinstance(found, GateOpened)
         return found
 
@@ -57,10 +57,11 @@ class Watched:
         assert isinstance(found, GateWithdrawn)
         return found
 
-    async def idle(self, *, after: int = 0) -> None:
+    async def idle(self, *, after: int = 0, timeout: float = WAIT) -> None:
         await self.until(
             lambda e: e.type == "status" and e.status == "idle" and self.events.index(e) >= after,  # type: ignore[union-attr]
             "the turn to end",
+            timeout,
         )
 
     def notices(self, level: str = "") -> list[str]:

@@ -5,6 +5,7 @@ changes or another trajectory collides (issue #26, cases 4 and 7), and the one r
 from __future__ import annotations
 
 import copy
+import hashlib
 import unicodedata
 from typing import Any
 
@@ -61,6 +62,28 @@ def test_agys_re_ask_has_the_same_digest_and_every_field_the_human_sees_changes_
     other = copy.deepcopy(question)
     other["requestedInteraction"]["askQuestion"]["questions"][0]["options"][3]["text"] = "Delete everything"
     assert digest(other) != digest(question)
+
+
+def _cut_at(text: str, keep: int) -> str:
+    raw = text.encode()
+    return text[:keep] + mark(len(raw) - keep, len(raw), hashlib.sha256(raw).hexdigest())
+
+
+def test_a_cut_string_binds_by_the_whole_string_not_the_part_kept() -> None:
+    """Issue #35: the same request read with its command cut at 4 MiB (the stream) and harder (a poll
+    over the answer cap) has one digest, so a denial reaches it; a request that differs past the cut
+    has another."""
+    base = fixture("run_command_waiting")
+    whole = "echo " + "x" * 200 + "; ls"
+
+    def cut_step(text: str, keep: int) -> dict[str, Any]:
+        step = copy.deepcopy(base)
+        step["runCommand"].update(commandLine=_cut_at(text, keep), proposedCommandLine=_cut_at(text, keep))
+        return step
+
+    assert digest(cut_step(whole, 150)) == digest(cut_step(whole, 40))
+    assert digest(cut_step(whole, 150)) != digest(cut_step(whole[:-2] + "rm", 150))
+    assert digest(cut_step(whole, 150)) != digest(base)
 
 
 def test_a_request_that_changes_under_its_card_is_withdrawn_and_a_new_gate_opens() -> None:
@@ -219,10 +242,10 @@ def test_look_alikes_never_render_the_same() -> None:
 
 
 def test_a_cut_request_says_so_on_its_card() -> None:
-    command = "echo " + "x" * 50 + mark(123, "ab" * 32)
+    command = "echo " + "x" * 50 + mark(123, 178, "ab" * 32)
     view = command_view(command)
     assert (
-        "⋯ ⚠ cut: 123 more bytes not shown (sha256:abababababababab); it can be denied, not allowed ⋯"
-        in view.lines
+        "⋯ ⚠ cut: 123 more bytes not shown (whole 178 bytes, sha256:abababababababab); "
+        "it can be denied, not allowed ⋯" in view.lines
     )
     assert "⚠ 1 warning" in view.title()

@@ -1,6 +1,6 @@
 """The string cutter (adapters/rpc/bounded.py): any JSON, any chunking, the same valid JSON out, with
 exactly the strings over the limit cut to a prefix of themselves plus the mark of what was removed (its
-size and SHA-256, as sent)."""
+size) and of the whole string (its size and SHA-256, as sent)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agy_harness.adapters.rpc.bounded import StringCutter
-from agy_harness.core.cut_marks import cuts_in_text, mark
+from agy_harness.core.cut_marks import cuts_in_text, ending_cut, identity, mark
 
 LIMIT = 12
 texts = st.text(alphabet=st.sampled_from(["a", '"', "\\", "\n", "é", "😀", "\u2028", "/", "x"]), max_size=40)
@@ -41,10 +41,10 @@ def same_or_cut(original: Any, got: Any, ascii_: bool) -> None:
             assert got == original
         else:
             [cut] = cuts_in_text(got)
-            kept = got[: -len(mark(cut.removed, cut.sha256))]
+            kept = got[: -len(mark(cut.removed, cut.total, cut.sha256))]
             assert original.startswith(kept)
             removed = raw[len(json.dumps(kept, ensure_ascii=ascii_).encode()) - 2 :]
-            assert got == kept + mark(len(removed), hashlib.sha256(removed).hexdigest())
+            assert got == kept + mark(len(removed), len(raw), hashlib.sha256(raw).hexdigest())
     elif isinstance(original, list):
         assert len(got) == len(original)
         for a, b in zip(original, got, strict=True):
@@ -78,6 +78,19 @@ def test_strings_that_differ_only_past_the_cut_read_differently() -> None:
     assert a != b
     assert a["c"].startswith("x" * LIMIT) and b["c"].startswith("x" * LIMIT)
     assert [c.removed for c in cuts_in_text(a["c"]) + cuts_in_text(b["c"])] == [32, 41]
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=texts, cuts=st.lists(st.integers(min_value=1, max_value=9), max_size=10), ascii_=st.booleans())
+def test_a_string_cut_harder_is_known_as_the_same_string(value: str, cuts: list[int], ascii_: bool) -> None:
+    """The whole string's size and hash are in the mark, whatever was kept: a poll's harder cut (1 MiB)
+    and the stream's (4 MiB) give the same identity, so one request has one digest (issue #35)."""
+    data = json.dumps([value + "z" * 60], ensure_ascii=ascii_).encode()
+    [a], [b] = json.loads(cut(data, cuts, limit=LIMIT)), json.loads(cut(data, [], limit=LIMIT + 24))
+    [ca], [cb] = cuts_in_text(a), cuts_in_text(b)
+    assert a != b and ca.removed != cb.removed
+    assert (ca.total, ca.sha256) == (cb.total, cb.sha256)
+    assert identity(ca) == identity(cb) and ending_cut(a) == ca
 
 
 def test_over_the_body_limit_nothing_is_kept() -> None:

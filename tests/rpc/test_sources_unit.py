@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from agy_harness.adapters.rpc.client import RpcClient
+from agy_harness.adapters.rpc.client import RpcClient, StreamProgress
 from agy_harness.adapters.rpc.codec import FLAG_END_STREAM, EnvelopeDecoder, encode_envelope
 from agy_harness.adapters.rpc.errors import RpcError, StreamBroken, StreamIdle
-from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
+from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource, _IdleWatch
 from agy_harness.ports.protocols import SourceUnavailable, StepBatch, StepSnapshot, StepSource
 
 from .stub import Reply, Request, StubServer, const
@@ -171,6 +172,34 @@ async def test_a_consumer_slower_than_the_idle_timeout_is_not_an_idle_stream(stu
             got.append(batch)
             await asyncio.sleep(0.3)  # busy with the batch for three timeouts
     assert len(got) == 3
+
+
+async def test_a_held_loop_is_not_an_idle_stream() -> None:
+    """A loop held past the idle timeout (a big snapshot decoded, a loaded machine) while agy's bytes
+    wait unread in the socket is not agy's silence: the watchdog counts only time the loop was free
+    to read them (it fired at its first look after the hold, before: StreamIdle, the stream dropped,
+    with the frame already there)."""
+    loop = asyncio.get_running_loop()
+    progress = StreamProgress()
+    watch = _IdleWatch(0.2, progress, lambda: True)
+    arrived: asyncio.Future[None] = loop.create_future()
+
+    def bytes_read() -> None:
+        progress.received += 100
+        arrived.set_result(None)
+
+    def held() -> None:
+        time.sleep(0.6)  # three idle timeouts with the loop held
+        loop.call_soon(loop.call_soon, bytes_read)  # once free: the socket's callback, then the reader
+
+    loop.call_later(0.02, held)
+    watch.begin()
+    try:
+        await arrived
+    finally:
+        watch.task = None
+        watch.close()
+    assert not watch.fired
 
 
 async def test_idle_watchdog_waits_while_idle(stub: StubServer) -> None:
