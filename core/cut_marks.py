@@ -102,16 +102,18 @@ def without_cuts(text: str) -> str:
     return _MARK.sub("", text) if LEAD in text else text
 
 
-def cuts_in(value: Any, depth: int = 0) -> Iterator[Cut]:
-    """Every cut mark in ``value`` (strings, lists and dicts, keys too, a bounded depth deep)."""
-    if isinstance(value, str):
-        yield from cuts_in_text(value)
-    elif depth > 64:
-        return
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from cuts_in(key, depth + 1)
-            yield from cuts_in(item, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from cuts_in(item, depth + 1)
+def cuts_in(value: Any) -> Iterator[Cut]:
+    """Every cut mark in ``value`` (strings, lists and dicts, keys too), however deep: a mark nested
+    past any depth is still found (a depth limit here would let an allow through; the value itself is
+    bounded by the reader)."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield from cuts_in_text(item)
+        elif isinstance(item, dict):
+            for key, inner in reversed(list(item.items())):
+                stack.append(inner)
+                stack.append(key)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))

@@ -249,3 +249,15 @@ def test_a_cut_request_says_so_on_its_card() -> None:
         "it can be denied, not allowed ⋯" in view.lines
     )
     assert "⚠ 1 warning" in view.title()
+
+
+def test_a_cut_mark_nested_past_any_depth_is_still_found() -> None:
+    """A mark 200 levels deep in agy's request is found (the search once stopped at 64 levels, and
+    an allow of such a request was not refused)."""
+    from agy_harness.core.cut_marks import cuts_in, mark
+
+    nested: object = "echo " + mark(10, 20, "ab" * 32)
+    for n in range(200):
+        nested = {"k": [nested]} if n % 2 else [nested]
+    found = list(cuts_in({"request": nested}))
+    assert len(found) == 1 and found[0].removed == 10 and found[0].total == 20
