@@ -100,7 +100,11 @@ class DecisionRecorder:
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
         body = decision_body(gate, verdict, detail, scope_of(answer), by.model_dump(), latency)
-        seq = await self.ledger.record(LedgerEntry(type="decision", body=body))
+        try:
+            seq = await self.ledger.record(LedgerEntry(type="decision", body=body))
+        except BaseException:
+            self._deciders.pop(gate.gate_id, None)  # nothing was decided here: no surface is named
+            raise
         _put(self._answered, gate.gate_id, None)
         self._step(gate).set_result(seq)
         return seq
@@ -110,6 +114,11 @@ class DecisionRecorder:
         done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         _put(self._steps, gate.step_key, (gate, done))
         return done
+
+    def forget(self, gate: GateOpened) -> None:
+        """An answer with no decision record (no ledger) did not reach agy: it decided nothing, so a
+        later answer in agy's terminal is not shown as this harness's."""
+        self._deciders.pop(gate.gate_id, None)
 
     def delivered(self, gate: GateOpened, seq: int, taken: bool) -> None:
         """agy took the answer of decision ``seq`` (or did not: a notice said why)."""

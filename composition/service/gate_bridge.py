@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, parse_answer
+from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, carries_reason, parse_answer
 from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.errors import LedgerUnavailable
@@ -313,6 +313,8 @@ class GateBridge:
                 self._claimed.discard(gate.gate_id)  # nothing reached agy: it may be answered again
             if seq:
                 self.decisions.delivered(gate, seq, delivered)
+            elif not delivered:
+                self.decisions.forget(gate)
 
     def _claim_re_ask(self, gate: GateOpened, step_index: int) -> Callable[[], None] | None:
         """An answer goes to agy's re-ask of ``gate``: the re-ask's own gate takes no other answer, and
@@ -435,7 +437,9 @@ class GateBridge:
         if decision.verdict == "ask":
             return False
         allow = decision.verdict == "allow"
-        answer = GateAnswer(allow=True) if allow else GateAnswer(allow=False, deny_reason=decision.message)
+        # a rule's message goes to agy only where its answer carries a reason (runCommand's does not)
+        reason = decision.message if carries_reason(gate) else ""
+        answer = GateAnswer(allow=True) if allow else GateAnswer(allow=False, deny_reason=reason)
         self._ruled[gate.gate_id] = (decision, answer)
         while len(self._ruled) > CLOSED_KEPT:
             self._ruled.popitem(last=False)

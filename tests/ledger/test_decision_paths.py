@@ -181,3 +181,25 @@ def test_agys_own_answer_to_a_run_command_is_read_not_unknown() -> None:
     confirmed = {"runCommand": {"confirm": True, "proposedCommandLine": "ls", "submittedCommandLine": "ls -la"}}
     assert recorded_verdict(gate, confirmed) == ("allow", {"edited_command": "ls -la"})
     assert recorded_verdict(gate, {"runCommand": {"proposedCommandLine": "ls"}}) == ("deny", {})
+
+
+async def test_an_answer_the_ledger_refused_is_not_named_as_the_decider(sim: Simulator) -> None:
+    """The ledger refused the answer (nothing reached agy); the human then answers in agy's terminal:
+    the withdrawal names agy's terminal, not the refused answer's surface (it once named the API)."""
+    async with open_session(
+        pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST, ledger=BrokenLedger()
+    ) as s:
+        await s.send("run: git status")
+        async for event in s.events():
+            if isinstance(event, GateOpened):
+                try:
+                    await s.answer(event.gate_id, True)
+                except AnswerNotDelivered:
+                    break
+        await sim.resolve_in_terminal(kind="permission", accept=True)
+        async with asyncio.timeout(60):
+            async for event in s.events():
+                if event.type == "gate_withdrawn":
+                    decided_by = event.decided_by  # type: ignore[union-attr]
+                    break
+    assert decided_by is not None and decided_by.kind == "agy-terminal", decided_by
