@@ -129,6 +129,7 @@ class App:
             await _error(send, 405, "unimplemented", f"{scope['method']} is not supported")
             return
         sim.calls.append(method)
+        log.debug("served %s", method)  # with -vv: what agy received, for whoever watches from outside
         failure = sim.faults.take_failure(method)
         if failure is not None:
             await _error(send, failure.status, _FAULT_CODES.get(failure.status, "unknown"), failure.message)

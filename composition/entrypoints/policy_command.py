@@ -120,6 +120,11 @@ def _explain(args: argparse.Namespace) -> int:
 def _propose(args: argparse.Namespace) -> int:
     from agy_harness.composition.root.policy import RuleError, gate_of, propose_rule
 
+    if not args.command.strip():  # bad input: there is nothing to propose a rule for
+        raise BadInput(
+            f"policy propose {args.command!r}: an empty command; give the command line to allow, "
+            'e.g. agy-harness policy propose "pytest -q tests"'
+        )
     try:
         print(propose_rule(gate_of(args.command, args.cwd or "")), end="")
     except RuleError as exc:
@@ -131,6 +136,13 @@ def _propose(args: argparse.Namespace) -> int:
 def _trust(args: argparse.Namespace) -> int:
     from agy_harness.composition.root.policy import RuleError, trust
 
+    path = Path(args.file)
+    if not path.is_file():  # bad input: nothing there to trust
+        what = "a directory" if path.is_dir() else "no such file"
+        raise BadInput(
+            f"policy trust {args.file}: {what}; name the project's rules file "
+            "(.agy-harness/policy/FILE.toml in the project)"
+        )
     try:
         digest = trust(Path(args.file))
     except RuleError as exc:

@@ -211,6 +211,9 @@ async def test_session_load_replays_and_resumes() -> None:
     async with acp_agent(client, *PACE) as conn:
         sid = await _new(conn)
         await prompt(conn, sid, "Say hello in one short sentence.")
+        # the open session lives until the load is accepted (a refused load leaves it open): its
+        # title, sent once agy gave one, comes before the replay
+        await client.wait_for(lambda: bool(client.of(sid, "session_info_update")))
         before = len(client.updates)
         await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
         replay = [u for s, u in client.updates[before:] if s == sid]
@@ -290,7 +293,7 @@ async def test_loading_a_conversation_parked_on_a_gate_asks_it_live() -> None:
         await agy.wait_idle(timeout=30)  # parked on the permission gate
         client = RecordingClient(permission=allow)
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
-            await conn.load_session(cwd="/tmp", session_id=agy.cascade_id, mcp_servers=[])
+            await conn.load_session(cwd=agy.workspace, session_id=agy.cascade_id, mcp_servers=[])
             sid = agy.cascade_id
             assert client.of(sid, "user_message_chunk")[0].content.text == "run: git status"
             await client.wait_for(lambda: "nothing to commit" in client.text(sid))
@@ -310,7 +313,7 @@ async def test_activity_in_agys_own_terminal_reaches_the_editor_across_a_clear()
         client = RecordingClient()
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
             sid = agy.cascade_id
-            await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
             assert client.text(sid) == GREETING
             titles = lambda: [u.title for u in client.of(sid, "session_info_update")]  # noqa: E731
             await client.wait_for(lambda: bool(titles()))

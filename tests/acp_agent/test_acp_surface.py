@@ -243,7 +243,7 @@ async def test_a_conversation_agy_does_not_have_is_gone_and_a_session_binds_agy_
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
             before = len(agy.calls)
             with pytest.raises(RequestError) as err:
-                await conn.load_session(cwd="/tmp", session_id="no-such-conversation", mcp_servers=[])
+                await conn.load_session(cwd=agy.workspace, session_id="no-such-conversation", mcp_servers=[])
             assert err.value.code == -32002
             assert str(err.value).startswith("agy has no conversation no-such-conversation")
             assert err.value.data["reason"] == "conversation_gone"
@@ -257,7 +257,7 @@ async def test_a_conversation_agy_does_not_have_is_gone_and_a_session_binds_agy_
             assert calls[: calls.index("StartCascade")].count("Heartbeat") == 1
             assert "GetConversationMetadata" not in calls
             before = agy.calls.count("GetConversationMetadata")  # a bind for a named conversation
-            await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
             assert agy.calls.count("GetConversationMetadata") == before + 1
 
 

@@ -74,6 +74,37 @@ async def test_an_agy_working_elsewhere_refuses_session_new_in_a_sentence(tmp_pa
             }
 
 
+async def test_load_and_resume_apply_session_news_rule_to_their_cwd(tmp_path: Path) -> None:
+    """``session/load`` and ``session/resume`` honour ``cwd`` as ``session/new`` does: another
+    directory is ``-32004`` naming both paths, a relative one ``-32602``; a refusal leaves the open
+    session open, and agy's own directory (or a symlink to it) is served."""
+    agys, editors = tmp_path / "agys", tmp_path / "editors"
+    link = tmp_path / "link"
+    link.symlink_to(agys, target_is_directory=True)
+    async with Simulator(pace=0.05, workspace=str(agys)) as agy:
+        await agy.submit_user_turn("Say hello in one short sentence.")
+        await agy.wait_idle(timeout=30)
+        sid = agy.cascade_id
+        client = RecordingClient()
+        async with acp_agent(client, where=("--port", str(agy.port)), env=_state(tmp_path)) as conn:
+            await conn.load_session(cwd=str(agys), session_id=sid, mcp_servers=[])
+            for method in (conn.load_session, conn.resume_session):
+                with pytest.raises(RequestError) as err:
+                    await method(cwd=str(editors), session_id=sid, mcp_servers=[])
+                assert err.value.code == -32004 and err.value.data == {
+                    "reason": "other_workspace",
+                    "cwd": str(editors),
+                    "workspace": str(agys),
+                }
+                assert str(err.value).startswith(f"The agy running here works in {agys}, not in {editors}")
+                with pytest.raises(RequestError) as err:
+                    await method(cwd="agys", session_id=sid, mcp_servers=[])
+                assert err.value.code == -32602 and "absolute" in str(err.value.data)
+            # the refusals closed nothing: the loaded session still takes a prompt
+            assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+            await conn.resume_session(cwd=str(link), session_id=sid, mcp_servers=[])
+
+
 async def test_the_sessions_made_list_under_the_editors_path_after_a_restart(tmp_path: Path) -> None:
     """The editor's path (here a symlink to agy's workspace) is remembered per session in the private
     state dir: a new agent process (an editor restart) lists the session under it."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
+import logging
 import os
+from typing import Any
 
 from agy_harness.composition.entrypoints.acp.transport import StdioTransport
 
@@ -29,6 +33,46 @@ async def test_an_answered_permission_request_is_no_longer_tracked() -> None:
         assert await transport.cancel_outgoing("s", "call-1") is False
         assert await transport.cancel_outgoing("s", "call-2") is True
     finally:
+        await transport.close()
+        for fd in (client_in, client_out):
+            os.close(fd)
+
+
+async def test_a_cancel_request_whose_cancel_fails_is_logged_and_read(caplog: Any) -> None:
+    """``$/cancel_request`` for a running prompt whose cancel fails (its session closed meanwhile):
+    the failure is read and logged, not left to asyncio as "Task exception was never retrieved", and
+    the transport goes on reading."""
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    client_in, our_out = os.pipe()
+    our_in, client_out = os.pipe()
+    transport = await StdioTransport(our_in, our_out).start()
+    cancelled: list[str] = []
+
+    async def failing_cancel(session_id: str) -> None:
+        cancelled.append(session_id)
+        raise RuntimeError("the session was closed")
+
+    transport.on_cancel_prompt = failing_cancel
+    try:
+        prompt = {"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "s"}}
+        cancel = {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 7}}
+        later = {"jsonrpc": "2.0", "id": 8, "method": "session/list", "params": {}}
+        for message in (prompt, cancel, later):
+            os.write(client_out, (json.dumps(message) + "\n").encode())
+        assert await transport.receive() == prompt
+        with caplog.at_level(logging.INFO, logger="agy_harness.acp.transport"):
+            assert await transport.receive() == later  # the reader goes on
+            while transport._tasks or not cancelled:  # the cancel ran, and its end was handed on
+                await asyncio.sleep(0)
+        assert cancelled == ["s"]
+        assert "prompt 7: not cancelled (RuntimeError: the session was closed)" in caplog.text
+        gc.collect()  # a task nobody read reports itself when it is collected
+        await asyncio.sleep(0)
+        assert not [c for c in unhandled if "never retrieved" in str(c.get("message"))]
+    finally:
+        loop.set_exception_handler(None)
         await transport.close()
         for fd in (client_in, client_out):
             os.close(fd)

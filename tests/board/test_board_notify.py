@@ -5,6 +5,7 @@ content leaves unless asked for. The URLs come from a 0600 file or the environme
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import pytest
 
@@ -135,3 +137,33 @@ def test_urls_come_from_a_private_file_or_the_environment_never_argv(tmp_path: P
     shown = _cli("--help")
     assert "--notify-urls-file PATH" in shown.stdout and "--notify-content" in shown.stdout
     assert "--webhook" not in shown.stdout
+
+
+async def test_the_gates_notified_are_forgotten_once_gone() -> None:
+    """The board remembers a notified gate only while it is open (a live session's replay must not
+    notify it twice): gates answered on the board over HTTP, one after another, leave nothing behind,
+    so a board running for weeks holds no growing set. On main every gate id stayed."""
+    async with receivers("healthy") as (hook,), Simulator(pace=0, gate_timeout=None) as sim:
+        notifier = Notifier((f"json://127.0.0.1:{hook.port}/agy",), ("gate",))
+        async with running_board(agy_ports=[sim.port], notifier=notifier, tick=0.1) as running:
+            board = running.board
+            base = running.url.split("/?")[0]
+            headers = {"X-Board-Token": running.token, "Content-Type": "application/json", "Origin": base}
+            async with httpx.AsyncClient() as client:
+                for n in range(1, 4):
+                    await sim.submit_user_turn(f"run: `rm -rf build{n}`")
+                    await hook.wait_for(n)  # notified once
+                    assert len(board._notified) == 1  # the open one
+                    cards: list[Any] = []
+                    while not cards:  # the card the notification links to, on the board
+                        got = await client.get(f"{base}/api/board", params={"token": running.token})
+                        cards = got.json().get("cards") or []
+                        await asyncio.sleep(0.05)
+                    body = {"gate_id": cards[0]["gate_id"], "shown": cards[0]["shown"], "answer": "allow"}
+                    answered = await client.post(
+                        f"{base}/api/s/{cards[0]['cascade_id']}/answer", json=body, headers=headers
+                    )
+                    assert answered.status_code == 200, answered.text
+                    await sim.wait_idle(timeout=30)
+                    await until(lambda: not board._notified, timeout=30)  # withdrawn: forgotten
+            assert len(hook.posts) == 3  # each gate notified once

@@ -9,17 +9,23 @@ WARNING lines twice a second, and re-bind the new agy.)"""
 from __future__ import annotations
 
 import re
-import time
+import shlex
+from pathlib import Path
 
 import pytest
 
 from .conftest import Pane, Terminal, cli
 
 GONE = "agy is gone — waiting; Ctrl-D detaches"
+PROBE = "served Heartbeat"  # what the simulator logs (-vv) for each probe attach sends it
 
 
-def sim(terminal: Terminal, *args: str) -> tuple[Pane, str, int]:
-    pane = terminal.run(cli("sim", "--pace", "0.05", *args))
+def sim(terminal: Terminal, *args: str, log: Path | None = None) -> tuple[Pane, str, int]:
+    """A simulator in a pane; with ``log``, its -vv lines (each request it served) go to that file."""
+    # (Ctrl-C's ^C stays on its line when stderr goes to the file: a newline, then the same status)
+    logged = f" 2>{shlex.quote(str(log))} || {{ s=$?; echo; (exit $s); }}"
+    command = cli("-vv", "sim", "--pace", "0.05", *args) + logged if log else None
+    pane = terminal.run(command or cli("sim", "--pace", "0.05", *args))
     screen = pane.wait(lambda s: re.search(r"^cascade \S+$", s, re.M) is not None)
     cascade = re.search(r"^cascade (\S+)$", screen, re.M)
     port = re.search(r"^port (\d+)$", screen, re.M)
@@ -54,10 +60,15 @@ def test_agy_gone_elsewhere_and_back_is_said_once_each(terminal: Terminal, width
     stop(first)
     pane.wait(GONE, 60)
 
-    other, _, other_port = sim(terminal)  # a new agy, without the conversation
+    served = terminal.tmp_path / "other.log"
+    other, _, other_port = sim(terminal, log=served)  # a new agy, without the conversation
     elsewhere = f"agy answers again on port {other_port} but without conversation {cascade}: not followed"
     pane.wait(lambda _s: elsewhere in said(pane), 60)
-    time.sleep(3.0)  # time for a flood to show, as it did twice a second
+    # attach goes on asking the new agy for the conversation (each 0.5 s): a flood, as there was one
+    # twice a second, would have shown by the time the new agy served six more of those probes
+    probes = lambda: served.read_text().count(PROBE)  # noqa: E731
+    seen = probes()
+    pane.wait(lambda _s: probes() >= seen + 6, 60)
     screen = said(pane)
     assert screen.count(GONE) == 1 and screen.count("without conversation") == 1, screen
     calm(screen)

@@ -157,3 +157,23 @@ def test_policy_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
     done = run("policy", "test", "--recorded", str(tmp_path / "nope.json"))
     one_line(done, "--recorded", "nope.json")
     assert done.stdout == ""  # refused before anything is said to be ok
+
+
+def test_policy_trust_of_no_file_and_propose_of_no_command(tmp_path: Path) -> None:
+    """``policy trust MISSING`` and ``policy propose ''`` are bad input: exit 2, one line naming the
+    value and what to do (both were exit 1); nothing is trusted."""
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    missing = tmp_path / "nope.toml"
+    one_line(
+        run("policy", "trust", str(missing), env=env), f"policy trust {missing}: no such file", "rules file"
+    )
+    one_line(run("policy", "trust", str(tmp_path), env=env), f"policy trust {tmp_path}: a directory")
+    assert not (tmp_path / "config").exists() and not (tmp_path / "state").exists()
+    for empty in ("", "   "):
+        one_line(
+            run("policy", "propose", empty), f"policy propose {empty!r}: an empty command", "policy propose"
+        )

@@ -175,16 +175,25 @@ class AgyAcpAgent:
         await self._launcher.ensure(target, cwd)  # raises the no-agy error, saying why it could not
         return await target.bind(cascade_id)
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
-        self._require_init()
+    async def _bind_in(
+        self, method: str, cwd: str, cascade_id: str | None
+    ) -> tuple[AgyContainer, bool, str | None]:
+        """Bind agy for a session of ``session/new``, ``/load`` or ``/resume`` in the client's ``cwd``,
+        with agy's workspace: the one rule of the three (:mod:`.workspace`). A relative ``cwd`` is
+        refused (``-32602``), a directory other than agy's (``-32004``, both paths named)."""
         if not os.path.isabs(cwd):
             raise RequestError.invalid_params({"details": f"cwd must be an absolute path, not {cwd!r}"})
-        container, discovered = await self._bind(None, cwd)
+        container, discovered = await self._bind(cascade_id, cwd)
         workspace = await agy_workspace(container, self._target.workspace)
         if workspace is not None and not same_dir(workspace, cwd):
             await close_client(container)
-            log.info("session/new in %s refused: agy works in %s", cwd, workspace)
+            log.info("session/%s in %s refused: agy works in %s", method, cwd, workspace)
             raise errors.other_workspace(cwd, workspace)
+        return container, discovered, workspace
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
+        self._require_init()
+        container, discovered, workspace = await self._bind_in("new", cwd, None)
         try:
             cascade_id = await container.starter().start()
         except Exception as exc:
@@ -203,25 +212,33 @@ class AgyAcpAgent:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
     ) -> LoadSessionResponse:
-        session = await self._reopen(session_id, replay=True, notices=mcp_notice(mcp_servers))
+        session = await self._reopen("load", cwd, session_id, replay=True, mcp_servers=mcp_servers)
         return LoadSessionResponse(config_options=session.config_options() or None)
 
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
     ) -> ResumeSessionResponse:
-        session = await self._reopen(session_id, replay=False, notices=mcp_notice(mcp_servers))
+        session = await self._reopen("resume", cwd, session_id, replay=False, mcp_servers=mcp_servers)
         return ResumeSessionResponse(config_options=session.config_options() or None)
 
-    async def _reopen(self, session_id: str, *, replay: bool, notices: list[str]) -> AcpSession:
-        """``session/load`` (``replay``) and ``session/resume``: the conversation, live from where it is."""
+    async def _reopen(
+        self, method: str, cwd: str, session_id: str, *, replay: bool, mcp_servers: Any
+    ) -> AcpSession:
+        """``session/load`` (``replay``) and ``session/resume``: the conversation, live from where it
+        is, in the client's ``cwd`` under ``session/new``'s rule (a refusal leaves an open session open)."""
         self._require_init()
-        old = self.sessions.get(session_id)
+        busy = RequestError.invalid_request({"details": "a prompt is running in this session"})
+        if (old := self.sessions.get(session_id)) is not None and old.turn is not None:
+            raise busy
+        container, discovered, workspace = await self._bind_in(method, cwd, session_id)
+        if (old := self.sessions.get(session_id)) is not None and old.turn is not None:
+            await close_client(container)  # a prompt began while agy was bound
+            raise busy
+        notices = [] if workspace is not None else [unknown_workspace_notice(cwd)]
+        notices += mcp_notice(mcp_servers)
+        old = self.sessions.pop(session_id, None)
         if old is not None:
-            if old.turn is not None:
-                raise RequestError.invalid_request({"details": "a prompt is running in this session"})
-            del self.sessions[session_id]
             await old.close()
-        container, discovered = await self._bind(session_id)
         session = self._new(session_id)
         try:
             cursor = await session.read_history(container.snapshot(), replay=replay)

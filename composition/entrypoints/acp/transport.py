@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -258,7 +259,7 @@ class StdioTransport:
             if self.on_cancel_prompt is not None:
                 task = asyncio.create_task(self.on_cancel_prompt(self._prompts[request_id]))
                 self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                task.add_done_callback(functools.partial(self._cancel_done, request_id))
                 log.info("$/cancel_request for prompt %r: cancelling it", request_id)
             return False
         log.debug(
@@ -267,6 +268,17 @@ class StdioTransport:
             "no such request" if method == CANCEL_REQUEST else "not an ACP notification this agent takes",
         )
         return False
+
+    def _cancel_done(self, request_id: Any, task: asyncio.Task[None]) -> None:
+        """The end of a ``$/cancel_request``'s cancel, read here (a session closed meanwhile, agy gone):
+        a logged outcome, never a task failure nobody reads."""
+        self._tasks.discard(task)
+        if task.cancelled():
+            log.info("$/cancel_request for prompt %r: its cancel was itself cancelled", request_id)
+        elif (exc := task.exception()) is not None:
+            log.warning(
+                "$/cancel_request for prompt %r: not cancelled (%s: %s)", request_id, type(exc).__name__, exc
+            )
 
     def _settled(self, request_id: Any) -> None:
         for key, pending in list(self._outgoing.items()):

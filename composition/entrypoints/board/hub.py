@@ -73,7 +73,9 @@ class Board:
         self.linger = linger
         self.live: dict[str, LiveSession] = {}
         self._failed_at: dict[str, float] = {}
-        self._notified: set[str] = set()  # gates the notifier was told about
+        # open gates the notifier was told about (a live session's replay opens them again), each to
+        # its conversation: dropped when the gate is withdrawn or its conversation leaves the fleet
+        self._notified: dict[str, str] = {}
         self._turns: set[str] = set()  # conversations seen running: their end is news
         self.version = 0
         self.snapshot_json = "{}"
@@ -175,6 +177,9 @@ class Board:
                 self._turns.add(row.cascade_id)
             if (row.running or row.digest.waiting) and not self._followed(row.cascade_id):
                 changed = self.follow(row.cascade_id) is not None or changed
+        for gate_id, cascade_id in list(self._notified.items()):  # its conversation is gone
+            if cascade_id not in self.fleet.rows:
+                del self._notified[gate_id]
         now = time.time()
         quiet = []
         for root, live in list(self.live.items()):
@@ -212,8 +217,10 @@ class Board:
         if self.notifier is None:
             return
         project = project_of(self.fleet.rows.get(self.root_of(event.cascade_id)), None)
-        if isinstance(event, GateOpened) and event.gate_id not in self._notified:
-            self._notified.add(event.gate_id)
+        if isinstance(event, GateWithdrawn):
+            self._notified.pop(event.gate_id, None)  # gone: the set holds only gates still open
+        elif isinstance(event, GateOpened) and event.gate_id not in self._notified:
+            self._notified[event.gate_id] = event.cascade_id
             self.notifier.notify(
                 "gate",
                 project or project_of(None, event),
