@@ -255,6 +255,8 @@ ELSEWHERE = (
     "Ctrl-D detaches, then `agy-harness attach` follows that agy"
 )
 
+ELSEWHERE_LEAD = ELSEWHERE.split("{", 1)[0]
+
 
 async def _follow_restarts(
     client: RpcClient,
@@ -301,7 +303,8 @@ async def _follow_restarts(
         try:
             binding = await resolver.re_resolve(deadline=interval * 4)
         except AgyNotFound as exc:
-            if exc.wrong_cascade:
+            # said once per absence: another agy coming and going meanwhile is no news
+            if exc.wrong_cascade and not said.startswith(ELSEWHERE_LEAD):
                 say(ELSEWHERE.format(port=_port_of(str(exc)), cascade=current))
             log.debug("agy's port is gone and no agy with the conversation answers yet: %s", exc)
             continue
