@@ -19,6 +19,7 @@ BUILTIN_ROOTS = {"Exception", "BaseException", "ValueError", "RuntimeError", "OS
 #: errors that never leave the module that raises them (each is turned into a vocabulary type there)
 CAUGHT_WHERE_RAISED = {
     "adapters/rpc/bounded.py:BodyTooLarge",  # the client turns it into RpcBadResponse
+    "adapters/rpc/listeners.py:TablesTooLarge",  # each check that meets it refuses (a peer not told)
 }
 #: the layers whose errors reach callers: everything but the entry points (their own errors are
 #: caught and said by the entry point) and the simulator (it plays agy; its errors are agy's)
