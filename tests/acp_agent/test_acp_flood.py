@@ -35,7 +35,7 @@ async def test_a_flood_of_bogus_gates_is_set_aside_and_the_real_request_is_asked
         client = RecordingClient(permission=allow)
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
             sid = agy.cascade_id
-            await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
+            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
             flood_gates(agy, POISON)
             turn_done = asyncio.ensure_future(prompt(conn, sid, "run `touch real`"))
 
