@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.sources import RpcStreamSource
@@ -117,22 +118,8 @@ async def test_a_stale_fully_idle_never_closes_a_turn_whose_step_waits() -> None
     """The stream says IDLE + fullyIdle (stale: it lags behind agy) while the steps agy has hold a
     WAITING step: the turn stays open (the rule the run-status backstop obeys, core.turns.turn_goes_on)
     and the gate still reaches the human. Before the shared rule, the stream's word closed the turn."""
-    conversation = Conversation(CASCADE)
-    emitter = Feeding(conversation)
     waiting = fixture("run_command_waiting")
-    emitter.snapshot = MemorySnapshot([fixture("user_input"), waiting])  # type: ignore[attr-defined]
-    conversation.reconciler.feed(fixture("user_input"))  # a turn is open
-    assert conversation.reconciler.state.status == "running"
-    source = Frames([StepBatch(cascade_id=CASCADE, steps=(), source="stream", run_idle=True)])
-    driver = ReadDriver(conversation, [source], emitter, clock=FakeClock())  # type: ignore[arg-type, list-item]
-    driver.start()
-    try:
-        await emitter.wait_for(lambda: len(emitter.applied) >= 2)
-        await asyncio.sleep(0.05)
-    finally:
-        assert driver.task is not None
-        driver.task.cancel()
-        await asyncio.gather(driver.task, return_exceptions=True)
+    conversation, emitter = await _a_stale_idle_over([fixture("user_input"), waiting])
     assert [b.source for b, _ in emitter.applied] == ["stream", "run-idle"]  # everything was read
     gates = [e for e in emitter.emitted if isinstance(e, GateOpened)]
     assert len(gates) == 1 and gates[0].kind == "permission"  # the gate reaches the human
@@ -159,22 +146,30 @@ async def test_a_stale_fully_idle_never_closes_a_turn_whose_step_is_still_pendin
     is not settled) keeps the turn open."""
     import copy
 
-    conversation = Conversation(CASCADE)
-    emitter = Feeding(conversation)
     pending = copy.deepcopy(fixture("run_command_waiting"))
     pending["status"] = "CORTEX_STEP_STATUS_PENDING"
     pending.pop("requestedInteraction", None)
-    emitter.snapshot = MemorySnapshot([fixture("user_input"), pending])  # type: ignore[attr-defined]
+    conversation, emitter = await _a_stale_idle_over([fixture("user_input"), pending])
+    assert not any(getattr(e, "type", "") == "status" and getattr(e, "status", "") == "idle" for e in emitter.emitted)
+    assert conversation.reconciler.state.status == "running"
+
+
+async def _a_stale_idle_over(steps: list[Any]) -> tuple[Conversation, Feeding]:
+    """A turn open (its user input fed), agy's snapshot holding ``steps``, and a stream batch saying
+    IDLE + fullyIdle (``run_idle``): the read driver runs until it read both, then stops."""
+    conversation = Conversation(CASCADE)
+    emitter = Feeding(conversation)
+    emitter.snapshot = MemorySnapshot(steps)  # type: ignore[attr-defined]
     conversation.reconciler.feed(fixture("user_input"))  # a turn is open
+    assert conversation.reconciler.state.status == "running"
     source = Frames([StepBatch(cascade_id=CASCADE, steps=(), source="stream", run_idle=True)])
     driver = ReadDriver(conversation, [source], emitter, clock=FakeClock())  # type: ignore[arg-type, list-item]
     driver.start()
     try:
         await emitter.wait_for(lambda: len(emitter.applied) >= 2)
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # (room for a wrong close: nothing else is to come)
     finally:
         assert driver.task is not None
         driver.task.cancel()
         await asyncio.gather(driver.task, return_exceptions=True)
-    assert not any(getattr(e, "type", "") == "status" and getattr(e, "status", "") == "idle" for e in emitter.emitted)
-    assert conversation.reconciler.state.status == "running"
+    return conversation, emitter
