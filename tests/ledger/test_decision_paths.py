@@ -129,19 +129,25 @@ class BrokenLedger:
         raise LedgerUnavailable("disk full")
 
 
+async def allowed_until_refused(s: Any) -> list[str]:
+    """Allow the session's first gate; the answer is refused (AnswerNotDelivered). The notices seen."""
+    notices: list[str] = []
+    async for event in s.events():
+        if isinstance(event, GateOpened):
+            try:
+                await s.answer(event.gate_id, True)
+            except AnswerNotDelivered:
+                break
+        if event.type == "notice":
+            notices.append(event.text)
+    return notices
+
+
 async def test_an_answer_the_ledger_cannot_record_is_not_sent(sim: Simulator) -> None:
     broken = BrokenLedger()
     async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST, ledger=broken) as s:
         await s.send("run: git status")
-        notices: list[str] = []
-        async for event in s.events():
-            if isinstance(event, GateOpened):
-                try:
-                    await s.answer(event.gate_id, True)
-                except AnswerNotDelivered:
-                    break
-            if event.type == "notice":
-                notices.append(event.text)  # type: ignore[union-attr]
+        notices = await allowed_until_refused(s)
         for _ in range(3):  # the refusal's notice follows
             event = await asyncio.wait_for(anext(s.events()), 5)
             if event.type == "notice":
@@ -190,12 +196,7 @@ async def test_an_answer_the_ledger_refused_is_not_named_as_the_decider(sim: Sim
         pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST, ledger=BrokenLedger()
     ) as s:
         await s.send("run: git status")
-        async for event in s.events():
-            if isinstance(event, GateOpened):
-                try:
-                    await s.answer(event.gate_id, True)
-                except AnswerNotDelivered:
-                    break
+        await allowed_until_refused(s)
         await sim.resolve_in_terminal(kind="permission", accept=True)
         async with asyncio.timeout(60):
             async for event in s.events():
