@@ -149,6 +149,7 @@ def gate_events(
         "digest": digest,
         "scopes": (),
         "editable": False,
+        "turn": S.as_str(step.metadata.get("executionId")),
     }
     if kind == "question":
         values["questions"] = _questions(step, request)
@@ -197,4 +198,5 @@ _GATE_SET = {
     "interaction",
     "request",
     "digest",
+    "turn",
 }

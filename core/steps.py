@@ -107,6 +107,13 @@ class StepKey(NamedTuple):
         return f"{self.trajectory_id}/{self.step_index}"
 
 
+def turn_of_user_key(step_key: str) -> str:
+    """The executionId a USER_INPUT's step key (``StepKey``'s ``<trajectory>/u:<executionId>``)
+    names; "" for any other key and for a turn told apart by its time only (``u:t:...``)."""
+    _, sep, execution_id = step_key.rpartition("/u:")
+    return execution_id if sep and not execution_id.startswith("t:") else ""
+
+
 @dataclass(slots=True, eq=False)
 class Step:
     """One parsed step (read once, then only read: treat it as immutable)."""

@@ -158,6 +158,9 @@ class GateOpened(_Event):
     #: the human may edit the command before allowing it (agy's run_command ``proposedCommandLine`` /
     #: ``submittedCommandLine``): ``GateAnswer.edited_command``
     editable: bool = False
+    #: agy's turn the step belongs to (its ``metadata.executionId``, which the turn's USER_INPUT
+    #: carries too); "" when agy names none
+    turn: str = ""
 
 
 class Decider(BaseModel):

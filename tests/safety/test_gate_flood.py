@@ -166,7 +166,7 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
         flood_gates(sim, POISON)
         await s.send("run `touch real`")
         async with asyncio.timeout(30):
-            while ("touch real", sim.workspace) not in sim.executed:
+            while ("touch real", sim.workspace) not in sim.executed or len(refused) < 2 * POISON:
                 await asyncio.sleep(0.02)
             while len(aside) < len(refused) or len(retired) < len(refused):
                 await asyncio.sleep(0.02)
@@ -179,3 +179,57 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
     told = [t.split("gate ")[1].split(" ")[0] for t in aside]
     assert sorted(told) == sorted(refused)  # one "set aside" notice per bogus gate, no repeat
     assert sorted(retired) == sorted(refused)  # and its card withdrawn, once
+
+
+async def test_queue_sink_the_running_turns_card_is_not_queued_behind_unread_bogus_cards(
+    sim: Simulator,
+) -> None:
+    """A human who takes one card at a time from ``events()``: the flood's first card is in their hands
+    when agy's real request (of the turn the human just started) reaches the queue. The next card they
+    read is the real one, not the 39 bogus cards still unread (before the fix: bogus-2 next, the real
+    card 41st); the bogus cards still come, each once, after it. Conditions only: the human answers
+    the first card once the sink took the real card."""
+    real_delivered = asyncio.Event()
+
+    class Watching(QueueSink):
+        async def deliver(self, events: Sequence[Event]) -> int:
+            accepted = await super().deliver(events)
+            if any(isinstance(e, GateOpened) and _card(e) == "touch real" for e in events):
+                real_delivered.set()
+            return accepted
+
+    asked: list[str] = []
+    refused: list[str] = []
+    sink = Watching()
+    async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, sink=sink, options=FAST) as s:
+        await s.send("say hello")
+        await sim.wait_idle(timeout=30)
+
+        async def human() -> None:
+            async for event in s.events():
+                if not isinstance(event, GateOpened):
+                    continue
+                asked.append(_card(event))
+                if len(asked) == 1:
+                    await real_delivered.wait()  # the real card is queued while this one is answered
+                try:
+                    await s.answer(event.gate_id, True if event.permission is not None else "1")
+                except AgyHarnessError:
+                    refused.append(_card(event))
+
+        reader = asyncio.ensure_future(human())
+        flood_gates(sim, POISON, kind="question")
+        flood_gates(sim, POISON)
+        await s.send("run `touch real`")
+        async with asyncio.timeout(60):
+            while ("touch real", sim.workspace) not in sim.executed:
+                await asyncio.sleep(0.02)
+            while len(asked) < 2 * POISON + 1:  # and every bogus card still comes, after it
+                await asyncio.sleep(0.02)
+        reader.cancel()
+        await reap(reader)
+    assert asked[0] == "bogus-0?" and asked[1] == "touch real", asked[:3]
+    bogus = [c for c in asked if "bogus-" in c]
+    assert len(bogus) == len(set(bogus)) == 2 * POISON  # nothing dropped, none twice
+    assert "touch real" not in refused
+    assert sink.queue.deferred == 2 * POISON - 1  # every unread bogus card moved behind it
