@@ -6,7 +6,10 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     GET  /api/board/events?token=T         the board, again each time it changes (SSE)
     GET  /api/s/{cascade}/events?token=T   one conversation: its history, then live events (SSE)
     GET  /api/s/{cascade}/history?token=T  one conversation's decisions from the ledger, newest first
-    POST /api/s/{cascade}/answer           {"gate_id", "shown", "answer": "allow"|"deny"|"decline"
+    GET  /api/s/{cascade}/whole?gate=G&shown=D&token=T
+                                           the whole text of a card too large to carry it, and the
+                                           ticket an allow of it carries (410: that card no longer waits)
+    POST /api/s/{cascade}/answer           {"gate_id", "shown", ["ticket",] "answer": "allow"|"deny"|"decline"
                                             | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
                                             | {"questions": [{"choices": [ids], "write_in": text}]}}
@@ -25,6 +28,11 @@ refusal says in words what happened and what to do (:mod:`.outcomes`).
 approvals, and only ``/rule`` (the human's "Save as my rule") saves it, into the user tier's
 ``proposed.toml``, if it loads (its examples hold) and matches the request approved; else 400, the
 reason, nothing saved.
+
+A request too large for its card (a command near agy's 4 MiB string cut, :data:`.cards.INLINE_CHARS`):
+snapshots carry its preview, size and SHA-256 only; the page fetches the whole text (``/whole``, keyed by
+the gate id and the card's ``shown`` digest, behind the same token) and shows it before it offers an
+allow. An allow of such a card carries the ``ticket`` only that fetch gives, else 400, nothing sent.
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ from ...root.session import AnswerLike
 from .guard import BodyTooLarge, Guard
 from .hub import Board
 from .live import LiveSession
-from .outcomes import GateGone, NotTaken, StaleCard, unreadable
+from .outcomes import GateGone, NotLoaded, NotTaken, StaleCard, unreadable
 
 log = logging.getLogger("agy_harness.board")
 
@@ -242,7 +250,10 @@ class _Handlers:
             if words is not None:
                 raise _Refused(400, f"not sent: {words}")
             value = answer_value(body.get("answer"))
-            await live.answer(gate_id, value, shown)
+            ticket = body.get("ticket", "")
+            if not isinstance(ticket, str):
+                raise _Refused(400, "a ticket is the text the card's whole-text fetch gave")
+            await live.answer(gate_id, value, shown, ticket)
             if value is True or (isinstance(value, GateAnswer) and value.allow):
                 self.approved[(live.cascade_id, gate_id)] = gate  # a rule is offered for an allow only
             while len(self.approved) > MAX_APPROVED:
@@ -257,11 +268,28 @@ class _Handlers:
             return _error(409, str(exc))
         except GateGone as exc:
             return _error(410, str(exc))
+        except NotLoaded as exc:
+            return _error(400, str(exc))
         except NotTaken as exc:
             return _error(503, str(exc))
         except RuntimeError as exc:  # the conversation is not connected (yet)
             return _error(503, f"not sent: {exc}; try again in a moment")
         return JSONResponse({"ok": True})
+
+    async def whole(self, request: Request) -> Response:
+        """The whole text of a card too large to carry it: only for the gate that waits now with that
+        card (its ``shown`` digest), else 410; a card that carries its text itself, 404."""
+        gate_id, shown = request.query_params.get("gate", ""), request.query_params.get("shown", "")
+        try:
+            live = self._live(request)
+            text, ticket = live.whole(gate_id, shown)
+        except _Refused as exc:
+            return _error(exc.status, exc.text)
+        except (GateGone, StaleCard) as exc:
+            return _error(410, str(exc))
+        except KeyError:
+            return _error(404, "this card carries its whole request itself")
+        return JSONResponse({"gate_id": gate_id, "shown": shown, "full": text, "ticket": ticket})
 
     async def save_rule(self, request: Request) -> Response:
         """The human confirmed a proposed rule (perhaps edited): saved only if it loads and matches the
@@ -325,6 +353,7 @@ def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
             Route("/api/board/events", h.board_events),
             Route("/api/s/{cascade}/events", h.session_events),
             Route("/api/s/{cascade}/history", h.history),
+            Route("/api/s/{cascade}/whole", h.whole),
             Route("/api/s/{cascade}/answer", h.answer, methods=["POST"]),
             Route("/api/s/{cascade}/rule", h.save_rule, methods=["POST"]),
             Route("/api/s/{cascade}/send", h.send, methods=["POST"]),

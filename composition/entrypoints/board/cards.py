@@ -2,9 +2,14 @@
 
 :func:`gate_card` is the ONE place that decides what a gate card shows (a command by the core's
 rendering rule, :func:`agy_harness.core.display.command_view`; a cut command also carries its whole
-text, ``full``, which the page shows on a click). A permission card shows ONE short hash, the
-display rule's (its last ``⋯ #1a2b3c4d ⋯`` line: :func:`~agy_harness.core.display.request_hash` of the
-command, path or action it asks to approve), as every other surface does; ``hash`` repeats it (8 hex).
+text, ``full``, which the page shows on a click). A request whose whole text is over
+:data:`INLINE_CHARS` (a command near agy's 4 MiB string cut) is never carried in a card: the card
+holds the cut view as its preview and ``whole`` (the whole text's size and SHA-256, inside the
+``shown`` digest), and the page fetches the text itself on demand (:func:`card_of` gives it to the
+board, ``GET /api/s/ID/whole?gate=G&shown=D``); such a card offers no edit (``no_edit`` says why).
+A permission card shows ONE short hash, the display rule's (its last ``⋯ #1a2b3c4d ⋯`` line:
+:func:`~agy_harness.core.display.request_hash` of the command, path or action it asks to approve), as
+every other surface does; ``hash`` repeats it (8 hex).
 A question or a card agy answers in its own terminal shows none. ``anchor`` (the digest's first 8
 hex, never shown) names the card in a notification's link. Its ``shown`` digest binds an
 answer to exactly that: the page sends the digest back with the answer, and the board refuses an
@@ -56,6 +61,9 @@ MAX_OUTPUT_LINES = 40
 COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
 
 
+#: a request's whole text (the rendering rule's) up to this many characters is carried in its card;
+#: past it, the card carries a preview, the size and the SHA-256, and the page fetches the text
+INLINE_CHARS = 64 * 1024
 ASK_CHARS = 160  # the command in a one-line ask (a title, a notification), cut past this with a marker
 HOME = str(Path.home())
 
@@ -83,6 +91,13 @@ def ask_line(gate: GateOpened) -> str:
 
 def gate_card(gate: GateOpened) -> dict[str, Any]:
     """The card of ``gate``: what the human is asked, and the digest an answer must carry."""
+    return card_of(gate)[0]
+
+
+def card_of(gate: GateOpened) -> tuple[dict[str, Any], str | None]:
+    """The card of ``gate`` and, for a request too large to carry in it (its ``whole``), the whole
+    text the page fetches (the rendering rule's, nothing cut); None for every other card."""
+    text: str | None = None
     shown: dict[str, Any] = {
         "kind": gate.kind,
         "tool": visible(gate.tool_name),
@@ -97,8 +112,15 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
         # a cut card can always be expanded to the whole text: the same rule, nothing cut (blank-line
         # and space runs still collapsed with their count, every character visible)
         whole = "\n".join(command_view(what, sys.maxsize, sys.maxsize).lines)
-        if whole != shown["command"]:
+        if whole != shown["command"] and len(whole) <= INLINE_CHARS:
             shown["full"] = whole
+        elif whole != shown["command"]:  # too large to carry in every snapshot: fetched on demand
+            text = whole
+            shown["whole"] = {
+                "chars": len(whole),
+                "lines": whole.count("\n") + 1,
+                "sha256": hashlib.sha256(whole.encode("utf-8", "surrogatepass")).hexdigest(),
+            }
         shown["cwd"] = visible(p.cwd)
         # look-alike flags under the directory (a Cyrillic "і" named with its code point), as every surface
         shown["cwd_notes"] = path_notes(p.cwd) if p.cwd else []
@@ -111,7 +133,10 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
             {"scope": scope, "label": scope_label(gate, scope)} for scope in allow_choices(gate)
         ]
         if gate.editable and p.command_line and shown["allows"]:  # (an edit is an allow)
-            shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
+            if text is None and len(p.command_line) <= INLINE_CHARS:
+                shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
+            else:  # an edit is sent in a POST body (64 KiB at most): said, never a button that fails
+                shown["no_edit"] = "too large to edit on the board: allow it as shown, or deny it"
     elif gate.kind == "question":
         shown["questions"] = [
             {
@@ -130,7 +155,7 @@ def gate_card(gate: GateOpened) -> dict[str, Any]:
     return {
         **shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32],
         **proposal(gate),
-    }  # fmt: skip
+    }, text  # fmt: skip
 
 
 def proposal(gate: GateOpened) -> dict[str, str]:
@@ -145,14 +170,17 @@ def proposal(gate: GateOpened) -> dict[str, str]:
         return {"no_proposal": str(exc)}
 
 
-def event_view(event: Event) -> dict[str, Any]:
+def event_view(event: Event, card: dict[str, Any] | None = None) -> dict[str, Any]:
     """``event`` as the page gets it: its JSON form, every string made visible, plus the layout of a
-    tool card (command, cwd, path, diff rows) or a tool result (trimmed output)."""
+    tool card (command, cwd, path, diff rows) or a tool result (trimmed output). A gate's card is
+    ``card`` where the caller built it already (:func:`card_of`)."""
     data: dict[str, Any] = visible_value(event_to_json(event))
     match event:
         case GateOpened():
-            data["card"] = gate_card(event)
+            data["card"] = card if card is not None else gate_card(event)
             data.pop("request", None)  # the card says it; agy's raw request can be large
+            if "whole" in data["card"]:  # so is the permission: its preview is on the card, the
+                data.pop("permission", None)  # whole text fetched on demand
         case ToolCall():
             args = event.arguments
             data["view"] = {

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
+import secrets
 import time
 from collections import deque
 from collections.abc import Callable
@@ -43,13 +46,14 @@ from agy_harness.ports.events import (
     Usage,
     UserMessage,
 )
+from agy_harness.ports.protocols import GateAnswer
 from agy_harness.ports.tasks import reap
 
 from ...root.container import make_container
 from ...root.session import AnswerLike, Session, session_from
 from ...service.harness import HarnessOptions, InterruptReport
-from .cards import event_view, gate_card
-from .outcomes import StaleCard, refused, withdrawn
+from .cards import card_of, event_view
+from .outcomes import GateGone, NotLoaded, StaleCard, refused, withdrawn
 
 log = logging.getLogger("agy_harness.board")
 
@@ -85,6 +89,8 @@ class LiveSession:
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self._folded: dict[tuple[str, str], dict[str, Any]] = {}
         self.gates: dict[str, tuple[GateOpened, dict[str, Any]]] = {}
+        self.texts: dict[str, str] = {}  # gate id -> the whole text of a card too large to carry it
+        self._secret = secrets.token_bytes(32)  # keys the tickets of whole texts fetched (:meth:`whole`)
         self._gate_of: dict[str, str] = {}  # a GateOpened event's id -> its gate id (notices name the event)
         self.withdrawn: dict[str, str] = {}  # gate id -> why it was withdrawn
         self.refusals: dict[str, str] = {}  # gate id -> the harness's last notice about it
@@ -149,14 +155,20 @@ class LiveSession:
 
     def _apply(self, event: Event) -> None:
         self.last_event = time.time()
-        view = event_view(event)
+        card, text = card_of(event) if isinstance(event, GateOpened) else (None, None)
+        view = event_view(event, card)
         root = event.cascade_id == self.cascade_id
         match event:
             case GateOpened():
                 self.gates[event.gate_id] = (event, view["card"])
+                if text is not None:
+                    self.texts[event.gate_id] = text
+                else:
+                    self.texts.pop(event.gate_id, None)
                 _keep(self._gate_of, event.id, event.gate_id)
             case GateWithdrawn():
                 self.gates.pop(event.gate_id, None)
+                self.texts.pop(event.gate_id, None)
                 _keep(self.withdrawn, event.gate_id, event.reason)
                 self._tell()
             case Notice() if event.id.removesuffix("/notice") in self._gate_of:
@@ -242,14 +254,45 @@ class LiveSession:
             raise withdrawn(self.withdrawn.get(gate_id, ""))
         return entry[0]
 
-    async def answer(self, gate_id: str, value: AnswerLike, shown: str) -> None:
+    def whole(self, gate_id: str, shown: str) -> tuple[str, str]:
+        """The whole text of the card ``shown`` of ``gate_id`` (a request too large for its card) and
+        the ticket an allow of it carries (:meth:`answer`). GateGone when that card no longer waits
+        (answered, withdrawn, or agy now asks something else: 410); KeyError for a card that carries
+        its whole text itself."""
+        self.gate(gate_id)  # GateGone / StaleCard, in words
+        card = self.gates[gate_id][1]
+        if card["shown"] != shown:
+            raise GateGone("this card is no longer what agy asks; nothing is shown from it. See the new card")
+        return self.texts[gate_id], self.ticket(gate_id, shown)
+
+    def ticket(self, gate_id: str, shown: str) -> str:
+        """What only a fetch of the card's whole text gives (:meth:`whole`): an allow of such a card
+        carries it, so nothing allows a request whose whole text was never fetched."""
+        key = f"{gate_id}\n{shown}".encode("utf-8", "surrogatepass")
+        return hmac.new(self._secret, key, hashlib.sha256).hexdigest()[:32]
+
+    async def answer(self, gate_id: str, value: AnswerLike, shown: str, ticket: str = "") -> None:
         """Answer ``gate_id`` with ``value`` (fail closed: ``Session.answer``), only if the card the
-        human answered (its ``shown`` digest) is the card the board shows for it now. Not delivered:
-        GateGone (410), StaleCard (409) or NotTaken (503), saying what happened (:mod:`.outcomes`)."""
-        gate = self.gate(gate_id)
-        if gate_card(gate)["shown"] != shown:
+        human answered (its ``shown`` digest) is the card the board shows for it now, and, for a card
+        too large to carry its whole text, an allow only with the ``ticket`` its fetch gave. Not
+        delivered: GateGone (410), StaleCard (409), NotLoaded (400) or NotTaken (503), saying what
+        happened (:mod:`.outcomes`)."""
+        self.gate(gate_id)  # GateGone / StaleCard, in words
+        card = self.gates[gate_id][1]  # built from this very event: its digest is the card's now
+        if card["shown"] != shown:
             raise StaleCard(
                 "the request changed since this card was shown; nothing was sent. Answer the new card"
+            )
+        denial = value is False or (isinstance(value, GateAnswer) and value.allow is False)
+        given = ticket.encode("utf-8", "surrogatepass")
+        if (
+            "whole" in card
+            and not denial
+            and not hmac.compare_digest(given, self.ticket(gate_id, shown).encode())
+        ):
+            raise NotLoaded(
+                "not sent: this request is too large for its card and its whole text was not loaded "
+                "here; load the whole command on the card, read it, then allow it (or deny it)"
             )
         session = self._session()
         self.refusals.pop(gate_id, None)

@@ -30,6 +30,10 @@ class StaleCard(Exception):
     """409: the answer was given for a card that is no longer what agy asks."""
 
 
+class NotLoaded(Exception):
+    """400: an allow of a request too large for its card, whose whole text this page never loaded."""
+
+
 class NotTaken(Exception):
     """503: agy did not take the answer (unreachable, or it refused it); nothing was delivered."""
 

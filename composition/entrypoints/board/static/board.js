@@ -248,14 +248,28 @@
     }
   }
 
+  // the SHA-256 of text (UTF-8) in hex; null where the browser gives no digest (not a secure context)
+  async function sha256Hex(text) {
+    if (!(window.crypto && crypto.subtle)) return null;
+    const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+    return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
   function card(c, withFrom) {
     const msg = el("div", { class: "form-msg", role: "alert" });
     const node = el("form", { class: "card", "data-gate": c.gate_id, "data-shown": c.shown, "data-kind": c.kind, "aria-label": "agy asks" });
+    let ticket = "";  // a request too large for its card: what the fetch of its whole text gave (an allow carries it)
+    let locked = () => false;  // the allow buttons stay disabled while true (the whole text is not on the page)
+    const unlock = () => {
+      for (const b of node.querySelectorAll("button, input, textarea")) b.disabled = false;
+      if (locked()) for (const b of node.querySelectorAll('button[data-act="allow"]')) b.disabled = true;
+    };
     const send = async (answer) => {
       for (const b of node.querySelectorAll("button, input, textarea")) b.disabled = true;
       msg.textContent = "";
       try {
-        await post(`/api/s/${encodeURIComponent(c.cascade_id)}/answer`, { gate_id: c.gate_id, shown: c.shown, answer });
+        await post(`/api/s/${encodeURIComponent(c.cascade_id)}/answer`,
+          { gate_id: c.gate_id, shown: c.shown, answer, ...(ticket ? { ticket } : {}) });
         if (answer === "allow" || (answer && answer.allow)) {
           const scope = answer === "allow" ? "once" : answer.allow.scope || "once";
           if (!(answer.allow && answer.allow.command)) {  // an edited command: agy's request is not what ran
@@ -267,7 +281,7 @@
         node.append(el("div", { class: "note" }, "sent — waiting for agy to move on"));
       } catch (e) {
         msg.textContent = e.message;
-        for (const b of node.querySelectorAll("button, input, textarea")) b.disabled = false;
+        unlock();
       }
     };
     const head = el("div", { class: "card-head" },
@@ -301,6 +315,41 @@
         cmd.addEventListener("click", () => { if (toggle.getAttribute("aria-expanded") !== "true") toggle.click(); });
         node.append(toggle);
       }
+      // too large for the card (c.whole): the preview above; the whole text is fetched (keyed by the gate
+      // and this card's digest) and shown here before any allow is usable, and is never cut again
+      if (c.whole) {
+        locked = () => !ticket;
+        const size = `${c.whole.lines} line${c.whole.lines === 1 ? "" : "s"}, ${c.whole.chars} characters`;
+        const offers = !Array.isArray(c.allows) || c.allows.length > 0;  // (a request cut past 4 MiB: Deny only)
+        const preview = `This request is too large for the card (${size}): above is a preview, not all of it.` +
+          (offers ? " Allow is usable once the whole command is loaded and shown here." : "");
+        const note = el("div", { class: "note whole-note", role: "status" }, preview);
+        const load = el("button", { type: "button", class: "ghost expand", "data-act": "load-whole" }, `load the whole command (${size})`);
+        load.addEventListener("click", async () => {
+          load.disabled = true; msg.textContent = ""; note.textContent = "loading the whole command…";
+          try {
+            const q = new URLSearchParams({ gate: c.gate_id, shown: c.shown });
+            const res = await fetch(url(`/api/s/${encodeURIComponent(c.cascade_id)}/whole?${q}`), { credentials: "omit", cache: "no-store" });
+            const data = await res.json().catch(() => ({}));
+            if (!res.ok) throw new Error(data.error || ("HTTP " + res.status));
+            const digest = typeof data.full === "string" ? await sha256Hex(data.full) : "";
+            if (typeof data.full !== "string" || typeof data.ticket !== "string" || (digest !== null && digest !== c.whole.sha256)) {
+              throw new Error("the text loaded is not the one this card names (its SHA-256 differs): deny it, or reload the page");
+            }
+            cmd.textContent = sign + data.full;
+            cmd.classList.add("whole", "huge");
+            ticket = data.ticket;
+            load.remove();
+            note.textContent = `The whole command is shown above (${size}, SHA-256 ${c.whole.sha256.slice(0, 16)}…): scroll it to read all of it.`;
+            if (!node.classList.contains("sent")) unlock();
+          } catch (e) {
+            note.textContent = preview;
+            msg.textContent = "not loaded: " + e.message;
+            load.disabled = false;
+          }
+        });
+        node.append(note, load);
+      }
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
       for (const line of c.cwd_notes || []) node.append(el("div", { class: "cwd-note" }, line));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
@@ -332,11 +381,12 @@
         });
         node.append(edit);
         node.append(toggle);
-      }
+      } else if (c.no_edit) node.append(el("div", { class: "note" }, "Edit command: " + c.no_edit));
       // one allow per scope the gate offers, never another: none where it offers none (a request cut
       // past 4 MiB can be denied only); a plain allow only for a card that says nothing of its allows
       const allows = Array.isArray(c.allows) ? c.allows : [{ scope: "once", label: "Allow once" }];
       const allow = (scope) => {
+        if (locked()) { msg.textContent = "not sent: load the whole command first (the card shows a preview)"; return; }
         const command = edited();
         if (edit && !edit.hidden && !command.trim() && edit.value !== c.edit_from) { msg.textContent = "not sent: an edited command cannot be empty"; return; }
         send(command ? { allow: { scope, command } } : scope === "once" ? "allow" : { allow: { scope } });
@@ -348,7 +398,7 @@
       }
       node.append(el("div", { class: "actions" },
         allows.map((a, i) => el("button", { type: "button", class: i === 0 ? "allow" : "allow lasting", "data-act": "allow",
-          "data-scope": a.scope, on: { click: () => allow(a.scope) } }, a.label)),
+          "data-scope": a.scope, disabled: locked(), on: { click: () => allow(a.scope) } }, a.label)),
         el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, "Deny"),
         why,
         allows.length ? el("span", { class: "key" }, "a") : null, el("span", { class: "key" }, "d")), msg);
