@@ -139,11 +139,7 @@ async def test_a_changed_request_is_no_longer_fetched_and_a_small_card_stays_inl
             inline = next(c for c in cards if c["cascade_id"] == small)
             huge = next(c for c in cards if c["cascade_id"] != small)
             # a small card exactly as before: its whole text inline, nothing to fetch
-            assert (
-                inline["full"] == _whole(tall)
-                and "whole" not in inline
-                and len(inline["full"]) < 64 << 10
-            )
+            assert inline["full"] == _whole(tall) and "whole" not in inline and len(inline["full"]) < 64 << 10
             r = await client.get(
                 f"{base}/api/s/{small}/whole",
                 params={"gate": inline["gate_id"], "shown": inline["shown"], "token": token},

@@ -285,8 +285,8 @@ class _Handlers:
             text, ticket = live.whole(gate_id, shown)
         except _Refused as exc:
             return _error(exc.status, exc.text)
-        except (GateGone, StaleCard) as exc:
-            return _error(410, str(exc))
+        except (GateGone, StaleCard) as exc:  # answered, withdrawn or changed: its text is not given
+            return _error(410, f"this request no longer waits here, so its text is not shown ({exc})")
         except KeyError:
             return _error(404, "this card carries its whole request itself")
         return JSONResponse({"gate_id": gate_id, "shown": shown, "full": text, "ticket": ticket})

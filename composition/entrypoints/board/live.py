@@ -262,7 +262,7 @@ class LiveSession:
         self.gate(gate_id)  # GateGone / StaleCard, in words
         card = self.gates[gate_id][1]
         if card["shown"] != shown:
-            raise GateGone("this card is no longer what agy asks; nothing is shown from it. See the new card")
+            raise GateGone("this card is no longer what agy asks; see the new card")
         return self.texts[gate_id], self.ticket(gate_id, shown)
 
     def ticket(self, gate_id: str, shown: str) -> str:
