@@ -224,8 +224,15 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
 
     if args.format or args.out:
         raise BadInput("--format and --out go with `audit export`")
+    from agy_harness.core.decision_record import ran_note
+
     records, report = _load(directory)
     shown = [r for r in records if r.get("type") == "decision" and _matches(r, args)]
+    outcomes = {  # decision sequence -> what then ran (its outcome record)
+        o["body"]["decision"]: o["body"]
+        for o in records
+        if o.get("type") == "outcome" and isinstance(o.get("body"), dict) and isinstance(o["body"].get("decision"), int)
+    }
     for rec in shown:
         if args.json:
             print(json.dumps(rec, ensure_ascii=False))
@@ -241,6 +248,9 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
             f"#{rec.get('seq')} {rec.get('time')} {body.get('verdict', '?'):7} by {who} "
             f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"
         )
+        ran = ran_note(str(body.get("verdict", "")), outcomes.get(rec.get("seq")))
+        if ran:
+            line += f"; {ran}"
         print(one_line(line))  # the display rule: a ledger's text never drives the terminal
     if not shown:
         print("no decisions recorded" + (" that match" if records else " yet"), file=sys.stderr)

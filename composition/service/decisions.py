@@ -8,8 +8,10 @@
 * A decision made elsewhere, seen on the stream (:meth:`observe`): a gate withdrawn as ``answered``
   that this harness did not answer (agy's own terminal: its verdict read from the step's recorded
   answer), or ``timed out`` (agy's timeout).
-* What then ran: the tool result of a decided gate's step (its command, whether it failed, a digest and
-  the last lines of its output) as an ``outcome`` record.
+* What ran: the tool result of a decided gate's step as an ``outcome`` record: whether it failed, a
+  digest and the last lines of its output, and its command as agy's step shows it ran, read after
+  the answer -- with what agy proposed and what the human approved where either differs (an edit, a
+  hook's rewrite: :func:`~agy_harness.core.decision_record.ran_fields`).
 
 Each gate's withdrawal is told who decided it (:meth:`annotate`: ``GateWithdrawn.decided_by``, what
 every surface shows on the retired card), ledger or not.
@@ -28,12 +30,23 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from agy_harness.core import steps as S
 from agy_harness.core.answers import CheckedAnswer
-from agy_harness.core.decision_record import decision_body, recorded_verdict, redact, scope_of, verdict_of
+from agy_harness.core.approvals import approved_command, ran_command
+from agy_harness.core.decision_record import (
+    decision_body,
+    ran_fields,
+    recorded_command,
+    recorded_verdict,
+    redact,
+    scope_of,
+    verdict_of,
+)
+from agy_harness.core.elicitation import proposed_command
 from agy_harness.ports.events import Decider, Event, GateOpened, GateWithdrawn, ToolResult
 from agy_harness.ports.protocols import DecidedBy, DeciderKind, DecisionLedger, LedgerEntry
 
@@ -65,6 +78,16 @@ def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
     )
 
 
+@dataclass(slots=True)
+class _Decided:
+    """A decided gate whose step's result is awaited: the decision record's sequence once written
+    (0: none of this session's), and the command line the human approved (None: no command)."""
+
+    gate: GateOpened
+    decision: asyncio.Future[int]
+    approved: str | None = None
+
+
 class DecisionRecorder:
     def __init__(
         self,
@@ -79,8 +102,8 @@ class DecisionRecorder:
         self.user = user or local_user()
         self._opened: OrderedDict[str, float] = OrderedDict()  # gate id -> when it opened (monotonic)
         self._answered: OrderedDict[str, None] = OrderedDict()  # gates this harness answered
-        #: step key -> (its decided gate, the decision record's sequence once written)
-        self._steps: OrderedDict[str, tuple[GateOpened, asyncio.Future[int]]] = OrderedDict()
+        #: step key -> its decided gate, awaiting the step's result
+        self._steps: OrderedDict[str, _Decided] = OrderedDict()
         self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
         self._tasks: set[asyncio.Task[None]] = set()
         self._deciders: OrderedDict[str, Decider] = OrderedDict()  # gate id -> who answered it here
@@ -106,14 +129,14 @@ class DecisionRecorder:
             self._deciders.pop(gate.gate_id, None)  # nothing was decided here: no surface is named
             raise
         _put(self._answered, gate.gate_id, None)
-        self._step(gate).set_result(seq)
+        self._step(gate, approved_command(gate, answer)).decision.set_result(seq)
         return seq
 
-    def _step(self, gate: GateOpened) -> asyncio.Future[int]:
-        """The decision sequence of ``gate``'s step, which its outcome record waits for."""
-        done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        _put(self._steps, gate.step_key, (gate, done))
-        return done
+    def _step(self, gate: GateOpened, approved: str | None = None) -> _Decided:
+        """``gate``'s step, decided: its outcome record waits for the decision's sequence."""
+        decided = _Decided(gate, asyncio.get_running_loop().create_future(), approved)
+        _put(self._steps, gate.step_key, decided)
+        return decided
 
     def forget(self, gate: GateOpened) -> None:
         """An answer with no decision record (no ledger) did not reach agy: it decided nothing, so a
@@ -156,23 +179,25 @@ class DecisionRecorder:
                     continue
                 if gate is not None and event.gate_id not in self._answered:
                     if event.reason == "answered":
-                        self._spawn(self._elsewhere(gate, self._step(gate)))
+                        self._spawn(self._elsewhere(self._step(gate)))
                     elif event.reason == "timed out":
                         self._spawn(self._record_other(gate, "timeout", {}, self.by("timeout")))
             elif isinstance(event, ToolResult) and self.ledger is not None:
                 found = self._steps.pop(event.step_key, None)
                 if found is not None:
-                    self._spawn(self._outcome(*found, event))
+                    self._spawn(self._outcome(found, event))
 
-    async def _elsewhere(self, gate: GateOpened, done: asyncio.Future[int]) -> None:
+    async def _elsewhere(self, decided: _Decided) -> None:
         """A gate answered without this harness: agy's own terminal. Its verdict is what agy recorded."""
+        done = decided.decision
         try:
-            done.set_result(await self._agy_terminal(gate))
+            done.set_result(await self._agy_terminal(decided))
         finally:
             if not done.done():  # (not recorded: what then ran has no decision to name)
                 done.set_result(0)
 
-    async def _agy_terminal(self, gate: GateOpened) -> int:
+    async def _agy_terminal(self, decided: _Decided) -> int:
+        gate = decided.gate
         response: dict[str, Any] | None = None
         try:
             for step in map(S.parse_step, await self.read_steps(gate)):
@@ -186,6 +211,7 @@ class DecisionRecorder:
         except Exception as exc:
             log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
         verdict, detail = recorded_verdict(gate, response)
+        decided.approved = recorded_command(gate, response)
         return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
 
     async def _record_other(self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy) -> int:
@@ -196,24 +222,39 @@ class DecisionRecorder:
         assert self.ledger is not None
         return await self.ledger.record(LedgerEntry(type="decision", body=body))
 
-    async def _outcome(self, gate: GateOpened, decision: asyncio.Future[int], result: ToolResult) -> None:
-        seq = await decision
+    async def _outcome(self, decided: _Decided, result: ToolResult) -> None:
+        gate = decided.gate
+        seq = await decided.decision
         if not seq:
             return  # no decision of this session's (another session recorded it, and what ran)
         output = result.output
-        command = gate.permission.command_line if gate.permission is not None else ""
-        body = {
+        body: dict[str, Any] = {
             "conversation": gate.cascade_id,
             "gate_id": gate.gate_id,
             "decision": seq,
             "tool": result.name,
-            "command": redact(command),
+            "command": "",
             "error": result.is_error,
             "output_sha256": hashlib.sha256(output.encode("utf-8", "replace")).hexdigest(),
             "output_chars": len(output),
             "output_tail": redact(output[-OUTPUT_TAIL:]),
         }
+        proposed = proposed_command(gate)
+        if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
+            ran, why = await self._ran(gate)
+            body.update(ran_fields(proposed, decided.approved, ran, why))
         await self._write(LedgerEntry(type="outcome", body=body))
+
+    async def _ran(self, gate: GateOpened) -> tuple[str | None, str]:
+        """The command line ``gate``'s step shows it ran (agy's ``runCommand.commandLine`` once it
+        settled, after any edit or hook), or None and why it could not be read."""
+        try:
+            ran = ran_command(await self.read_steps(gate), gate.trajectory_id, gate.step_index)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return None, f"agy's steps could not be read ({type(exc).__name__}: {exc})"
+        return ran, "" if ran is not None else "agy's step shows no command line that ran"
 
     # -- background writes -------------------------------------------------------------------------
 
