@@ -13,6 +13,10 @@
   the answer -- with what agy proposed and what the human approved where either differs (an edit, a
   hook's rewrite: :func:`~agy_harness.core.decision_record.ran_fields`).
 
+An answer agy took at its re-ask of the gate (the gate timed out while the human thought,
+:meth:`answered_at`) is that step's decision: the re-ask's withdrawal names the human's decider (not
+agy's terminal) and adds no record of its own, and the re-ask's result is the decision's outcome.
+
 Each gate's withdrawal is told who decided it (:meth:`annotate`: ``GateWithdrawn.decided_by``, what
 every surface shows on the retired card), ledger or not.
 
@@ -81,11 +85,15 @@ def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
 @dataclass(slots=True)
 class _Decided:
     """A decided gate whose step's result is awaited: the decision record's sequence once written
-    (0: none of this session's), and the command line the human approved (None: no command)."""
+    (0: none of this session's), the step key agy took the answer at once known ("" : not taken), the
+    command line the human approved (None: no command) and who decided (an answer delivered here)."""
 
     gate: GateOpened
     decision: asyncio.Future[int]
+    taken: asyncio.Future[str]
     approved: str | None = None
+    by: Decider | None = None
+    written: bool = False  # its outcome record (one per decision)
 
 
 class DecisionRecorder:
@@ -107,6 +115,8 @@ class DecisionRecorder:
         self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
         self._tasks: set[asyncio.Task[None]] = set()
         self._deciders: OrderedDict[str, Decider] = OrderedDict()  # gate id -> who answered it here
+        #: step key of agy's re-ask that took an answer given to an earlier gate -> who decided it
+        self._moved: OrderedDict[str, Decider | None] = OrderedDict()
 
     def by(self, kind: DeciderKind = "human", surface: str = "") -> DecidedBy:
         return DecidedBy(kind=kind, surface=surface, user=self.user)
@@ -117,7 +127,8 @@ class DecisionRecorder:
         """Append the decision record; its sequence (0 when there is no ledger). Raises
         LedgerUnavailable when it could not be written: then nothing may be sent."""
         verdict, detail = verdict_of(answer)
-        _put(self._deciders, gate.gate_id, _decider(by, verdict, scope_of(answer)))
+        decider = _decider(by, verdict, scope_of(answer))
+        _put(self._deciders, gate.gate_id, decider)
         if self.ledger is None:
             return 0
         opened = self._opened.get(gate.gate_id)
@@ -129,12 +140,33 @@ class DecisionRecorder:
             self._deciders.pop(gate.gate_id, None)  # nothing was decided here: no surface is named
             raise
         _put(self._answered, gate.gate_id, None)
-        self._step(gate, approved_command(gate, answer)).decision.set_result(seq)
+        step = self._step(gate, approved_command(gate, answer))
+        step.by = decider
+        step.decision.set_result(seq)
         return seq
 
-    def _step(self, gate: GateOpened, approved: str | None = None) -> _Decided:
-        """``gate``'s step, decided: its outcome record waits for the decision's sequence."""
-        decided = _Decided(gate, asyncio.get_running_loop().create_future(), approved)
+    def answered_at(self, gate: GateOpened, step_index: int) -> None:
+        """agy took the answer given to ``gate`` at ``step_index``: when that is agy's re-ask of it (the
+        gate timed out meanwhile), the re-ask's step belongs to this decision -- its withdrawal names
+        this decider and records nothing more, its result is this decision's outcome."""
+        key = f"{gate.trajectory_id}/{step_index}"
+        decided = self._steps.get(gate.step_key)
+        if decided is not None and decided.gate is gate and not decided.taken.done():
+            decided.taken.set_result(key)
+        if step_index == gate.step_index:
+            return
+        if decided is not None and decided.gate is gate:
+            del self._steps[gate.step_key]  # (the timed-out step's own result is not this answer's)
+            _put(self._steps, key, decided)
+        _put(self._moved, key, decided.by if decided is not None else self._deciders.get(gate.gate_id))
+
+    def _step(self, gate: GateOpened, approved: str | None = None, taken: bool = False) -> _Decided:
+        """``gate``'s step, decided: its outcome record waits for the decision's sequence and for the
+        step agy took the answer at (``taken``: at the gate's own, already known)."""
+        loop = asyncio.get_running_loop()
+        decided = _Decided(gate, loop.create_future(), loop.create_future(), approved)
+        if taken:
+            decided.taken.set_result(gate.step_key)
         _put(self._steps, gate.step_key, decided)
         return decided
 
@@ -148,6 +180,9 @@ class DecisionRecorder:
         if not taken:
             self._answered.pop(gate.gate_id, None)
             self._deciders.pop(gate.gate_id, None)
+        decided = self._steps.get(gate.step_key)
+        if decided is not None and decided.gate is gate and not decided.taken.done():  # at its own step
+            decided.taken.set_result(gate.step_key if taken else "")
         body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
         self._later(LedgerEntry(type="delivery", body=body))
 
@@ -159,7 +194,10 @@ class DecisionRecorder:
         by = self._deciders.pop(event.gate_id, None)
         if event.reason != "answered":  # agy did not take this harness's answer (changed, cancelled)
             by = None
-        if by is None and event.gate_id in self._gates:
+        re_ask = self._re_ask(event) if event.reason == "answered" else None
+        if by is None and re_ask is not None:  # agy's re-ask, that took an answer given here
+            by = self._moved.get(re_ask)
+        elif by is None and event.gate_id in self._gates:
             if event.reason == "answered":
                 by = _decider(self.by("agy-terminal", "agy"), "", "")
             elif event.reason == "timed out":
@@ -167,6 +205,12 @@ class DecisionRecorder:
         if by is None or event.decided_by is not None:
             return event
         return event.model_copy(update={"decided_by": by})
+
+    def _re_ask(self, event: GateWithdrawn) -> str | None:
+        """The step key of ``event``'s gate when it is agy's re-ask that took an answer given here."""
+        gate = self._gates.get(event.gate_id)
+        key = gate.step_key if gate is not None else event.step_key
+        return key if key in self._moved else None
 
     def observe(self, events: Sequence[Event]) -> None:
         for event in events:
@@ -177,13 +221,13 @@ class DecisionRecorder:
                 gate = self._gates.pop(event.gate_id, None)
                 if self.ledger is None:
                     continue
-                if gate is not None and event.gate_id not in self._answered:
+                if gate is not None and event.gate_id not in self._answered and gate.step_key not in self._moved:
                     if event.reason == "answered":
-                        self._spawn(self._elsewhere(self._step(gate)))
+                        self._spawn(self._elsewhere(self._step(gate, taken=True)))
                     elif event.reason == "timed out":
                         self._spawn(self._record_other(gate, "timeout", {}, self.by("timeout")))
             elif isinstance(event, ToolResult) and self.ledger is not None:
-                found = self._steps.pop(event.step_key, None)
+                found = self._steps.get(event.step_key)
                 if found is not None:
                     self._spawn(self._outcome(found, event))
 
@@ -210,6 +254,8 @@ class DecisionRecorder:
             raise
         except Exception as exc:
             log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
+        if gate.step_key in self._moved:  # agy's re-ask, that took an answer given here meanwhile
+            return 0
         verdict, detail = recorded_verdict(gate, response)
         decided.approved = recorded_command(gate, response)
         return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
@@ -227,6 +273,11 @@ class DecisionRecorder:
         seq = await decided.decision
         if not seq:
             return  # no decision of this session's (another session recorded it, and what ran)
+        if await decided.taken != result.step_key or decided.written:
+            return  # not the step that took this answer (the timed-out one agy re-asked), or said
+        decided.written = True
+        if self._steps.get(result.step_key) is decided:
+            del self._steps[result.step_key]
         output = result.output
         body: dict[str, Any] = {
             "conversation": gate.cascade_id,
@@ -241,15 +292,17 @@ class DecisionRecorder:
         }
         proposed = proposed_command(gate)
         if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
-            ran, why = await self._ran(gate)
+            ran, why = await self._ran(gate, result.step_key)
             body.update(ran_fields(proposed, decided.approved, ran, why))
         await self._write(LedgerEntry(type="outcome", body=body))
 
-    async def _ran(self, gate: GateOpened) -> tuple[str | None, str]:
-        """The command line ``gate``'s step shows it ran (agy's ``runCommand.commandLine`` once it
-        settled, after any edit or hook), or None and why it could not be read."""
+    async def _ran(self, gate: GateOpened, step_key: str) -> tuple[str | None, str]:
+        """The command line the step that took ``gate``'s answer shows it ran (agy's
+        ``runCommand.commandLine`` once it settled, after any edit or hook), or None and why it could
+        not be read."""
+        trajectory, _, index = step_key.rpartition("/")
         try:
-            ran = ran_command(await self.read_steps(gate), gate.trajectory_id, gate.step_index)
+            ran = ran_command(await self.read_steps(gate), trajectory, int(index))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

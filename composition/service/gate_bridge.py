@@ -95,7 +95,7 @@ class GateBridge:
             delivery=delivery,
             tui=tui,
             clock=clock,
-            answered=self.watch.answered,
+            answered=self._answered,
         )
         self._stopped = False
         emitter.bus.on_delivered(self.observe)
@@ -315,6 +315,11 @@ class GateBridge:
                 self.decisions.delivered(gate, seq, delivered)
             elif not delivered:
                 self.decisions.forget(gate)
+
+    def _answered(self, gate: GateOpened, answer: CheckedAnswer, step_index: int) -> None:
+        """agy took ``answer`` at ``step_index`` (the gate's step, or agy's re-ask): both follow that step."""
+        self.watch.answered(gate, answer, step_index)
+        self.decisions.answered_at(gate, step_index)
 
     def _claim_re_ask(self, gate: GateOpened, step_index: int) -> Callable[[], None] | None:
         """An answer goes to agy's re-ask of ``gate``: the re-ask's own gate takes no other answer, and
