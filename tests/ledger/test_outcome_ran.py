@@ -176,3 +176,27 @@ def test_records_written_before_the_field_still_read_verify_and_claim_nothing(
     assert code == 0 and "3 records" in out
     [line] = audit(capsys, directory)[1].splitlines()
     assert line.endswith("[c1] run_command: git status")
+
+
+async def test_an_answer_agy_did_not_take_is_listed_as_not_taken(
+    sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """agy refused the first answer (its scope field): the ledger's delivery record says so, and the
+    listing says it too (it once listed it as a plain allow, as if it had decided the gate)."""
+    from agy_harness.ports.errors import AnswerNotDelivered
+
+    sim.faults.refuse_scope = True
+    ledger = FileLedger(tmp_path / "ledger")
+    async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST, ledger=ledger) as s:
+        await s.send("run: ls -la")
+        async for event in s.events():
+            if isinstance(event, GateOpened):
+                with pytest.raises(AnswerNotDelivered):
+                    await s.answer(event.gate_id, "allow conversation")
+                await s.answer(event.gate_id, "allow")
+            if event.type == "status" and event.status == "idle":  # type: ignore[union-attr]
+                break
+    assert [r["body"]["taken"] for r in records(tmp_path / "ledger", "delivery")] == [False, True]
+    refused, allowed = audit(capsys, tmp_path / "ledger")[1].splitlines()
+    assert refused.endswith("; not taken: agy did not take this answer"), refused
+    assert "not taken" not in allowed and "run_command: ls -la" in allowed
