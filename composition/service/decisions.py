@@ -2,9 +2,9 @@
 :class:`~agy_harness.ports.protocols.DecisionLedger`), whoever made it.
 
 * An answer the bridge delivers (a human on a surface, an interrupt's denial, a rule): its
-  ``decision`` record is appended, and durable, before the answer is sent (:meth:`decided`: if the
-  ledger cannot record it, the bridge sends nothing); once agy took it or refused it, a ``delivery``
-  record says so (:meth:`delivered`).
+  ``decision`` record is written to the ledger's file before the answer is sent (:meth:`decided`: if
+  the ledger cannot record it, the bridge sends nothing; its fsync follows off the answer's path, see
+  the port's doc); once agy took it or refused it, a ``delivery`` record says so (:meth:`delivered`).
 * A decision made elsewhere, seen on the stream (:meth:`observe`): a gate withdrawn as ``answered``
   that this harness did not answer (agy's own terminal: its verdict read from the step's recorded
   answer), or ``timed out`` (agy's timeout).
