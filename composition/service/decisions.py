@@ -151,11 +151,13 @@ class DecisionRecorder:
         this decider and records nothing more, its result is this decision's outcome."""
         key = f"{gate.trajectory_id}/{step_index}"
         decided = self._steps.get(gate.step_key)
-        if decided is not None and decided.gate is gate and not decided.taken.done():
+        if decided is not None and decided.gate.gate_id != gate.gate_id:
+            decided = None  # (that step's entry is another gate's)
+        if decided is not None and not decided.taken.done():
             decided.taken.set_result(key)
         if step_index == gate.step_index:
             return
-        if decided is not None and decided.gate is gate:
+        if decided is not None:
             del self._steps[gate.step_key]  # (the timed-out step's own result is not this answer's)
             _put(self._steps, key, decided)
         _put(self._moved, key, decided.by if decided is not None else self._deciders.get(gate.gate_id))
@@ -181,7 +183,7 @@ class DecisionRecorder:
             self._answered.pop(gate.gate_id, None)
             self._deciders.pop(gate.gate_id, None)
         decided = self._steps.get(gate.step_key)
-        if decided is not None and decided.gate is gate and not decided.taken.done():  # at its own step
+        if decided is not None and decided.gate.gate_id == gate.gate_id and not decided.taken.done():
             decided.taken.set_result(gate.step_key if taken else "")
         body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
         self._later(LedgerEntry(type="delivery", body=body))

@@ -197,6 +197,8 @@ async def test_an_answer_agy_did_not_take_is_listed_as_not_taken(
             if event.type == "status" and event.status == "idle":  # type: ignore[union-attr]
                 break
     assert [r["body"]["taken"] for r in records(tmp_path / "ledger", "delivery")] == [False, True]
+    second = records(tmp_path / "ledger", "decision")[1]["seq"]
+    assert [r["body"]["decision"] for r in records(tmp_path / "ledger", "outcome")] == [second]  # the taken one's
     refused, allowed = audit(capsys, tmp_path / "ledger")[1].splitlines()
     assert refused.endswith("; not taken: agy did not take this answer"), refused
     assert "not taken" not in allowed and "run_command: ls -la" in allowed
