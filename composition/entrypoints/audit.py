@@ -260,9 +260,11 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
             f"#{rec.get('seq')} {rec.get('time')} {body.get('verdict', '?'):7} by {who} "
             f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"
         )
-        if taken.get(rec.get("seq")) is False:  # (as the board's history says it)
+        found = rec.get("seq")
+        seq = found if isinstance(found, int) else -1
+        if taken.get(seq) is False:  # (as the board's history says it)
             line += "; not taken: agy did not take this answer"
-        ran = ran_note(str(body.get("verdict", "")), outcomes.get(rec.get("seq")))
+        ran = ran_note(str(body.get("verdict", "")), outcomes.get(seq))
         if ran:
             line += f"; {ran}"
         print(one_line(line))  # the display rule: a ledger's text never drives the terminal
