@@ -145,6 +145,20 @@ class DecisionRecorder:
         step.decision.set_result(seq)
         return seq
 
+    def to_re_ask(self, gate: GateOpened, step_index: int) -> Callable[[], None]:
+        """The answer given to ``gate`` is about to go to agy's re-ask at ``step_index``: from now on
+        (agy may move on before its reply arrives) the re-ask's withdrawal is this decision's. Returns
+        the undo, for a delivery that failed."""
+        key = f"{gate.trajectory_id}/{step_index}"
+        decided = self._steps.get(gate.step_key)
+        mine = decided is not None and decided.gate.gate_id == gate.gate_id
+        _put(self._moved, key, decided.by if mine and decided is not None else self._deciders.get(gate.gate_id))
+
+        def undo() -> None:
+            self._moved.pop(key, None)
+
+        return undo
+
     def answered_at(self, gate: GateOpened, step_index: int) -> None:
         """agy took the answer given to ``gate`` at ``step_index``: when that is agy's re-ask of it (the
         gate timed out meanwhile), the re-ask's step belongs to this decision -- its withdrawal names
