@@ -1,5 +1,6 @@
 """What the decision ledger keeps of a gate and its answer: the redacted rendering of what was shown,
-the verdict in one word, its scope, and the body of the ledger's ``decision`` record. Pure.
+the verdict in one word, its scope, the body of the ledger's ``decision`` record, and what an
+``outcome`` record says ran (:func:`ran_fields`). Pure.
 
 Redaction: what the human saw is kept whole (``core.display``'s one rendering rule), except values
 that look like secrets -- ``password=...``, ``token: ...``, ``Authorization: Bearer ...``, ``-p...``
@@ -9,6 +10,7 @@ after a ``--password`` flag, and long random-looking words (40+ base64/hex chara
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -16,7 +18,8 @@ from agy_harness.ports.events import GateOpened
 
 from . import steps as S
 from .answers import Allow, CheckedAnswer, Choose, Deny, Refuse
-from .display import visible
+from .display import HASH_CHARS, one_line, text_notes, visible
+from .elicitation import proposed_command
 
 SHOWN_CHARS = 2000
 _SECRET_KEY = re.compile(
@@ -116,6 +119,49 @@ def recorded_verdict(gate: GateOpened, response: dict[str, Any] | None) -> tuple
     return "unknown", {}
 
 
+def recorded_command(gate: GateOpened, response: dict[str, Any] | None) -> str | None:
+    """The command line an answer agy recorded itself approved (its own terminal): a confirmed
+    ``runCommand``'s submitted line (else its proposal), agy's proposal on an allowed permission;
+    None when it approved no command."""
+    if not response:
+        return None
+    proposed = proposed_command(gate)
+    if "runCommand" in response:
+        run = S.as_dict(response["runCommand"])
+        if run.get("confirm") is not True:
+            return None
+        submitted = run.get("submittedCommandLine")
+        return submitted if isinstance(submitted, str) and submitted else (proposed or None)
+    if "permission" in response and S.as_dict(response["permission"]).get("allow") is True:
+        return proposed or None
+    return None
+
+
+def _text(field: str, text: str) -> dict[str, Any]:
+    """``text`` as the ledger keeps a command (redacted, bounded) and the SHA-256 of the exact text."""
+    return {field: _bounded(redact(text)), f"{field}_sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
+
+
+def ran_fields(proposed: str, approved: str | None, ran: str | None, unread: str = "") -> dict[str, Any]:
+    """What an ``outcome`` record says of a command gate's step: what ran, as agy's step shows it after
+    the answer (``command``, ``command_sha256``, ``ran_from: "step"``; when it could not be read,
+    ``command`` is empty, ``ran_from: "unread"`` and ``unread`` says why); and, each only where it
+    differs from what ran, what agy proposed (``proposed``: the card's line) and what the human approved
+    (``approved``: the edit, else the proposal; None for a denial). ``approved`` present means it ran
+    something other than what was approved (a hook rewrote it); ``proposed`` alone, that the edit ran.
+    Records written before these fields have no ``ran_from``: their ``command`` is agy's proposal."""
+    out: dict[str, Any] = (
+        {"command": "", "ran_from": "unread", "unread": unread}
+        if ran is None
+        else {**_text("command", ran), "ran_from": "step"}
+    )
+    if proposed and proposed != ran:
+        out.update(_text("proposed", proposed))
+    if approved is not None and approved != ran:
+        out.update(_text("approved", approved))
+    return out
+
+
 def decision_body(
     gate: GateOpened,
     verdict: str,
@@ -139,3 +185,31 @@ def decision_body(
         "decided_by": decided_by,
         "latency_ms": latency_ms,
     }
+
+
+def ran_note(verdict: str, outcome: dict[str, Any] | None) -> str:
+    """What ``agy-harness audit`` adds to a decision's line from its ``outcome`` record (:func:`ran_fields`):
+    nothing when what ran is what was shown (or the record predates ``ran_from``: it claims nothing);
+    the edit that ran; a command that ran other than what was approved, with both texts (and their
+    hashes where they render alike); an allowed command whose run could not be read, and why."""
+    if not outcome or outcome.get("ran_from") not in ("step", "unread"):
+        return ""
+    if outcome["ran_from"] == "unread":
+        why = str(outcome.get("unread") or "")
+        return f"what ran was not read from agy's step ({why})" if verdict == "allow" else ""
+    ran = str(outcome.get("command", ""))
+    if "approved" in outcome:
+        approved = str(outcome["approved"])
+        text = f"⚠ ran `{ran}`, not what was approved: `{approved}`"
+        notes = text_notes(ran)
+        if one_line(ran) == one_line(approved) or notes or text_notes(approved):  # as the notice says it
+            ran_hash, approved_hash = (str(outcome.get(f"{k}_sha256", ""))[:HASH_CHARS] for k in ("command", "approved"))
+            said = "; ".join(one_line(n) for n in notes)
+            text += f" (ran #{ran_hash}, approved #{approved_hash}" + (f"; ran: {said})" if said else ")")
+        return text
+    if "proposed" in outcome:
+        proposed = str(outcome["proposed"])
+        if verdict == "allow":
+            return f"ran the edited command `{ran}` (agy proposed `{proposed}`)"
+        return f"agy's step shows `{ran}`, not the proposed `{proposed}`"
+    return ""

@@ -329,7 +329,9 @@ class LedgerEntry(BaseModel):
 class DecisionLedger(Protocol):
     """An append-only, tamper-evident record of every gate decision (adapters/store/ledger_file.py).
 
-    ``record`` returns the record's sequence number once it is durable; it raises
+    ``record`` returns the record's sequence number once it is written to the ledger's file (a killed
+    process no longer loses it; the fsync follows off the caller's path, so an operating-system crash
+    can still lose the newest records: the README's decision ledger section); it raises
     :class:`~agy_harness.ports.errors.LedgerUnavailable` when it could not be written (then the
     answer it records is not sent). It never blocks the event loop. A ``decision`` whose body holds
     ``"unless_decided": true`` (agy's terminal, as the stream showed it) is skipped, returning 0, when

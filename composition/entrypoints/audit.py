@@ -219,13 +219,32 @@ def _matches(rec: dict[str, Any], args: argparse.Namespace) -> bool:
     return True
 
 
+def _follow_ups(records: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], dict[int, bool]]:
+    """By decision sequence: its ``outcome`` record's body (what then ran), and whether agy took it
+    (its ``delivery`` record; none for a decision made without the harness)."""
+    outcomes: dict[int, dict[str, Any]] = {}
+    taken: dict[int, bool] = {}
+    for rec in records:
+        body = rec.get("body")
+        if not isinstance(body, dict) or not isinstance(body.get("decision"), int):
+            continue
+        if rec.get("type") == "outcome":
+            outcomes[body["decision"]] = body
+        elif rec.get("type") == "delivery":
+            taken[body["decision"]] = body.get("taken") is True
+    return outcomes, taken
+
+
 def _list(directory: Path, args: argparse.Namespace) -> int:
     from agy_harness.core.display import one_line
 
     if args.format or args.out:
         raise BadInput("--format and --out go with `audit export`")
+    from agy_harness.core.decision_record import ran_note
+
     records, report = _load(directory)
     shown = [r for r in records if r.get("type") == "decision" and _matches(r, args)]
+    outcomes, taken = _follow_ups(records)
     for rec in shown:
         if args.json:
             print(json.dumps(rec, ensure_ascii=False))
@@ -241,6 +260,13 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
             f"#{rec.get('seq')} {rec.get('time')} {body.get('verdict', '?'):7} by {who} "
             f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"
         )
+        found = rec.get("seq")
+        seq = found if isinstance(found, int) else -1
+        if taken.get(seq) is False:  # (as the board's history says it)
+            line += "; not taken: agy did not take this answer"
+        ran = ran_note(str(body.get("verdict", "")), outcomes.get(seq))
+        if ran:
+            line += f"; {ran}"
         print(one_line(line))  # the display rule: a ledger's text never drives the terminal
     if not shown:
         print("no decisions recorded" + (" that match" if records else " yet"), file=sys.stderr)

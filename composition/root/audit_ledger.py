@@ -61,9 +61,13 @@ def conversation_history(
 ) -> list[dict[str, Any]]:
     """The decisions of conversation ``cascade_id`` in this install's ledger, newest first (the
     board's history view): when, what was asked (the ledger's redacted rendering), the verdict and
-    scope, who decided and where (``decided``: the one line every surface shows), whether agy took it.
+    scope, who decided and where (``decided``: the one line every surface shows), whether agy took it,
+    and ``ran``: what its outcome record says ran where that differs from what was shown or approved
+    (``core.decision_record.ran_note``, the words ``agy-harness audit`` prints; "" otherwise).
     Only the ledger's last :data:`HISTORY_BYTES` are read: each board request costs a bounded read."""
     from agy_harness.core.decided_line import decided_line
+    from agy_harness.core.decision_record import ran_note
+    from agy_harness.core.display import one_line
     from agy_harness.ports.events import Decider
 
     where = directory if directory is not None else default_dir()
@@ -73,6 +77,7 @@ def conversation_history(
     lines, _torn = C.split_lines(data)
     records = [r for r, broken in map(C.parse_record, lines) if r is not None and not broken]
     taken: dict[int, bool] = {}
+    outcomes: dict[int, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     for record in records:
         body = record.get("body")
@@ -80,6 +85,8 @@ def conversation_history(
             continue
         if record.get("type") == "delivery" and isinstance(body.get("decision"), int):
             taken[body["decision"]] = body.get("taken") is True
+        if record.get("type") == "outcome" and isinstance(body.get("decision"), int):
+            outcomes[body["decision"]] = body
         if record.get("type") != "decision":
             continue
         found = body.get("decided_by")
@@ -109,6 +116,8 @@ def conversation_history(
             }
         )
     for row in rows:
-        row["taken"] = taken.get(row["seq"]) if isinstance(row["seq"], int) else None
+        seq = row["seq"] if isinstance(row["seq"], int) else None
+        row["taken"] = taken.get(seq) if seq is not None else None
+        row["ran"] = one_line(ran_note(row["verdict"], outcomes.get(seq) if seq is not None else None))
     rows.sort(key=lambda r: r["seq"] if isinstance(r["seq"], int) else -1, reverse=True)
     return rows[:limit]

@@ -91,11 +91,11 @@ class GateBridge:
             emitter=emitter,
             options=self.options,
             knowledge=lambda: (list(self._open.values()), dict(self._closed)),
-            claim_re_ask=self._claim_re_ask,
+            claim_re_ask=self._claim_for_re_ask,
             delivery=delivery,
             tui=tui,
             clock=clock,
-            answered=self.watch.answered,
+            answered=self._answered,
         )
         self._stopped = False
         emitter.bus.on_delivered(self.observe)
@@ -315,6 +315,25 @@ class GateBridge:
                 self.decisions.delivered(gate, seq, delivered)
             elif not delivered:
                 self.decisions.forget(gate)
+
+    def _answered(self, gate: GateOpened, answer: CheckedAnswer, step_index: int) -> None:
+        """agy took ``answer`` at ``step_index`` (the gate's step, or agy's re-ask): both follow that step."""
+        self.watch.answered(gate, answer, step_index)
+        self.decisions.answered_at(gate, step_index)
+
+    def _claim_for_re_ask(self, gate: GateOpened, step_index: int) -> Callable[[], None] | None:
+        """The re-ask's claim (:meth:`_claim_re_ask`), and the ledger told before the answer goes: agy
+        may show the re-ask withdrawn before its reply to the answer arrives."""
+        release = self._claim_re_ask(gate, step_index)
+        if release is None:
+            return None
+        undo = self.decisions.to_re_ask(gate, step_index)
+
+        def both() -> None:
+            release()
+            undo()
+
+        return both
 
     def _claim_re_ask(self, gate: GateOpened, step_index: int) -> Callable[[], None] | None:
         """An answer goes to agy's re-ask of ``gate``: the re-ask's own gate takes no other answer, and

@@ -550,7 +550,7 @@
     const head = el("tr", {}, ...["time", "asked", "verdict", "scope", "who / where"].map((h) => el("th", {}, h)));
     const body = rows.map((r) => el("tr", { class: "h-row" },
       el("td", { class: "h-time" }, r.time ? new Date(r.time).toLocaleTimeString() : ""),
-      el("td", { class: "h-shown" }, r.shown),
+      el("td", { class: "h-shown" }, r.shown, r.ran ? el("div", { class: "h-ran" }, r.ran) : null),
       el("td", { class: "h-verdict" }, r.verdict + (r.taken === false ? " (not taken)" : "")),
       el("td", { class: "h-scope" }, r.scope),
       el("td", { class: "h-who" }, r.decided)));
