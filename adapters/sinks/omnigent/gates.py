@@ -38,7 +38,7 @@ from typing import Any
 from rich.markup import escape as escape_markup
 
 from agy_harness.core.answers import AnswerError, fold, match_option, parse_answer, texts
-from agy_harness.core.display import command_view, one_line, visible
+from agy_harness.core.display import command_view, flagged, one_line, visible
 from agy_harness.core.kinds import describe
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
@@ -74,12 +74,6 @@ def policy_name(gate: GateOpened) -> str:
         return f"agy_native_terminal_only.{request[:16]}"
     base = "agy_native_permission" if gate.kind == "permission" else "agy_native_ask_question"
     return f"{base}.{request[:16]}"
-
-
-def _shown(text: str) -> str:
-    """agy's text in an elicitation's message: by the core's one rendering rule, and with anything
-    that omnigent's chat would read as rich markup escaped (it prints the message as markup)."""
-    return escape_markup(one_line(text))
 
 
 def gate_params(gate: GateOpened) -> dict[str, Any]:
@@ -128,15 +122,17 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
     questions = [
         {
             "id": str(i),
-            "question": q.question,
-            "options": [{"label": o.text} for o in q.options],
+            # by the rendering rule, look-alikes flagged: the web form shows these and answers with a label
+            "question": flagged(q.question),
+            "options": [{"label": flagged(o.text)} for o in q.options],
             "multiSelect": q.multi_select,
         }
         for i, q in enumerate(gate.questions)
     ]
     return {
         **common,
-        "message": "\n".join(_shown(q.question) for q in gate.questions) or "Antigravity needs your input",
+        "message": "\n".join(escape_markup(flagged(q.question)) for q in gate.questions)
+        or "Antigravity needs your input",
         "phase": "agy_ask_question",
         "policy_name": policy_name(gate),
         "ask_user_question": {"questions": questions},
@@ -169,7 +165,7 @@ def question_keys(gate: GateOpened) -> list[str]:
 
 def _choices(gate: GateOpened, i: int) -> str:
     """A question's options by number, by the rendering rule (plain text: no markup)."""
-    return "; ".join(f"{one_line(o.id)} = {one_line(o.text.strip())}" for o in gate.questions[i].options)
+    return "; ".join(f"{one_line(o.id)} = {flagged(o.text.strip())}" for o in gate.questions[i].options)
 
 
 def question_schema(gate: GateOpened) -> dict[str, Any]:
@@ -183,7 +179,7 @@ def question_schema(gate: GateOpened) -> dict[str, Any]:
         options = f"Options: {_choices(gate, i)} -- type {how}, or your own answer" if q.options else ""
         properties[key] = {
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-            "title": one_line(q.question),
+            "title": flagged(q.question),
             "description": options or "Type your answer.",
         }
     return {"type": "object", "properties": properties, "required": list(properties)}
@@ -221,7 +217,9 @@ def _web_labels(gate: GateOpened, index: int, value: tuple[str, ...], *, typed_t
     q = gate.questions[index]
     out = []
     for text in value:
-        by_label = {o.id for o in q.options if o.text.strip() == text.strip()}
+        by_label = {
+            o.id for o in q.options if flagged(o.text).strip() == text.strip()
+        }  # as the form shows it
         by_id = {o.id for o in q.options if o.id == text.strip()}
         if len(by_label) != 1:
             out.append(text)  # no label (free text, a number), or several: the core reads or refuses it
