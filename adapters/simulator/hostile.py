@@ -8,6 +8,7 @@ human's answer on a request the human did not see (issue #26):
 * :func:`foreign_done_steps` -- finished steps of ANOTHER trajectory in the conversation's step list,
   claiming the step indices agy's own next steps will have;
 * :func:`flood_gates` -- many WAITING permission steps that nobody will ever take an answer for;
+* :func:`as_url_permission` -- a WAITING command step re-streamed as a permission to read a URL;
 * :func:`rewrite_question` -- a WAITING question re-streamed with other text and options (ids that
   are not their positions, ids shared by two options, labels that are another option's id or
   differ only in case): agy takes the answer for it as it takes any.
@@ -143,4 +144,20 @@ def rewrite_question(
         if question:
             args["questions"][0]["question"] = question
         call["argumentsJson"] = json.dumps(args)
+    sim._changed(c, index)
+
+
+def as_url_permission(sim: Any, index: int, url: str, *, cascade_id: str | None = None) -> None:
+    """The WAITING RUN_COMMAND step at ``index`` now asks a plain ``permission`` to read ``url``: no
+    command body, the permission's resource ``{action: "read_url", target: url}``. (agy's answer to
+    it is whatever the simulator takes for a permission; what matters is the card.)"""
+    c = _cascade(sim, cascade_id)
+    step = c.steps[index]
+    if step.get("status") != st.WAITING or "runCommand" not in step:
+        raise ValueError(f"step {index} is not a waiting command")
+    del step["runCommand"]
+    permission = step["requestedInteraction"]["permission"]
+    permission["resource"] = {"action": "read_url", "target": url}
+    permission["actionDescription"] = "Reading a web page"
+    permission.pop("suggestedPersistPattern", None)
     sim._changed(c, index)

@@ -52,3 +52,31 @@ async def test_look_alike_options_and_question_are_flagged_and_a_pick_reaches_it
     assert keep_zw == "Keep\\u200b" and "\u200b" not in keep_zw  # the invisible character made visible
     assert len(set(names)) == len(names)
     assert agy.steps()[index]["askQuestion"]["questions"][0]["selectedOptionIds"] == ["2"]
+
+
+async def test_a_look_alike_url_of_a_permission_is_flagged_in_its_body() -> None:
+    """A permission to read ``https://gіthub.com/...`` (Cyrillic U+0456), no command: its body named
+    nothing but the description (the terminal and the board flagged the URL, ACP did not). Now the
+    URL's look-alike notes are in the body (core.display.path_notes), as a cwd's are."""
+    from agy_harness.adapters.simulator.hostile import as_url_permission
+
+    asked: list[Any] = []
+
+    async def record(tool_call: Any, options: list[Any]) -> None:
+        asked.append(tool_call)
+        return None  # no answer: the request is cancelled (fails closed)
+
+    async with Simulator(pace=0, gate_timeout=None) as agy:
+        await agy.submit_user_turn("run `ls`")
+        async with asyncio.timeout(30):
+            while not any(s["status"].endswith("WAITING") for s in agy.steps()):
+                await asyncio.sleep(0.05)
+        index = next(i for i, s in enumerate(agy.steps()) if s["status"].endswith("WAITING"))
+        as_url_permission(agy, index, "https://g\u0456thub.com/org/repo")
+        client = RecordingClient(permission=record)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            await conn.load_session(cwd=agy.workspace, session_id=agy.cascade_id, mcp_servers=[])
+            await client.wait_for(lambda: bool(asked))
+    body = [c.content.text for c in asked[0].content or [] if c.type == "content"]
+    assert any("U+0456" in t for t in body) and any("mixed scripts" in t for t in body)
+    assert "U+0456" in asked[0].title
