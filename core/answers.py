@@ -35,7 +35,9 @@ Permission gates (a command, a file write...):
 
 Question gates (ask_question):
 
-* ``"2"`` (an option id) or an option's label picks that option; ``["1", "3"]`` several (a
+* ``"2"`` (an option id) or an option's label (exact, else with case and spaces ignored) picks
+  that option (refused where it could name several, or names an option whose id another shares:
+  agy's answer carries only the id); ``["1", "3"]`` several (a
   multi-select), or one per question when the gate has several questions; ``[["1"], ["2", "3"]]``
   one list per question; ``GateAnswer(selections=..., write_ins=...)`` as is;
 * the write-in rule: non-empty text that is not a number and matches no option's id or label is
@@ -382,16 +384,33 @@ def parse_answer(gate: GateOpened, value: object) -> CheckedAnswer:
 
 
 def match_option(question: Question, choice: str) -> str | None:
-    """The option id for ``choice``: an id ("2") or an option's label (case and spaces ignored)."""
+    """The option id for ``choice``: an id ("2"), else an option's exact label, else its label with
+    case and spaces ignored; None when it names no option. A choice that could name several options
+    (two labels that fold alike, the exact label of several) or names an option whose id another
+    option shares (agy's answer carries only the id) is refused: an ambiguous answer is never guessed."""
     choice = choice.strip()
-    for option in question.options:
-        if choice == option.id:
-            return option.id
-    folded = fold(choice)
-    for option in question.options:
-        if folded and fold(option.text) == folded:
-            return option.id
-    return None
+    options = question.options
+    found = [o for o in options if choice == o.id]
+    if not found:
+        found = [o for o in options if choice == o.text.strip()]
+    if not found:
+        folded = fold(choice)
+        found = [o for o in options if folded and fold(o.text) == folded]
+    if not found:
+        return None
+    if len(found) > 1 and len({o.id for o in found}) > 1:
+        raise AnswerError(
+            f"{choice!r} could name several options of {question.question!r}: "
+            f"{', '.join(repr(o.text) for o in found)}; answer by the option's number"
+        )
+    option_id = found[0].id
+    sharing = [o for o in options if o.id == option_id]
+    if len(sharing) > 1:
+        raise AnswerError(
+            f"options {', '.join(repr(o.text) for o in sharing)} of {question.question!r} share the id "
+            f"{option_id!r}: agy could not tell which one was chosen; decline, or write your own answer"
+        )
+    return option_id
 
 
 def resolve_question(question: Question, choices: Sequence[str], write_in: str = "") -> tuple[list[str], str]:

@@ -32,7 +32,9 @@ Injective, also where text looks alike or is not shown whole (issue #35):
   the whole string's size and hash (such a request can be denied, never allowed: :func:`agy_harness.core.answers.parse_answer`);
 * look-alike text is flagged under the command (:func:`agy_harness.core.lookalikes.notes`): each
   non-ASCII character with its code point and name, tokens mixing scripts, text that NFC
-  normalisation changes, punycode hosts; :func:`path_notes` gives the same lines for a path.
+  normalisation changes, punycode hosts; :func:`path_notes` gives the same lines for a path, and
+  :func:`label_notes` for a question's text or an option (:func:`flagged`: the label on one line
+  with them), so a question whose option reads ``gіthub.com`` says so on every surface.
 """
 
 from __future__ import annotations
@@ -235,6 +237,23 @@ def path_notes(path: str) -> list[str]:
     """The notes a card shows under a path or a URL (a working directory, a file to write), each a
     visible marker line (``⋯ ⚠ non-ASCII: ... ⋯``); none for a plain ASCII path."""
     return [_note_line(note) for note in text_notes(path)]
+
+
+def label_notes(text: str) -> list[str]:
+    """The notes a card shows beside a label -- a question's text, an option -- each a visible marker
+    line (``⋯ ⚠ non-ASCII: і U+0456 ... ⋯``): its look-alike characters, and a cut by the reader
+    (its size and hash); none for plain ASCII. Two labels that look alike never read the same."""
+    out = [
+        f"{WARN} cut: {cut.removed} more bytes not shown (whole {cut.total} bytes, sha256:{cut.short})"
+        for cut in cuts_in_text(text)
+    ]
+    return [_note_line(note) for note in out + notes(without_cuts(text), _drawn)]
+
+
+def flagged(text: str) -> str:
+    """``text`` on one line (:func:`one_line`), its :func:`label_notes` after it: a question or an
+    option where a surface has one line for it (an ACP option's name, a form's title)."""
+    return " ".join([one_line(text), *label_notes(text)])
 
 
 def command_view(command: str, max_lines: int = 12, max_chars: int = 400) -> CommandView:

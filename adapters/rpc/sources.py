@@ -177,6 +177,19 @@ class _IdleWatch:
 
 
 FULL_EVERY = 240  # polls between two whole reads (a backstop: 60 s at the default 250 ms)
+REMEMBERED = 8  # conversations whose last snapshot the poll keeps between readers
+QUIET_POLLS = 4  # unchanged polls before the poll slows down
+MAX_SLOWDOWN = 8  # the interval grows (doubling every QUIET_POLLS unchanged polls) up to this factor
+
+
+def slowdown(unchanged: int) -> int:
+    """The factor of the poll interval after ``unchanged`` polls in a row that changed nothing: 1 for
+    the first :data:`QUIET_POLLS`, then doubling every :data:`QUIET_POLLS` up to :data:`MAX_SLOWDOWN`
+    (2 s at 250 ms): an idle conversation whose unsettled steps are large (a gate asking to run a
+    4.5 MiB command, re-read each poll) costs an eighth of what it did; any change resets it."""
+    if unchanged < QUIET_POLLS:
+        return 1
+    return int(min(MAX_SLOWDOWN, 2 ** (unchanged // QUIET_POLLS)))
 
 
 def settled_prefix(steps: list[RawStep]) -> int:
@@ -208,6 +221,9 @@ class RpcPollSource:
         self.polls = 0
         self._cuts: dict[str, int] = {}  # cascade id -> the harder string cut its answers need
         self.offset_reads = True  # poll only past the settled steps (False: agy ignores stepOffset)
+        #: cascade id -> (the last snapshot read, polls in a row that changed nothing): kept across
+        #: the harness's returns to the stream, so a fallback poll goes on where the last one stopped
+        self._seen: dict[str, tuple[list[RawStep], int]] = {}
 
     async def read_steps(self, cascade_id: str, *, offset: int = 0) -> list[RawStep]:
         """agy's steps of ``cascade_id`` (from step ``offset`` on: ``stepOffset``)."""
@@ -263,9 +279,13 @@ class RpcPollSource:
         re-decoded it every poll). A settled step (DONE, ERROR, CANCELED, a user's input: every step
         before it settled too) no longer changes; every step from the first unsettled one on is read
         again, each poll. Every ``FULL_EVERY`` polls, and whenever agy's answer does not start where it
-        was asked to (an agy that ignores ``stepOffset``), the whole list is read."""
-        last: list[RawStep] | None = None
-        since_full = 0
+        was asked to (an agy that ignores ``stepOffset``), the whole list is read. While polls change
+        nothing the interval grows (:func:`slowdown`, up to 8x); the first change resets it. The last
+        snapshot and the count of quiet polls outlive the reader: the harness retries the stream
+        now and then, and the next fallback reader goes on from them (it read the whole list anew,
+        at the first interval, each time)."""
+        last, unchanged = self._seen.get(cascade_id, (None, 0))
+        since_full, fresh = 0, True  # a new reader gets the snapshot first, changed or not
         while True:
             offset = settled_prefix(last) if last is not None and self.offset_reads else 0
             if since_full >= FULL_EVERY:
@@ -283,10 +303,19 @@ class RpcPollSource:
                     steps, offset = await self.read_steps(cascade_id), 0
                 steps = [*last[:offset], *steps] if offset else steps
             self.polls += 1
-            if steps != last:  # parsed-JSON equality: exact, and short-circuits on the step count
-                last = steps
+            changed = steps != last  # parsed-JSON equality: exact, and short-circuits on the step count
+            last, unchanged = steps, 0 if changed else unchanged + 1
+            self._remember(cascade_id, last, unchanged)
+            if changed or fresh:
+                fresh = False
                 yield StepBatch(cascade_id=cascade_id, steps=tuple(steps), snapshot=True, source=self.name)
-            await self._sleep(self.interval)
+            await self._sleep(self.interval * slowdown(unchanged))
+
+    def _remember(self, cascade_id: str, steps: list[RawStep], unchanged: int) -> None:
+        self._seen.pop(cascade_id, None)
+        self._seen[cascade_id] = (steps, unchanged)
+        while len(self._seen) > REMEMBERED:  # the oldest conversation read goes first
+            del self._seen[next(iter(self._seen))]
 
     async def _sleep(self, seconds: float) -> None:
         if self._clock is not None:

@@ -202,7 +202,7 @@ class ToolActions:
             return
         picked: list[str] = []
         for q in step["askQuestion"]["questions"]:
-            texts = {o["id"]: o["text"] for o in q["options"]}
+            texts = {o.get("id", ""): o.get("text", "") for o in q["options"]}
             picked += [texts.get(i, i) for i in q.get("selectedOptionIds", [])]
             if q.get("writeInResponse"):
                 picked.append(q["writeInResponse"])

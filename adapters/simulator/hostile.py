@@ -7,7 +7,11 @@ human's answer on a request the human did not see (issue #26):
   at the same step index;
 * :func:`foreign_done_steps` -- finished steps of ANOTHER trajectory in the conversation's step list,
   claiming the step indices agy's own next steps will have;
-* :func:`flood_gates` -- many WAITING permission steps that nobody will ever take an answer for.
+* :func:`flood_gates` -- many WAITING permission steps that nobody will ever take an answer for;
+* :func:`as_url_permission` -- a WAITING command step re-streamed as a permission to read a URL;
+* :func:`rewrite_question` -- a WAITING question re-streamed with other text and options (ids that
+  are not their positions, ids shared by two options, labels that are another option's id or
+  differ only in case): agy takes the answer for it as it takes any.
 
 Each changes the simulator's state and notifies it, so the stream and the poll both show the change.
 """
@@ -110,3 +114,50 @@ def flood_gates(
         ts.ask_gate(step, request)
         indices.append(sim._append(c, step))
     return indices
+
+
+def rewrite_question(
+    sim: Any,
+    index: int,
+    options: list[dict[str, str]],
+    *,
+    question: str = "",
+    cascade_id: str | None = None,
+) -> None:
+    """The WAITING ASK_QUESTION step at ``index`` now asks ``question`` (if given) with ``options``
+    (``{"id": ..., "text": ...}`` each, as agy sends them: an id may be missing, shared or not the
+    option's position): the request, the step's body and the poll's copy of the call all change;
+    the step index does not. agy records the ids the answer names (``selectedOptionIds``)."""
+    c = _cascade(sim, cascade_id)
+    step = c.steps[index]
+    request = step.get("requestedInteraction", {}).get("askQuestion")
+    if step.get("status") != st.WAITING or not isinstance(request, dict):
+        raise ValueError(f"step {index} is not a waiting question")
+    for questions in (request["questions"], step["askQuestion"]["questions"]):
+        questions[0]["options"] = [dict(o) for o in options]
+        if question:
+            questions[0]["question"] = question
+    call = step["metadata"].get("toolCall")
+    if isinstance(call, dict) and call.get("argumentsJson"):  # the poll's copy of the call, kept coherent
+        args = json.loads(call["argumentsJson"])
+        args["questions"][0]["options"] = [o.get("text", "") for o in options]
+        if question:
+            args["questions"][0]["question"] = question
+        call["argumentsJson"] = json.dumps(args)
+    sim._changed(c, index)
+
+
+def as_url_permission(sim: Any, index: int, url: str, *, cascade_id: str | None = None) -> None:
+    """The WAITING RUN_COMMAND step at ``index`` now asks a plain ``permission`` to read ``url``: no
+    command body, the permission's resource ``{action: "read_url", target: url}``. (agy's answer to
+    it is whatever the simulator takes for a permission; what matters is the card.)"""
+    c = _cascade(sim, cascade_id)
+    step = c.steps[index]
+    if step.get("status") != st.WAITING or "runCommand" not in step:
+        raise ValueError(f"step {index} is not a waiting command")
+    del step["runCommand"]
+    permission = step["requestedInteraction"]["permission"]
+    permission["resource"] = {"action": "read_url", "target": url}
+    permission["actionDescription"] = "Reading a web page"
+    permission.pop("suggestedPersistPattern", None)
+    sim._changed(c, index)

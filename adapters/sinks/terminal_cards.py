@@ -26,7 +26,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import safejson
 from agy_harness.core.answers import carries_reason
-from agy_harness.core.display import MARKER, command_view, path_notes, visible
+from agy_harness.core.display import MARKER, command_view, label_notes, path_notes, visible
 from agy_harness.core.scopes import allow_choices, scope_label, scope_word
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
@@ -230,8 +230,10 @@ def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
         for i, question in enumerate(gate.questions):
             number = f"{i + 1}. " if len(gate.questions) > 1 else ""
             body.append(Text(f"{number}{visible(question.question)}", style="bold"))
+            body.extend(Text("   " + note, style="yellow") for note in label_notes(question.question))
             for n, option in enumerate(question.options, start=1):
                 body.append(Text(f"   {n}) {visible(option.text)}"))
+                body.extend(Text("      " + note, style="yellow") for note in label_notes(option.text))
         title = Text("? question")
     return Panel(Group(*body), title=title, title_align="left", border_style="yellow", expand=False)
 

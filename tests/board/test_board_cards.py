@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -394,3 +395,32 @@ async def test_a_request_cut_past_4_mib_offers_no_allow() -> None:
             await until(lambda: bool(sim.received))
             assert [r["permission"] for _, r in sim.received] == [{"allow": False}] and not sim.executed
             assert page.errors == []
+
+
+async def test_a_question_flags_its_look_alike_text_and_options() -> None:
+    """A question's text and options carry their look-alike flags (core.display.label_notes), as a
+    command's do: the options ``github.com`` and ``gіthub.com`` (Cyrillic U+0456) rendered the same
+    before; now the look-alike one is named with its code point and the ASCII one has no note."""
+    from agy_harness.adapters.simulator.hostile import rewrite_question
+
+    options = [{"id": "1", "text": "github.com"}, {"id": "2", "text": "g\u0456thub.com"}]
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await sim.submit_user_turn("ask: clone from g\u0456thub.com?")
+        _, index, _ = await _waiting(sim)
+        rewrite_question(sim, index, options)
+        async with board_on(sim) as (_board, page):
+            (question,) = await cards_of(page, "question")
+            await page.wait_for_function(
+                "() => document.querySelectorAll('#cards .card[data-kind=question] label').length === 2"
+            )
+            labels = question.locator("label")
+            plain, odd = await labels.nth(0).inner_text(), await labels.nth(1).inner_text()
+            assert "⚠" not in plain and "U+0456" in odd and "mixed scripts" in odd
+            notes = await question.locator(".cwd-note").all_inner_texts()
+            assert any("U+0456" in n for n in notes)  # the question's own text, flagged under it
+            assert page.errors == []
+
+
+async def _waiting(sim: Simulator) -> tuple[str, int, dict[str, Any]]:
+    await until(lambda: any(s["status"].endswith("WAITING") for s in sim.steps()), timeout=30)
+    return waiting_step(sim, sim.cascade_id)

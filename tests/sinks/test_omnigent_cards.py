@@ -24,6 +24,7 @@ from agy_harness.core.display import request_hash
 from agy_harness.ports.events import (
     Event,
     GateOpened,
+    Question,
     QuestionOption,
     StatusChanged,
     Usage,
@@ -196,7 +197,9 @@ def test_markup_like_text_is_exact_on_the_web_and_escaped_for_the_chat() -> None
     assert "agy: Installing [dev] deps" in p["action_description"]
     assert not any("\\" in text for text in web)
     h = request_hash(command.command_line)
-    assert p["content_preview"].startswith(f"pip install -e '.\\[test]' (in /repo) · ⋯ {h} ⋯ · y = Allow once")
+    assert p["content_preview"].startswith(
+        f"pip install -e '.\\[test]' (in /repo) · ⋯ {h} ⋯ · y = Allow once"
+    )
     plain = gate_params(PERMISSION_GATE)  # no markup-like text: the message carries it to both
     assert plain["message"] == "agy asks to run `git status` in /repo"
     # the message carries it to both; the hash is kept on the card, beside it (never inside the command)
@@ -281,7 +284,7 @@ def test_a_card_only_agys_terminal_answers_has_its_own_policy_name() -> None:
 QUESTION_ANSWERS: list[tuple[dict[str, Any], GateAnswer]] = [
     (
         {"action": "accept", "content": {"0": "Frontend", "1": ["Unit", "Integration"]}},
-        GateAnswer(selections=(("Frontend",), ("Unit", "Integration"))),
+        GateAnswer(selections=(("2",), ("1", "2"))),  # the labels clicked, read as their options
     ),
     (
         {"action": "accept", "content": {"Which part first?": "2", "which tests?": ["1", "also e2e"]}},
@@ -334,6 +337,22 @@ def test_permission_answers(result: dict[str, Any], allow: bool) -> None:
 def test_ambiguous_answers_are_refused(gate: Any, result: dict[str, Any]) -> None:
     with pytest.raises(AnswerError):
         answer_from_result(gate, result)
+
+
+def test_a_label_that_is_another_options_number_is_refused_where_both_forms_key_the_field_alike() -> None:
+    """A question whose text is a number: the terminal chat keys its field ``"0"`` as the web form
+    does, so ``"2"`` could be option 1's label (clicked) or option 2's number (typed): refused.
+    (tests/omnigent_real/test_question_labels.py: where only the web form keys it so, the label.)"""
+    q = Question(
+        question="7",
+        options=(QuestionOption(id="1", text="2"), QuestionOption(id="2", text="Delete the build")),
+    )
+    gate = QUESTION_GATE.model_copy(update={"questions": (q,)})
+    with pytest.raises(AnswerError, match="could name either"):
+        answer_from_result(gate, {"action": "accept", "content": {"0": "2"}})
+    assert answer_from_result(
+        gate, {"action": "accept", "content": {"0": "Delete the build"}}
+    ).selections == (("2",),)
 
 
 @pytest.mark.parametrize("result", [None, [], {"content": {}}, {"action": "approve"}])

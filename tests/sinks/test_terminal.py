@@ -380,3 +380,25 @@ async def test_a_look_alike_directory_or_path_is_flagged_on_the_terminal_card(ta
     plain, odd = cards
     assert plain != odd and "U+0456" not in plain and "⚠" not in plain
     assert "U+0456" in odd and "CYRILLIC SMALL LETTER" in odd
+
+
+async def test_a_question_flags_its_look_alike_options_on_the_terminal_card() -> None:
+    """A question's options ``github.com`` / ``gіthub.com`` (Cyrillic U+0456) and its text carry the
+    look-alike flags (core.display.label_notes) under them; the ASCII option has none, and typing
+    2 picks the look-alike option (its id)."""
+    first, second = QUESTION_GATE.questions
+    options = (first.options[0].model_copy(update={"text": "github.com"}),
+               first.options[1].model_copy(update={"text": "g\u0456thub.com"}))  # fmt: skip
+    odd = first.model_copy(update={"question": "Clone from g\u0456thub.com?", "options": options})
+    gate = QUESTION_GATE.model_copy(update={"questions": (odd, second)})
+    c = console()
+    sink = TerminalSink(c, input_fn=scripted("2", "1"))
+    answer = await asyncio.wait_for(sink.ask(gate), 30)
+    assert answer.selections == (("2",), ("1",))
+    lines = text_of(c).splitlines()
+    at = next(i for i, line in enumerate(lines) if "2) g\u0456thub.com" in line)
+    assert "U+0456" in lines[at + 1] and "CYRILLIC SMALL LETTER" in lines[at + 1]
+    plain = next(i for i, line in enumerate(lines) if "1) github.com" in line)
+    assert "⚠" not in lines[plain + 1]
+    question = next(i for i, line in enumerate(lines) if "Clone from" in line)
+    assert "U+0456" in lines[question + 1]

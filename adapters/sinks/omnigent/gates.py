@@ -21,7 +21,9 @@
     tells agy why); ``_meta.persist`` (omnigent's own agy buttons, never offered here) is refused;
   - question, ``accept``: the web form's ``content = {"0": "<label>", "1": ["<label>", "<free text>"]}``
     (keyed by question index, also accepted: the question's text); values are option labels, option ids
-    or free text (the write-in), a list for a multi-select.
+    or free text (the write-in), a list for a multi-select. A web-form value is the label the human
+    clicked: an exact label is read before an id (option 1 labelled ``2`` is option 1); where the
+    terminal chat keys a field alike (it types numbers), a label that is another option's number is refused.
 
   Anything else raises :class:`~agy_harness.core.answers.AnswerError`: nothing reaches agy, the sink
   tells the human and asks again.
@@ -36,7 +38,7 @@ from typing import Any
 from rich.markup import escape as escape_markup
 
 from agy_harness.core.answers import AnswerError, fold, match_option, parse_answer, texts
-from agy_harness.core.display import command_view, one_line, visible
+from agy_harness.core.display import command_view, flagged, one_line, visible
 from agy_harness.core.kinds import describe
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
@@ -72,12 +74,6 @@ def policy_name(gate: GateOpened) -> str:
         return f"agy_native_terminal_only.{request[:16]}"
     base = "agy_native_permission" if gate.kind == "permission" else "agy_native_ask_question"
     return f"{base}.{request[:16]}"
-
-
-def _shown(text: str) -> str:
-    """agy's text in an elicitation's message: by the core's one rendering rule, and with anything
-    that omnigent's chat would read as rich markup escaped (it prints the message as markup)."""
-    return escape_markup(one_line(text))
 
 
 def gate_params(gate: GateOpened) -> dict[str, Any]:
@@ -126,15 +122,17 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
     questions = [
         {
             "id": str(i),
-            "question": q.question,
-            "options": [{"label": o.text} for o in q.options],
+            # by the rendering rule, look-alikes flagged: the web form shows these and answers with a label
+            "question": flagged(q.question),
+            "options": [{"label": flagged(o.text)} for o in q.options],
             "multiSelect": q.multi_select,
         }
         for i, q in enumerate(gate.questions)
     ]
     return {
         **common,
-        "message": "\n".join(_shown(q.question) for q in gate.questions) or "Antigravity needs your input",
+        "message": "\n".join(escape_markup(flagged(q.question)) for q in gate.questions)
+        or "Antigravity needs your input",
         "phase": "agy_ask_question",
         "policy_name": policy_name(gate),
         "ask_user_question": {"questions": questions},
@@ -167,7 +165,7 @@ def question_keys(gate: GateOpened) -> list[str]:
 
 def _choices(gate: GateOpened, i: int) -> str:
     """A question's options by number, by the rendering rule (plain text: no markup)."""
-    return "; ".join(f"{one_line(o.id)} = {one_line(o.text.strip())}" for o in gate.questions[i].options)
+    return "; ".join(f"{one_line(o.id)} = {flagged(o.text.strip())}" for o in gate.questions[i].options)
 
 
 def question_schema(gate: GateOpened) -> dict[str, Any]:
@@ -181,7 +179,7 @@ def question_schema(gate: GateOpened) -> dict[str, Any]:
         options = f"Options: {_choices(gate, i)} -- type {how}, or your own answer" if q.options else ""
         properties[key] = {
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-            "title": one_line(q.question),
+            "title": flagged(q.question),
             "description": options or "Type your answer.",
         }
     return {"type": "object", "properties": properties, "required": list(properties)}
@@ -210,15 +208,42 @@ def _split_choices(gate: GateOpened, index: int, value: tuple[str, ...]) -> tupl
     return value
 
 
+def _web_labels(gate: GateOpened, index: int, value: tuple[str, ...], *, typed_too: bool) -> tuple[str, ...]:
+    """The web form's values for question ``index``: each the LABEL the human clicked (or free
+    text), so an exact label is read as its option's id before an id could be (a hostile model
+    labels option 1 ``2``: a click on it is option 1, never option 2). ``typed_too``: the terminal
+    chat keys this field alike (it types option numbers): a value that is one option's label and
+    another option's number could be either, and is refused."""
+    q = gate.questions[index]
+    out = []
+    for text in value:
+        by_label = {
+            o.id for o in q.options if flagged(o.text).strip() == text.strip()
+        }  # as the form shows it
+        by_id = {o.id for o in q.options if o.id == text.strip()}
+        if len(by_label) != 1:
+            out.append(text)  # no label (free text, a number), or several: the core reads or refuses it
+            continue
+        if typed_too and by_id and by_id != by_label:
+            raise AnswerError(
+                f"{text!r} is the label of one option of {q.question!r} and the number of another: "
+                "it could name either; answer on the web form, or decline"
+            )
+        out.append(next(iter(by_label)))
+    return tuple(out)
+
+
 def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
     named: dict[str, set[int]] = {}  # a question's text (as agy sent it, as the terminal form shows it)
-    for i, (key, q) in enumerate(zip(question_keys(gate), gate.questions, strict=True)):
+    keys = question_keys(gate)
+    for i, (key, q) in enumerate(zip(keys, gate.questions, strict=True)):
         named.setdefault(fold(key), set()).add(i)
         named.setdefault(fold(q.question), set()).add(i)
     indices = {str(i): i for i in range(len(gate.questions))}  # the web form's keys
     picked: dict[int, tuple[str, ...]] = {}
     for key, value in content.items():
-        if key in indices:
+        web = key in indices
+        if web:
             index = indices[key]
         else:
             matches = named.get(fold(key), set())
@@ -228,7 +253,10 @@ def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswe
             (index,) = matches
         if index in picked:
             raise AnswerError(f"question {index + 1} is answered twice")
-        picked[index] = _split_choices(gate, index, texts(value, f"question {index + 1}"))
+        typed = not web or keys[index] == key  # the terminal chat's field (it types numbers)
+        values = texts(value, f"question {index + 1}")
+        values = _split_choices(gate, index, values) if typed else values
+        picked[index] = _web_labels(gate, index, values, typed_too=typed) if web else values
     selections = tuple(picked.get(i, ()) for i in range(len(gate.questions)))
     return parse_answer(gate, GateAnswer(selections=selections))
 

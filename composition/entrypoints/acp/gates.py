@@ -47,7 +47,7 @@ from acp.schema import (
 )
 
 from agy_harness.core.answers import AnswerError, parse_answer
-from agy_harness.core.display import path_notes
+from agy_harness.core.display import flagged, path_notes
 from agy_harness.core.scopes import allow_choices, scope_label, scope_word
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
@@ -59,7 +59,6 @@ from .mapping import (
     command_content,
     gate_input,
     gate_title,
-    shown,
     text_content,
     tool_kind,
 )
@@ -95,7 +94,7 @@ def permission_options(gate: GateOpened) -> list[PermissionOption]:
 
 def question_options(question: Question) -> list[PermissionOption]:
     options = [
-        PermissionOption(option_id=OPTION_PREFIX + o.id, name=o.text, kind="allow_once")
+        PermissionOption(option_id=OPTION_PREFIX + o.id, name=flagged(o.text), kind="allow_once")
         for o in question.options
     ]
     return [*options, PermissionOption(option_id=DECLINE, name="Decline to answer", kind="reject_once")]
@@ -116,18 +115,18 @@ def read_permission_outcome(gate: GateOpened, outcome: Any) -> GateAnswer:
 def question_schema(gate: GateOpened) -> ElicitationSchema:
     properties: dict[str, Any] = {}
     for i, q in enumerate(gate.questions, 1):
-        choices = [EnumOption(const=o.id, title=o.text) for o in q.options]
+        choices = [EnumOption(const=o.id, title=flagged(o.text)) for o in q.options]  # by the rendering rule
         if choices and q.multi_select:
             properties[f"q{i}"] = ElicitationMultiSelectPropertySchema(
-                type="array", title=q.question, items={"anyOf": choices}, min_items=0
+                type="array", title=flagged(q.question), items={"anyOf": choices}, min_items=0
             )
         elif choices:
             properties[f"q{i}"] = ElicitationStringPropertySchema(
-                type="string", title=q.question, one_of=choices
+                type="string", title=flagged(q.question), one_of=choices
             )
         properties[f"q{i}_write_in"] = ElicitationStringPropertySchema(
             type="string",
-            title=f"Your own answer to: {q.question}" if choices else q.question,
+            title=f"Your own answer to: {flagged(q.question)}" if choices else flagged(q.question),
             description="instead of (or, for a multi-select, besides) the options" if choices else None,
         )
     return ElicitationSchema(type="object", title=gate_title(gate), properties=properties)
@@ -228,6 +227,10 @@ class GateAsker:
         if p is not None and p.cwd:  # where it runs, its look-alikes flagged (core.display.path_notes)
             content += text_content(f"in {code_span(p.cwd)}")
             content += [c for note in path_notes(p.cwd) for c in text_content(code_span(note, visible=True))]
+        elif p is not None and p.target:  # a path or a URL: its look-alikes flagged, as a cwd's
+            content += [
+                c for note in path_notes(p.target) for c in text_content(code_span(note, visible=True))
+            ]
         if p is not None and p.description:
             content += text_content(p.description)
         content += change
@@ -262,7 +265,7 @@ class GateAsker:
                     gate, f"{q.question!r} wants a written answer, which this client cannot give; declined"
                 )
                 return GateAnswer(action="decline")
-            title = shown(q.question) + (
+            title = flagged(q.question) + (
                 " (pick one; this client cannot select several)" if q.multi_select else ""
             )
             response = await self.conn.request_permission(

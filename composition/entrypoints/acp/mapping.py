@@ -30,7 +30,7 @@ from acp.schema import (
 
 from agy_harness.adapters.sinks.terminal_cards import result_lines
 from agy_harness.core.decided_line import decided_line
-from agy_harness.core.display import command_view, one_line
+from agy_harness.core.display import command_view, flagged, one_line
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.events import (
     GATE_SET_ASIDE,
@@ -359,7 +359,7 @@ def gate_title(gate: GateOpened) -> str:
     if gate.kind == "other":
         return f"agy waits for {shown(gate.interaction or gate.tool_name or 'an answer')}"
     if gate.kind == "question":
-        return shown(gate.questions[0].question) if gate.questions else "agy asks a question"
+        return flagged(gate.questions[0].question) if gate.questions else "agy asks a question"
     p = gate.permission
     if p is None:
         return f"Allow {gate.tool_name or 'this tool'}?"
@@ -369,7 +369,7 @@ def gate_title(gate: GateOpened) -> str:
         view = command_view(p.command_line, COMMAND_LINES)
         return f"Run {code_span(view.title().removesuffix(view.tail), visible=True)}{view.tail}"
     what = " ".join(x for x in (p.action, p.target) if x)
-    return shown(what or p.description or f"Allow {gate.tool_name or 'this tool'}?")
+    return flagged(what or p.description or f"Allow {gate.tool_name or 'this tool'}?")
 
 
 def gate_input(gate: GateOpened) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, re
 from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
 from agy_harness.core.answers import carries_reason
 from agy_harness.core.decided_line import decided_line
-from agy_harness.core.display import command_view, one_line, path_notes, request_hash
+from agy_harness.core.display import command_view, label_notes, one_line, path_notes, request_hash
 from agy_harness.core.kinds import describe
 from agy_harness.core.scopes import allow_choices, scope_label
 from agy_harness.ports.events import (
@@ -141,8 +141,12 @@ def card_of(gate: GateOpened) -> tuple[dict[str, Any], str | None]:
         shown["questions"] = [
             {
                 "question": visible(q.question),
+                "notes": label_notes(q.question),  # look-alikes flagged (core.display), as every surface
                 "multi": q.multi_select,
-                "options": [{"id": visible(o.id), "text": visible(o.text)} for o in q.options],
+                "options": [
+                    {"id": visible(o.id), "text": visible(o.text), "notes": label_notes(o.text)}
+                    for o in q.options
+                ],
             }
             for q in gate.questions
         ]

@@ -408,11 +408,13 @@
     (c.questions || []).forEach((q, qi) => {
       const name = c.gate_id + ":" + qi;
       node.append(el("div", { class: "question" }, q.question));
+      for (const line of q.notes || []) node.append(el("div", { class: "cwd-note" }, line));
       if (q.multi) node.append(el("div", { class: "note" }, "choose one or more"));
       node.append(el("div", { class: "options" }, q.options.map((o, i) =>
         el("label", {},
           el("input", { type: q.multi ? "checkbox" : "radio", name, value: o.id, "data-q": qi }),
           el("span", {}, o.text),
+          ...(o.notes || []).map((line) => el("span", { class: "cwd-note" }, " " + line)),
           i < 9 ? el("span", { class: "key" }, String(i + 1)) : null))));
       node.append(el("input", { class: "write-in", type: "text", "data-q": qi, "aria-label": "your own answer",
         placeholder: q.options.length ? "…or write your own answer" : "your answer" }));
