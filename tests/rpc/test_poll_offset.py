@@ -57,12 +57,15 @@ class _Clock:
 
     def __init__(self) -> None:
         self.sleeps: list[float] = []
+        self.park_at = 0  # the sleep that never ends (the reader stops there until cancelled); 0: none
 
     def monotonic(self) -> float:
         return asyncio.get_running_loop().time()
 
     async def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
+        if self.park_at and len(self.sleeps) >= self.park_at:
+            await asyncio.Event().wait()  # no read after the sleeps the test counts, however slow the loop
         await asyncio.sleep(0.001)
 
 
@@ -82,6 +85,7 @@ async def test_a_quiet_poll_slows_down_and_a_new_reader_goes_on_where_the_last_s
         source = RpcPollSource(client, interval=0.01, clock=clock)
 
         async def first_batch_then(polls: int) -> StepBatch:
+            clock.park_at = polls
             batches = source.batches(sim.cascade_id)
             batch = await anext(batches)
             task = asyncio.ensure_future(anext(batches))  # it polls on, changing nothing
