@@ -24,6 +24,7 @@ from typing import Any, assert_never
 
 from dependency_injector import providers
 
+from agy_harness.core.steps import turn_of_user_key
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.errors import AnswerNotDelivered
 from agy_harness.ports.events import (
@@ -85,6 +86,7 @@ class LiveSession:
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self._folded: dict[tuple[str, str], dict[str, Any]] = {}
         self.gates: dict[str, tuple[GateOpened, dict[str, Any]]] = {}
+        self.turns: dict[str, str] = {}  # conversation -> its newest user message's executionId
         self._gate_of: dict[str, str] = {}  # a GateOpened event's id -> its gate id (notices name the event)
         self.withdrawn: dict[str, str] = {}  # gate id -> why it was withdrawn
         self.refusals: dict[str, str] = {}  # gate id -> the harness's last notice about it
@@ -151,6 +153,8 @@ class LiveSession:
         self.last_event = time.time()
         view = event_view(event)
         root = event.cascade_id == self.cascade_id
+        if isinstance(event, UserMessage):
+            self.turns[event.cascade_id] = turn_of_user_key(event.step_key)
         match event:
             case GateOpened():
                 self.gates[event.gate_id] = (event, view["card"])
@@ -233,7 +237,18 @@ class LiveSession:
         return self.session
 
     def cards(self) -> list[dict[str, Any]]:
-        return [card for _, card in self.gates.values()]
+        """The waiting gates' cards: those of the turn each conversation runs (its newest user
+        message's executionId) first, then the others, each group in the order they came (issue #35
+        case 8: a flood of gates no turn waits on, shown before the turn, never stacks above agy's
+        real request; a gate or turn without an id moves nothing)."""
+
+        def current(gate: GateOpened) -> bool:
+            return bool(gate.turn) and gate.turn == self.turns.get(gate.cascade_id)
+
+        entries = list(self.gates.values())
+        return [card for gate, card in entries if current(gate)] + [
+            card for gate, card in entries if not current(gate)
+        ]
 
     def gate(self, gate_id: str) -> GateOpened:
         """The gate ``gate_id`` waiting now; GateGone / StaleCard (in words) when it is not."""
