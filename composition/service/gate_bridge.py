@@ -29,7 +29,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, carries_reason, parse_answer
+from agy_harness.core.display import one_line
 from agy_harness.core.elicitation import Refused, delivery_target
+from agy_harness.core.kinds import describe
 from agy_harness.core.steps import turn_of_user_key
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.errors import LedgerUnavailable
@@ -58,6 +60,15 @@ log = logging.getLogger("agy_harness.harness")
 MAX_ASKS = 16  # asks a sink shows at once unless it says otherwise (``max_concurrent_asks``)
 CLOSED_KEPT = 1024  # closed gates remembered (their answers are refused, their re-asks followed)
 ASK_AGAIN = 2  # an answer that was refused while agy still waits is asked again, this many times
+
+
+def unasked_text(gate: GateOpened, exc: Exception) -> str:
+    """What the human is told when the surface could not put ``gate`` to them (the sink's ask failed)."""
+    why = one_line(f"{type(exc).__name__}: {exc}")[:300]
+    return (
+        f"{describe(gate)}: this surface could not show the request ({why}); nothing was answered and "
+        "agy still waits: answer it in agy's terminal (agy-harness attach)"
+    )
 
 
 class GateBridge:
@@ -250,6 +261,10 @@ class GateBridge:
                     if me is not None and me.cancelling() and self._asks.get(gate.gate_id) is me:
                         raise  # the harness stops
                     log.info("gate %s withdrawn from the human", gate.gate_id)
+                    return
+                except Exception as exc:  # the surface could not put it to the human: say so, once
+                    log.warning("gate %s: the sink could not ask it (%s)", gate.gate_id, exc)
+                    await self.emitter.notice(f"{gate.id}/unasked", unasked_text(gate, exc), "error")
                     return
                 if self._asks.get(gate.gate_id) is me:
                     del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place
