@@ -45,6 +45,7 @@ from agy_harness.ports.events import (
 )
 
 from .mapper_state import MapperState
+from .steps import turn_of_user_key
 
 # -- usage -------------------------------------------------------------------------------------------
 
@@ -160,16 +161,41 @@ UNSETTLED = ("WAITING", "RUNNING", "GENERATING", "PENDING")
 
 
 def turn_goes_on(state: MapperState, raws: Sequence[Any]) -> str:
-    """Why a turn may not close although agy says idle ('' when nothing says so): a gate is open in
-    the reconciler's ``state``, or a step in ``raws`` (agy's steps, freshly read) is unsettled
-    (WAITING, RUNNING, GENERATING, PENDING). The one rule for every idle signal: agy's stream (``IDLE`` and
-    ``fullyIdle``, which may be stale) and the run-status backstop."""
-    if state.gates:
-        return "a gate is open"
+    """Why a turn may not close although agy says idle ('' when nothing says so): a step in ``raws``
+    (agy's steps, freshly read, in order) is unsettled (WAITING, RUNNING, GENERATING, PENDING), or a
+    gate is open in the reconciler's ``state``. The one rule for every idle signal: agy's stream
+    (``IDLE`` and ``fullyIdle``, which may be stale) and the run-status backstop.
+
+    One exception (issue #35 case 8): a step BEFORE the open turn's user input whose
+    ``metadata.executionId`` names another turn is not the open turn's, and holds it open no longer
+    (nor does the gate open on it): a flood of gates no turn waits on, sitting in the step list when the
+    human started the turn, kept an interrupted turn open for good. Where the open turn's user input
+    is not among ``raws``, or a step has no executionId, nothing is set apart."""
+    current = turn_of_user_key(state.turn)
+    started = False  # the open turn's user input was passed
+    foreign: list[str] = []  # why each unsettled step of another, earlier turn would hold it
+    foreign_waiting = 0  # WAITING steps among them: their gates do not hold this one
     for raw in raws:
-        status = raw.get("status") if isinstance(raw, dict) else None
-        if isinstance(status, str) and status.endswith(UNSETTLED):
-            return f"a step is {status.rsplit('_', 1)[-1]}"
+        if not isinstance(raw, dict):
+            continue
+        metadata = raw.get("metadata")
+        execution = metadata.get("executionId") if isinstance(metadata, dict) else None
+        kind = raw.get("type")
+        if current and execution == current and isinstance(kind, str) and kind.endswith("USER_INPUT"):
+            started = True
+        status = raw.get("status")
+        if not (isinstance(status, str) and status.endswith(UNSETTLED)):
+            continue
+        why = f"a step is {status.rsplit('_', 1)[-1]}"
+        if current and not started and isinstance(execution, str) and execution and execution != current:
+            foreign.append(why)
+            foreign_waiting += status.endswith("WAITING")
+            continue
+        return why
+    if not started and foreign:
+        return foreign[0]  # the open turn's user input was not read: nothing is set apart
+    if len(state.gates) > foreign_waiting:
+        return "a gate is open"
     return ""
 
 

@@ -73,17 +73,27 @@ def foreign_done_steps(sim: Any, indices: list[int], *, cascade_id: str | None =
 
 
 def flood_gates(
-    sim: Any, n: int, *, kind: Literal["permission", "question"] = "permission", cascade_id: str | None = None
+    sim: Any,
+    n: int,
+    *,
+    kind: Literal["permission", "question", "other"] = "permission",
+    cascade_id: str | None = None,
 ) -> list[int]:
     """Append ``n`` WAITING gates in the conversation's own trajectory that no turn waits on: agy
     refuses any answer to them. ``permission``: ``run_command`` approvals (``echo bogus-<i>``);
     ``question``: ``ask_question`` steps (``bogus-<i>?``, options ``yes``/``no``; their multi-select
-    flags only in the poll's copy of the call, as agy's). Returns their indices."""
+    flags only in the poll's copy of the call, as agy's); ``other``: file-write reviews
+    (``write_to_file`` of ``bogus-<i>.md``, a kind only agy's terminal answers). Returns their indices."""
     c = _cascade(sim, cascade_id)
     indices = []
     for i in range(n):
         where = st.Where(c.id, c.trajectory_id, len(c.steps), c.planner_calls, str(uuid.uuid4()))
-        if kind == "question":
+        if kind == "other":
+            call, content = ts.write_call(f"{sim.workspace}/bogus-{i}.md")
+            step, request = ts.write_to_file(
+                where, sim.model, call, path=f"{sim.workspace}/bogus-{i}.md", content=content
+            )
+        elif kind == "question":
             options = ["yes", "no"]
             call = st.tool_call(
                 "ask_question",

@@ -5,7 +5,11 @@ Gates arrive on the session's bus (:mod:`.bus`: what the emitter delivered). Eac
 never waits for another's answer; a sink shows a bounded number of asks at once
 (``max_concurrent_asks``, default :data:`MAX_ASKS`; the terminal shows one): when a new gate finds no
 room, the oldest ask gives way and goes back to a backlog that is served newest first, so a flood of
-gates can never keep the newest request from the human. A gate is re-checked against agy before it is
+gates can never keep the newest request from the human. A gate of the turn agy runs (its ``turn``,
+the newest user message's executionId) goes first: it never gives way to a gate of another turn (one
+waits in the backlog instead), and the backlog serves it before those (issue #35 case 8: 20 gates of
+no running turn appended after the real one pushed it off the ACP client and the terminal, and
+the human's answer to it, given meanwhile, was dropped). A gate is re-checked against agy before it is
 asked (answered elsewhere or superseded: not asked), and a gate withdrawn while asked cancels the ask.
 
 :meth:`GateBridge.answer` is the one way an answer reaches agy (the human's, through the sink; the API's
@@ -25,10 +29,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, carries_reason, parse_answer
+from agy_harness.core.display import one_line
 from agy_harness.core.elicitation import Refused, delivery_target
+from agy_harness.core.kinds import describe
+from agy_harness.core.steps import turn_of_user_key
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.errors import LedgerUnavailable
-from agy_harness.ports.events import Event, GateOpened, GateWithdrawn
+from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, UserMessage
 from agy_harness.ports.policy import Decision, GatePolicy
 from agy_harness.ports.protocols import (
     DecidedBy,
@@ -53,6 +60,15 @@ log = logging.getLogger("agy_harness.harness")
 MAX_ASKS = 16  # asks a sink shows at once unless it says otherwise (``max_concurrent_asks``)
 CLOSED_KEPT = 1024  # closed gates remembered (their answers are refused, their re-asks followed)
 ASK_AGAIN = 2  # an answer that was refused while agy still waits is asked again, this many times
+
+
+def unasked_text(gate: GateOpened, exc: Exception) -> str:
+    """What the human is told when the surface could not put ``gate`` to them (the sink's ask failed)."""
+    why = one_line(f"{type(exc).__name__}: {exc}")[:300]
+    return (
+        f"{describe(gate)}: this surface could not show the request ({why}); nothing was answered and "
+        "agy still waits: answer it in agy's terminal (agy-harness attach)"
+    )
 
 
 class GateBridge:
@@ -85,6 +101,7 @@ class GateBridge:
         self._backlog: dict[str, GateOpened] = {}  # open, waiting for room with the human
         self._claimed: set[str] = set()  # gates an answer was taken for (being delivered, or delivered)
         self._aside: OrderedDict[str, None] = OrderedDict()  # agy refuses every answer: never asked again
+        self._turns: dict[str, str] = {}  # conversation -> its newest user message's executionId
         self.watch = GateWatch(snapshot=snapshot, emitter=emitter)  # after an answer: grants, what ran
         self._send = AnswerDelivery(
             snapshot=snapshot,
@@ -137,6 +154,8 @@ class GateBridge:
         """What the sink acknowledged (the bus): open what was opened, withdraw what was withdrawn, in order."""
         self.decisions.observe(events)
         for event in events:
+            if isinstance(event, UserMessage):
+                self._turns[event.cascade_id] = turn_of_user_key(event.step_key)
             if isinstance(event, GateOpened):
                 self._open[event.gate_id] = event
                 self.open(event)
@@ -158,13 +177,23 @@ class GateBridge:
         if self._by_rule(gate):
             return
         if len(self._asks) >= self.max_asks:  # no room: the oldest ask gives way to the newest gate
-            oldest = next(iter(self._asks))
+            others = [i for i in self._asks if not self._current(self._open.get(i))]
+            if not others and not self._current(gate):  # the running turn's asks never give way to it
+                self._backlog[gate.gate_id] = gate
+                log.info("gate %s waits: the running turn's requests are asked first", gate.gate_id)
+                return
+            oldest = others[0] if others else next(iter(self._asks))
             self._asks.pop(oldest).cancel()
             previous = self._open.get(oldest)
             if previous is not None:
                 self._backlog[oldest] = previous
             log.info("gate %s gives way to the newer %s; it is asked again later", oldest, gate.gate_id)
         self._start(gate)
+
+    def _current(self, gate: GateOpened | None) -> bool:
+        """``gate`` belongs to the turn agy runs (the newest user message's executionId); False for a
+        gate or a turn without one."""
+        return gate is not None and bool(gate.turn) and gate.turn == self._turns.get(gate.cascade_id)
 
     def _start(self, gate: GateOpened) -> None:
         self._backlog.pop(gate.gate_id, None)
@@ -174,7 +203,8 @@ class GateBridge:
 
     def _refill(self) -> None:
         while self._backlog and len(self._asks) < self.max_asks and not self._stopped:
-            newest = next(reversed(self._backlog))
+            waiting = list(reversed(self._backlog))  # newest first, the running turn's before others
+            newest = next((i for i in waiting if self._current(self._backlog[i])), waiting[0])
             self._start(self._backlog[newest])
 
     def withdraw(self, gate_id: str) -> None:
@@ -231,6 +261,10 @@ class GateBridge:
                     if me is not None and me.cancelling() and self._asks.get(gate.gate_id) is me:
                         raise  # the harness stops
                     log.info("gate %s withdrawn from the human", gate.gate_id)
+                    return
+                except Exception as exc:  # the surface could not put it to the human: say so, once
+                    log.warning("gate %s: the sink could not ask it (%s)", gate.gate_id, exc)
+                    await self.emitter.notice(f"{gate.id}/unasked", unasked_text(gate, exc), "error")
                     return
                 if self._asks.get(gate.gate_id) is me:
                     del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place

@@ -57,3 +57,48 @@ async def test_a_flood_of_bogus_gates_is_set_aside_and_the_real_request_is_asked
     told = [re.search(r"to gate (\S+)", u.content.text).group(1) for u in aside()]  # type: ignore[union-attr]
     assert len(told) == len(set(told)) == len(set(bogus))  # one "set aside" notice per bogus gate asked
     assert len(failed()) == len(set(bogus))  # and its card ends "failed", never left "in progress"
+
+
+async def test_gates_appended_after_the_real_request_never_push_it_off_the_client() -> None:
+    """The editor's prompt's request is with the human (not answered yet) when agy's step list grows
+    20 bogus approvals of no running turn after it, more than the asks the agent keeps open (16). The
+    human then answers the requests in the order they came: the first is the real one, and that
+    answer is the one agy gets: the real request is asked once, and the first answer agy receives is
+    for its step. Before: the 16th bogus gate made the real ask give way (cancelled on the wire; the
+    SDK's client answers anyway), the human's allow for it was dropped, and it was asked again after
+    the 20 bogus ones."""
+    arrived = asyncio.Event()
+    go = asyncio.Event()
+    turn = asyncio.Lock()  # one human, one request at a time, in the order they came
+    asked: list[str] = []
+
+    async def allow(tool_call: Any, options: list[Any]) -> str:
+        asked.append(tool_call.title)
+        arrived.set()
+        await go.wait()
+        async with turn:
+            await asyncio.sleep(0)
+            return "allow"
+
+    async with Simulator(pace=0, gate_timeout=None) as agy:
+        await agy.submit_user_turn("say hello")
+        await agy.wait_idle(timeout=30)
+        client = RecordingClient(permission=allow)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = agy.cascade_id
+            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
+            turn_done = asyncio.ensure_future(prompt(conn, sid, "run `touch real`"))
+            await client.wait_for(lambda: any("touch real" in t for t in asked))
+            real_index = next(
+                i for i, s in enumerate(agy._cascade(None).steps) if s.get("status", "").endswith("WAITING")
+            )
+            bogus = flood_gates(agy, POISON)
+            # as many as the agent keeps open are with the human (the rest wait for room)
+            await client.wait_for(lambda: len(asked) >= 16)
+            go.set()
+            await client.wait_for(lambda: ("touch real", agy.workspace) in agy.executed, timeout=60)
+            first = agy.received[0][1]
+            assert first["stepIndex"] == real_index  # the human's first answer went to agy
+            assert [t for t in asked if "touch real" in t][1:] == []  # asked once
+            assert min(bogus) > real_index
+            assert (await turn_done).stop_reason == "end_turn"

@@ -173,3 +173,24 @@ async def _a_stale_idle_over(steps: list[Any]) -> tuple[Conversation, Feeding]:
         driver.task.cancel()
         await asyncio.gather(driver.task, return_exceptions=True)
     return conversation, emitter
+
+
+def test_steps_of_an_earlier_turn_before_the_user_input_do_not_hold_the_open_turn() -> None:
+    """#35 case 8: a WAITING gate of another executionId before the open turn's user input (a bogus
+    flood that sat there when the turn began) no longer holds the turn; after the user input, or
+    without the user input read, or without an executionId, it still does."""
+    from agy_harness.core.mapper_state import MapperState
+    from agy_harness.core.turns import turn_goes_on
+
+    user = fixture("user_input")
+    ours = user["metadata"]["executionId"]
+    other = fixture("run_command_waiting")
+    assert other["metadata"]["executionId"] != ours
+    state = MapperState(turn=f"traj/u:{ours}", gates={"traj/3": "g3"})
+    assert turn_goes_on(state, [other, user]) == ""  # before the turn, another turn's: set apart
+    assert turn_goes_on(state, [user, other]) == "a step is WAITING"  # after it: holds
+    assert turn_goes_on(state, [other]) == "a step is WAITING"  # the turn's input not read: holds
+    blank = {**other, "metadata": {**other["metadata"], "executionId": ""}}
+    assert turn_goes_on(state, [blank, user]) == "a step is WAITING"  # no id: holds
+    two = MapperState(turn=f"traj/u:{ours}", gates={"traj/3": "g3", "traj/9": "g9"})
+    assert turn_goes_on(two, [other, user]) == "a gate is open"  # a gate nothing accounts for

@@ -132,3 +132,59 @@ async def test_re_delivered_committed_events_keep_one_child(omni: Omnigent) -> N
             assert again.child_session(start.child_cascade_id) == first["id"]
         rows = await omni.children(sid)
         assert [r["id"] for r in rows] == [first["id"]], json.dumps(rows)[:500]
+
+
+class BodyProxy(PoisonProxy):
+    """In front of the real server: any events POST holding ``marker`` gets 503; the rest goes through."""
+
+    def __init__(self, marker: bytes) -> None:
+        super().__init__()
+        self.marker = marker
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        events = request.method == "POST" and request.url.path.endswith("/events")
+        if events and self.marker in await request.aread():
+            self.poisoned += 1
+            return httpx.Response(503, json={"error": "injected"}, request=request)
+        self.passed += 1
+        return await self.inner.handle_async_request(request)
+
+
+async def test_a_poison_message_is_set_aside_and_a_later_permission_is_shown(omni: Omnigent) -> None:
+    """Not only a sub-agent start: the user's message of the conversation's first turn gets a
+    persistent 503 while omnigent takes every other body. It is set aside after a bounded retry, with
+    one notice, and the next turn's permission reaches the human. Before: the message was retried
+    in order forever, and everything behind it froze (the permission card never came)."""
+    sid = await asyncio.to_thread(create_session, omni.base_url)
+    proxy = BodyProxy(b"poison-me")
+    async with (
+        httpx.AsyncClient(transport=proxy) as client,
+        Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim,
+        OmnigentSink(omni.base_url, sid, client=client, retry=BOUNDED, poison_after=2) as sink,
+        open_session(port=sim.port, cascade_id=sim.cascade_id, sink=Tee(sink), options=FAST) as session,
+    ):
+        await session.send("Say hello to poison-me in one short sentence.")
+        await sim.wait_idle(timeout=WAIT)
+
+        async def refusals() -> list[str]:
+            return [
+                i["message"]
+                for i in await omni.items(sid)
+                if i.get("code") == "agy_harness_notice" and "refused" in i.get("message", "")
+            ]
+
+        async def told() -> bool:
+            return bool(await refusals())
+
+        await until(told)
+        await session.send("run: git status")
+        card = await omni.wait_pending(sid, timeout=WAIT)
+        r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept"})
+        assert r.status_code == 202, r.text
+
+        async def ran() -> bool:
+            return any(c == "git status" for c, _ in sim.executed)
+
+        await until(ran)
+        assert len(await refusals()) == 1  # one notice: the user message, once
+    assert 3 <= proxy.poisoned <= 60, proxy.poisoned  # bounded: three deliveries of a 0.5 s retry

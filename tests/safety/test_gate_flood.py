@@ -233,3 +233,44 @@ async def test_queue_sink_the_running_turns_card_is_not_queued_behind_unread_bog
     assert len(bogus) == len(set(bogus)) == 2 * POISON  # nothing dropped, none twice
     assert "touch real" not in refused
     assert sink.queue.deferred == 2 * POISON - 1  # every unread bogus card moved behind it
+
+
+async def test_bogus_gates_of_no_running_turn_never_keep_an_interrupted_turn_open() -> None:
+    """Three bogus approvals (other executionIds: no turn waits on them) sit in the step list when the
+    human starts a turn and interrupts it. agy cancels the turn and goes idle: the turn ends on the
+    public API (a status idle or failed after it started). Before: every idle signal (the stream's
+    fully idle, the run-status backstop) was refused because "a gate is open" -- a bogus one -- and
+    the turn never ended (the board showed the row working, an ACP prompt waited for good)."""
+    async with Simulator(profile="1.0.10", gate_timeout=None, pace=0.3) as sim:
+        async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST) as s:
+            seen: list[Event] = []
+
+            async def read() -> None:
+                async for event in s.events():
+                    seen.append(event)
+
+            reader = asyncio.ensure_future(read())
+            await s.send("say hello")
+            await sim.wait_idle(timeout=30)
+            bogus = flood_gates(sim, 3)
+            async with asyncio.timeout(30):  # the flood reached the reader
+                while len({e.step_index for e in seen if isinstance(e, GateOpened)}) < len(bogus):
+                    await asyncio.sleep(0.02)
+            mark = len(seen)
+            await s.send("Say hello in a long story please")
+
+            def statuses() -> list[str]:
+                return [e.status for e in seen[mark:] if e.type == "status"]  # type: ignore[union-attr]
+
+            async with asyncio.timeout(30):
+                while statuses()[-1:] != ["running"] or not sim.is_running():
+                    await asyncio.sleep(0.02)
+            report = await s.interrupt()
+            assert report.cancelled
+            async with asyncio.timeout(30):
+                while statuses()[-1] == "running":
+                    await asyncio.sleep(0.05)
+            reader.cancel()
+            await reap(reader)
+        assert statuses()[-1] in ("idle", "failed")
+        assert sim.executed == []  # no bogus gate was answered

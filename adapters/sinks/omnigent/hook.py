@@ -24,6 +24,7 @@ import httpx
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
+from agy_harness.core.kinds import describe
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import Clock, GateAnswer
@@ -157,6 +158,8 @@ class GateAsks:
         url = self._url(session, f"hooks/{self.hook_name}")
         attempt = 0
         first = True
+        failing_since: float | None = None  # the hook fails (5xx, no connection) since then
+        told = False
         while True:
             if gate.gate_id in self._closed:
                 raise _GateClosed(gate.gate_id)
@@ -176,11 +179,13 @@ class GateAsks:
             else:
                 status = response.status_code
                 if status == 200:
+                    failing_since = None
                     answer = await self._read_verdict(gate, session, response)
                     if answer is not None:
                         return answer
                     reason = "no answer yet"
                 elif status in REPOLL_STATUSES:
+                    failing_since = None
                     reason = f"HTTP {status}: no answer yet"
                 elif status in TRANSIENT_STATUSES or status >= 500:
                     reason = f"HTTP {status}"
@@ -190,10 +195,37 @@ class GateAsks:
                         f"HTTP {status}: {response.text[:300]}",
                         status=status,
                     )
+            if not reason.endswith("no answer yet"):
+                now = self._clock.monotonic()
+                failing_since = now if failing_since is None else failing_since
+                if not told and now - failing_since >= self.retry.deadline:
+                    told = True  # once per gate: the card is still tried, lossless
+                    await self._unshown(gate, session, reason, now - failing_since)
             delay = self.retry.delay(attempt, self._rng)
             log.info("gate %s: %s; asking again in %.2fs", gate.gate_id, reason, delay)
             await self._clock.sleep(delay)
             attempt += 1
+
+    async def _unshown(self, gate: GateOpened, session: str, reason: str, seconds: float) -> None:
+        """omnigent has not taken ``gate``'s card for ``seconds`` (the bounded retry's deadline): one
+        error item says so in the session (the card is still tried; agy's terminal can answer it)."""
+        self.stats.unshown += 1
+        log.warning("gate %s: omnigent has not taken its card for %.0fs (%s)", gate.gate_id, seconds, reason)
+        text = (
+            f"{describe(gate)}: omnigent has not taken this request's card for {seconds:.0f} s "
+            f"({reason}); it is tried again, and agy still waits: it can be answered in agy's "
+            "terminal (agy-harness attach)"
+        )
+        item = {
+            "type": "external_conversation_item",
+            "data": {
+                "item_type": "error",
+                "item_data": {"source": "harness", "code": "agy_card_unshown", "message": text},
+                "source_id": source_id(f"{gate.id}/unshown"),  # the same after a restart: stored once
+            },
+        }
+        async with self._lock:
+            await self._poster.post(self._events_url(session), item, f"gate {gate.gate_id} unshown")
 
     async def _read_verdict(
         self, gate: GateOpened, session: str, response: httpx.Response

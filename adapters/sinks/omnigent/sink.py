@@ -11,7 +11,11 @@ Sub-agents (:mod:`.children`): a SubagentStarted registers the child cascade wit
 with; one child per sub-agent, found again by its cascade label after a restart. A registration
 omnigent refuses for good (a 4xx), or answers only with 5xx for ``poison_after`` bounded deliveries
 while it takes other requests, raises :class:`~agy_harness.ports.protocols.EventRefused`: the harness
-sets the SubagentStarted aside with a notice and stops reading that sub-agent, and the rest flows. A
+sets the SubagentStarted aside with a notice and stops reading that sub-agent, and the rest flows.
+Any other event is held to the same rule: a batch that got only 5xx is sent again with its first
+event alone; that event, answered only with 5xx for ``poison_after`` more deliveries while omnigent
+answers a read of its session, is refused (:class:`EventRefused`: set aside with a notice, the rest
+flows: a later permission is shown). omnigent down (the read fails too) keeps the stream held. A
 child session has no omnigent runner, so its terminal
 status cannot be ``external_session_status`` idle/failed (omnigent answers 503 "runner unavailable"
 after having applied it): a child's idle is ``subagent.status {idle: true}``, its failure an error item
@@ -59,7 +63,7 @@ from agy_harness.ports.protocols import Clock, EventRefused, ModelCatalog
 
 from .children import POISON_AFTER, Children
 from .hook import HOOK_NAME, GateAsks
-from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock
+from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock, log
 from .usage import UsageFloors
 from .wire import FAILED_TEXT, ITEM, Wire, source_id, to_wire
 
@@ -123,8 +127,10 @@ class OmnigentSink(Children, GateAsks):
         self._lock = asyncio.Lock()
         self._main = cascade_id
         self._sessions: dict[str, str] = {}  # agy cascade -> omnigent session (the main one and children)
-        self._refused: dict[str, str] = {}  # child cascades omnigent refused to register, and why
-        self._poison: dict[str, int] = {}  # child cascade -> deliveries of its registration: 5xx only
+        # child cascades omnigent refused to register, and events set aside as poison: why
+        self._refused: dict[str, str] = {}
+        # child cascade (its registration) or event id -> its deliveries that got 5xx answers only
+        self._poison: dict[str, int] = {}
         self._resolved: set[str] = set()
         self._waiting: set[str] = set()  # gate ids whose ask set the session "waiting"
         self._asks = PendingAsks()
@@ -233,6 +239,8 @@ class OmnigentSink(Children, GateAsks):
         session = await self._session_for(event.cascade_id)
         if session is None:
             return 0
+        if event.id in self._refused:  # set aside as poison: refused again at once (never re-posted)
+            raise EventRefused(self._refused[event.id])
         bodies = await self._bodies(event, session, start, committed_at)
         if not bodies:  # a moot delta, a usage report omnigent already has
             self.stats.not_posted += 1
@@ -247,7 +255,8 @@ class OmnigentSink(Children, GateAsks):
             await self._after(event, shown=outcome == "ok")
             return 1
         run: list[tuple[Event, Wire | None]] = [(event, bodies[0])]
-        for j in range(start + 1, min(len(events), start + self.batch_size)):
+        limit = 1 if event.id in self._poison else self.batch_size  # a suspect goes alone
+        for j in range(start + 1, min(len(events), start + limit)):
             nxt = events[j]
             if (
                 isinstance(nxt, GateWithdrawn | SubagentStarted | GateOpened)
@@ -260,13 +269,25 @@ class OmnigentSink(Children, GateAsks):
             run.append((nxt, more[0] if more else None))
         batch = [body for _, body in run if body is not None]
         if len(batch) == 1:
-            outcome, _ = await self._poster.post(url, batch[0], f"event {event.id} ({batch[0]['type']})")
+            outcome, answer = await self._poster.post(url, batch[0], f"event {event.id} ({batch[0]['type']})")
         else:
-            outcome, _ = await self._poster.post(url, batch, f"{len(batch)} events from {event.id}")
+            outcome, answer = await self._poster.post(url, batch, f"{len(batch)} events from {event.id}")
             if outcome == "rejected":  # find the bad body: re-send one by one (omnigent dedups repeats)
                 return await self._singly(url, run)
+        if outcome == "timeout" and str(answer).startswith("HTTP 5"):
+            if event.id not in self._poison:
+                self._poison[event.id] = 0  # sent alone from now on, its deliveries counted
+            elif len(batch) == 1 and await self._poisoned(session, event.id, str(answer)):
+                self._poison.pop(event.id, None)
+                self._refused[event.id] = (
+                    f"omnigent answered {event.type} {event.id} with {answer} on every attempt of "
+                    f"{self.poison_after} deliveries while it answers other requests: set aside"
+                )
+                log.error("%s", self._refused[event.id])
+                raise EventRefused(self._refused[event.id])
         if outcome in ("held", "timeout"):
             return 0
+        self._poison.pop(event.id, None)
         for done, posted in run:
             if posted is None:
                 self.stats.not_posted += 1

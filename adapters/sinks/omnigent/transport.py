@@ -67,6 +67,7 @@ class OmnigentStats:
     reconnects: int = 0  # hook re-POSTs
     empty_answers: int = 0  # the hook's empty 200: no answer yet (timeout, resolved elsewhere)
     refused_answers: int = 0  # verdicts that did not answer the gate (fail-closed); asked again
+    unshown: int = 0  # gates whose card omnigent did not take within the retry deadline (told once)
     children: int = 0  # sub-agent child sessions registered
     rejected_bodies: list[str] = field(default_factory=list)  # event ids dropped
 

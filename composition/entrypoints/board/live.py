@@ -27,6 +27,7 @@ from typing import Any, assert_never
 
 from dependency_injector import providers
 
+from agy_harness.core.steps import turn_of_user_key
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.errors import AnswerNotDelivered
 from agy_harness.ports.events import (
@@ -91,6 +92,7 @@ class LiveSession:
         self.gates: dict[str, tuple[GateOpened, dict[str, Any]]] = {}
         self.texts: dict[str, str] = {}  # gate id -> the whole text of a card too large to carry it
         self._secret = secrets.token_bytes(32)  # keys the tickets of whole texts fetched (:meth:`whole`)
+        self.turns: dict[str, str] = {}  # conversation -> its newest user message's executionId
         self._gate_of: dict[str, str] = {}  # a GateOpened event's id -> its gate id (notices name the event)
         self.withdrawn: dict[str, str] = {}  # gate id -> why it was withdrawn
         self.refusals: dict[str, str] = {}  # gate id -> the harness's last notice about it
@@ -158,6 +160,8 @@ class LiveSession:
         card, text = card_of(event) if isinstance(event, GateOpened) else (None, None)
         view = event_view(event, card)
         root = event.cascade_id == self.cascade_id
+        if isinstance(event, UserMessage):
+            self.turns[event.cascade_id] = turn_of_user_key(event.step_key)
         match event:
             case GateOpened():
                 self.gates[event.gate_id] = (event, view["card"])
@@ -245,7 +249,18 @@ class LiveSession:
         return self.session
 
     def cards(self) -> list[dict[str, Any]]:
-        return [card for _, card in self.gates.values()]
+        """The waiting gates' cards: those of the turn each conversation runs (its newest user
+        message's executionId) first, then the others, each group in the order they came (issue #35
+        case 8: a flood of gates no turn waits on, shown before the turn, never stacks above agy's
+        real request; a gate or turn without an id moves nothing)."""
+
+        def current(gate: GateOpened) -> bool:
+            return bool(gate.turn) and gate.turn == self.turns.get(gate.cascade_id)
+
+        entries = list(self.gates.values())
+        return [card for gate, card in entries if current(gate)] + [
+            card for gate, card in entries if not current(gate)
+        ]
 
     def gate(self, gate_id: str) -> GateOpened:
         """The gate ``gate_id`` waiting now; GateGone / StaleCard (in words) when it is not."""
