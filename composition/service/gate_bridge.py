@@ -22,18 +22,16 @@ delivery itself (:mod:`.gate_delivery`) goes only to a WAITING step with the gat
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agy_harness.core.answers import Allow, AnswerError, CheckedAnswer, carries_reason, parse_answer
+from agy_harness.core.answers import AnswerError, CheckedAnswer, parse_answer
 from agy_harness.core.display import one_line
 from agy_harness.core.elicitation import Refused, delivery_target
 from agy_harness.core.kinds import describe
 from agy_harness.core.steps import turn_of_user_key
-from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.errors import LedgerUnavailable
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, UserMessage
 from agy_harness.ports.policy import Decision, GatePolicy
@@ -53,6 +51,7 @@ from .conversation import HarnessOptions
 from .decisions import DecisionRecorder
 from .emitter import Emitter
 from .gate_delivery import AnswerDelivery
+from .gate_rules import RuleAnswers
 from .gate_watch import GateWatch
 
 log = logging.getLogger("agy_harness.harness")
@@ -88,9 +87,6 @@ class GateBridge:
         self.snapshot = snapshot
         # the decision ledger's records (agy's recorded answer read from the gate's step on)
         self.decisions = DecisionRecorder(ledger, lambda gate: self._send.steps_from(gate))
-        self.policy = policy  # rules that answer a gate before a human is asked (None: none)
-        self._ruled: OrderedDict[str, tuple[Decision, GateAnswer]] = OrderedDict()  # a rule's, and its answer
-        self._rule_tasks: set[asyncio.Task[None]] = set()
         self.sink = sink
         self.emitter = emitter
         self.options = options or HarnessOptions()
@@ -113,6 +109,15 @@ class GateBridge:
             tui=tui,
             clock=clock,
             answered=self._answered,
+        )
+        self.rules = RuleAnswers(  # rules that answer a gate before a human is asked
+            policy=policy,
+            emitter=emitter,
+            decisions=self.decisions,
+            answer=self.answer,
+            still_waits=lambda g: g.gate_id in self._open and g.gate_id not in self._claimed,
+            ask=self._start,
+            kept=CLOSED_KEPT,
         )
         self._stopped = False
         emitter.bus.on_delivered(self.observe)
@@ -146,7 +151,7 @@ class GateBridge:
         """The harness stops: nothing more is asked; the asks in progress, for it to cancel."""
         self._stopped = True
         self._backlog.clear()
-        return [*self._asks.values(), *self.watch.tasks, *self._rule_tasks]
+        return [*self._asks.values(), *self.watch.tasks, *self.rules.tasks]
 
     # -- gates in --------------------------------------------------------------------------
 
@@ -170,11 +175,11 @@ class GateBridge:
     def open(self, gate: GateOpened) -> None:
         if self._stopped or not gate.answerable or gate.gate_id in self._claimed:
             return  # (a gate only agy's terminal can answer is never put to a human here)
-        if gate.gate_id in self._asks or gate.gate_id in self._backlog or gate.gate_id in self._ruled:
+        if gate.gate_id in self._asks or gate.gate_id in self._backlog or gate.gate_id in self.rules.ruled:
             return
         if gate.gate_id in self._aside:  # bogus (agy refused an answer to it): not queued before a real one
             return
-        if self._by_rule(gate):
+        if self.rules.take(gate):
             return
         if len(self._asks) >= self.max_asks:  # no room: the oldest ask gives way to the newest gate
             others = [i for i in self._asks if not self._current(self._open.get(i))]
@@ -323,9 +328,9 @@ class GateBridge:
                 gate.id, "this harness cannot deliver answers (no interaction adapter)", "error"
             )
             return False
-        ruled = self._ruled.get(gate.gate_id)
-        if ruled is not None and ruled[0].verdict == "deny" and answer is not ruled[1]:
-            return await self._send.refuse(gate, f"it was {ruled[0].summary()}", "warning")
+        denied = self.rules.denied_otherwise(gate.gate_id, answer)
+        if denied is not None:
+            return await self._send.refuse(gate, f"it was {denied.summary()}", "warning")
         try:
             checked = parse_answer(gate, answer)
         except AnswerError as exc:
@@ -399,25 +404,9 @@ class GateBridge:
         self._refill()
 
     async def _deliver(self, gate: GateOpened, answer: CheckedAnswer, deadline: float | None) -> bool:
-        if isinstance(answer.verdict, Allow) and answer.verdict.persist is not None:
-            if persist_offered(gate):
-                return await self._persist(gate, answer)
-            await self.emitter.notice(
-                gate.id, "agy offers no allow-always for this request: it is allowed once", "warning"
-            )
-            answer = parse_answer(gate, True)  # the same allow, once
-        keys = answer_keys(gate, answer) if self.tui is not None else None
-        if keys is not None:
-            typed = await self._send.typed(gate, keys, "answer")
-            if typed:
-                self.watch.answered(gate, answer, gate.step_index)
-            if typed is not None:
-                return typed
-        delivered = await self._send.rpc(gate, answer, deadline)
+        delivered = await self._send.deliver(gate, answer, deadline, self.watch)
         shape = gate.gate_id in self._send.refused_shape  # agy refused the answer's shape
         self._send.refused_shape.discard(gate.gate_id)
-        if not delivered and shape and isinstance(answer.verdict, Allow) and answer.verdict.scope is not None:
-            return await self._scope_refused(gate, answer.verdict.scope)
         if not delivered and shape:  # agy refuses any answer to this WAITING step: bogus or malformed
             self._set_aside(gate)
             await self.emitter.set_aside(gate)  # its card leaves every surface
@@ -432,90 +421,12 @@ class GateBridge:
             self._aside.popitem(last=False)
         self._backlog.pop(gate.gate_id, None)
 
-    async def _scope_refused(self, gate: GateOpened, scope: str) -> bool:
-        """agy refused the RPC ``scope`` field (its shape, while the step still waits): the scope is
-        not offered again this session, and -- the version gate's fallback -- where agy's own menu
-        offers that grant and its pane is known, the grant is typed there instead."""
-        self.watch.refuse_scope(gate.interaction, scope)
-        persist = {"conversation": "session", "global": "always"}.get(scope)
-        if persist is None or self.tui is None or not persist_offered(gate):
-            await self.emitter.notice(
-                f"{gate.id}/scope-refused",
-                f"agy refused the grant ({scope}) by RPC; it is no longer offered in this session: "
-                "answer again (allow once), or from agy's pane (attach --tmux)",
-                "warning",
-            )
-            return False
-        log.warning("gate %s: agy refused the scope field; typing agy's own menu key instead", gate.gate_id)
-        return await self._persist(gate, parse_answer(gate, GateAnswer(allow=True, persist=persist)))
-
-    async def _persist(self, gate: GateOpened, answer: CheckedAnswer) -> bool:
-        """ "Allow always": typed into agy's own menu, which records agy's own pattern and answers the
-        step (the RPC carries only allow). Refused, nothing sent, where that is not possible."""
-        keys = persist_keys(gate, answer)
-        if keys is None:
-            return await self._send.refuse(gate, "allow always applies only to allowing a permission")
-        if self.tui is None:
-            return await self._send.refuse(
-                gate, "allow always needs agy's pane (attach --tmux): only agy's own menu records the rule"
-            )
-        typed = await self._send.typed(gate, keys, "allow always")
-        if typed is None:
-            return await self._send.refuse(gate, "allow always goes only into agy's prompt for this request")
-        return typed
-
-    # -- rules (:mod:`agy_harness.ports.policy`) -------------------------------------------------
+    # -- rules (:mod:`.gate_rules`) -------------------------------------------------------------
 
     def rule_decision(self, gate_id: str) -> Decision | None:
         """The rule's decision for a gate a rule answered (its rule id and rules hash, for a ledger)."""
-        ruled = self._ruled.get(gate_id)
-        return ruled[0] if ruled is not None else None
+        return self.rules.decision(gate_id)
 
     async def tell_policy(self, cascade_id: str) -> None:
         """At the session's start: the rules are off, and why, as a warning notice."""
-        for text in self.policy.warnings() if self.policy is not None else []:
-            digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:12]
-            await self.emitter.notice(f"{cascade_id}/rules-off/{digest}", text, "warning")
-
-    def _by_rule(self, gate: GateOpened) -> bool:
-        """A rule allows or denies ``gate``: answered through :meth:`answer` (bound to its digest, as a
-        human's), never put to a human; a denied gate refuses every other answer, from any surface."""
-        if self.policy is None:
-            return False
-        try:
-            decision = self.policy.decide(gate)
-        except Exception:  # a policy that fails never answers for the human: asked
-            log.exception("gate %s: the rules failed; it is asked", gate.gate_id)
-            return False
-        if decision.verdict == "ask":
-            return False
-        allow = decision.verdict == "allow"
-        # a rule's message goes to agy only where its answer carries a reason (runCommand's does not)
-        reason = decision.message if carries_reason(gate) else ""
-        answer = GateAnswer(allow=True) if allow else GateAnswer(allow=False, deny_reason=reason)
-        self._ruled[gate.gate_id] = (decision, answer)
-        while len(self._ruled) > CLOSED_KEPT:
-            self._ruled.popitem(last=False)
-        task = asyncio.ensure_future(self._answer_by_rule(gate, decision, answer))
-        task.set_name(f"agy-harness-rule-{gate.gate_id}")
-        self._rule_tasks.add(task)
-        task.add_done_callback(self._rule_tasks.discard)
-        return True
-
-    async def _answer_by_rule(self, gate: GateOpened, decision: Decision, answer: GateAnswer) -> None:
-        try:
-            by = self.decisions.by(kind="rule", surface="rule").model_copy(
-                update={"rule_id": decision.rule_id, "rules_hash": decision.rules_hash}
-            )  # the ledger names the rule and the rule files it was read from
-            if await self.answer(gate, answer, decided_by=by):
-                await self.emitter.notice(f"{gate.id}/rule", decision.summary(), "info")
-            elif decision.verdict == "deny":  # still denied here: no surface approves it
-                text = f"{decision.summary()}; the denial did not reach agy: answer it in agy's terminal"
-                await self.emitter.notice(f"{gate.id}/rule", text, "warning")
-            elif gate.gate_id in self._open and gate.gate_id not in self._claimed:  # allow not taken: ask
-                self._ruled.pop(gate.gate_id, None)
-                self._start(gate)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("gate %s: answering by rule failed", gate.gate_id)
+        await self.rules.tell(cascade_id)

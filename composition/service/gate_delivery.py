@@ -21,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from agy_harness.core import steps as S
-from agy_harness.core.answers import CheckedAnswer
+from agy_harness.core.answers import Allow, CheckedAnswer, parse_answer
 from agy_harness.core.elicitation import (
     Refused,
     Target,
@@ -33,8 +33,10 @@ from agy_harness.core.elicitation import (
     freshest_open,
     interaction_payload,
 )
+from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import (
+    GateAnswer,
     InteractionDelivery,
     InteractionRejected,
     SessionClock,
@@ -57,6 +59,16 @@ ClaimReAsk = Callable[[GateOpened, int], Callable[[], None] | None]
 
 #: told that agy took an answer (the gate, the answer, the step index it went to)
 Answered = Callable[[GateOpened, CheckedAnswer, int], None]
+
+
+
+class Watch(Protocol):
+    """What follows an answer agy took (:class:`.gate_watch.GateWatch`)."""
+
+    def answered(self, gate: GateOpened, answer: CheckedAnswer, step_index: int) -> None: ...
+
+    def refuse_scope(self, interaction: str, scope: str) -> None: ...
+
 
 TYPED_CONFIRM = 3.0  # how long agy may take to record an answer typed into its prompt
 
@@ -112,6 +124,70 @@ class AnswerDelivery:
     async def refuse(self, gate: GateOpened, why: str, level: Level = "error") -> bool:
         await self.emitter.notice(gate.id, f"gate {gate.gate_id}: answer refused, nothing sent: {why}", level)
         return False
+
+    async def deliver(
+        self, gate: GateOpened, answer: CheckedAnswer, deadline: float | None, watch: Watch
+    ) -> bool:
+        """``answer`` to ``gate``: "allow always" into agy's own menu (or, where agy offers none for
+        the request, allowed once with a notice); an answer agy's prompt can take typed there when it
+        shows exactly this request; else over RPC (a refused ``scope`` falls back to agy's menu, once).
+        ``refused_shape`` keeps the gate when agy refused any answer's shape: the caller sets it aside."""
+        if isinstance(answer.verdict, Allow) and answer.verdict.persist is not None:
+            if persist_offered(gate):
+                return await self.persist(gate, answer)
+            await self.emitter.notice(
+                gate.id, "agy offers no allow-always for this request: it is allowed once", "warning"
+            )
+            answer = parse_answer(gate, True)  # the same allow, once
+        keys = answer_keys(gate, answer) if self.tui is not None else None
+        if keys is not None:
+            typed = await self.typed(gate, keys, "answer")
+            if typed:
+                watch.answered(gate, answer, gate.step_index)
+            if typed is not None:
+                return typed
+        delivered = await self.rpc(gate, answer, deadline)
+        scope = answer.verdict.scope if isinstance(answer.verdict, Allow) else None
+        if not delivered and scope is not None and gate.gate_id in self.refused_shape:
+            self.refused_shape.discard(gate.gate_id)  # the scope field, not the request: not set aside
+            return await self.scope_refused(gate, scope, watch.refuse_scope)
+        return delivered
+
+    # -- allow always ------------------------------------------------------------------------
+
+    async def scope_refused(
+        self, gate: GateOpened, scope: str, refuse_scope: Callable[[str, str], None]
+    ) -> bool:
+        """agy refused the RPC ``scope`` field (its shape, while the step still waits): the scope is
+        not offered again this session, and -- the version gate's fallback -- where agy's own menu
+        offers that grant and its pane is known, the grant is typed there instead."""
+        refuse_scope(gate.interaction, scope)
+        persist = {"conversation": "session", "global": "always"}.get(scope)
+        if persist is None or self.tui is None or not persist_offered(gate):
+            await self.emitter.notice(
+                f"{gate.id}/scope-refused",
+                f"agy refused the grant ({scope}) by RPC; it is no longer offered in this session: "
+                "answer again (allow once), or from agy's pane (attach --tmux)",
+                "warning",
+            )
+            return False
+        log.warning("gate %s: agy refused the scope field; typing agy's own menu key instead", gate.gate_id)
+        return await self.persist(gate, parse_answer(gate, GateAnswer(allow=True, persist=persist)))
+
+    async def persist(self, gate: GateOpened, answer: CheckedAnswer) -> bool:
+        """ "Allow always": typed into agy's own menu, which records agy's own pattern and answers the
+        step (the RPC carries only allow). Refused, nothing sent, where that is not possible."""
+        keys = persist_keys(gate, answer)
+        if keys is None:
+            return await self.refuse(gate, "allow always applies only to allowing a permission")
+        if self.tui is None:
+            return await self.refuse(
+                gate, "allow always needs agy's pane (attach --tmux): only agy's own menu records the rule"
+            )
+        typed = await self.typed(gate, keys, "allow always")
+        if typed is None:
+            return await self.refuse(gate, "allow always goes only into agy's prompt for this request")
+        return typed
 
     # -- where ---------------------------------------------------------------------------------
 
