@@ -45,7 +45,7 @@ from agy_harness.ports.events import (
 )
 
 from .mapper_state import MapperState
-from .steps import turn_of_user_key
+from .steps import parse_step, turn_of_user_key
 
 # -- usage -------------------------------------------------------------------------------------------
 
@@ -174,7 +174,7 @@ def turn_goes_on(state: MapperState, raws: Sequence[Any]) -> str:
     current = turn_of_user_key(state.turn)
     started = False  # the open turn's user input was passed
     foreign: list[str] = []  # why each unsettled step of another, earlier turn would hold it
-    foreign_waiting = 0  # WAITING steps among them: their gates do not hold this one
+    foreign_keys: set[str] = set()  # those steps' keys: a gate open on one of them does not hold it
     for raw in raws:
         if not isinstance(raw, dict):
             continue
@@ -189,12 +189,14 @@ def turn_goes_on(state: MapperState, raws: Sequence[Any]) -> str:
         why = f"a step is {status.rsplit('_', 1)[-1]}"
         if current and not started and isinstance(execution, str) and execution and execution != current:
             foreign.append(why)
-            foreign_waiting += status.endswith("WAITING")
+            step = parse_step(raw)
+            if step is not None:
+                foreign_keys.add(str(step.key))
             continue
         return why
     if not started and foreign:
         return foreign[0]  # the open turn's user input was not read: nothing is set apart
-    if len(state.gates) > foreign_waiting:
+    if any(key not in foreign_keys for key in state.gates):  # a gate on any other step holds it
         return "a gate is open"
     return ""
 

@@ -186,11 +186,17 @@ def test_steps_of_an_earlier_turn_before_the_user_input_do_not_hold_the_open_tur
     ours = user["metadata"]["executionId"]
     other = fixture("run_command_waiting")
     assert other["metadata"]["executionId"] != ours
-    state = MapperState(turn=f"traj/u:{ours}", gates={"traj/3": "g3"})
+    info = other["metadata"]["sourceTrajectoryStepInfo"]
+    key = f"{info['trajectoryId']}/{info['stepIndex']}"  # the gate open on ``other``
+    state = MapperState(turn=f"traj/u:{ours}", gates={key: "g6"})
     assert turn_goes_on(state, [other, user]) == ""  # before the turn, another turn's: set apart
     assert turn_goes_on(state, [user, other]) == "a step is WAITING"  # after it: holds
     assert turn_goes_on(state, [other]) == "a step is WAITING"  # the turn's input not read: holds
     blank = {**other, "metadata": {**other["metadata"], "executionId": ""}}
     assert turn_goes_on(state, [blank, user]) == "a step is WAITING"  # no id: holds
-    two = MapperState(turn=f"traj/u:{ours}", gates={"traj/3": "g3", "traj/9": "g9"})
+    two = MapperState(turn=f"traj/u:{ours}", gates={key: "g6", "traj/9": "g9"})
     assert turn_goes_on(two, [other, user]) == "a gate is open"  # a gate nothing accounts for
+    # a WAITING step of another turn with no gate of its own does not excuse the open turn's gate
+    bare = {**other, "metadata": {**other["metadata"], "sourceTrajectoryStepInfo": {**info, "stepIndex": 4}}}
+    ours_open = MapperState(turn=f"traj/u:{ours}", gates={"traj/9": "g9"})
+    assert turn_goes_on(ours_open, [bare, user]) == "a gate is open"
