@@ -41,6 +41,10 @@ class StepBatch(BaseModel):
     #: agy's own word on the run, where the batch carries one (the stream): True when agy reports
     #: it over (``status`` IDLE and ``fullyIdle`` where this agy sends it); None: it does not say
     run_idle: bool | None = None
+    #: steps ``[start, end)`` of the conversation this source could not read (its answer over the
+    #: size limit even with every string cut: thousands of finished steps); ``steps`` follow them.
+    #: Said once, as a notice; never read as if they were there
+    unread: tuple[int, int] | None = None
 
 
 @runtime_checkable

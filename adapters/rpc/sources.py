@@ -179,6 +179,8 @@ class _IdleWatch:
 FULL_EVERY = 240  # polls between two whole reads (a backstop: 60 s at the default 250 ms)
 REMEMBERED = 8  # conversations whose last snapshot the poll keeps between readers
 QUIET_POLLS = 4  # unchanged polls before the poll slows down
+#: the highest step offset the poll tries when no read of a conversation fits (:meth:`RpcPollSource._readable_from`)
+MAX_OFFSET = 1 << 20
 MAX_SLOWDOWN = 8  # the interval grows (doubling every QUIET_POLLS unchanged polls) up to this factor
 
 
@@ -221,9 +223,10 @@ class RpcPollSource:
         self.polls = 0
         self._cuts: dict[str, int] = {}  # cascade id -> the harder string cut its answers need
         self.offset_reads = True  # poll only past the settled steps (False: agy ignores stepOffset)
-        #: cascade id -> (the last snapshot read, polls in a row that changed nothing): kept across
-        #: the harness's returns to the stream, so a fallback poll goes on where the last one stopped
-        self._seen: dict[str, tuple[list[RawStep], int]] = {}
+        #: cascade id -> (the step its last snapshot starts at, that snapshot, polls in a row that
+        #: changed nothing): kept across the harness's returns to the stream, so a fallback poll goes
+        #: on where the last one stopped
+        self._seen: dict[str, tuple[int, list[RawStep], int]] = {}
 
     async def read_steps(self, cascade_id: str, *, offset: int = 0) -> list[RawStep]:
         """agy's steps of ``cascade_id`` (from step ``offset`` on: ``stepOffset``)."""
@@ -283,37 +286,107 @@ class RpcPollSource:
         nothing the interval grows (:func:`slowdown`, up to 8x); the first change resets it. The last
         snapshot and the count of quiet polls outlive the reader: the harness retries the stream
         now and then, and the next fallback reader goes on from them (it read the whole list anew,
-        at the first interval, each time)."""
-        last, unchanged = self._seen.get(cascade_id, (None, 0))
+        at the first interval, each time).
+
+        A read that cannot fit the body limit even cut as hard as the reader cuts (thousands of
+        finished steps: no string to cut) is not refused for good: the poll follows the conversation
+        from the first step offset whose read fits (:meth:`_readable_from`), and the batch names the
+        steps it could not read (``unread``: said once, as a notice); a snapshot then holds the steps
+        from that offset on (its ``base``), "the whole list" is the list from there."""
+        base, last, unchanged = self._seen.get(cascade_id, (0, None, 0))
         since_full, fresh = 0, True  # a new reader gets the snapshot first, changed or not
         while True:
-            offset = settled_prefix(last) if last is not None and self.offset_reads else 0
+            unread: tuple[int, int] | None = None
+            settled = base + settled_prefix(last) if last is not None and self.offset_reads else base
+            offset = settled
             if since_full >= FULL_EVERY:
-                offset = since_full = 0
-            steps = await self.read_steps(cascade_id, offset=offset)
-            if offset:
+                offset, since_full = base, 0
+            steps = await self._fits(cascade_id, offset)
+            if steps is None and offset != settled:  # the list from its base outgrew the limit
+                offset = settled
+                steps = await self._fits(cascade_id, offset)
+            if steps is None:  # no read from here fits: follow from the first offset whose read does
+                start, steps = await self._readable_from(cascade_id, offset)
+                unread, base, last, offset = (offset, start), start, None, start
+            if offset > base:
                 assert last is not None
                 since_full += 1
                 first = _key(steps[0]) if steps else None
-                expected = _key(last[offset]) if offset < len(last) else first
-                if first is not None and first == _key(last[0]):  # agy ignored the offset: a whole list
+                at = offset - base
+                expected = _key(last[at]) if at < len(last) else first
+                if not base and first is not None and first == _key(last[0]):  # agy ignored the offset
                     log.info("poll %s: agy ignores stepOffset; reading whole lists", cascade_id)
                     self.offset_reads, offset = False, 0
                 elif first != expected:  # not where it was asked to start: read it whole
-                    steps, offset = await self.read_steps(cascade_id), 0
-                steps = [*last[:offset], *steps] if offset else steps
+                    base, steps, unread = await self._whole(cascade_id, base)
+                    last, offset = None, base
+                steps = [*last[:at], *steps] if offset > base and last is not None else steps
             self.polls += 1
             changed = steps != last  # parsed-JSON equality: exact, and short-circuits on the step count
             last, unchanged = steps, 0 if changed else unchanged + 1
-            self._remember(cascade_id, last, unchanged)
-            if changed or fresh:
+            self._remember(cascade_id, base, last, unchanged)
+            if changed or fresh or unread:
                 fresh = False
-                yield StepBatch(cascade_id=cascade_id, steps=tuple(steps), snapshot=True, source=self.name)
+                yield StepBatch(
+                    cascade_id=cascade_id, steps=tuple(steps), snapshot=True, source=self.name, unread=unread
+                )
             await self._sleep(self.interval * slowdown(unchanged))
 
-    def _remember(self, cascade_id: str, steps: list[RawStep], unchanged: int) -> None:
+    async def _fits(self, cascade_id: str, offset: int) -> list[RawStep] | None:
+        """The steps from ``offset`` on; None when that read cannot fit the body limit."""
+        try:
+            return await self.read_steps(cascade_id, offset=offset)
+        except ConversationUnreadable:
+            return None
+
+    async def _whole(self, cascade_id: str, base: int) -> tuple[int, list[RawStep], tuple[int, int] | None]:
+        """The list from ``base`` on, or from the first offset past it whose read fits."""
+        steps = await self._fits(cascade_id, base)
+        if steps is not None:
+            return base, steps, None
+        start, steps = await self._readable_from(cascade_id, base)
+        return start, steps, (base, start)
+
+    async def _readable_from(self, cascade_id: str, unreadable: int) -> tuple[int, list[RawStep]]:
+        """The first step offset past ``unreadable`` (whose read did not fit) whose read fits, and
+        its steps: offsets grow by doubling until one fits, then are bisected (a read from a later
+        step is never larger). An agy that ignores ``stepOffset``, or no offset up to
+        :data:`MAX_OFFSET` that fits: ConversationUnreadable, as before (said once)."""
+        lo, hi, found, jump = unreadable, -1, list[RawStep](), 1
+        while hi < 0:
+            probe = lo + jump
+            if not self.offset_reads or probe > MAX_OFFSET:
+                raise ConversationUnreadable(
+                    f"agy's steps of {cascade_id} from step {unreadable} on are over {self._client.max_body} "
+                    f"bytes even with every string cut as hard as the reader cuts: this conversation cannot be "
+                    f"read by polling"
+                )
+            steps = await self._fits(cascade_id, probe)
+            if steps is None:
+                lo, jump = probe, jump * 2
+            else:
+                found, hi = steps, probe
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            steps = await self._fits(cascade_id, mid)
+            if steps is None:
+                lo = mid
+            else:
+                found, hi = steps, mid
+        if self._cuts.pop(cascade_id, None) is not None:  # strings cut harder did not make the list fit:
+            found = await self.read_steps(cascade_id, offset=hi)  # from here, the mildest cut that fits
+        log.warning(
+            "poll %s: steps %d-%d cannot be read by polling (over the body limit); following from step %d",
+            cascade_id,
+            unreadable,
+            hi - 1,
+            hi,
+        )
+        return hi, found
+
+    def _remember(self, cascade_id: str, base: int, steps: list[RawStep], unchanged: int) -> None:
         self._seen.pop(cascade_id, None)
-        self._seen[cascade_id] = (steps, unchanged)
+        self._seen[cascade_id] = (base, steps, unchanged)
         while len(self._seen) > REMEMBERED:  # the oldest conversation read goes first
             del self._seen[next(iter(self._seen))]
 

@@ -153,6 +153,21 @@ class ReadDriver:
         )
         return True
 
+    async def _say_unread(self, cascade_id: str, start: int, end: int) -> None:
+        """One notice per run of steps a source could not read and went past (issue #35 case 3:
+        thousands of finished steps over the size limit), before the steps that follow them."""
+        said = f"{cascade_id}/notice/unread/{start}-{end}"
+        if said in self._unreadable:
+            return
+        self._unreadable.add(said)
+        steps = f"step {start}" if end - start == 1 else f"steps {start} to {end - 1}"
+        text = (
+            f"{steps} of this conversation cannot be read by polling (agy's answer for them is over the "
+            f"size limit even with every string cut): what they hold is not shown here; the conversation "
+            f"is followed from step {end} on"
+        )
+        await self.emitter.emit([Notice(id=said, cascade_id=cascade_id, level="error", text=text)])
+
     async def _consume(self, source: StepSource, deadline: float | None = None) -> int:
         """Apply batches until the source ends (or ``deadline``); the number of batches applied.
 
@@ -172,6 +187,8 @@ class ReadDriver:
                     batch = found
                 if cascade != self.conversation.cascade_id:
                     return count  # rotated away
+                if batch.unread is not None:
+                    await self._say_unread(cascade, *batch.unread)
                 await self.emitter.apply(batch)
                 count += 1
                 if batch.run_idle and self.conversation.reconciler.state.status == "running":
