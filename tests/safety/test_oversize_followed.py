@@ -18,12 +18,11 @@ import pytest
 from agy_harness.adapters.rpc import client as client_module
 from agy_harness.adapters.rpc import sources as sources_module
 from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.sources import RpcPollSource
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import flood_gates
 from agy_harness.ports.events import Notice
-from agy_harness.ports.protocols import StepBatch
 from tests.binding.helpers import waiting, watched
+from tests.rpc.helpers import polled
 from tests.safety.test_oversize_conversation import LIMIT, SLOW_POLL, ended, next_gate, stream_down
 
 STEPS = 5000
@@ -65,18 +64,7 @@ async def test_the_poll_goes_past_steps_it_cannot_read_and_never_shows_them_as_r
     monkeypatch.setattr(sources_module, "FULL_EVERY", 3)
     async with RpcClient(sim.base_url) as client:
         client.max_body = LIMIT
-        source = RpcPollSource(client, interval=0.01)
-        batches: list[StepBatch] = []
-
-        async def follow() -> None:
-            async for batch in source.batches(sim.cascade_id):
-                batches.append(batch)
-
-        task = asyncio.ensure_future(follow())
-        try:
-            async with asyncio.timeout(120):
-                while not batches:
-                    await asyncio.sleep(0.01)
+        async with polled(client, sim.cascade_id, within=120) as (source, batches):
             assert batches[0].unread is None
             first = len(sim.steps())
             for i in range(STEPS):  # (no await that yields: no poll in between)
@@ -97,6 +85,3 @@ async def test_the_poll_goes_past_steps_it_cannot_read_and_never_shows_them_as_r
                     await asyncio.sleep(0.01)
             assert list(batches[-1].steps) == sim.steps()[end:]
             assert [b for b in batches if b.unread] == [gap]  # named once
-        finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
