@@ -9,14 +9,30 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import flood_gates
 
-from .helpers import RecordingClient, acp_agent, prompt
+from .helpers import PermissionPolicy, RecordingClient, acp_agent, prompt
 
 POISON = 20
+
+
+@asynccontextmanager
+async def loaded(permission: PermissionPolicy) -> AsyncIterator[tuple[Simulator, RecordingClient, Any, str]]:
+    """agy (the simulator) past a first turn, and the editor (the SDK's client, answering permission
+    requests by ``permission``) with that conversation loaded: ``(agy, client, conn, session id)``."""
+    async with Simulator(pace=0, gate_timeout=None) as agy:
+        await agy.submit_user_turn("say hello")
+        await agy.wait_idle(timeout=30)
+        client = RecordingClient(permission=permission)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            sid = agy.cascade_id
+            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
+            yield agy, client, conn, sid
 
 
 async def test_a_flood_of_bogus_gates_is_set_aside_and_the_real_request_is_asked() -> None:
@@ -29,27 +45,21 @@ async def test_a_flood_of_bogus_gates_is_set_aside_and_the_real_request_is_asked
             await asyncio.sleep(0)
             return "allow"
 
-    async with Simulator(pace=0, gate_timeout=None) as agy:
-        await agy.submit_user_turn("say hello")
-        await agy.wait_idle(timeout=30)
-        client = RecordingClient(permission=allow)
-        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
-            sid = agy.cascade_id
-            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
-            flood_gates(agy, POISON)
-            turn_done = asyncio.ensure_future(prompt(conn, sid, "run `touch real`"))
+    async with loaded(allow) as (agy, client, conn, sid):
+        flood_gates(agy, POISON)
+        turn_done = asyncio.ensure_future(prompt(conn, sid, "run `touch real`"))
 
-            def aside() -> list[Any]:
-                return [u for u in client.of(sid, "agent_message_chunk") if "set aside" in u.content.text]
+        def aside() -> list[Any]:
+            return [u for u in client.of(sid, "agent_message_chunk") if "set aside" in u.content.text]
 
-            def failed() -> set[str]:
-                return {u.tool_call_id for u in client.of(sid, "tool_call_update") if u.status == "failed"}
+        def failed() -> set[str]:
+            return {u.tool_call_id for u in client.of(sid, "tool_call_update") if u.status == "failed"}
 
-            await client.wait_for(lambda: ("touch real", agy.workspace) in agy.executed, timeout=60)
-            await client.wait_for(
-                lambda: len(failed()) >= len(aside()) >= len({t for t in asked if "bogus" in t})
-            )
-            assert (await turn_done).stop_reason == "end_turn"
+        await client.wait_for(lambda: ("touch real", agy.workspace) in agy.executed, timeout=60)
+        await client.wait_for(
+            lambda: len(failed()) >= len(aside()) >= len({t for t in asked if "bogus" in t})
+        )
+        assert (await turn_done).stop_reason == "end_turn"
     bogus = [t for t in asked if "bogus-" in t]
     real = next(i for i, t in enumerate(asked) if "touch real" in t)
     assert len(bogus[:real]) <= POISON + 2  # each once before it (more of them than the asks shown at once)
@@ -80,25 +90,19 @@ async def test_gates_appended_after_the_real_request_never_push_it_off_the_clien
             await asyncio.sleep(0)
             return "allow"
 
-    async with Simulator(pace=0, gate_timeout=None) as agy:
-        await agy.submit_user_turn("say hello")
-        await agy.wait_idle(timeout=30)
-        client = RecordingClient(permission=allow)
-        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
-            sid = agy.cascade_id
-            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
-            turn_done = asyncio.ensure_future(prompt(conn, sid, "run `touch real`"))
-            await client.wait_for(lambda: any("touch real" in t for t in asked))
-            real_index = next(
-                i for i, s in enumerate(agy._cascade(None).steps) if s.get("status", "").endswith("WAITING")
-            )
-            bogus = flood_gates(agy, POISON)
-            # as many as the agent keeps open are with the human (the rest wait for room)
-            await client.wait_for(lambda: len(asked) >= 16)
-            go.set()
-            await client.wait_for(lambda: ("touch real", agy.workspace) in agy.executed, timeout=60)
-            first = agy.received[0][1]
-            assert first["stepIndex"] == real_index  # the human's first answer went to agy
-            assert [t for t in asked if "touch real" in t][1:] == []  # asked once
-            assert min(bogus) > real_index
-            assert (await turn_done).stop_reason == "end_turn"
+    async with loaded(allow) as (agy, client, conn, sid):
+        turn_done = asyncio.ensure_future(prompt(conn, sid, "run `touch real`"))
+        await client.wait_for(lambda: any("touch real" in t for t in asked))
+        real_index = next(
+            i for i, s in enumerate(agy._cascade(None).steps) if s.get("status", "").endswith("WAITING")
+        )
+        bogus = flood_gates(agy, POISON)
+        # as many as the agent keeps open are with the human (the rest wait for room)
+        await client.wait_for(lambda: len(asked) >= 16)
+        go.set()
+        await client.wait_for(lambda: ("touch real", agy.workspace) in agy.executed, timeout=60)
+        first = agy.received[0][1]
+        assert first["stepIndex"] == real_index  # the human's first answer went to agy
+        assert [t for t in asked if "touch real" in t][1:] == []  # asked once
+        assert min(bogus) > real_index
+        assert (await turn_done).stop_reason == "end_turn"

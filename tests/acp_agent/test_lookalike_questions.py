@@ -8,12 +8,14 @@ shows four different texts, and a pick reaches the option picked."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import rewrite_question
 
-from .helpers import RecordingClient, acp_agent
+from .helpers import PermissionPolicy, RecordingClient, acp_agent
 
 OPTIONS = [
     {"id": "1", "text": "github.com"},
@@ -23,6 +25,26 @@ OPTIONS = [
 ]
 
 
+@asynccontextmanager
+async def in_editor(
+    turn: str, change: Callable[[Simulator, int], object], permission: PermissionPolicy
+) -> AsyncIterator[tuple[Simulator, int, RecordingClient]]:
+    """agy's ``turn`` waits on a gate (its step ``index``), which ``change(agy, index)`` rewrites as a
+    hostile model would; then the editor (the SDK's client, answering by ``permission``) loads the
+    conversation: ``(agy, index, client)``."""
+    async with Simulator(pace=0, gate_timeout=None) as agy:
+        await agy.submit_user_turn(turn)
+        async with asyncio.timeout(30):
+            while not any(s["status"].endswith("WAITING") for s in agy.steps()):
+                await asyncio.sleep(0.05)
+        index = next(i for i, s in enumerate(agy.steps()) if s["status"].endswith("WAITING"))
+        change(agy, index)
+        client = RecordingClient(permission=permission)
+        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
+            await conn.load_session(cwd=agy.workspace, session_id=agy.cascade_id, mcp_servers=[])
+            yield agy, index, client
+
+
 async def test_look_alike_options_and_question_are_flagged_and_a_pick_reaches_its_option() -> None:
     picked: list[Any] = []
 
@@ -30,20 +52,14 @@ async def test_look_alike_options_and_question_are_flagged_and_a_pick_reaches_it
         picked.append((tool_call.title, [o.name for o in options]))
         return str(options[1].option_id)
 
-    async with Simulator(pace=0, gate_timeout=None) as agy:
-        await agy.submit_user_turn("ask: clone from g\u0456thub.com?")
-        async with asyncio.timeout(30):
-            while not any(s["status"].endswith("WAITING") for s in agy.steps()):
-                await asyncio.sleep(0.05)
-        index = next(i for i, s in enumerate(agy.steps()) if s["status"].endswith("WAITING"))
+    def rewrite(agy: Simulator, index: int) -> None:
         rewrite_question(agy, index, OPTIONS)
-        client = RecordingClient(permission=pick_second)
-        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
-            await conn.load_session(cwd=agy.workspace, session_id=agy.cascade_id, mcp_servers=[])
-            await client.wait_for(lambda: bool(picked))
-            async with asyncio.timeout(30):
-                while agy.steps()[index]["status"].endswith("WAITING"):
-                    await asyncio.sleep(0.05)
+
+    async with in_editor("ask: clone from g\u0456thub.com?", rewrite, pick_second) as (agy, index, client):
+        await client.wait_for(lambda: bool(picked))
+        async with asyncio.timeout(30):
+            while agy.steps()[index]["status"].endswith("WAITING"):
+                await asyncio.sleep(0.05)
     title, names = picked[0]
     assert "U+0456" in title  # the question's look-alike, named in its title
     github, lookalike, keep, keep_zw = names[:4]
@@ -66,17 +82,11 @@ async def test_a_look_alike_url_of_a_permission_is_flagged_in_its_body() -> None
         asked.append(tool_call)
         return None  # no answer: the request is cancelled (fails closed)
 
-    async with Simulator(pace=0, gate_timeout=None) as agy:
-        await agy.submit_user_turn("run `ls`")
-        async with asyncio.timeout(30):
-            while not any(s["status"].endswith("WAITING") for s in agy.steps()):
-                await asyncio.sleep(0.05)
-        index = next(i for i, s in enumerate(agy.steps()) if s["status"].endswith("WAITING"))
+    def to_url(agy: Simulator, index: int) -> None:
         as_url_permission(agy, index, "https://g\u0456thub.com/org/repo")
-        client = RecordingClient(permission=record)
-        async with acp_agent(client, where=("--port", str(agy.port))) as conn:
-            await conn.load_session(cwd=agy.workspace, session_id=agy.cascade_id, mcp_servers=[])
-            await client.wait_for(lambda: bool(asked))
+
+    async with in_editor("run `ls`", to_url, record) as (_, _, client):
+        await client.wait_for(lambda: bool(asked))
     body = [c.content.text for c in asked[0].content or [] if c.type == "content"]
     assert any("U+0456" in t for t in body) and any("mixed scripts" in t for t in body)
     assert "U+0456" in asked[0].title
