@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -157,3 +158,77 @@ async def mirrored(omni: Omnigent, **sim_options: Any) -> AsyncIterator[tuple[st
         open_session(port=sim.port, cascade_id=sim.cascade_id, sink=Tee(sink), options=FAST) as session,
     ):
         yield sid, sim, session
+
+
+#: a bounded sink retry: a body omnigent keeps refusing is given up on (set aside, told) within 0.5 s
+BOUNDED = RetryPolicy(initial=0.02, max_delay=0.1, deadline=0.5)
+#: how long a test waits on the real server (a condition, not a deadline a busy machine must meet)
+WAIT = 60.0
+
+
+async def until(condition: Callable[[], Awaitable[bool]], timeout: float = WAIT) -> None:
+    """Until ``await condition()`` holds (polled every 50 ms)."""
+    async with asyncio.timeout(timeout):
+        while not await condition():
+            await asyncio.sleep(0.05)
+
+
+class FaultProxy(httpx.AsyncBaseTransport):
+    """In front of the real server (the sink's only way to it): a request :meth:`fault` answers gets
+    that injected answer; every other goes through (counted in ``passed``)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.passed = 0
+
+    async def fault(self, request: httpx.Request) -> httpx.Response | None:
+        """The injected answer to ``request``, or None: it goes through to the real server."""
+        return None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        injected = await self.fault(request)
+        if injected is not None:
+            return injected
+        self.passed += 1
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@dataclass
+class Proxied:
+    """A harness session mirrored to a new omnigent session through a :class:`FaultProxy`."""
+
+    sid: str  # the omnigent session's id
+    sim: Simulator
+    sink: OmnigentSink
+    tee: Tee  # what the sink accepted
+    session: Session
+
+
+@asynccontextmanager
+async def proxied(omni: Omnigent, proxy: FaultProxy, **sink_options: Any) -> AsyncIterator[Proxied]:
+    """A new omnigent session mirroring a simulator's conversation through an OmnigentSink whose only
+    way to the server is ``proxy`` (a :data:`BOUNDED` retry, and ``sink_options``)."""
+    sid = await asyncio.to_thread(create_session, omni.base_url)
+    async with (
+        httpx.AsyncClient(transport=proxy) as client,
+        Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim,
+        OmnigentSink(omni.base_url, sid, client=client, retry=BOUNDED, **sink_options) as sink,
+    ):
+        tee = Tee(sink)
+        async with open_session(port=sim.port, cascade_id=sim.cascade_id, sink=tee, options=FAST) as session:
+            yield Proxied(sid, sim, sink, tee, session)
+
+
+async def accept_and_run(omni: Omnigent, sid: str, sim: Simulator, command: str) -> None:
+    """The web UI's accept of the session's pending card (taken: 202), and agy runs ``command``."""
+    card = await omni.wait_pending(sid, timeout=WAIT)
+    r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept"})
+    assert r.status_code == 202, r.text
+
+    async def ran() -> bool:
+        return any(c == command for c, _ in sim.executed)
+
+    await until(ran)

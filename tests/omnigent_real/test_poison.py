@@ -12,93 +12,66 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import httpx
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.adapters.sinks.omnigent import OmnigentSink, RetryPolicy
+from agy_harness.adapters.sinks.omnigent import OmnigentSink
 from agy_harness.composition.root.session import open_session
 from agy_harness.ports.events import SubagentStarted
 from tests.real_omnigent import create_session
 
-from .helpers import FAST, Omnigent, Tee
+from .helpers import BOUNDED, FAST, WAIT, FaultProxy, Omnigent, Tee, accept_and_run, proxied, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-WAIT = 60.0
-BOUNDED = RetryPolicy(initial=0.02, max_delay=0.1, deadline=0.5)
 
 
-class PoisonProxy(httpx.AsyncBaseTransport):
+class PoisonProxy(FaultProxy):
     """In front of the real server: a sub-agent registration gets 503, everything else goes through."""
 
     def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
+        super().__init__()
         self.poisoned = 0
-        self.passed = 0
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def fault(self, request: httpx.Request) -> httpx.Response | None:
         if request.method == "POST" and request.url.path.endswith("/events"):
             body = await request.aread()
             if b"external_antigravity_subagent_start" in body:
                 self.poisoned += 1
                 return httpx.Response(503, json={"error": "injected"}, request=request)
-        self.passed += 1
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
-async def until(condition: Any, timeout: float = WAIT) -> None:
-    async with asyncio.timeout(timeout):
-        while not await condition():
-            await asyncio.sleep(0.05)
+        return None
 
 
 async def test_a_poison_subagent_is_set_aside_and_the_parents_permission_is_shown(omni: Omnigent) -> None:
-    sid = await asyncio.to_thread(create_session, omni.base_url)
     proxy = PoisonProxy()
-    async with (
-        httpx.AsyncClient(transport=proxy) as client,
-        Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim,
-        OmnigentSink(omni.base_url, sid, client=client, retry=BOUNDED, poison_after=2) as sink,
-    ):
-        tee = Tee(sink)
-        async with open_session(port=sim.port, cascade_id=sim.cascade_id, sink=tee, options=FAST) as session:
-            await session.send("start a subagent to review the code")
+    async with proxied(omni, proxy, poison_after=2) as p:
+        sid, sim, tee, session = p.sid, p.sim, p.tee, p.session
+        await session.send("start a subagent to review the code")
 
-            async def set_aside() -> bool:
-                return any(
-                    i.get("code") == "agy_harness_notice"
-                    and "/subagent/" in i.get("message", "")
-                    and "refused" in i.get("message", "")
-                    for i in await omni.items(sid)
-                )
-
-            await until(set_aside)  # the notice, in the parent session
-            await session.send("run: git status")  # the parent goes on: its permission is shown
-            card = await omni.wait_pending(sid, timeout=WAIT)
-            r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept"})
-            assert r.status_code == 202, r.text
-
-            async def ran() -> bool:
-                return any(c == "git status" for c, _ in sim.executed)
-
-            await until(ran)
-            poisoned = proxy.poisoned
-            await asyncio.sleep(1.0)  # bounded: nothing asks omnigent again for the set-aside child
-            assert proxy.poisoned == poisoned
-            children = [c for c in sim.cascade_ids() if c != sim.cascade_id]
-            assert children and not any(e.cascade_id in children for e in tee.accepted)  # never read
-            refusals = [
-                i["message"]
+        async def set_aside() -> bool:
+            return any(
+                i.get("code") == "agy_harness_notice"
+                and "/subagent/" in i.get("message", "")
+                and "refused" in i.get("message", "")
                 for i in await omni.items(sid)
-                if i.get("code") == "agy_harness_notice" and "refused" in i.get("message", "")
-            ]
-            assert len(refusals) == 1 and children[0] in refusals[0]  # one notice, none per child event
-            assert await omni.children(sid) == []
+            )
+
+        await until(set_aside)  # the notice, in the parent session
+        await session.send("run: git status")  # the parent goes on: its permission is shown
+        await accept_and_run(omni, sid, sim, "git status")
+        poisoned = proxy.poisoned
+        await asyncio.sleep(1.0)  # bounded: nothing asks omnigent again for the set-aside child
+        assert proxy.poisoned == poisoned
+        children = [c for c in sim.cascade_ids() if c != sim.cascade_id]
+        assert children and not any(e.cascade_id in children for e in tee.accepted)  # never read
+        refusals = [
+            i["message"]
+            for i in await omni.items(sid)
+            if i.get("code") == "agy_harness_notice" and "refused" in i.get("message", "")
+        ]
+        assert len(refusals) == 1 and children[0] in refusals[0]  # one notice, none per child event
+        assert await omni.children(sid) == []
     # bounded: two deliveries of at most a 0.5 s retry each (a handful of tries), never forever
     assert 2 <= poisoned <= 40, poisoned
 
@@ -134,20 +107,20 @@ async def test_re_delivered_committed_events_keep_one_child(omni: Omnigent) -> N
         assert [r["id"] for r in rows] == [first["id"]], json.dumps(rows)[:500]
 
 
-class BodyProxy(PoisonProxy):
+class BodyProxy(FaultProxy):
     """In front of the real server: any events POST holding ``marker`` gets 503; the rest goes through."""
 
     def __init__(self, marker: bytes) -> None:
         super().__init__()
         self.marker = marker
+        self.poisoned = 0
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def fault(self, request: httpx.Request) -> httpx.Response | None:
         events = request.method == "POST" and request.url.path.endswith("/events")
         if events and self.marker in await request.aread():
             self.poisoned += 1
             return httpx.Response(503, json={"error": "injected"}, request=request)
-        self.passed += 1
-        return await self.inner.handle_async_request(request)
+        return None
 
 
 async def test_a_poison_message_is_set_aside_and_a_later_permission_is_shown(omni: Omnigent) -> None:
@@ -155,14 +128,9 @@ async def test_a_poison_message_is_set_aside_and_a_later_permission_is_shown(omn
     persistent 503 while omnigent takes every other body. It is set aside after a bounded retry, with
     one notice, and the next turn's permission reaches the human. Before: the message was retried
     in order forever, and everything behind it froze (the permission card never came)."""
-    sid = await asyncio.to_thread(create_session, omni.base_url)
     proxy = BodyProxy(b"poison-me")
-    async with (
-        httpx.AsyncClient(transport=proxy) as client,
-        Simulator(profile="1.0.10", gate_timeout=None, pace=0.02) as sim,
-        OmnigentSink(omni.base_url, sid, client=client, retry=BOUNDED, poison_after=2) as sink,
-        open_session(port=sim.port, cascade_id=sim.cascade_id, sink=Tee(sink), options=FAST) as session,
-    ):
+    async with proxied(omni, proxy, poison_after=2) as p:
+        sid, sim, session = p.sid, p.sim, p.session
         await session.send("Say hello to poison-me in one short sentence.")
         await sim.wait_idle(timeout=WAIT)
 
@@ -178,13 +146,6 @@ async def test_a_poison_message_is_set_aside_and_a_later_permission_is_shown(omn
 
         await until(told)
         await session.send("run: git status")
-        card = await omni.wait_pending(sid, timeout=WAIT)
-        r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept"})
-        assert r.status_code == 202, r.text
-
-        async def ran() -> bool:
-            return any(c == "git status" for c, _ in sim.executed)
-
-        await until(ran)
+        await accept_and_run(omni, sid, sim, "git status")
         assert len(await refusals()) == 1  # one notice: the user message, once
     assert 3 <= proxy.poisoned <= 60, proxy.poisoned  # bounded: three deliveries of a 0.5 s retry
