@@ -10,10 +10,13 @@ what agy received (the simulator's ``selectedOptionIds``)."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
+from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import rewrite_question
+from agy_harness.composition.root.session import Session
 
 from .helpers import Omnigent, mirrored
 
@@ -22,23 +25,39 @@ WAIT = 30.0
 OPTIONS = [{"id": "1", "text": "2"}, {"id": "2", "text": "Delete the build"}]
 
 
+async def rewritten(
+    omni: Omnigent, sid: str, sim: Simulator, session: Session, options: list[dict[str, str]]
+) -> tuple[int, dict[str, Any], list[str]]:
+    """agy asks a question (its step ``index``), rewritten with ``options`` as a hostile model would:
+    ``(index, the web form's new card, its options' labels)``."""
+    await session.send("ask: which one?")
+    first = await omni.wait_pending(sid, timeout=WAIT)
+    index = next(i for i, s in enumerate(sim.steps()) if s["status"].endswith("WAITING"))
+    rewrite_question(sim, index, options)
+    card = await omni.wait_pending(sid, not_in=[first["elicitation_id"]], timeout=WAIT)
+    return index, card, [o["label"] for o in card["params"]["ask_user_question"]["questions"][0]["options"]]
+
+
+async def click(
+    omni: Omnigent, sid: str, sim: Simulator, index: int, card: dict[str, Any], label: str
+) -> Any:
+    """The web form's click on ``label`` (taken: 202); once agy's step ``index`` is answered, the
+    question as agy received it."""
+    r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept", "content": {"0": label}})
+    assert r.status_code == 202, r.text
+    async with asyncio.timeout(WAIT):
+        while sim.steps()[index]["status"].endswith("WAITING"):
+            await asyncio.sleep(0.05)
+    return sim.steps()[index]["askQuestion"]["questions"][0]
+
+
 async def test_a_web_click_on_an_option_labelled_with_another_options_id_picks_the_clicked_one(
     omni: Omnigent,
 ) -> None:
-    async with mirrored(omni) as (sid, sim, _session):
-        await _session.send("ask: which one?")
-        first = await omni.wait_pending(sid, timeout=WAIT)
-        index = next(i for i, s in enumerate(sim.steps()) if s["status"].endswith("WAITING"))
-        rewrite_question(sim, index, OPTIONS)
-        card = await omni.wait_pending(sid, not_in=[first["elicitation_id"]], timeout=WAIT)
-        labels = [o["label"] for o in card["params"]["ask_user_question"]["questions"][0]["options"]]
+    async with mirrored(omni) as (sid, sim, session):
+        index, card, labels = await rewritten(omni, sid, sim, session, OPTIONS)
         assert labels == ["2", "Delete the build"]
-        r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept", "content": {"0": labels[0]}})
-        assert r.status_code == 202, r.text
-        async with asyncio.timeout(WAIT):
-            while sim.steps()[index]["status"].endswith("WAITING"):
-                await asyncio.sleep(0.05)
-        asked = sim.steps()[index]["askQuestion"]["questions"][0]
+        asked = await click(omni, sid, sim, index, card, labels[0])
         assert asked.get("selectedOptionIds") == ["1"]  # the option clicked (was ["2"])
 
 
@@ -55,18 +74,9 @@ async def test_look_alike_options_are_flagged_on_the_web_form_and_a_click_reache
         {"id": "4", "text": "Keep\u200b"},
     ]
     async with mirrored(omni) as (sid, sim, session):
-        await session.send("ask: which one?")
-        first = await omni.wait_pending(sid, timeout=WAIT)
-        index = next(i for i, s in enumerate(sim.steps()) if s["status"].endswith("WAITING"))
-        rewrite_question(sim, index, options)
-        card = await omni.wait_pending(sid, not_in=[first["elicitation_id"]], timeout=WAIT)
-        labels = [o["label"] for o in card["params"]["ask_user_question"]["questions"][0]["options"]]
+        index, card, labels = await rewritten(omni, sid, sim, session, options)
         assert labels[0] == "github.com" and labels[2] == "Keep"
         assert labels[1].startswith("g\u0456thub.com") and "U+0456" in labels[1]
         assert labels[3] == "Keep\\u200b" and len(set(labels)) == 4
-        r = await omni.resolve(sid, card["elicitation_id"], {"action": "accept", "content": {"0": labels[1]}})
-        assert r.status_code == 202, r.text
-        async with asyncio.timeout(WAIT):
-            while sim.steps()[index]["status"].endswith("WAITING"):
-                await asyncio.sleep(0.05)
-        assert sim.steps()[index]["askQuestion"]["questions"][0].get("selectedOptionIds") == ["2"]
+        asked = await click(omni, sid, sim, index, card, labels[1])
+        assert asked.get("selectedOptionIds") == ["2"]
