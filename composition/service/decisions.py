@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import hashlib
+import inspect
 import logging
 import os
 import time
@@ -344,9 +345,15 @@ class DecisionRecorder:
             except Exception as exc:
                 log.warning("decision ledger: a record was not written: %s", exc)
 
+        def done(task: asyncio.Task[None]) -> None:
+            self._tasks.discard(task)
+            if inspect.iscoroutine(job) and inspect.getcoroutinestate(job) == inspect.CORO_CREATED:
+                job.close()  # cancelled before it ran (the loop stopped after the drain): said, not silent
+                log.warning("decision ledger: a record was not written: the session stopped first")
+
         task = asyncio.ensure_future(run())
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(done)
 
     async def drain(self) -> None:
         """Wait for the records written in the background (a stop, a test)."""

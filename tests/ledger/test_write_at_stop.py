@@ -1,0 +1,53 @@
+"""A background ledger write the loop cancels before it ran (the session stopped after the drain) is
+said in the log, not left as Python's "coroutine was never awaited" (seen once at the end of the
+omnigent flood test); one that ran is written."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import warnings
+from typing import Any
+
+import pytest
+
+from agy_harness.composition.service.decisions import DecisionRecorder
+from agy_harness.ports.protocols import LedgerEntry
+
+
+class _Ledger:
+    def __init__(self) -> None:
+        self.written: list[LedgerEntry] = []
+
+    async def record(self, entry: LedgerEntry) -> int:
+        self.written.append(entry)
+        return len(self.written)
+
+    def __getattr__(self, name: str) -> Any:  # the rest of the port is not used here
+        raise AttributeError(name)
+
+
+async def _no_steps(_: object) -> list[Any]:
+    return []
+
+
+async def test_a_write_cancelled_before_it_ran_is_logged_not_left_unawaited(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ledger = _Ledger()
+    recorder = DecisionRecorder(ledger, _no_steps)  # type: ignore[arg-type]
+    recorder._later(LedgerEntry(type="delivery", body={"n": 1}))
+    await recorder.drain()
+    assert [e.body for e in ledger.written] == [{"n": 1}]  # one that runs is written
+
+    recorder._later(LedgerEntry(type="delivery", body={"n": 2}))
+    (task,) = recorder._tasks
+    task.cancel()  # before it ever ran, as the loop's shutdown does
+    with caplog.at_level(logging.WARNING), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        await asyncio.gather(task, return_exceptions=True)
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)], [str(w.message) for w in caught]
+    assert "a record was not written: the session stopped first" in caplog.text
+    assert not recorder._tasks and [e.body for e in ledger.written] == [{"n": 1}]
