@@ -6,7 +6,7 @@ the newest user message's executionId) is never queued behind unread cards of ot
 with every unread event of their steps, move to just after it. A reader who takes cards one at a
 time then meets agy's request of the turn it runs before a flood of gates that no turn waits on
 (each still comes, in its order, right after). Nothing is dropped, nothing else changes order; a
-gate or user message without an executionId moves nothing.
+gate or user message without an executionId moves nothing and is never moved.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class CardQueue(asyncio.Queue[Event]):
             others = {
                 e.step_key
                 for e in self._queue
-                if isinstance(e, GateOpened) and e.answerable and e.turn != self.turn and e.step_key
+                if isinstance(e, GateOpened) and e.answerable and e.turn and e.turn != self.turn and e.step_key
             }
             if others:
                 moved = [e for e in self._queue if e.step_key in others]

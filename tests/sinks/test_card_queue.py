@@ -51,6 +51,7 @@ async def test_the_newest_turns_card_goes_before_unread_cards_of_other_turns_wit
 
 async def test_nothing_moves_without_an_executionid_or_for_the_same_turn_or_already_read_cards() -> None:
     assert await _read([_user("b"), _card(5, "x"), _card(9, "")]) == ["u-b", "g5", "g9"]  # no turn named
+    assert await _read([_user("b"), _card(5, ""), _card(9, "b")]) == ["u-b", "g5", "g9"]  # nor moved
     assert await _read([_user("b"), _card(5, "b"), _card(9, "b")]) == ["u-b", "g5", "g9"]  # one turn
     assert await _read([_user("t:2026"), _card(5, "x"), _card(9, "t:2026")]) == ["u-t:2026", "g5", "g9"]
     # a card agy takes no answer for here ("other": the notice says answer in agy's terminal) stays put
