@@ -6,40 +6,37 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agy_harness.adapters.store.ledger_file import LEDGER, FileLedger, read_file
 from agy_harness.composition.service.decisions import DecisionRecorder
 from agy_harness.ports.protocols import LedgerEntry
-
-
-class _Ledger:
-    def __init__(self) -> None:
-        self.written: list[LedgerEntry] = []
-
-    async def record(self, entry: LedgerEntry) -> int:
-        self.written.append(entry)
-        return len(self.written)
-
-    def __getattr__(self, name: str) -> Any:  # the rest of the port is not used here
-        raise AttributeError(name)
 
 
 async def _no_steps(_: object) -> list[Any]:
     return []
 
 
+def _written(directory: Path) -> list[Any]:
+    """The bodies of the delivery records in the ledger's file."""
+    lines = read_file(directory, LEDGER).decode().splitlines()
+    return [r["body"] for r in map(json.loads, lines) if r.get("type") == "delivery"]
+
+
 async def test_a_write_cancelled_before_it_ran_is_logged_not_left_unawaited(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    ledger = _Ledger()
-    recorder = DecisionRecorder(ledger, _no_steps)  # type: ignore[arg-type]
+    ledger = FileLedger(tmp_path)  # the real ledger on disk
+    recorder = DecisionRecorder(ledger, _no_steps)
     recorder._later(LedgerEntry(type="delivery", body={"n": 1}))
     await recorder.drain()
-    assert [e.body for e in ledger.written] == [{"n": 1}]  # one that runs is written
+    assert _written(tmp_path) == [{"n": 1}]  # one that runs is written
 
     recorder._later(LedgerEntry(type="delivery", body={"n": 2}))
     (task,) = recorder._tasks
@@ -50,4 +47,5 @@ async def test_a_write_cancelled_before_it_ran_is_logged_not_left_unawaited(
         gc.collect()
     assert not [w for w in caught if "never awaited" in str(w.message)], [str(w.message) for w in caught]
     assert "a record was not written: the session stopped first" in caplog.text
-    assert not recorder._tasks and [e.body for e in ledger.written] == [{"n": 1}]
+    assert not recorder._tasks and _written(tmp_path) == [{"n": 1}]
+    ledger.close()
