@@ -33,7 +33,7 @@ class CardQueue(asyncio.Queue[Event]):
 
     def _put(self, item: Event) -> None:
         if isinstance(item, UserMessage):
-            self.turn = turn_of_user_key(item.step_key) or self.turn
+            self.turn = turn_of_user_key(item.step_key)  # a turn without an id: none is known
         elif isinstance(item, GateOpened) and item.answerable and item.turn and item.turn == self.turn:
             others = {
                 e.step_key

@@ -54,6 +54,13 @@ async def test_nothing_moves_without_an_executionid_or_for_the_same_turn_or_alre
     assert await _read([_user("b"), _card(5, ""), _card(9, "b")]) == ["u-b", "g5", "g9"]  # nor moved
     assert await _read([_user("b"), _card(5, "b"), _card(9, "b")]) == ["u-b", "g5", "g9"]  # one turn
     assert await _read([_user("t:2026"), _card(5, "x"), _card(9, "t:2026")]) == ["u-t:2026", "g5", "g9"]
+    # a newer turn without an id: the turn before it is no longer the running one
+    assert await _read([_user("a"), _card(5, "x"), _user("t:2026"), _card(9, "a")]) == [
+        "u-a",
+        "g5",
+        "u-t:2026",
+        "g9",
+    ]
     # a card agy takes no answer for here ("other": the notice says answer in agy's terminal) stays put
     assert await _read([_card(5, "x", answerable=False), _user("b"), _card(9, "b")]) == ["g5", "u-b", "g9"]
     # a card of another turn after the newest turn's card: in order
