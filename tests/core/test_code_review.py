@@ -148,3 +148,18 @@ def test_a_reviewed_edit_says_what_became_of_it() -> None:
     )
     assert step is not None
     assert code_review.outcome(step) == (f"the edit of {PATH} was rejected", True)
+
+
+def test_no_rule_accepts_a_review_a_deny_rule_still_rejects_it() -> None:
+    """A rule never approves more than a human could have seen: a file-edit review's diff is seen by
+    no rule, so an allow rule that would match it (its kind, its tool) leaves it to the human."""
+    from agy_harness.core.policy_match import RuleSet, decide
+    from agy_harness.core.policy_rules import Rule
+
+    gate = _gate(_raw())
+    for wide in ({"kind": ("permission",)}, {"interaction": ("codeAction",)}, {"tool": (gate.tool_name,)}):
+        assert (
+            decide(RuleSet(rules=(Rule(id="wide", decision="allow", **wide),)), gate, None).verdict == "ask"
+        )
+    deny = Rule(id="no-edits", decision="deny", interaction=("codeAction",))
+    assert decide(RuleSet(rules=(deny,)), gate, None).verdict == "deny"
