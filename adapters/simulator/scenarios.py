@@ -81,6 +81,7 @@ SCENARIOS: dict[str, list[str]] = {
     "subagent": ["start a subagent to review the code"],
     "long": ["Write a long story about a lighthouse keeper."],
     "plan": ["make a task list and run: pytest"],
+    "review": ["edit the file notes.txt"],  # agy's file-edit review (.code_review)
     # every gate kind agy defines, one turn each (adapters/simulator/kind_steps.py)
     "kinds": list(KINDS_SCENARIO),
 }

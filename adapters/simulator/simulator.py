@@ -268,8 +268,15 @@ class Simulator(CascadeHost):
         self, cascade_id: str | None = None, *, accept: bool = True, kind: str = "other", **how: Any
     ) -> int:
         """A human answers the waiting gate of ``kind`` in agy's own terminal (see
-        :func:`.interactions.terminal_answer`). Returns the step index; KeyError if none waits."""
+        :func:`.interactions.terminal_answer`; ``kind="review"``: a file-edit review, accepted or
+        rejected there). Returns the step index; KeyError if none waits."""
         c = self._cascade(cascade_id)
+        if kind == code_review.GATE_KIND:
+            index = next(i for i, g in sorted(c.gates.items()) if g.kind == kind and not g.future.done())
+            answer = {"accept": accept, "writtenFeedback": "", "stepIndices": [index]}
+            c.gates.pop(index).future.set_result(answer)
+            self._changed(c, index)
+            return index
         interaction = interactions.terminal_answer(c, accept, kind=kind, **how)
         await self.handle_interaction(c.id, interaction, terminal=True)
         return int(interaction["stepIndex"])

@@ -88,3 +88,16 @@ async def test_reject_an_edit_with_why_from_the_board() -> None:
         assert told["codeAcknowledgementRequestInfos"][0]["uriPath"] == path
         assert _review(sim)["codeAction"]["acknowledgementType"] == "ACKNOWLEDGEMENT_TYPE_REJECT"
         assert "An added line." not in sim.files[path]  # the file keeps its old text
+
+
+async def test_a_review_answered_in_agys_terminal_retires_its_card() -> None:
+    async with Simulator(pace=0, gate_timeout=None) as sim:
+        await sim.submit_user_turn(EDIT)
+        async with board_on(sim, tick=0.2) as (_board, page):
+            card = page.locator("#cards .card[data-kind=permission]")
+            await card.wait_for()
+            await sim.resolve_in_terminal(kind="review", accept=True)
+            await card.wait_for(state="detached")
+            await until(lambda: not sim.is_running())
+            assert page.errors == []
+        assert sim.acknowledged == []  # the harness sent nothing: agy's terminal answered

@@ -116,3 +116,14 @@ async def test_other_shapes_are_refused_and_nothing_is_applied(
     assert sim.steps()[i]["status"] == "CORTEX_STEP_STATUS_WAITING"
     assert path not in sim.files
     assert sim.acknowledged[-1] == body  # what agy was told, refused too
+
+
+async def test_reviewed_in_agys_terminal_an_acknowledgement_after_it_is_refused(sim: Simulator) -> None:
+    i, path = await _proposed(sim)
+    assert await sim.resolve_in_terminal(kind="review", accept=False) == i
+    await sim.wait_idle()
+    assert sim.files[path] == sim.steps()[i]["codeAction"]["actionResult"]["edit"]["originalContent"]
+    async with client() as c:
+        r = await call(c, sim, "AcknowledgeCodeActionStep", _ack(sim, i, path, True))
+    assert r.status_code == 500 and r.json()["message"] == f"no unacknowledged steps for file {path}"
+    assert sim.steps()[i]["codeAction"]["acknowledgementType"] == "ACKNOWLEDGEMENT_TYPE_REJECT"
