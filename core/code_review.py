@@ -94,7 +94,8 @@ def plain_path(uri: str) -> str:
 def review_request(step: Step) -> tuple[bool, dict[str, Any]] | None:
     """``(readable, request)`` for an unacknowledged ``CODE_ACTION`` step that names a file, whatever
     its status (the caller asks only of a WAITING one); None for anything else. ``readable``: the diff
-    can be shown whole and exactly (every line of a known type, at least one line). The request: the
+    can be shown whole and exactly (at least one line; each of a known type, its text one line or
+    absent, proto-JSON's empty string). The request: the
     file (``uri`` as agy gave it, ``path`` plain), the unified ``diff`` text, the ``oldText`` /
     ``newText`` it describes (``oldText`` None for a file the edit creates), whether the edit
     ``creates`` the file, and agy's ``description``."""
@@ -112,8 +113,8 @@ def review_request(step: Step) -> tuple[bool, dict[str, Any]] | None:
     readable = bool(lines)
     for raw in lines:
         line = S.as_dict(raw)
-        kind, text = _line_kind(line.get("type")), line.get("text")
-        if not kind or not isinstance(text, str):
+        kind, text = _line_kind(line.get("type")), line.get("text", "")  # (proto-JSON omits "")
+        if not kind or not isinstance(text, str) or "\n" in text:  # not one line of a known kind
             readable = False
             kind, text = kind or "UNCHANGED", S.as_str(text)
         diff.append(_MARK[kind] + text)

@@ -60,16 +60,20 @@ def contents(name: str) -> tuple[str, str]:
     return old, new
 
 
+def _line(text: str, kind: str) -> dict[str, str]:
+    return {"text": text, "type": LINE + kind} if text else {"type": LINE + kind}  # proto-JSON omits ""
+
+
 def unified_lines(old: str, new: str) -> list[dict[str, str]]:
     """The edit's ``unifiedDiff.lines``: the whole file, line by line (unchanged, deleted, inserted)."""
     a, b = old.splitlines(), new.splitlines()
     out: list[dict[str, str]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if tag == "equal":
-            out += [{"text": t, "type": LINE + "UNCHANGED"} for t in a[i1:i2]]
+            out += [_line(t, "UNCHANGED") for t in a[i1:i2]]
             continue
-        out += [{"text": t, "type": LINE + "DELETE"} for t in a[i1:i2]]
-        out += [{"text": t, "type": LINE + "INSERT"} for t in b[j1:j2]]
+        out += [_line(t, "DELETE") for t in a[i1:i2]]
+        out += [_line(t, "INSERT") for t in b[j1:j2]]
     return out
 
 

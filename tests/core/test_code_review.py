@@ -70,14 +70,30 @@ def test_no_gate_for_an_acknowledged_edit_a_settled_one_or_one_naming_no_file() 
         assert step is not None and pending_request(step) is None
 
 
-def test_a_diff_that_cannot_be_shown_exactly_is_answered_only_in_agys_terminal() -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        {"type": "SOMETHING_NEW", "text": "x"},
+        {"text": "x"},
+        {"type": "UNIFIED_DIFF_LINE_TYPE_INSERT", "text": "a\nb"},
+    ],
+    ids=["unknown type", "no type", "two lines in one"],
+)
+def test_a_diff_that_cannot_be_shown_exactly_is_answered_only_in_agys_terminal(line: dict[str, str]) -> None:
     raw = _raw()
-    raw["codeAction"]["actionResult"]["edit"]["diff"]["unifiedDiff"]["lines"][2]["type"] = "SOMETHING_NEW"
+    raw["codeAction"]["actionResult"]["edit"]["diff"]["unifiedDiff"]["lines"][2] = line
     gate = _gate(raw)
     assert (gate.kind, gate.answerable) == ("other", False)
     assert describe(gate).endswith("answer in agy's terminal")
     with pytest.raises(AnswerError):
         parse_answer(gate, True)
+
+
+def test_a_blank_line_proto_json_leaves_without_text_is_shown_blank() -> None:
+    lines = _raw()["codeAction"]["actionResult"]["edit"]["diff"]["unifiedDiff"]["lines"]
+    assert lines[1] == {"type": "UNIFIED_DIFF_LINE_TYPE_UNCHANGED"}  # the simulator sends it as agy would
+    gate = _gate(_raw())
+    assert gate.answerable and gate.request["diff"].split("\n")[1] == " "  # (refused as unreadable before)
 
 
 def test_accept_and_reject_with_written_feedback_are_the_descriptors_body() -> None:
