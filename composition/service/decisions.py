@@ -79,7 +79,13 @@ def _put(book: OrderedDict[str, Any], key: str, value: Any) -> None:
 def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
     at = datetime.now(UTC).isoformat(timespec="seconds")
     return Decider(
-        kind=by.kind, surface=by.surface, user=by.user, at=at, verdict=verdict, scope=scope, rule_id=by.rule_id
+        kind=by.kind,
+        surface=by.surface,
+        user=by.user,
+        at=at,
+        verdict=verdict,
+        scope=scope,
+        rule_id=by.rule_id,
     )
 
 
@@ -95,6 +101,7 @@ class _Decided:
     approved: str | None = None
     by: Decider | None = None
     written: bool = False  # its outcome record (one per decision)
+    result: ToolResult | None = None  # the step's result, seen before agy's taking was known
 
 
 class DecisionRecorder:
@@ -153,7 +160,9 @@ class DecisionRecorder:
         key = f"{gate.trajectory_id}/{step_index}"
         decided = self._steps.get(gate.step_key)
         mine = decided is not None and decided.gate.gate_id == gate.gate_id
-        _put(self._moved, key, decided.by if mine and decided is not None else self._deciders.get(gate.gate_id))
+        _put(
+            self._moved, key, decided.by if mine and decided is not None else self._deciders.get(gate.gate_id)
+        )
 
         def undo() -> None:
             self._moved.pop(key, None)
@@ -238,7 +247,11 @@ class DecisionRecorder:
                 gate = self._gates.pop(event.gate_id, None)
                 if self.ledger is None:
                     continue
-                if gate is not None and event.gate_id not in self._answered and gate.step_key not in self._moved:
+                if gate is None or gate.step_key in self._moved:
+                    continue
+                if event.reason == "answered" and event.gate_id in self._answered:
+                    self._in_flight(gate)
+                elif event.gate_id not in self._answered:
                     if event.reason == "answered":
                         self._spawn(self._elsewhere(self._step(gate, taken=True)))
                     elif event.reason == "timed out":
@@ -246,7 +259,27 @@ class DecisionRecorder:
             elif isinstance(event, ToolResult) and self.ledger is not None:
                 found = self._steps.get(event.step_key)
                 if found is not None:
+                    if not found.taken.done():
+                        found.result = event
                     self._spawn(self._outcome(found, event))
+
+    def _in_flight(self, gate: GateOpened) -> None:
+        """``gate`` was answered while this harness's answer to it was on its way: when agy did not take
+        it, the answer agy took was given in its own terminal, and that is a decision too (issue #46)."""
+        decided = self._steps.get(gate.step_key)
+        if decided is None or decided.gate.gate_id != gate.gate_id or decided.taken.done():
+            return
+
+        async def unless_taken(ours: _Decided) -> None:
+            if await ours.taken:
+                return  # agy took this harness's answer: its record says so
+            if self._steps.get(gate.step_key) is ours:
+                other = self._step(gate, taken=True)
+                await self._elsewhere(other)
+                if ours.result is not None:  # what ran followed agy's own answer
+                    await self._outcome(other, ours.result)
+
+        self._spawn(unless_taken(decided))
 
     async def _elsewhere(self, decided: _Decided) -> None:
         """A gate answered without this harness: agy's own terminal. Its verdict is what agy recorded."""
@@ -277,7 +310,9 @@ class DecisionRecorder:
         decided.approved = recorded_command(gate, response)
         return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
 
-    async def _record_other(self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy) -> int:
+    async def _record_other(
+        self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy
+    ) -> int:
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
         body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency)

@@ -1,0 +1,52 @@
+"""Issue #46 item 4: every decision agy took is a record, whatever came before. A board allow is in
+flight (recorded, its RPC on the way) when the human denies in agy's terminal: agy took the deny, so
+the ledger holds the terminal's deny beside the allow "not taken", and the withdrawal names agy's
+terminal -- on the simulator, the real file ledger, and ``agy-harness audit``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.store.ledger_file import FileLedger
+from agy_harness.composition.entrypoints.cli import main
+from agy_harness.ports.protocols import GateAnswer
+from tests.fakes import RecordingSink
+from tests.integration.helpers import harness_on
+
+from .helpers import decisions, records, verified
+
+ANSWER_RPC = "HandleCascadeUserInteraction"
+
+
+async def test_a_terminal_deny_while_a_board_allow_is_in_flight_is_recorded(
+    sim: Simulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sink = RecordingSink()
+    sink.surface = "board"  # type: ignore[attr-defined]
+    sim.faults.delay, sim.faults.delay_methods = 3.0, {ANSWER_RPC}  # the board's answer is on the way...
+    async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
+        await session.send("run: rm -rf build")
+        await sink.wait_for(lambda: sink.asked)
+        gate = sink.asked[0]
+        await sink.answers.put(GateAnswer(allow=True))
+        await sink.wait_for(lambda: ANSWER_RPC in sim.calls, timeout=10)
+        await sim.resolve_in_terminal(kind="permission", accept=False)  # ...when agy's terminal denies
+        await sink.wait_for(lambda: any(e.type == "tool_result" for e in sink.events), timeout=15)
+        await sink.wait_for(lambda: len(records(tmp_path / "ledger", "delivery")) == 1, timeout=15)
+    step = next(s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND")
+    assert not step["completedInteractions"][0]["response"]["permission"].get("allow")  # agy took the deny
+    taken = records(tmp_path / "ledger", "delivery")[0]["body"]
+    assert taken["taken"] is False
+    board, terminal = decisions(tmp_path / "ledger", gate.gate_id)
+    assert (board["verdict"], board["decided_by"]["surface"]) == ("allow", "board")
+    assert (terminal["verdict"], terminal["decided_by"]["kind"]) == ("deny", "agy-terminal")
+    [outcome] = [r["body"] for r in records(tmp_path / "ledger", "outcome")]
+    assert outcome["decision"] == records(tmp_path / "ledger", "decision")[1]["seq"]
+    assert verified(tmp_path / "ledger").ok
+    assert main(["audit", "--ledger", str(tmp_path / "ledger")]) == 0
+    allow, deny = capsys.readouterr().out.splitlines()  # what `agy-harness audit` lists
+    assert "allow" in allow and "on board" in allow
+    assert "deny" in deny and "agy" in deny and "rm -rf build" in deny
