@@ -342,3 +342,15 @@ class DecisionLedger(Protocol):
     the ledger already holds a decision for its ``gate_id`` (another session of this user made it)."""
 
     async def record(self, entry: LedgerEntry) -> int: ...
+
+
+@runtime_checkable
+class DeciderLookup(Protocol):
+    """A decision ledger that says who made the decision it holds for a gate (another session of this
+    user, sharing the ledger): what a session that did not answer shows (issue #46 item 5)."""
+
+    async def decider(self, gate_id: str) -> dict[str, Any] | None:
+        """The newest decision recorded for ``gate_id`` that agy may have taken (none whose delivery
+        says ``taken: false``): its ``decided_by``, ``verdict``, ``scope`` and ``at`` (the record's
+        time); None when there is none. Raises LedgerUnavailable when the ledger cannot be read."""
+        ...

@@ -53,12 +53,13 @@ from agy_harness.core.decision_record import (
 )
 from agy_harness.core.elicitation import proposed_command
 from agy_harness.ports.events import Decider, Event, GateOpened, GateWithdrawn, ToolResult
-from agy_harness.ports.protocols import DecidedBy, DeciderKind, DecisionLedger, LedgerEntry
+from agy_harness.ports.protocols import DecidedBy, DeciderKind, DeciderLookup, DecisionLedger, LedgerEntry
 
 log = logging.getLogger("agy_harness.ledger")
 
 KEPT = 1024  # gates remembered (open times, decided steps)
 DRAIN = 5.0  # seconds a stop waits for the background records
+LOOKUP = 2.0  # seconds a withdrawal waits for the ledger to name another session's decider
 OUTPUT_TAIL = 400  # characters of a tool's output kept in its outcome record
 
 
@@ -214,9 +215,11 @@ class DecisionRecorder:
 
     # -- what the stream shows ---------------------------------------------------------------------
 
-    def annotate(self, event: GateWithdrawn) -> GateWithdrawn:
+    async def annotate(self, event: GateWithdrawn) -> GateWithdrawn:
         """``event`` with who decided it, when this harness knows: its own answer's decider (a human
-        on a surface, a rule, an interrupt), agy's own terminal or agy's timeout (a gate it saw open)."""
+        on a surface, a rule, an interrupt), the decider the ledger names (another session of this
+        user answered it: its surface or its rule, issue #46 item 5), else agy's own terminal, or agy's
+        timeout (a gate it saw open)."""
         by = self._deciders.pop(event.gate_id, None)
         if event.reason != "answered":  # agy did not take this harness's answer (changed, cancelled)
             by = None
@@ -225,12 +228,42 @@ class DecisionRecorder:
             by = self._moved.get(re_ask)
         elif by is None and event.gate_id in self._gates:
             if event.reason == "answered":
-                by = _decider(self.by("agy-terminal", "agy"), "", "")
+                by = await self._recorded(event.gate_id) or _decider(self.by("agy-terminal", "agy"), "", "")
             elif event.reason == "timed out":
                 by = _decider(self.by("timeout"), "timeout", "")
         if by is None or event.decided_by is not None:
             return event
         return event.model_copy(update={"decided_by": by})
+
+    async def _recorded(self, gate_id: str) -> Decider | None:
+        """Who the ledger says decided ``gate_id`` when another session did (a human on a surface, a
+        rule, an interrupt); None when it names nobody else or cannot say in time."""
+        ledger = self.ledger
+        if not isinstance(ledger, DeciderLookup):
+            return None
+        try:
+            async with asyncio.timeout(LOOKUP):
+                found = await ledger.decider(gate_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # (a timeout too): agy's terminal is what this session knows
+            log.info(
+                "gate %s: the ledger could not say who decided it (%s)", gate_id, exc or type(exc).__name__
+            )
+            return None
+        by = found.get("decided_by") if found else None
+        if not isinstance(by, dict) or str(by.get("kind", "")) in ("", "agy-terminal", "timeout"):
+            return None
+        assert found is not None
+        return Decider(
+            kind=str(by["kind"]),
+            surface=str(by.get("surface", "")),
+            user=str(by.get("user", "")),
+            at=str(found.get("at", "")),
+            verdict=str(found.get("verdict", "")),
+            scope=str(found.get("scope", "")),
+            rule_id=str(by.get("rule_id", "")),
+        )
 
     def _re_ask(self, event: GateWithdrawn) -> str | None:
         """The step key of ``event``'s gate when it is agy's re-ask that took an answer given here."""
