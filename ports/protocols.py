@@ -345,6 +345,19 @@ class DecisionLedger(Protocol):
 
 
 @runtime_checkable
+class CommandRedactor(Protocol):
+    """A decision ledger that reads a command line's arguments to mask its secrets before keeping it
+    (``mysql -pPW``, ``curl -u user:PW``, ``--password PW``: issue #46 item 6); without one, the
+    recorder masks by :func:`agy_harness.core.decision_record.redact` alone."""
+
+    def redact_command(self, text: str) -> str: ...
+
+    def command_secrets(self, text: str) -> list[str]:
+        """The secret values of the command line ``text`` (masked too where its output shows them)."""
+        ...
+
+
+@runtime_checkable
 class DeciderLookup(Protocol):
     """A decision ledger that says who made the decision it holds for a gate (another session of this
     user, sharing the ledger): what a session that did not answer shows (issue #46 item 5)."""

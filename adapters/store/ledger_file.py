@@ -153,6 +153,19 @@ class FileLedger:
         self._decided: OrderedDict[str, dict[int, dict[str, Any]]] = OrderedDict()
         self._dirty = False  # written since the last fsync
 
+    def redact_command(self, text: str) -> str:
+        """``text`` (a command line) as this ledger keeps it: its secret arguments masked, read as
+        bash reads them (:mod:`agy_harness.adapters.policy.secrets`; the port's ``CommandRedactor``)."""
+        from agy_harness.adapters.policy.secrets import redact_command  # (the grammar, loaded once needed)
+
+        return redact_command(text)
+
+    def command_secrets(self, text: str) -> list[str]:
+        """The secret values of the command line ``text`` (masked in what it printed, too)."""
+        from agy_harness.adapters.policy.secrets import command_secrets
+
+        return command_secrets(text)
+
     async def record(self, entry: LedgerEntry) -> int:
         future = self._pool.submit(self._append, entry.type, entry.body)
         self._pool.submit(self._sync)  # after it, off the caller's path

@@ -44,6 +44,7 @@ from agy_harness.core.answers import CheckedAnswer
 from agy_harness.core.approvals import approved_command, ran_command
 from agy_harness.core.decision_record import (
     decision_body,
+    output_tail,
     ran_fields,
     recorded_command,
     recorded_verdict,
@@ -53,7 +54,14 @@ from agy_harness.core.decision_record import (
 )
 from agy_harness.core.elicitation import proposed_command
 from agy_harness.ports.events import Decider, Event, GateOpened, GateWithdrawn, ToolResult
-from agy_harness.ports.protocols import DecidedBy, DeciderKind, DeciderLookup, DecisionLedger, LedgerEntry
+from agy_harness.ports.protocols import (
+    CommandRedactor,
+    DecidedBy,
+    DeciderKind,
+    DeciderLookup,
+    DecisionLedger,
+    LedgerEntry,
+)
 
 log = logging.getLogger("agy_harness.ledger")
 
@@ -69,6 +77,10 @@ def local_user() -> str:
         return getpass.getuser()
     except Exception:
         return f"uid {os.getuid()}" if hasattr(os, "getuid") else ""
+
+
+def _no_secrets(text: str) -> list[str]:
+    return []
 
 
 def _put(book: OrderedDict[str, Any], key: str, value: Any) -> None:
@@ -117,6 +129,9 @@ class DecisionRecorder:
         #: conversation, which can be tens of megabytes)
         self.read_steps = read_steps
         self.user = user or local_user()
+        #: how a command line is kept: the ledger's reading of its arguments, else the free-text rules
+        self.redact_command = ledger.redact_command if isinstance(ledger, CommandRedactor) else redact
+        self._secrets_of = ledger.command_secrets if isinstance(ledger, CommandRedactor) else _no_secrets
         self._opened: OrderedDict[str, float] = OrderedDict()  # gate id -> when it opened (monotonic)
         self._answered: OrderedDict[str, None] = OrderedDict()  # gates this harness answered
         #: step key -> its decided gate, awaiting the step's result
@@ -135,14 +150,16 @@ class DecisionRecorder:
     async def decided(self, gate: GateOpened, answer: CheckedAnswer, by: DecidedBy) -> int:
         """Append the decision record; its sequence (0 when there is no ledger). Raises
         LedgerUnavailable when it could not be written: then nothing may be sent."""
-        verdict, detail = verdict_of(answer)
+        verdict, detail = verdict_of(answer, self.redact_command)
         decider = _decider(by, verdict, scope_of(answer))
         _put(self._deciders, gate.gate_id, decider)
         if self.ledger is None:
             return 0
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
-        body = decision_body(gate, verdict, detail, scope_of(answer), by.model_dump(), latency)
+        body = decision_body(
+            gate, verdict, detail, scope_of(answer), by.model_dump(), latency, self.redact_command
+        )
         try:
             seq = await self.ledger.record(LedgerEntry(type="decision", body=body))
         except BaseException:
@@ -339,7 +356,7 @@ class DecisionRecorder:
             log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
         if gate.step_key in self._moved:  # agy's re-ask, that took an answer given here meanwhile
             return 0
-        verdict, detail = recorded_verdict(gate, response)
+        verdict, detail = recorded_verdict(gate, response, self.redact_command)
         decided.approved = recorded_command(gate, response)
         return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
 
@@ -348,7 +365,7 @@ class DecisionRecorder:
     ) -> int:
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
-        body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency)
+        body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency, self.redact_command)
         body["unless_decided"] = True  # another session of this user may have answered it: not agy's
         assert self.ledger is not None
         return await self.ledger.record(LedgerEntry(type="decision", body=body))
@@ -364,6 +381,13 @@ class DecisionRecorder:
         if self._steps.get(result.step_key) is decided:
             del self._steps[result.step_key]
         output = result.output
+        proposed = proposed_command(gate)
+        ran, why = (None, "")
+        if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
+            ran, why = await self._ran(gate, result.step_key)
+        secrets = [
+            s for line in {proposed, decided.approved or "", ran or ""} for s in self._secrets_of(line)
+        ]
         body: dict[str, Any] = {
             "conversation": gate.cascade_id,
             "gate_id": gate.gate_id,
@@ -373,12 +397,10 @@ class DecisionRecorder:
             "error": result.is_error,
             "output_sha256": hashlib.sha256(output.encode("utf-8", "replace")).hexdigest(),
             "output_chars": len(output),
-            "output_tail": redact(output[-OUTPUT_TAIL:]),
+            "output_tail": output_tail(output, secrets, OUTPUT_TAIL),
         }
-        proposed = proposed_command(gate)
-        if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
-            ran, why = await self._ran(gate, result.step_key)
-            body.update(ran_fields(proposed, decided.approved, ran, why))
+        if proposed or decided.approved is not None:
+            body.update(ran_fields(proposed, decided.approved, ran, why, self.redact_command))
         await self._write(LedgerEntry(type="outcome", body=body))
 
     async def _ran(self, gate: GateOpened, step_key: str) -> tuple[str | None, str]:
