@@ -339,7 +339,9 @@ class DecisionLedger(Protocol):
     :class:`~agy_harness.ports.errors.LedgerUnavailable` when it could not be written (then the
     answer it records is not sent). It never blocks the event loop. A ``decision`` whose body holds
     ``"unless_decided": true`` (agy's terminal, as the stream showed it) is skipped, returning 0, when
-    the ledger already holds a decision for its ``gate_id`` (another session of this user made it)."""
+    the ledger already holds a decision for its ``gate_id`` that agy may have taken (another session
+    of this user made it; one whose ``delivery`` says ``taken: false`` does not count: agy then took
+    another answer, and that is a decision too)."""
 
     async def record(self, entry: LedgerEntry) -> int: ...
 

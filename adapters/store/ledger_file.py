@@ -255,8 +255,9 @@ class FileLedger:
         """A record's part in what the ledger knows of a gate's decision: a decision is one agy may have
         taken; a delivery agy did not take (``taken: false``) withdraws its decision."""
         gate_id = str(body.get("gate_id", ""))
-        if kind == "delivery" and body.get("taken") is False:
-            self._decided.get(gate_id, {}).pop(body.get("decision"), None)  # type: ignore[arg-type]
+        decision = body.get("decision")
+        if kind == "delivery" and body.get("taken") is False and isinstance(decision, int):
+            self._decided.get(gate_id, {}).pop(decision, None)
         elif kind == "decision":
             who = {k: body.get(k) for k in ("decided_by", "verdict", "scope")}
             self._decided.setdefault(gate_id, {})[seq] = {**who, "at": at}

@@ -27,16 +27,13 @@ has one writer), and a failure is logged.
 from __future__ import annotations
 
 import asyncio
-import getpass
 import hashlib
 import inspect
 import logging
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from agy_harness.core import steps as S
@@ -58,25 +55,17 @@ from agy_harness.ports.protocols import (
     CommandRedactor,
     DecidedBy,
     DeciderKind,
-    DeciderLookup,
     DecisionLedger,
     LedgerEntry,
 )
+
+from .deciders import decider_now, local_user, recorded_decider
 
 log = logging.getLogger("agy_harness.ledger")
 
 KEPT = 1024  # gates remembered (open times, decided steps)
 DRAIN = 5.0  # seconds a stop waits for the background records
-LOOKUP = 2.0  # seconds a withdrawal waits for the ledger to name another session's decider
 OUTPUT_TAIL = 400  # characters of a tool's output kept in its outcome record
-
-
-def local_user() -> str:
-    """The user this harness runs as (its uid's name; the uid when it has none)."""
-    try:
-        return getpass.getuser()
-    except Exception:
-        return f"uid {os.getuid()}" if hasattr(os, "getuid") else ""
 
 
 def _no_secrets(text: str) -> list[str]:
@@ -87,19 +76,6 @@ def _put(book: OrderedDict[str, Any], key: str, value: Any) -> None:
     book[key] = value
     while len(book) > KEPT:
         book.popitem(last=False)
-
-
-def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
-    at = datetime.now(UTC).isoformat(timespec="seconds")
-    return Decider(
-        kind=by.kind,
-        surface=by.surface,
-        user=by.user,
-        at=at,
-        verdict=verdict,
-        scope=scope,
-        rule_id=by.rule_id,
-    )
 
 
 @dataclass(slots=True)
@@ -151,7 +127,7 @@ class DecisionRecorder:
         """Append the decision record; its sequence (0 when there is no ledger). Raises
         LedgerUnavailable when it could not be written: then nothing may be sent."""
         verdict, detail = verdict_of(answer, self.redact_command)
-        decider = _decider(by, verdict, scope_of(answer))
+        decider = decider_now(by, verdict, scope_of(answer))
         _put(self._deciders, gate.gate_id, decider)
         if self.ledger is None:
             return 0
@@ -245,42 +221,14 @@ class DecisionRecorder:
             by = self._moved.get(re_ask)
         elif by is None and event.gate_id in self._gates:
             if event.reason == "answered":
-                by = await self._recorded(event.gate_id) or _decider(self.by("agy-terminal", "agy"), "", "")
+                by = await recorded_decider(self.ledger, event.gate_id) or decider_now(
+                    self.by("agy-terminal", "agy"), "", ""
+                )
             elif event.reason == "timed out":
-                by = _decider(self.by("timeout"), "timeout", "")
+                by = decider_now(self.by("timeout"), "timeout", "")
         if by is None or event.decided_by is not None:
             return event
         return event.model_copy(update={"decided_by": by})
-
-    async def _recorded(self, gate_id: str) -> Decider | None:
-        """Who the ledger says decided ``gate_id`` when another session did (a human on a surface, a
-        rule, an interrupt); None when it names nobody else or cannot say in time."""
-        ledger = self.ledger
-        if not isinstance(ledger, DeciderLookup):
-            return None
-        try:
-            async with asyncio.timeout(LOOKUP):
-                found = await ledger.decider(gate_id)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # (a timeout too): agy's terminal is what this session knows
-            log.info(
-                "gate %s: the ledger could not say who decided it (%s)", gate_id, exc or type(exc).__name__
-            )
-            return None
-        by = found.get("decided_by") if found else None
-        if not isinstance(by, dict) or str(by.get("kind", "")) in ("", "agy-terminal", "timeout"):
-            return None
-        assert found is not None
-        return Decider(
-            kind=str(by["kind"]),
-            surface=str(by.get("surface", "")),
-            user=str(by.get("user", "")),
-            at=str(found.get("at", "")),
-            verdict=str(found.get("verdict", "")),
-            scope=str(found.get("scope", "")),
-            rule_id=str(by.get("rule_id", "")),
-        )
 
     def _re_ask(self, event: GateWithdrawn) -> str | None:
         """The step key of ``event``'s gate when it is agy's re-ask that took an answer given here."""

@@ -1,0 +1,71 @@
+"""Who decided a gate: this user (:func:`local_user`), a decision made now (:func:`decider_now`), and
+who the decision ledger says decided it when another session of this user answered it
+(:func:`recorded_decider`: a human on its board or editor, its rule, its interrupt) -- what a session
+that did not answer shows on the gate's withdrawal instead of "answered in agy's terminal" (issue #46
+item 5). Sessions on one conversation share the install's ledger; each writes its decision before its
+answer goes to agy, so by the time agy shows the gate answered, the ledger names who answered it."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import logging
+import os
+from datetime import UTC, datetime
+
+from agy_harness.ports.events import Decider
+from agy_harness.ports.protocols import DecidedBy, DeciderLookup, DecisionLedger
+
+log = logging.getLogger("agy_harness.ledger")
+
+LOOKUP = 2.0  # seconds a withdrawal waits for the ledger to name another session's decider
+
+
+def local_user() -> str:
+    """The user this harness runs as (its uid's name; the uid when it has none)."""
+    try:
+        return getpass.getuser()
+    except Exception:
+        return f"uid {os.getuid()}" if hasattr(os, "getuid") else ""
+
+
+def decider_now(by: DecidedBy, verdict: str, scope: str) -> Decider:
+    """``by``'s decision (``verdict``, ``scope``) as every surface shows it, made now."""
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    return Decider(
+        kind=by.kind,
+        surface=by.surface,
+        user=by.user,
+        at=at,
+        verdict=verdict,
+        scope=scope,
+        rule_id=by.rule_id,
+    )
+
+
+async def recorded_decider(ledger: DecisionLedger | None, gate_id: str) -> Decider | None:
+    """Who the ledger says decided ``gate_id`` when another session did (a human on a surface, a
+    rule, an interrupt); None when it names nobody else or cannot say in time."""
+    if not isinstance(ledger, DeciderLookup):
+        return None
+    try:
+        async with asyncio.timeout(LOOKUP):
+            found = await ledger.decider(gate_id)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # (a timeout too): agy's terminal is what this session knows
+        log.info("gate %s: the ledger could not say who decided it (%s)", gate_id, exc or type(exc).__name__)
+        return None
+    by = found.get("decided_by") if found else None
+    if not isinstance(by, dict) or str(by.get("kind", "")) in ("", "agy-terminal", "timeout"):
+        return None
+    assert found is not None
+    return Decider(
+        kind=str(by["kind"]),
+        surface=str(by.get("surface", "")),
+        user=str(by.get("user", "")),
+        at=str(found.get("at", "")),
+        verdict=str(found.get("verdict", "")),
+        scope=str(found.get("scope", "")),
+        rule_id=str(by.get("rule_id", "")),
+    )
