@@ -50,3 +50,27 @@ async def test_a_terminal_deny_while_a_board_allow_is_in_flight_is_recorded(
     allow, deny = capsys.readouterr().out.splitlines()  # what `agy-harness audit` lists
     assert "allow" in allow and "on board" in allow
     assert "deny" in deny and "agy" in deny and "rm -rf build" in deny
+
+
+async def test_with_a_second_session_watching_agys_deny_is_one_record(sim: Simulator, tmp_path: Path) -> None:
+    """The same with another session on the conversation (an editor, asked, never answering): agy's
+    terminal is recorded once, by whichever session learns first that the board's allow was not taken."""
+    board, editor = RecordingSink(), RecordingSink()
+    board.surface, editor.surface = "board", "acp"  # type: ignore[attr-defined]
+    sim.faults.delay, sim.faults.delay_methods = 3.0, {ANSWER_RPC}
+    async with (
+        harness_on(sim, editor, ledger=FileLedger(tmp_path / "ledger")),
+        harness_on(sim, board, ledger=FileLedger(tmp_path / "ledger")) as session,
+    ):
+        await session.send("run: rm -rf build")
+        await board.wait_for(lambda: board.asked)
+        await board.answers.put(GateAnswer(allow=True))
+        await board.wait_for(lambda: ANSWER_RPC in sim.calls, timeout=10)
+        await sim.resolve_in_terminal(kind="permission", accept=False)
+        await board.wait_for(lambda: len(records(tmp_path / "ledger", "delivery")) == 1, timeout=15)
+        await editor.wait_for(lambda: any(e.type == "tool_result" for e in editor.events), timeout=15)
+    gate = board.asked[0]
+    verdicts = [(d["verdict"], d["decided_by"]["kind"]) for d in decisions(tmp_path / "ledger", gate.gate_id)]
+    assert verdicts == [("allow", "human"), ("deny", "agy-terminal")]
+    assert len(records(tmp_path / "ledger", "outcome")) == 1
+    assert verified(tmp_path / "ledger").ok
