@@ -43,11 +43,14 @@ def _mask(match: re.Match[str]) -> str:
     return f"{match.group(1)}<redacted {len(match.group(2))} chars>"
 
 
-def redact(text: str) -> str:
-    """``text`` with what looks like a secret replaced (see the module doc)."""
+def redact(text: str, *, spoken: bool = True) -> str:
+    """``text`` with what looks like a secret replaced (see the module doc). ``spoken``: also the word
+    after a bare ``password``/``passwd`` (prose; not in a command line, whose arguments say which word
+    is a password: ``grep password src/``, ``passwd alice`` hold none)."""
     text = _USER_INFO.sub(_mask, text)
     text = _SECRET_KEY.sub(_mask, text)
-    text = _SPOKEN_KEY.sub(_mask, text)
+    if spoken:
+        text = _SPOKEN_KEY.sub(_mask, text)
     return _LONG_WORD.sub(lambda m: f"<redacted {len(m.group(0))} chars>", text)
 
 

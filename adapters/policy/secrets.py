@@ -16,14 +16,21 @@ stay readable):
   ``-p PW``, ``sshpass -p PW``, ``docker``/``podman``/``nerdctl``/``helm``/``oras``… ``login -p PW``,
   ``az login -p PW``, ``redis-cli -a PW``, ``ldapsearch``… ``-w PW``, ``curl -u``/``--user``/``-U``/
   ``--proxy-user user:PW`` (the part after the first colon), ``--oauth2-bearer T``, ``smbclient -U
-  user%PW``, ``openssl … pass:PW``, ``htpasswd -b … PW`` (its last word);
+  user%PW``, ``openssl … pass:PW`` and ``-k PW``, ``htpasswd -b … PW`` (its last word), ``zip -P``,
+  ``7z -pPW``, ``ssh-keygen -N``/``-P``, ``gh secret set --body``, ``kubectl --from-literal=KEY=PW``;
+* the value of a secret key a configuration command sets: ``git config user.password PW``, ``npm config
+  set …:_authToken=PW``, ``aws configure set aws_secret_access_key PW``;
+* what ``echo``/``printf`` pipe into a command that reads a password from its standard input
+  (``--password-stdin``, ``gh auth login --with-token``, ``sudo -S``, ``passwd --stdin``, ``chpasswd``),
+  and such a command's here-string (``<<< "PW"``);
 * inside ``bash -c '…'``, ``ssh host '…'``, ``eval '…'`` (any quoted word holding a command line):
   the same, read again; inside ``$(…)``: the grammar reads those commands itself.
 
 The text around them is masked by :func:`agy_harness.core.decision_record.redact` (URL user-info such as
 ``postgres://u:PW@h``, ``password=…`` inside a word, ``Authorization: Bearer …``, long random words), so
 a line the grammar cannot read is still redacted by those rules. Ordinary words -- ``pwd``, ``echo
-token``, ``git log --author`` -- are kept.
+token``, ``grep -r password src/``, ``passwd alice``, ``PWD=/x`` -- are kept (a bare ``password``
+followed by a word is a secret only in prose: :func:`redact`'s ``spoken``, off for a command line).
 """
 
 from __future__ import annotations
@@ -41,7 +48,17 @@ from .shell import MAX_TEXT, _text, _unescape, _unescape_double
 MAX_DEPTH = 4  # quoted command lines read inside each other
 _LANGUAGE = Language(tree_sitter_bash.language())
 
-_SECRET_WORD = r"(?:password|passwd|pass|pwd|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|credentials?|bearer)"
+_SECRET_WORD = (
+    r"(?:password|passwd|pass|passphrase|pwd|secret|token|api[-_]?key|access[-_]?key|private[-_]?key"
+    r"|credentials?|bearer)"
+)
+#: a configuration key whose value is a secret (``git config``, ``npm config set``, ``aws configure set``)
+_CONFIG_KEY = re.compile(
+    r"(?i)(token|password|passwd|secret|_auth|api[-_]?key|access[-_]?key|http-basic|credential)"
+)
+#: an option that makes a command read a password from its standard input
+_STDIN_SECRET = re.compile(r"(?i)^--(?:[a-z0-9-]*(?:pass|token|secret)[a-z0-9-]*-stdin|with-token)$")
+_ECHOES = frozenset({"echo", "printf"})
 _SECRET_OPTION = re.compile(rf"(?i)^--(?!no-)(?:[a-z0-9]+[-_])*{_SECRET_WORD}$")
 _SECRET_NAME = re.compile(
     r"(?i)^(?:\w*(?:password|passwd|secret|token|api_?key|access_?key|private_?key|credentials?)\w*|\w+_pwd|\w+_pass)$"
@@ -89,7 +106,7 @@ Span = tuple[int, int]
 
 def redact_command(text: str) -> str:
     """``text`` (a command line) with its secrets masked (see the module doc), then the free-text rules."""
-    return redact(mask_spans(text, secret_spans(text)))
+    return redact(mask_spans(text, secret_spans(text)), spoken=False)
 
 
 def command_secrets(text: str) -> list[str]:
@@ -161,6 +178,8 @@ def _walk(root: Node, depth: int) -> Iterator[Span]:
         node = stack.pop()
         if node.type == "command":
             yield from _command(node, depth)
+        elif node.type == "pipeline":
+            yield from _piped(node)
         elif node.type == "variable_assignment":  # (a command's own are read with it)
             yield from _assignment(node)
         if node.type != "command":
@@ -175,22 +194,78 @@ def _assignment(node: Node) -> Iterator[Span]:
         yield _Word(value).after("")
 
 
-def _command(node: Node, depth: int) -> Iterator[Span]:
+def _words(node: Node) -> list[_Word]:
+    """A simple command's words (its name first), without its assignments and redirections."""
     words: list[_Word] = []
+    for child in node.named_children:
+        if child.type == "command_name":
+            words.extend(_Word(c) for c in child.named_children[:1])
+        elif (
+            child.type != "variable_assignment"
+            and not child.type.endswith("_redirect")
+            and child.type != "comment"
+        ):
+            words.append(_Word(child))
+    return words
+
+
+def _reads_secret(values: list[str]) -> bool:
+    """The command reads a password or token from its standard input (``docker login
+    --password-stdin``, ``gh auth login --with-token``, ``sudo -S``, ``passwd --stdin``, ``chpasswd``)."""
+    names = {v.rsplit("/", 1)[-1] for v in values}
+    if "chpasswd" in names or ("passwd" in names and "--stdin" in values):
+        return True
+    if "sudo" in names and any(v in ("-S", "--stdin") or _short_flags(v, "S") for v in values):
+        return True
+    return any(_STDIN_SECRET.match(v) for v in values)
+
+
+def _short_flags(value: str, flag: str) -> bool:
+    """``value`` is a cluster of short options holding ``flag`` (``-kS``)."""
+    return value[:1] == "-" and value[1:2] not in ("-", "") and flag in value[1:] and value[1:].isalpha()
+
+
+def _piped(node: Node) -> Iterator[Span]:
+    """``echo PW | docker login --password-stdin``: what the echo prints is the secret."""
+    commands = [c for c in node.named_children if c.type == "command"]
+    for j, command in enumerate(commands):
+        if j and _reads_secret([w.value for w in _words(command)]):
+            for earlier in commands[:j]:
+                words = _words(earlier)
+                if words and words[0].value.rsplit("/", 1)[-1] in _ECHOES:
+                    args = [w for w in words[1:] if not w.value.startswith("-")]
+                    if words[0].value.endswith("printf") and args and "%" in args[0].value:
+                        args = args[1:]  # (its format)
+                    yield from (w.after("") for w in args)
+
+
+def _command(node: Node, depth: int) -> Iterator[Span]:
     for child in node.named_children:
         if child.type == "variable_assignment":
             yield from _assignment(child)
-        elif child.type == "command_name":
-            words.extend(_Word(c) for c in child.named_children[:1])
-        elif not child.type.endswith("_redirect") and child.type != "comment":
-            words.append(_Word(child))
+    words = _words(node)
     values = [w.value for w in words]
+    if _reads_secret(values):  # docker login --password-stdin <<< "PW"
+        for child in node.named_children:
+            if child.type == "herestring_redirect":
+                yield from (_Word(c).after("") for c in child.named_children)
+    if (
+        "config" in values or "configure" in values
+    ):  # git config user.password PW, npm config set _authToken PW
+        for i, value in enumerate(values):
+            if i and not value.startswith("-") and _CONFIG_KEY.search(value.split("=", 1)[0]):
+                if "=" in value:
+                    yield words[i].after(value.split("=", 1)[0] + "=")
+                yield from (w.after("") for w in words[i + 1 :] if not w.value.startswith("-"))
+                break
     for i, word in enumerate(words):
         value = word.value
         name = value.split("=", 1)[0]
         if i and "=" in value and "&" not in value and name.isidentifier() and _SECRET_NAME.match(name):
             yield word.after(name + "=")  # env NAME=secret, make NAME=secret
-        option, eq, _ = value.partition("=")
+        option, eq, rest = value.partition("=")
+        if option == "--from-literal" and "=" in rest:  # kubectl create secret --from-literal=KEY=PW
+            yield word.after(value.split("=", 2)[0] + "=" + value.split("=", 2)[1] + "=")
         if _SECRET_OPTION.match(option):
             if eq:
                 yield word.after(option + "=")
@@ -221,6 +296,16 @@ def _by_program(program: str, words: list[_Word], values: list[str]) -> Iterator
         short = ("-a",)
     elif program in _LDAP:
         short = ("-w",)
+    elif program in ("7z", "7za", "7zr", "rar", "unrar"):
+        short = ("-p",)
+    elif program in ("zip", "unzip", "zipcloak"):
+        short = ("-P",)
+    elif program == "ssh-keygen":
+        short = ("-N", "-P")
+    elif program == "openssl":
+        short = ("-k",)
+    elif program == "gh" and "secret" in values:
+        short = ("-b",)
     for i, (word, value) in enumerate(zip(words, values, strict=True)):
         nxt = words[i + 1] if i + 1 < len(words) else None
         for flag in short:
@@ -235,8 +320,14 @@ def _by_program(program: str, words: list[_Word], values: list[str]) -> Iterator
                 yield word.after(value.split(":", 1)[0] + ":")
             elif value == "--oauth2-bearer" and nxt is not None:
                 yield nxt.after("")
+            elif value.startswith(("--user=", "--proxy-user=")) and ":" in value:
+                yield word.after(value.split(":", 1)[0] + ":")
         elif program == "smbclient" and value in ("-U", "--user") and nxt is not None and "%" in nxt.value:
             yield nxt.after(nxt.value.split("%", 1)[0] + "%")
+        elif program == "gh" and value == "--body" and nxt is not None and "secret" in values:
+            yield nxt.after("")
+        elif program == "gh" and value.startswith("--body=") and "secret" in values:
+            yield word.after("--body=")
         elif program == "openssl" and value.startswith("pass:"):
             yield word.after("pass:")
     if (

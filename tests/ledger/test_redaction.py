@@ -104,6 +104,31 @@ def test_secrets_are_gone_and_ordinary_words_kept_in_the_ledger_and_its_exports(
         ("curl -H 'Authorization: Bearer abc.def' x", "curl -H 'Authorization: Bearer <redacted 7 chars>' x"),
         ("gh api --token=T x", "gh api --token=<redacted 1 chars> x"),
         ("export GITHUB_TOKEN=ghp_x", "export GITHUB_TOKEN=<redacted 5 chars>"),
+        (
+            'echo "Pw" | docker login --password-stdin r.io',
+            'echo "<redacted 2 chars>" | docker login --password-stdin r.io',
+        ),
+        ('docker login --password-stdin <<< "Pw"', 'docker login --password-stdin <<< "<redacted 2 chars>"'),
+        (
+            "printf '%s' Pw | gh auth login --with-token",
+            "printf '%s' <redacted 2 chars> | gh auth login --with-token",
+        ),
+        ("echo Pw | sudo -S apt update", "echo <redacted 2 chars> | sudo -S apt update"),
+        ("git config --global user.password Pw", "git config --global user.password <redacted 2 chars>"),
+        (
+            "aws configure set aws_secret_access_key Pw",
+            "aws configure set aws_secret_access_key <redacted 2 chars>",
+        ),
+        (
+            "kubectl create secret generic s --from-literal=password=Pw",
+            "kubectl create secret generic s --from-literal=password=<redacted 2 chars>",
+        ),
+        ("zip -P Pw a.zip f", "zip -P <redacted 2 chars> a.zip f"),
+        ("gpg --passphrase Pw -d f", "gpg --passphrase <redacted 2 chars> -d f"),
+        ("echo hello | cat", "echo hello | cat"),
+        ("git config user.name alice", "git config user.name alice"),
+        ("grep -r password src/", "grep -r password src/"),
+        ("passwd alice", "passwd alice"),
         ("pwd", "pwd"),
         ("pwd && ls -la", "pwd && ls -la"),
         ("cd /tmp && PWD=/x ls", "cd /tmp && PWD=/x ls"),  # the working directory is no password
