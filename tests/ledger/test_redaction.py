@@ -140,3 +140,13 @@ def test_secrets_are_gone_and_ordinary_words_kept_in_the_ledger_and_its_exports(
 )
 def test_a_command_line_is_redacted_by_its_arguments(line: str, kept: str) -> None:
     assert redact_command(line) == kept
+
+
+def test_the_quick_look_never_skips_a_program_of_the_table() -> None:
+    """A line is parsed only when it holds a word some rule needs (``_MAY_HOLD``): every program of
+    the table is one, wherever it stands."""
+    from agy_harness.adapters.policy import secrets
+
+    for program in sorted(secrets._PROGRAMS):
+        assert secrets._MAY_HOLD.search(f"cd /x && /usr/bin/{program} -x"), program
+    assert not secrets._MAY_HOLD.search("git status && npm test -- --watch")
