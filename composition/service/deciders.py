@@ -3,7 +3,8 @@ who the decision ledger says decided it when another session of this user answer
 (:func:`recorded_decider`: a human on its board or editor, its rule, its interrupt) -- what a session
 that did not answer shows on the gate's withdrawal instead of "answered in agy's terminal" (issue #46
 item 5). Sessions on one conversation share the install's ledger; each writes its decision before its
-answer goes to agy, so by the time agy shows the gate answered, the ledger names who answered it."""
+answer goes to agy, so by the time agy shows the gate answered, the ledger names who answered it.
+And what agy recorded on a gate's step (:func:`recorded_response`): the answer it took."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import asyncio
 import getpass
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from typing import Any
 
-from agy_harness.ports.events import Decider
+from agy_harness.core import steps as S
+from agy_harness.ports.events import Decider, GateOpened
 from agy_harness.ports.protocols import DecidedBy, DeciderLookup, DecisionLedger
 
 log = logging.getLogger("agy_harness.ledger")
@@ -69,3 +73,24 @@ async def recorded_decider(ledger: DecisionLedger | None, gate_id: str) -> Decid
         scope=str(found.get("scope", "")),
         rule_id=str(by.get("rule_id", "")),
     )
+
+
+async def recorded_response(
+    read_steps: Callable[[GateOpened], Awaitable[list[Any]]], gate: GateOpened
+) -> dict[str, Any] | None:
+    """The answer agy recorded on ``gate``'s step (its own terminal's, or the one it took), read from
+    agy's steps (``read_steps``: from the gate's step on); None when there is none or it could not be
+    read."""
+    response: dict[str, Any] | None = None
+    try:
+        for step in map(S.parse_step, await read_steps(gate)):
+            if step is not None and (step.key.trajectory_id, step.key.step_index) == (
+                gate.trajectory_id,
+                gate.step_index,
+            ):
+                response = S.interaction_response(step)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
+    return response

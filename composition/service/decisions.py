@@ -18,7 +18,9 @@ An answer agy took at its re-ask of the gate (the gate timed out while the human
 agy's terminal) and adds no record of its own, and the re-ask's result is the decision's outcome.
 
 Each gate's withdrawal is told who decided it (:meth:`annotate`: ``GateWithdrawn.decided_by``, what
-every surface shows on the retired card), ledger or not.
+every surface shows on the retired card), ledger or not; with the ledger, also when another session
+answered (the ledger names it) or when agy's terminal overtook this harness's answer on its way (agy
+recorded the opposite verdict: then, once agy refused this answer, the terminal's is recorded too).
 
 Follow-up records never hold anything up: they are written in the background, in order (the ledger
 has one writer), and a failure is logged.
@@ -36,7 +38,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agy_harness.core import steps as S
 from agy_harness.core.answers import CheckedAnswer
 from agy_harness.core.approvals import approved_command, ran_command
 from agy_harness.core.decision_record import (
@@ -59,7 +60,7 @@ from agy_harness.ports.protocols import (
     LedgerEntry,
 )
 
-from .deciders import decider_now, local_user, recorded_decider
+from .deciders import LOOKUP, decider_now, local_user, recorded_decider, recorded_response
 
 log = logging.getLogger("agy_harness.ledger")
 
@@ -216,6 +217,8 @@ class DecisionRecorder:
         by = self._deciders.pop(event.gate_id, None)
         if event.reason != "answered":  # agy did not take this harness's answer (changed, cancelled)
             by = None
+        elif by is not None and await self._overtaken(event.gate_id, by):
+            by = decider_now(self.by("agy-terminal", "agy"), "", "")
         re_ask = self._re_ask(event) if event.reason == "answered" else None
         if by is None and re_ask is not None:  # agy's re-ask, that took an answer given here
             by = self._moved.get(re_ask)
@@ -288,20 +291,26 @@ class DecisionRecorder:
             if not done.done():  # (not recorded: what then ran has no decision to name)
                 done.set_result(0)
 
+    async def _overtaken(self, gate_id: str, by: Decider) -> bool:
+        """This harness's answer to ``gate_id`` is still on its way (agy has not said it took it) and
+        agy recorded the opposite verdict: the answer agy took was typed in its own terminal."""
+        gate = self._gates.get(gate_id)
+        decided = self._steps.get(gate.step_key) if gate is not None else None
+        if gate is None or decided is None or decided.gate.gate_id != gate_id or decided.taken.done():
+            return False
+        if by.verdict not in ("allow", "deny"):
+            return False
+        try:
+            async with asyncio.timeout(LOOKUP):
+                response = await recorded_response(self.read_steps, gate)
+        except TimeoutError:
+            return False
+        verdict, _ = recorded_verdict(gate, response)
+        return verdict in ("allow", "deny") and verdict != by.verdict
+
     async def _agy_terminal(self, decided: _Decided) -> int:
         gate = decided.gate
-        response: dict[str, Any] | None = None
-        try:
-            for step in map(S.parse_step, await self.read_steps(gate)):
-                if step is not None and (step.key.trajectory_id, step.key.step_index) == (
-                    gate.trajectory_id,
-                    gate.step_index,
-                ):
-                    response = S.interaction_response(step)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
+        response = await recorded_response(self.read_steps, gate)
         if gate.step_key in self._moved:  # agy's re-ask, that took an answer given here meanwhile
             return 0
         verdict, detail = recorded_verdict(gate, response, self.redact_command)

@@ -1,7 +1,7 @@
 """Issue #46 item 4: every decision agy took is a record, whatever came before. A board allow is in
 flight (recorded, its RPC on the way) when the human denies in agy's terminal: agy took the deny, so
-the ledger holds the terminal's deny beside the allow "not taken", and the withdrawal names agy's
-terminal -- on the simulator, the real file ledger, and ``agy-harness audit``."""
+the ledger holds the terminal's deny beside the allow "not taken", and the withdrawal (the board's
+retired card) names agy's terminal, not the board -- on the simulator, the real file ledger, and ``agy-harness audit``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.store.ledger_file import FileLedger
 from agy_harness.composition.entrypoints.cli import main
+from agy_harness.core.decided_line import decided_line
 from agy_harness.ports.protocols import GateAnswer
 from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on
@@ -46,6 +47,12 @@ async def test_a_terminal_deny_while_a_board_allow_is_in_flight_is_recorded(
     [outcome] = [r["body"] for r in records(tmp_path / "ledger", "outcome")]
     assert outcome["decision"] == records(tmp_path / "ledger", "decision")[1]["seq"]
     assert verified(tmp_path / "ledger").ok
+    [gone] = [
+        e for e in sink.events if e.type == "gate_withdrawn"
+    ]  # the board's card: agy's terminal, not the board
+    assert gone.decided_by is not None and decided_line(gone.decided_by).startswith(
+        "answered in agy's terminal"
+    )  # type: ignore[attr-defined]
     assert main(["audit", "--ledger", str(tmp_path / "ledger")]) == 0
     allow, deny = capsys.readouterr().out.splitlines()  # what `agy-harness audit` lists
     assert "allow" in allow and "on board" in allow
