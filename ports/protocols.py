@@ -366,6 +366,7 @@ class DeciderLookup(Protocol):
 
     async def decider(self, gate_id: str) -> dict[str, Any] | None:
         """The newest decision recorded for ``gate_id`` that agy may have taken (none whose delivery
-        says ``taken: false``): its ``decided_by``, ``verdict``, ``scope`` and ``at`` (the record's
-        time); None when there is none. Raises LedgerUnavailable when the ledger cannot be read."""
+        says ``taken: false``): its ``decided_by``, ``verdict``, ``scope``, ``at`` (the record's
+        time) and ``taken`` (True once agy took it, None while that is not recorded); None when there
+        is none. Raises LedgerUnavailable when the ledger cannot be read."""
         ...

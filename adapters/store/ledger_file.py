@@ -253,22 +253,26 @@ class FileLedger:
 
     def _remember(self, kind: str, seq: int, at: str, body: dict[str, Any]) -> None:
         """A record's part in what the ledger knows of a gate's decision: a decision is one agy may have
-        taken; a delivery agy did not take (``taken: false``) withdraws its decision."""
+        taken; a delivery says agy took it (``taken: true``) or withdraws it (``taken: false``)."""
         gate_id = str(body.get("gate_id", ""))
         decision = body.get("decision")
-        if kind == "delivery" and body.get("taken") is False and isinstance(decision, int):
-            self._decided.get(gate_id, {}).pop(decision, None)
+        if kind == "delivery" and isinstance(decision, int):
+            if body.get("taken") is False:
+                self._decided.get(gate_id, {}).pop(decision, None)
+            elif decision in self._decided.get(gate_id, {}):
+                self._decided[gate_id][decision]["taken"] = True
         elif kind == "decision":
             who = {k: body.get(k) for k in ("decided_by", "verdict", "scope")}
-            self._decided.setdefault(gate_id, {})[seq] = {**who, "at": at}
+            self._decided.setdefault(gate_id, {})[seq] = {**who, "at": at, "taken": None}
             self._decided.move_to_end(gate_id)
             while len(self._decided) > SEEN_KEPT:
                 self._decided.popitem(last=False)
 
     async def decider(self, gate_id: str) -> dict[str, Any] | None:
         """Who made the decision this ledger holds for ``gate_id`` that agy may have taken (the newest;
-        another session's, read from the file): ``decided_by``, ``verdict``, ``scope``, ``at``; None
-        when it holds none."""
+        another session's, read from the file): ``decided_by``, ``verdict``, ``scope``, ``at`` and
+        ``taken`` (True once a delivery record says agy took it; None while none does); None when it
+        holds none."""
         return await asyncio.wrap_future(self._pool.submit(self._decider, gate_id))
 
     def _decider(self, gate_id: str) -> dict[str, Any] | None:

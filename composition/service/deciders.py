@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agy_harness.core import steps as S
+from agy_harness.core.decision_record import recorded_verdict
 from agy_harness.ports.events import Decider, GateOpened
 from agy_harness.ports.protocols import DecidedBy, DeciderLookup, DecisionLedger
 
@@ -47,14 +48,24 @@ def decider_now(by: DecidedBy, verdict: str, scope: str) -> Decider:
     )
 
 
-async def recorded_decider(ledger: DecisionLedger | None, gate_id: str) -> Decider | None:
-    """Who the ledger says decided ``gate_id`` when another session did (a human on a surface, a
-    rule, an interrupt); None when it names nobody else or cannot say in time."""
+async def recorded_decider(
+    ledger: DecisionLedger | None, gate: GateOpened, read_steps: Callable[[GateOpened], Awaitable[list[Any]]]
+) -> Decider | None:
+    """Who the ledger says decided ``gate`` when another session did (a human on a surface, a rule,
+    an interrupt); None when it names nobody else or cannot say in time -- or when that answer may
+    still be on its way (no delivery record says agy took it) and agy recorded the opposite verdict
+    (agy's terminal overtook it: ``read_steps`` reads agy's recorded answer)."""
     if not isinstance(ledger, DeciderLookup):
         return None
+    gate_id = gate.gate_id
     try:
         async with asyncio.timeout(LOOKUP):
             found = await ledger.decider(gate_id)
+            verdict = str(found.get("verdict", "")) if found else ""
+            if found and found.get("taken") is not True and verdict in ("allow", "deny"):
+                agys, _ = recorded_verdict(gate, await recorded_response(read_steps, gate))
+                if agys in ("allow", "deny") and agys != verdict:
+                    return None
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # (a timeout too): agy's terminal is what this session knows

@@ -224,7 +224,8 @@ class DecisionRecorder:
             by = self._moved.get(re_ask)
         elif by is None and event.gate_id in self._gates:
             if event.reason == "answered":
-                by = await recorded_decider(self.ledger, event.gate_id) or decider_now(
+                gate = self._gates[event.gate_id]
+                by = await recorded_decider(self.ledger, gate, self.read_steps) or decider_now(
                     self.by("agy-terminal", "agy"), "", ""
                 )
             elif event.reason == "timed out":

@@ -61,7 +61,9 @@ async def test_a_terminal_deny_while_a_board_allow_is_in_flight_is_recorded(
 
 async def test_with_a_second_session_watching_agys_deny_is_one_record(sim: Simulator, tmp_path: Path) -> None:
     """The same with another session on the conversation (an editor, asked, never answering): agy's
-    terminal is recorded once, by whichever session learns first that the board's allow was not taken."""
+    terminal is recorded once, by whichever session learns first that the board's allow was not taken,
+    and the editor's card names agy's terminal too, not the board's allow the ledger holds (issue #46
+    item 5: read from the ledger, unless agy recorded the opposite of an answer not yet taken)."""
     board, editor = RecordingSink(), RecordingSink()
     board.surface, editor.surface = "board", "acp"  # type: ignore[attr-defined]
     sim.faults.delay, sim.faults.delay_methods = 3.0, {ANSWER_RPC}
@@ -81,3 +83,8 @@ async def test_with_a_second_session_watching_agys_deny_is_one_record(sim: Simul
     assert verdicts == [("allow", "human"), ("deny", "agy-terminal")]
     assert len(records(tmp_path / "ledger", "outcome")) == 1
     assert verified(tmp_path / "ledger").ok
+    for sink in (board, editor):  # neither names the board's allow that agy did not take
+        [gone] = [e for e in sink.events if e.type == "gate_withdrawn"]
+        assert gone.decided_by is not None and decided_line(gone.decided_by).startswith(
+            "answered in agy's terminal"
+        )  # type: ignore[attr-defined]
