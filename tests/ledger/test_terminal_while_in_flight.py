@@ -55,8 +55,8 @@ async def test_a_terminal_deny_while_a_board_allow_is_in_flight_is_recorded(
     )  # type: ignore[attr-defined]
     assert main(["audit", "--ledger", str(tmp_path / "ledger")]) == 0
     allow, deny = capsys.readouterr().out.splitlines()  # what `agy-harness audit` lists
-    assert "allow" in allow and "on board" in allow
-    assert "deny" in deny and "agy" in deny and "rm -rf build" in deny
+    assert "allow" in allow and "on board" in allow and "not taken" in allow
+    assert "deny" in deny and "by agy-terminal" in deny and "rm -rf build" in deny
 
 
 async def test_with_a_second_session_watching_agys_deny_is_one_record(sim: Simulator, tmp_path: Path) -> None:
