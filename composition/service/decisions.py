@@ -91,7 +91,7 @@ class _Decided:
     approved: str | None = None
     by: Decider | None = None
     written: bool = False  # its outcome record (one per decision)
-    result: ToolResult | None = None  # the step's result, seen before agy's taking was known
+    result: ToolResult | None = None  # the step's result, once seen
 
 
 class DecisionRecorder:
@@ -116,6 +116,7 @@ class DecisionRecorder:
         self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
         self._tasks: set[asyncio.Task[None]] = set()
         self._deciders: OrderedDict[str, Decider] = OrderedDict()  # gate id -> who answered it here
+        self._withdrawn: OrderedDict[str, None] = OrderedDict()  # gates agy showed answered
         #: step key of agy's re-ask that took an answer given to an earlier gate -> who decided it
         self._moved: OrderedDict[str, Decider | None] = OrderedDict()
 
@@ -186,6 +187,9 @@ class DecisionRecorder:
         step agy took the answer at (``taken``: at the gate's own, already known)."""
         loop = asyncio.get_running_loop()
         decided = _Decided(gate, loop.create_future(), loop.create_future(), approved)
+        replaced = self._steps.get(gate.step_key)
+        if replaced is not None and replaced.gate.gate_id == gate.gate_id:
+            decided.result = replaced.result  # (what ran, seen before this decision was known)
         if taken:
             decided.taken.set_result(gate.step_key)
         _put(self._steps, gate.step_key, decided)
@@ -206,6 +210,8 @@ class DecisionRecorder:
             decided.taken.set_result(gate.step_key if taken else "")
         body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
         self._later(LedgerEntry(type="delivery", body=body))
+        if not taken and gate.gate_id in self._withdrawn and gate.step_key not in self._moved:
+            self._spawn(self._overtaken_by_agy(self._step(gate, taken=True)))  # (after the delivery record)
 
     # -- what the stream shows ---------------------------------------------------------------------
 
@@ -251,9 +257,9 @@ class DecisionRecorder:
                     continue
                 if gate is None or gate.step_key in self._moved:
                     continue
-                if event.reason == "answered" and event.gate_id in self._answered:
-                    self._in_flight(gate)
-                elif event.gate_id not in self._answered:
+                if event.reason == "answered":
+                    _put(self._withdrawn, event.gate_id, None)  # (an answer on its way: see delivered)
+                if event.gate_id not in self._answered:
                     if event.reason == "answered":
                         self._spawn(self._elsewhere(self._step(gate, taken=True)))
                     elif event.reason == "timed out":
@@ -261,27 +267,16 @@ class DecisionRecorder:
             elif isinstance(event, ToolResult) and self.ledger is not None:
                 found = self._steps.get(event.step_key)
                 if found is not None:
-                    if not found.taken.done():
-                        found.result = event
+                    found.result = event  # (kept for a decision that replaces this one: delivered)
                     self._spawn(self._outcome(found, event))
 
-    def _in_flight(self, gate: GateOpened) -> None:
-        """``gate`` was answered while this harness's answer to it was on its way: when agy did not take
-        it, the answer agy took was given in its own terminal, and that is a decision too (issue #46)."""
-        decided = self._steps.get(gate.step_key)
-        if decided is None or decided.gate.gate_id != gate.gate_id or decided.taken.done():
-            return
-
-        async def unless_taken(ours: _Decided) -> None:
-            if await ours.taken:
-                return  # agy took this harness's answer: its record says so
-            if self._steps.get(gate.step_key) is ours:
-                other = self._step(gate, taken=True)
-                await self._elsewhere(other)
-                if ours.result is not None:  # what ran followed agy's own answer
-                    await self._outcome(other, ours.result)
-
-        self._spawn(unless_taken(decided))
+    async def _overtaken_by_agy(self, decided: _Decided) -> None:
+        """Agy's terminal answered ``decided``'s gate while this harness's answer to it was on its way,
+        and agy did not take this one: the answer agy took is a decision too (issue #46 item 4),
+        recorded unless another session's is (the ledger's ``unless_decided``); what ran follows it."""
+        await self._elsewhere(decided)
+        if decided.result is not None:
+            await self._outcome(decided, decided.result)
 
     async def _elsewhere(self, decided: _Decided) -> None:
         """A gate answered without this harness: agy's own terminal. Its verdict is what agy recorded."""
