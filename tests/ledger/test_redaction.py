@@ -22,6 +22,7 @@ from agy_harness.ports.events import GateOpened
 from tests.integration.helpers import FAST
 
 from .helpers import decisions
+from .test_audit_cli import aat_verify
 
 SECRETS = ("S3cretPw1", "Pa55word2", "MyPw3", "SshPw4", "DockPw5", "PgPw6", "UrlPw7", "MyPw8", "DockPw9")
 SECRET_LINE = (
@@ -74,6 +75,8 @@ def test_secrets_are_gone_and_ordinary_words_kept_in_the_ledger_and_its_exports(
         == 0
     )
     trail = (tmp_path / "aat" / "trail.jsonl").read_text(encoding="utf-8")
+    checked = aat_verify(tmp_path / "aat" / "trail.jsonl", tmp_path / "aat" / "keystore.json")
+    assert checked.returncode == 0, checked.stdout + checked.stderr  # the reference verifier accepts it
     outcomes = [json.loads(x)["action_detail"] for x in trail.splitlines() if '"tool_response"' in x]
     assert [o["command"] for o in outcomes[1:]] == list(HARMLESS)  # what ran, kept in the AAT export
     for text in (listed, as_json, exported, trail, (directory / LEDGER).read_text(encoding="utf-8")):
