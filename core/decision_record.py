@@ -35,7 +35,10 @@ _SECRET_KEY = re.compile(  # a key, ``=`` or ``:``, the value (a scheme such as 
     + _VALUE
 )
 _SPOKEN_KEY = re.compile(r"(?i)((?<![A-Za-z-])(?:password|passwd)[ \t]+)" + _VALUE)  # "password hunter2"
-_USER_INFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)([^/\s@]+)(?=@)")  # scheme://user:PW@host
+#: scheme://user:PW@host (PW up to the last ``@`` before the host: a password may hold one)
+_USER_INFO = re.compile(
+    r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)([^/\s]*?[^/\s@])(?=@[^@/\s]*(?:[/?#\s'\";|&)]|$))"
+)
 _LONG_WORD = re.compile(r"[A-Za-z0-9+/_\-]{40,}={0,2}")
 
 

@@ -93,6 +93,7 @@ def test_secrets_are_gone_and_ordinary_words_kept_in_the_ledger_and_its_exports(
             "git push https://bob:<redacted 5 chars>@example.com/r.git",
         ),
         ("curl -ubob:Pw https://x", "curl -ubob:<redacted 2 chars> https://x"),
+        ("psql postgres://u:p@ss@db/x", "psql postgres://u:<redacted 4 chars>@db/x"),  # (the last @ ends it)
         ("curl --user 'bob:Pw x' https://x", "curl --user 'bob:<redacted 4 chars>' https://x"),
         ("mysql --password=Pw db", "mysql --password=<redacted 2 chars> db"),
         ("mysql -p'Pw' db", "mysql -p<redacted 4 chars> db"),
