@@ -20,9 +20,9 @@ stay readable):
   ``7z -pPW``, ``ssh-keygen -N``/``-P``, ``gh secret set --body``, ``kubectl --from-literal=KEY=PW``;
 * the value of a secret key a configuration command sets: ``git config user.password PW``, ``npm config
   set …:_authToken=PW``, ``aws configure set aws_secret_access_key PW``;
-* what ``echo``/``printf`` pipe into a command that reads a password from its standard input
-  (``--password-stdin``, ``gh auth login --with-token``, ``sudo -S``, ``passwd --stdin``, ``chpasswd``),
-  and such a command's here-string (``<<< "PW"``);
+* what ``echo``/``printf``, a here-string or a here-document feed a command that reads a password
+  from its standard input (``--password-stdin``, ``gh auth login --with-token``, ``sudo -S``,
+  ``passwd --stdin``, ``chpasswd``), directly or through a pipe;
 * inside ``bash -c '…'``, ``ssh host '…'``, ``eval '…'`` (any quoted word holding a command line):
   the same, read again; inside ``$(…)``: the grammar reads those commands itself.
 
@@ -191,6 +191,8 @@ def _walk(root: Node, depth: int) -> Iterator[Span]:
             yield from _command(node, depth)
         elif node.type == "pipeline":
             yield from _piped(node)
+        elif node.type == "redirected_statement":
+            yield from _heredoc(node)
         elif node.type == "variable_assignment":  # (a command's own are read with it)
             yield from _assignment(node)
         if node.type != "command":
@@ -237,17 +239,63 @@ def _short_flags(value: str, flag: str) -> bool:
 
 
 def _piped(node: Node) -> Iterator[Span]:
-    """``echo PW | docker login --password-stdin``: what the echo prints is the secret."""
-    commands = [c for c in node.named_children if c.type == "command"]
-    for j, command in enumerate(commands):
-        if j and _reads_secret([w.value for w in _words(command)]):
-            for earlier in commands[:j]:
-                words = _words(earlier)
-                if words and words[0].value.rsplit("/", 1)[-1] in _ECHOES:
-                    args = [w for w in words[1:] if not w.value.startswith("-")]
-                    if words[0].value.endswith("printf") and args and "%" in args[0].value:
-                        args = args[1:]  # (its format)
-                    yield from (w.after("") for w in args)
+    """``echo PW | docker login --password-stdin``: what the echo prints (or a here-string or
+    here-document feeds an earlier command of the pipe) is the secret."""
+    parts = [_part(c) for c in node.named_children]
+    for j, (command, _) in enumerate(parts):
+        if j and command is not None and _reads_secret([w.value for w in _words(command)]):
+            for earlier in parts[:j]:
+                yield from _fed(*earlier)
+
+
+def _part(node: Node) -> tuple[Node | None, list[Node]]:
+    """A piece of a pipe: its simple command (None: another construct) and its redirections."""
+    if node.type == "command":
+        return node, [c for c in node.named_children if c.type.endswith("_redirect")]
+    if node.type == "redirected_statement":
+        body = node.child_by_field_name("body")
+        redirects = [c for c in node.named_children if c.type.endswith("_redirect")]
+        if body is not None and body.type == "command":
+            redirects += [c for c in body.named_children if c.type.endswith("_redirect")]
+            return body, redirects
+        return None, redirects
+    return None, []
+
+
+def _fed(command: Node | None, redirects: list[Node]) -> Iterator[Span]:
+    """What a piece of a pipe prints from its own line: an ``echo``/``printf``'s words, a here-string,
+    a here-document's body."""
+    for redirect in redirects:
+        yield from _input(redirect)
+    words = _words(command) if command is not None else []
+    if words and words[0].value.rsplit("/", 1)[-1] in _ECHOES:
+        args = [w for w in words[1:] if not w.value.startswith("-")]
+        if words[0].value.endswith("printf") and args and "%" in args[0].value:
+            args = args[1:]  # (its format)
+        yield from (w.after("") for w in args)
+
+
+def _input(redirect: Node) -> Iterator[Span]:
+    """The text a here-string or here-document gives its command."""
+    if redirect.type == "herestring_redirect":
+        yield from (_Word(c).after("") for c in redirect.named_children)
+    elif redirect.type == "heredoc_redirect":
+        for body in (c for c in redirect.named_children if c.type == "heredoc_body"):
+            end = body.end_byte - (1 if _text(body).endswith("\n") else 0)
+            if end > body.start_byte:
+                yield body.start_byte, end
+
+
+def _heredoc(node: Node) -> Iterator[Span]:
+    """``cat <<EOF | docker login --password-stdin`` (the grammar puts the pipe inside the here-document)
+    and ``docker login --password-stdin <<EOF``: the here-document is the secret."""
+    body = node.child_by_field_name("body")
+    for redirect in (c for c in node.named_children if c.type == "heredoc_redirect"):
+        readers = [body] if body is not None and body.type == "command" else []
+        for pipe in (c for c in redirect.named_children if c.type == "pipeline"):
+            readers += [c for c in pipe.named_children if c.type == "command"]
+        if any(_reads_secret([w.value for w in _words(r)]) for r in readers):
+            yield from _input(redirect)
 
 
 def _command(node: Node, depth: int) -> Iterator[Span]:
@@ -259,7 +307,7 @@ def _command(node: Node, depth: int) -> Iterator[Span]:
     if _reads_secret(values):  # docker login --password-stdin <<< "PW"
         for child in node.named_children:
             if child.type == "herestring_redirect":
-                yield from (_Word(c).after("") for c in child.named_children)
+                yield from _input(child)
     if (
         "config" in values or "configure" in values
     ):  # git config user.password PW, npm config set _authToken PW

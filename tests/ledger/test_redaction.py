@@ -118,6 +118,19 @@ def test_secrets_are_gone_and_ordinary_words_kept_in_the_ledger_and_its_exports(
             "printf '%s' <redacted 2 chars> | gh auth login --with-token",
         ),
         ("echo Pw | sudo -S apt update", "echo <redacted 2 chars> | sudo -S apt update"),
+        (
+            "cat <<EOF | docker login --password-stdin r.io\nPw\nEOF",
+            "cat <<EOF | docker login --password-stdin r.io\n<redacted 2 chars>\nEOF",
+        ),
+        (
+            "docker login --password-stdin r.io <<'EOF'\nPw\nEOF",
+            "docker login --password-stdin r.io <<'EOF'\n<redacted 2 chars>\nEOF",
+        ),
+        (
+            'cat <<< "Pw" | docker login --password-stdin r.io',
+            'cat <<< "<redacted 2 chars>" | docker login --password-stdin r.io',
+        ),
+        ("cat <<EOF | wc -l\nhello\nEOF", "cat <<EOF | wc -l\nhello\nEOF"),
         ("git config --global user.password Pw", "git config --global user.password <redacted 2 chars>"),
         (
             "aws configure set aws_secret_access_key Pw",
