@@ -100,3 +100,56 @@ async def test_the_session_without_the_rule_names_the_other_sessions_rule(
     await TerminalSink(screen).deliver([e for e in board.events if e.type != "gate_opened"])
     assert "allowed by rule git-status" in screen.export_text()  # what `agy-harness attach`'s terminal prints
     assert "agy's terminal" not in screen.export_text()
+
+
+async def test_the_editor_on_agy_harness_acp_says_the_board_allowed_it(tmp_path: Path) -> None:
+    """The real ``agy-harness acp`` (its own process, the ACP SDK's client side) has the request open
+    in the editor, unanswered; a board session in this process allows it: the editor's tool call
+    ends with who allowed it, read from the ledger both share."""
+    import asyncio
+    import os
+
+    from agy_harness.composition.root.session import open_session
+    from tests.acp_agent.helpers import RecordingClient, acp_agent
+    from tests.integration.helpers import FAST
+
+    held = asyncio.Event()
+
+    async def never(tool_call: Any, options: list[Any]) -> str | None:
+        await held.wait()  # the editor's human never answers
+        return None
+
+    async with Simulator(pace=0.05) as agy:
+        await agy.submit_user_turn("run: git status")
+        await agy.wait_idle(timeout=30)  # parked on the permission gate
+        client = RecordingClient(permission=never)
+        env = {**os.environ, "AGY_HARNESS_LEDGER_DIR": str(tmp_path / "ledger")}
+        async with acp_agent(client, where=("--port", str(agy.port)), env=env) as conn:
+            sid = agy.cascade_id
+            await conn.load_session(cwd=agy.workspace, session_id=sid, mcp_servers=[])
+            await client.wait_for(lambda: bool(client.permission_requests))
+            call = client.permission_requests[0][1].tool_call_id
+            board = sink_on("board")
+            await board.answers.put(GateAnswer(allow=True))
+            async with open_session(
+                pids=[os.getpid()],
+                cascade_id=sid,
+                sink=board,
+                options=FAST,
+                ledger=FileLedger(tmp_path / "ledger"),
+            ):
+                await board.wait_for(lambda: withdrawn(board.events), timeout=30)
+
+            def ended() -> list[Any]:
+                return [
+                    u
+                    for u in client.of(sid, "tool_call_update")
+                    if u.tool_call_id == call and u.status in ("completed", "failed")
+                ]
+
+            await client.wait_for(lambda: bool(ended()))
+            held.set()
+    texts = [c.content.text for c in ended()[-1].content or [] if getattr(c, "type", "") == "content"]
+    assert texts[-1].startswith("allowed by you on the board, ")
+    said = [u for u in client.of(sid, "tool_call_update") if u.tool_call_id == call]
+    assert not any("agy's terminal" in str(u) for u in said)
