@@ -5,7 +5,9 @@ retired card) names agy's terminal, not the board -- on the simulator, the real 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +21,22 @@ from tests.integration.helpers import harness_on
 
 from .helpers import decisions, records, verified
 
-ANSWER_RPC = "HandleCascadeUserInteraction"
+
+class HeldAnswers:
+    """The harness's answers reach the simulated agy only once released (``arrived``: one is held);
+    agy's own terminal is not held. What a slow network does to an answer on its way."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.arrived, self.release = asyncio.Event(), asyncio.Event()
+        real = sim.handle_interaction
+
+        async def held(cascade_id: str, interaction: dict[str, Any], *, terminal: bool = False) -> None:
+            if not terminal:
+                self.arrived.set()
+                await self.release.wait()
+            await real(cascade_id, interaction, terminal=terminal)
+
+        sim.handle_interaction = held  # type: ignore[method-assign]
 
 
 async def test_a_terminal_deny_while_a_board_allow_is_in_flight_is_recorded(
@@ -27,14 +44,16 @@ async def test_a_terminal_deny_while_a_board_allow_is_in_flight_is_recorded(
 ) -> None:
     sink = RecordingSink()
     sink.surface = "board"  # type: ignore[attr-defined]
-    sim.faults.delay, sim.faults.delay_methods = 3.0, {ANSWER_RPC}  # the board's answer is on the way...
+    held = HeldAnswers(sim)  # the board's answer is on the way...
     async with harness_on(sim, sink, ledger=FileLedger(tmp_path / "ledger")) as session:
         await session.send("run: rm -rf build")
         await sink.wait_for(lambda: sink.asked)
         gate = sink.asked[0]
         await sink.answers.put(GateAnswer(allow=True))
-        await sink.wait_for(lambda: ANSWER_RPC in sim.calls, timeout=10)
+        async with asyncio.timeout(10):
+            await held.arrived.wait()
         await sim.resolve_in_terminal(kind="permission", accept=False)  # ...when agy's terminal denies
+        held.release.set()
         await sink.wait_for(lambda: any(e.type == "tool_result" for e in sink.events), timeout=15)
         await sink.wait_for(lambda: len(records(tmp_path / "ledger", "delivery")) == 1, timeout=15)
     step = next(s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_RUN_COMMAND")
@@ -66,7 +85,7 @@ async def test_with_a_second_session_watching_agys_deny_is_one_record(sim: Simul
     item 5: read from the ledger, unless agy recorded the opposite of an answer not yet taken)."""
     board, editor = RecordingSink(), RecordingSink()
     board.surface, editor.surface = "board", "acp"  # type: ignore[attr-defined]
-    sim.faults.delay, sim.faults.delay_methods = 3.0, {ANSWER_RPC}
+    held = HeldAnswers(sim)
     async with (
         harness_on(sim, editor, ledger=FileLedger(tmp_path / "ledger")),
         harness_on(sim, board, ledger=FileLedger(tmp_path / "ledger")) as session,
@@ -74,8 +93,10 @@ async def test_with_a_second_session_watching_agys_deny_is_one_record(sim: Simul
         await session.send("run: rm -rf build")
         await board.wait_for(lambda: board.asked)
         await board.answers.put(GateAnswer(allow=True))
-        await board.wait_for(lambda: ANSWER_RPC in sim.calls, timeout=10)
+        async with asyncio.timeout(10):
+            await held.arrived.wait()
         await sim.resolve_in_terminal(kind="permission", accept=False)
+        held.release.set()
         await board.wait_for(lambda: len(records(tmp_path / "ledger", "delivery")) == 1, timeout=15)
         await editor.wait_for(lambda: any(e.type == "tool_result" for e in editor.events), timeout=15)
     gate = board.asked[0]
