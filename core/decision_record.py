@@ -66,9 +66,14 @@ def verdict_of(answer: CheckedAnswer) -> tuple[str, dict[str, Any]]:
         if v.command is not None:  # edit, then run: what was approved is the edited line
             detail["edited_command"] = _bounded(redact(visible(v.command)))
             detail["command_digest"] = answer.command_digest
+        if v.content is not None:  # an MCP elicitation's content, as sent
+            detail["content"] = _bounded(redact(visible(v.content)))
+        if v.sandbox_override:
+            detail["sandbox_override"] = True
         return "allow", detail
     if isinstance(v, Deny):
-        return "deny", ({"reason": redact(v.reason)} if v.reason else {})
+        how = {"how": "cancel"} if v.how == "cancel" else {}
+        return "deny", ({"reason": redact(v.reason), **how} if v.reason else how)
     if isinstance(v, Choose):
         picked = [{"options": list(r.option_ids), "write_in": redact(r.write_in)} for r in v.responses]
         return "choose", {"responses": picked}
@@ -109,13 +114,24 @@ def recorded_verdict(gate: GateOpened, response: dict[str, Any] | None) -> tuple
         run = S.as_dict(response["runCommand"])
         detail: dict[str, Any] = {}
         submitted = run.get("submittedCommandLine")
-        if run.get("confirm") is True and isinstance(submitted, str) and submitted != run.get("proposedCommandLine"):
+        if (
+            run.get("confirm") is True
+            and isinstance(submitted, str)
+            and submitted != run.get("proposedCommandLine")
+        ):
             detail["edited_command"] = _bounded(redact(visible(submitted)))
         return ("allow" if run.get("confirm") is True else "deny"), detail
-    for value in response.values():
-        accepted = S.as_dict(value).get("accepted")
-        if isinstance(accepted, bool):
-            return ("allow" if accepted else "deny"), {}
+    for field, value in response.items():
+        message = S.as_dict(value)
+        if field == "deploy":  # an empty deploy {} proceeds; the deny is cancel: true
+            return ("deny" if message.get("cancel") is True else "allow"), {}
+        if field == "elicitation":
+            return ("allow" if message.get("action") == "accept" else "deny"), {}
+        for key in ("confirm", "allow", "accepted"):  # {confirm} kinds, filePermission, a setting gate
+            if isinstance(message.get(key), bool):
+                return ("allow" if message[key] else "deny"), {}
+        if field in ("openBrowserUrl", "mcp", "readUrlContent", "filePermission") or message == {}:
+            return "deny", {}  # proto-JSON omits a false confirm / allow
     return "unknown", {}
 
 
@@ -139,7 +155,10 @@ def recorded_command(gate: GateOpened, response: dict[str, Any] | None) -> str |
 
 def _text(field: str, text: str) -> dict[str, Any]:
     """``text`` as the ledger keeps a command (redacted, bounded) and the SHA-256 of the exact text."""
-    return {field: _bounded(redact(text)), f"{field}_sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
+    return {
+        field: _bounded(redact(text)),
+        f"{field}_sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+    }
 
 
 def ran_fields(proposed: str, approved: str | None, ran: str | None, unread: str = "") -> dict[str, Any]:
@@ -176,6 +195,7 @@ def decision_body(
         "gate_id": gate.gate_id,
         "step": gate.step_key,
         "kind": gate.kind,
+        "interaction": gate.interaction,
         "tool": gate.tool_name,
         "request_digest": gate.digest,
         "shown": shown(gate),
@@ -203,7 +223,9 @@ def ran_note(verdict: str, outcome: dict[str, Any] | None) -> str:
         text = f"⚠ ran `{ran}`, not what was approved: `{approved}`"
         notes = text_notes(ran)
         if one_line(ran) == one_line(approved) or notes or text_notes(approved):  # as the notice says it
-            ran_hash, approved_hash = (str(outcome.get(f"{k}_sha256", ""))[:HASH_CHARS] for k in ("command", "approved"))
+            ran_hash, approved_hash = (
+                str(outcome.get(f"{k}_sha256", ""))[:HASH_CHARS] for k in ("command", "approved")
+            )
             said = "; ".join(one_line(n) for n in notes)
             text += f" (ran #{ran_hash}, approved #{approved_hash}" + (f"; ran: {said})" if said else ")")
         return text

@@ -128,10 +128,25 @@ def evidence_of(field: str) -> Evidence:
     return kind.evidence if kind is not None else "none"
 
 
+#: each kind in words, for summaries (its card names the subject itself)
+_WORDS = {
+    "deploy": "deploy",
+    "runCommand": "run a command",
+    "openBrowserUrl": "open a page in a browser",
+    "readUrlContent": "read a web page",
+    "mcp": "use an MCP tool",
+    "filePermission": "access a file or folder",
+    "elicitation": "answer an MCP server's request for input",
+    "permission": "allow a tool",
+    "askQuestion": "answer a question",
+    "approvalInteraction": "approve",
+}
+
+
 def in_words(field: str) -> str:
     """What a gate of ``field`` asks, in words without its subject ("open a page in a browser"), for
-    summaries (doctor, record); the field itself for the logs only."""
+    summaries (doctor, record); the field itself only in logs and JSON."""
     kind = BY_FIELD.get(field)
     if kind is None:
         return SETTING_GATES.get(field, "something this harness does not know").split(" (")[0]
-    return " ".join(kind.asks.replace(": {what}", "").replace("{what}", "it").split())
+    return _WORDS.get(field) or " ".join(kind.asks.replace(": {what}", "").replace("{what}", "").split())

@@ -79,7 +79,13 @@ def _put(book: OrderedDict[str, Any], key: str, value: Any) -> None:
 def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
     at = datetime.now(UTC).isoformat(timespec="seconds")
     return Decider(
-        kind=by.kind, surface=by.surface, user=by.user, at=at, verdict=verdict, scope=scope, rule_id=by.rule_id
+        kind=by.kind,
+        surface=by.surface,
+        user=by.user,
+        at=at,
+        verdict=verdict,
+        scope=scope,
+        rule_id=by.rule_id,
     )
 
 
@@ -153,7 +159,9 @@ class DecisionRecorder:
         key = f"{gate.trajectory_id}/{step_index}"
         decided = self._steps.get(gate.step_key)
         mine = decided is not None and decided.gate.gate_id == gate.gate_id
-        _put(self._moved, key, decided.by if mine and decided is not None else self._deciders.get(gate.gate_id))
+        _put(
+            self._moved, key, decided.by if mine and decided is not None else self._deciders.get(gate.gate_id)
+        )
 
         def undo() -> None:
             self._moved.pop(key, None)
@@ -192,15 +200,26 @@ class DecisionRecorder:
         later answer in agy's terminal is not shown as this harness's."""
         self._deciders.pop(gate.gate_id, None)
 
-    def delivered(self, gate: GateOpened, seq: int, taken: bool) -> None:
-        """agy took the answer of decision ``seq`` (or did not: a notice said why)."""
+    def delivered(self, gate: GateOpened, seq: int, taken: bool, refused: bool = False) -> None:
+        """agy took the answer of decision ``seq`` (or did not: a notice said why). The ``delivery``
+        record says which (``agy``: ``taken``; ``refused`` -- agy refused the answer while it still
+        waited, so this agy does not take that kind's answer message; ``not delivered`` otherwise)
+        and of which kind (``interaction``): ``agy-harness doctor`` / ``record`` count them per kind."""
         if not taken:
             self._answered.pop(gate.gate_id, None)
             self._deciders.pop(gate.gate_id, None)
         decided = self._steps.get(gate.step_key)
         if decided is not None and decided.gate.gate_id == gate.gate_id and not decided.taken.done():
             decided.taken.set_result(gate.step_key if taken else "")
-        body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
+        agy = "taken" if taken else "refused" if refused else "not delivered"
+        body = {
+            "conversation": gate.cascade_id,
+            "gate_id": gate.gate_id,
+            "decision": seq,
+            "taken": taken,
+            "agy": agy,
+            "interaction": gate.interaction,
+        }
         self._later(LedgerEntry(type="delivery", body=body))
 
     # -- what the stream shows ---------------------------------------------------------------------
@@ -238,7 +257,11 @@ class DecisionRecorder:
                 gate = self._gates.pop(event.gate_id, None)
                 if self.ledger is None:
                     continue
-                if gate is not None and event.gate_id not in self._answered and gate.step_key not in self._moved:
+                if (
+                    gate is not None
+                    and event.gate_id not in self._answered
+                    and gate.step_key not in self._moved
+                ):
                     if event.reason == "answered":
                         self._spawn(self._elsewhere(self._step(gate, taken=True)))
                     elif event.reason == "timed out":
@@ -277,7 +300,9 @@ class DecisionRecorder:
         decided.approved = recorded_command(gate, response)
         return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
 
-    async def _record_other(self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy) -> int:
+    async def _record_other(
+        self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy
+    ) -> int:
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
         body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency)
