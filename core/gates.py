@@ -32,7 +32,7 @@ from agy_harness.ports.events import (
 from . import safejson
 from . import steps as S
 from .arguments import multi_select_flags
-from .kind_cards import elicitation_fields, kind_subject, schema_of
+from .kind_cards import kind_subject, schema_of
 from .kinds import BY_FIELD, describe, gate_kind, in_words
 from .scopes import offered
 from .steps import Step
@@ -106,7 +106,7 @@ def no_allow(key: str, request: dict[str, Any], permission: PermissionRequest) -
         if "unreadable" in schema:
             return "the content it asks for cannot be read"
         if _dict_of(schema.get("properties")):
-            return f"it asks for content ({elicitation_fields(request)}): give it as the answer's content"
+            return "it needs the content it asks for: accept: <JSON object>"
         return ""
     if kind.needs_subject and not permission.target:
         return "agy does not say what it would act on"

@@ -391,8 +391,8 @@ class AnswerDelivery:
             self.refused_shape.add(gate.gate_id)
             await self.emitter.notice(
                 gate.id,
-                f"{AGY_REFUSED} to: {describe(gate)} ({exc.detail}). It still waits: answer it in "
-                f"agy's terminal (set aside here, not asked again; gate {gate.gate_id})",
+                f"{AGY_REFUSED} to: {describe(gate)} ({exc.detail}) while it still waits; set aside "
+                f"here, not asked again: answer it in agy's terminal (gate {gate.gate_id})",
                 "error",
             )
         else:
