@@ -25,8 +25,11 @@ from agy_harness.ports.events import GateOpened, PermissionRequest
 from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, SimpleCommand, Verdict
 
 from .answers import carries_reason
+from .kinds import answerable_fields
 from .policy_rules import Example, Rule
 
+#: the kinds issue 45 made answerable (agy's descriptors): an allow rule must name them to allow one
+_ANSWERED_SINCE = frozenset(answerable_fields()) - {"permission", "runCommand", "askQuestion"}
 _PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "chroot", "?"})  # ("?": a wrapper not followed)
 _QUIET_TARGETS = frozenset({"/dev/null"})
 
@@ -118,6 +121,9 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
         return False
     if rule.interaction and gate.interaction not in rule.interaction:
         return False
+    if rule.decision == "allow" and not rule.interaction and gate.interaction in _ANSWERED_SINCE:
+        return False  # a kind answered since issue 45 (a browser action, a deploy...) is allowed only by
+        # a rule naming it: a rule written for agy's permissions never approves more than it could see
     if rule.tool and gate.tool_name not in rule.tool:
         return False
     if rule.command is not None and not permission.command_line:
