@@ -182,7 +182,7 @@ def _decision(
         # agy's answer to this request carries no reason (runCommand): a plain denial reaches agy, and
         # the surfaces say the message was not told (a reason there would be refused, the gate left
         # waiting for agy's terminal)
-        reason = f"{reason}; agy is not told {message!r}: its {gate.interaction} answer carries no message"
+        reason = f"{reason}; agy is not told {message!r}: its answer to this request carries no message"
         message = ""
     return Decision(
         verdict=verdict,

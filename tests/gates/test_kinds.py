@@ -239,3 +239,18 @@ def test_a_run_command_request_on_a_step_without_a_command_body_cannot_be_allowe
     with pytest.raises(AnswerError):
         parse_answer(gate, True)
     assert parse_answer(gate, False).verdict is not None  # a denial goes through
+
+
+def test_a_command_asking_to_leave_the_sandbox_says_so_and_an_allow_does_not_grant_it() -> None:
+    from agy_harness.core.elicitation import interaction_payload
+
+    raw = waiting_step("runCommand", "make deploy")
+    raw["runCommand"]["sandboxOverride"] = True  # CortexStepRunCommand.sandbox_override (field 27)
+    gate, _ = opened(raw)
+    assert gate.permission is not None and gate.permission.sandbox_override
+    assert describe(gate) == "agy asks to run `make deploy` outside agy's sandbox"
+    assert "sandboxOverride" not in interaction_payload(gate, parse_answer(gate, True))["runCommand"]
+    chosen = parse_answer(gate, GateAnswer(allow=True, sandbox_override=True))
+    assert interaction_payload(gate, chosen)["runCommand"]["sandboxOverride"] is True
+    plain, _ = opened(waiting_step("runCommand", "make deploy"))
+    assert plain.digest != gate.digest  # what the human approves names the sandbox too
