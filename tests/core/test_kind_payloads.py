@@ -152,3 +152,12 @@ def test_a_rule_written_for_permissions_never_allows_a_newly_answerable_kind() -
     assert gate_matches(
         Rule(id="r", decision="deny", kind=("permission",)), gate("deploy")
     )  # a deny stays wide
+
+
+def test_the_demos_auto_answers_never_allow_a_newly_answerable_kind() -> None:
+    from agy_harness.composition.entrypoints.demo import auto_policy
+
+    assert auto_policy(gate("deploy")).allow is False
+    assert auto_policy(gate("executeBrowserJavascript")).allow is False
+    command = PermissionRequest(action="command", target="ls", command_line="ls")
+    assert auto_policy(gate("runCommand", permission=command)).allow is True
