@@ -26,8 +26,11 @@ from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, Sim
 
 from . import code_review
 from .answers import carries_reason
+from .kinds import answerable_fields
 from .policy_rules import Example, Rule
 
+#: the kinds issue 45 made answerable (agy's descriptors): an allow rule must name them to allow one
+_ANSWERED_SINCE = frozenset(answerable_fields()) - {"permission", "runCommand", "askQuestion"}
 _PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "chroot", "?"})  # ("?": a wrapper not followed)
 _QUIET_TARGETS = frozenset({"/dev/null"})
 
@@ -119,6 +122,9 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
         return False
     if rule.interaction and gate.interaction not in rule.interaction:
         return False
+    if rule.decision == "allow" and not rule.interaction and gate.interaction in _ANSWERED_SINCE:
+        return False  # a kind answered since issue 45 (a browser action, a deploy...) is allowed only by
+        # a rule naming it: a rule written for agy's permissions never approves more than it could see
     if rule.tool and gate.tool_name not in rule.tool:
         return False
     if rule.command is not None and not permission.command_line:
@@ -179,7 +185,7 @@ def _decision(
         # agy's answer to this request carries no reason (runCommand): a plain denial reaches agy, and
         # the surfaces say the message was not told (a reason there would be refused, the gate left
         # waiting for agy's terminal)
-        reason = f"{reason}; agy is not told {message!r}: its {gate.interaction} answer carries no message"
+        reason = f"{reason}; agy is not told {message!r}: its answer to this request carries no message"
         message = ""
     return Decision(
         verdict=verdict,

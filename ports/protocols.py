@@ -173,6 +173,12 @@ class GateAnswer(BaseModel):
     #: with an allow, on a gate whose ``editable`` is True: the command line the human edited; it is
     #: what runs (``runCommand.submittedCommandLine``). On a gate that is not editable: refused.
     edited_command: str = ""
+    #: with an accept of an MCP elicitation: the content the human gave, a JSON object as text
+    #: (``elicitation.contentJson``); never guessed. Anywhere else: refused.
+    content: str = ""
+    #: with an allow of a command: run it outside agy's sandbox (``runCommand.sandboxOverride``); only
+    #: when the human chose it. Anywhere else: refused.
+    sandbox_override: bool = False
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from agy_harness.adapters.sinks.escape import visible
 from agy_harness.adapters.sinks.terminal_cards import MAX_COMMAND_LINES, choice_lines, prompt_label
 from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
 from agy_harness.core.display import command_view
-from agy_harness.core.scopes import allow_choices, scope_label
+from agy_harness.core.scopes import allow_choices, deny_label, scope_label
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -100,7 +100,7 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
                 .replace("Allow", "allow", 1)
                 .replace("Always", "always", 1)
             )
-        said = "allow" if answer.allow else "deny"
+        said = "allow" if answer.allow else (deny_label(gate).lower() if gate.deny_label else "deny")
         return f"{said}: {answer.deny_reason}" if answer.deny_reason and answer.allow is False else said
     parts: list[str] = []
     for i, question in enumerate(gate.questions):

@@ -34,9 +34,12 @@ SCRIPT: list[tuple[str, str]] = [
 
 
 def auto_policy(gate: GateOpened) -> GateAnswer:
-    """``--auto``: approve commands unless they delete things; pick the first option of a question."""
+    """``--auto``: approve commands unless they delete things; pick the first option of a question;
+    deny every other kind (a browser action, a deploy...: issue 45), which no script here asks."""
     from agy_harness.ports.protocols import GateAnswer
 
+    if gate.kind == "permission" and gate.interaction not in ("", "permission", "runCommand"):
+        return GateAnswer(allow=False)
     if gate.kind == "permission":
         command = gate.permission.command_line or gate.permission.target if gate.permission else ""
         return GateAnswer(allow="rm " not in f"{command} ")

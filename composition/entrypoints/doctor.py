@@ -132,8 +132,15 @@ async def diagnose(client: Any, cascade_id: str | None, version_text: str | None
         "cascade": surface.cascade,
         "steps": len(surface.steps),
         "drift": [{"where": w, "what": x, "example": e} for (w, x), e in sorted(drift.seen.items())],
-        "gates": gate_report(surface.steps),
+        "gates": gate_report(surface.steps, await asyncio.to_thread(_kind_tally)),
     }
+
+
+def _kind_tally() -> dict[str, dict[str, int]]:
+    """Per gate kind, the answers this agy took and refused (this install's decision ledger)."""
+    from agy_harness.composition.root.audit_ledger import kind_tally
+
+    return kind_tally()
 
 
 def parse_version(text: str | None) -> dict[str, str] | None:

@@ -211,6 +211,11 @@ async def _run(args: argparse.Namespace) -> int:
     )
     route = recorded.route.text(redacting=args.redact)  # as doctor says it (--redact: no pattern)
     print(f"agy-harness record: scopes: {route}", file=sys.stderr)
+    from agy_harness.composition.root.audit_ledger import kind_tally
+    from agy_harness.core.kind_tally import tally_lines
+
+    for line in tally_lines(kind_tally(conversation=cascade)):  # this conversation's, from the ledger
+        print(f"agy-harness record: {line}", file=sys.stderr)
     return 128 + stopped_by[0] if stopped_by else EXIT_OK
 
 

@@ -20,7 +20,7 @@ from agy_harness.adapters.store.ledger_file import (
 
 Report = C.Report
 
-__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "load"]
+__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "kind_tally", "load"]
 
 
 def load(directory: Path) -> tuple[list[dict[str, Any]], C.Report]:
@@ -121,3 +121,22 @@ def conversation_history(
         row["ran"] = one_line(ran_note(row["verdict"], outcomes.get(seq) if seq is not None else None))
     rows.sort(key=lambda r: r["seq"] if isinstance(r["seq"], int) else -1, reverse=True)
     return rows[:limit]
+
+
+def kind_tally(directory: Path | None = None, conversation: str = "") -> dict[str, dict[str, int]]:
+    """Per gate kind, how many answers agy took and refused, from this install's ledger (its last
+    :data:`HISTORY_BYTES`; ``conversation``: only its): :func:`agy_harness.core.kind_tally.tally`.
+    An unreadable or absent ledger tallies nothing."""
+    from agy_harness.core.kind_tally import tally
+
+    where = directory or default_dir()
+    if not where.exists():
+        return {}
+    try:
+        data, _whole = read_tail(where, LEDGER, HISTORY_BYTES)
+    except OSError:
+        return {}
+    lines, _torn = C.split_lines(data)
+    return tally(
+        (r for r, broken in map(C.parse_record, lines) if r is not None and not broken), conversation
+    )
