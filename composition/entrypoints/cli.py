@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .acp import add_acp_command
 
     add_acp_command(sub)
-    from .doctor_command import add_doctor_command
+    from .doctor.command import add_doctor_command
     from .record import add_record_command
 
     add_doctor_command(sub)
