@@ -20,6 +20,7 @@ from ..cli_args import listen_port, non_negative, port
 from ..errors import EXIT_USAGE
 from ..help_format import HelpFormatter
 from .notify import ENV, Notifier, NotifySetupError, check_urls, link_for, urls_from
+from .open_links import OpenLinks
 
 DESCRIPTION = """\
 A local web board of every agy session on this machine: by state (needs you, working, failed,
@@ -196,12 +197,14 @@ async def running_board(
     config.errorlog = logging.getLogger("agy_harness.board.http")  # hypercorn's lines go to our log
     config.graceful_timeout = 1.0
     stop = asyncio.Event()
+    opens = OpenLinks()
     server = asyncio.create_task(
-        serve(build_app(board, token, _hosts(host, bound)), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+        serve(build_app(board, token, _hosts(host, bound), opens), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
     )
     shown = f"[{host}]" if ":" in host else host
     if notifier is not None:
         notifier.link = link_for(f"http://{shown}:{bound}/")
+        notifier.opens = opens
     try:
         yield Running(f"http://{shown}:{bound}/?token={token}", token, bound, board)
     finally:
