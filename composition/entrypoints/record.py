@@ -138,11 +138,14 @@ class Progress:
             self.err.flush()
 
 
-def _writable(out: str) -> None:
-    """``--out``'s file can be written (checked before agy is looked for): else bad input, said once."""
+def _writable(out: str, force: bool = False) -> None:
+    """``--out``'s file can be written (checked before agy is looked for): else bad input, said once.
+    A file that exists is another recording, perhaps: replaced only with ``--force``."""
     if out == "-":
         return
     path = Path(out)
+    if path.is_file() and not force:
+        raise BadInput(f"--out {out}: the file exists; name another file, or add --force to replace it")
     if path.is_dir():
         raise BadInput(f"--out {out}: a directory; name a file in it, e.g. --out {path / 'session.jsonl'}")
     parent = path.parent if str(path.parent) else Path(".")
@@ -152,17 +155,28 @@ def _writable(out: str) -> None:
         raise BadInput(f"--out {out}: not writable by you; name a file in a directory of yours")
 
 
-def _private(out: str) -> TextIO:
+def _private(out: str, force: bool = False) -> TextIO:
     """``--out`` for writing: a file it makes is 0600 (a recording holds the whole conversation, the
-    commands' output too); a file that exists keeps the mode its owner gave it."""
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    commands' output too); a file that exists keeps the mode its owner gave it. Without ``force`` a
+    regular file is only made, never replaced (one made since :func:`_writable` looked is refused)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    if force:
+        flags |= os.O_TRUNC
+    elif not Path(out).exists():
+        flags |= os.O_EXCL  # (a device such as /dev/null is written as it is)
+    try:
+        fd = os.open(out, flags, 0o600)
+    except FileExistsError:
+        raise BadInput(
+            f"--out {out}: the file exists; name another file, or add --force to replace it"
+        ) from None
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
 async def _run(args: argparse.Namespace) -> int:
     from ..root.container import bind_endpoint, latest_cascade, make_container
 
-    _writable(args.out)
+    _writable(args.out, args.force)
 
     container = make_container(port=args.port, cascade_id=args.cascade)
     try:
@@ -189,7 +203,7 @@ async def _run(args: argparse.Namespace) -> int:
         cascade = args.cascade or await latest_cascade(container.directory())
         to_stdout = args.out == "-"
         where = "stdout" if to_stdout else args.out
-        out = sys.stdout if to_stdout else _private(args.out)
+        out = sys.stdout if to_stdout else _private(args.out, args.force)
         try:
             until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
             print(f"agy-harness record: conversation {cascade} -> {where}, {until}", file=sys.stderr)
@@ -252,7 +266,15 @@ def add_record_command(sub: Any) -> None:
     where = p.add_mutually_exclusive_group()
     add_port(where)
     add_cascade(where)
-    p.add_argument("--out", required=True, metavar=FILE, help="the JSONL file to write (- : stdout)")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar=FILE,
+        help="the JSONL file to write (- : stdout); an existing one is refused",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace --out's file when it exists (default: refused)"
+    )
     p.add_argument(
         "--redact",
         action="store_true",
