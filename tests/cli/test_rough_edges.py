@@ -3,9 +3,12 @@ own behaviour in a tmux pane): what is said, in one line, and the exit code."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from .conftest import Pane, Terminal, cli
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -35,3 +38,33 @@ def test_record_refuses_to_overwrite_a_recording_unless_forced(tmp_path: Path) -
     forced = run("record", "--port", "1", "--out", str(kept), "--force")
     assert forced.returncode == 1 and "exists" not in forced.stderr
     assert "--force" in run("record", "--help").stdout
+
+
+def _sim(terminal: Terminal, *args: str) -> tuple[Pane, str, int]:
+    pane = terminal.run(cli("sim", "--pace", "0.05", *args))
+    screen = pane.wait(lambda s: re.search(r"^cascade \S+$", s, re.M) is not None)
+    cascade = re.search(r"^cascade (\S+)$", screen, re.M)
+    port = re.search(r"^port (\d+)$", screen, re.M)
+    assert cascade is not None and port is not None
+    return pane, cascade.group(1), int(port.group(1))
+
+
+def test_attach_port_follows_agy_to_its_new_port_after_a_restart(terminal: Terminal) -> None:
+    """``attach --port N`` (what attach and sim recommend) follows the conversation to the port agy
+    listens on after a restart, as a discovered attach does. Before, it tried port N forever."""
+    first, cascade, port = _sim(terminal)
+    recording = terminal.tmp_path / "conversation.jsonl"
+    rec = terminal.run(cli("record", "--cascade", cascade, "--seconds", "0.5", "--out", str(recording)))
+    assert rec.wait_exit() == 0
+    pane = terminal.run(cli("attach", "--port", str(port)))
+    pane.wait(lambda _s: pane.visible()[-1:] == ["❯"])
+    first.key("C-c")
+    assert first.wait_exit() == 130
+    pane.wait("agy is gone", 60)
+    _, served, new_port = _sim(terminal, "--recording", str(recording))  # agy again, on a new port
+    assert served == cascade and new_port != port
+    pane.wait(lambda _s: f"agy is back on port {new_port}" in " ".join(pane.screen().split()), 60)
+    pane.type("Say hello in one short sentence.")
+    pane.wait("Hello!", 60)
+    pane.key("C-d")
+    assert pane.wait_exit(20) == 0
