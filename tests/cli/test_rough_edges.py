@@ -68,3 +68,21 @@ def test_attach_port_follows_agy_to_its_new_port_after_a_restart(terminal: Termi
     pane.wait("Hello!", 60)
     pane.key("C-d")
     assert pane.wait_exit(20) == 0
+
+
+def test_a_bad_answer_at_a_demo_gate_is_one_clear_line(terminal: Terminal) -> None:
+    """Before, it was an 8-line wall of the parser's accepted Python values (True / 'allow' / ...)."""
+    pane = terminal.run(cli("demo", "--pace", "0"), width=80, height=30)
+    pane.wait("allow? [y/n]")
+    pane.type("y")
+    screen = pane.wait("→ allow")
+    pane.wait("allow? [y/n]", after=screen.index("→ allow"))
+    pane.type("maybe later")
+    pane.wait("not read: 'maybe later'")
+    rows = pane.visible()
+    at = next(i for i, row in enumerate(rows) if row.startswith("please answer"))
+    assert rows[at] == "please answer y (allow), n (deny), 1-3, n: <reason>; not read: 'maybe later'"
+    assert rows[at + 1].endswith("allow? [y/n]"), rows[at:]  # one line, then asked again
+    assert "True" not in pane.screen() and "'approve'" not in pane.screen()
+    pane.type("n")
+    pane.wait("→ deny")
