@@ -3,6 +3,7 @@ own behaviour in a tmux pane): what is said, in one line, and the exit code."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -11,10 +12,13 @@ from pathlib import Path
 from .conftest import Pane, Terminal, cli
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agy_harness.composition.cli", *args],
         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=cwd,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
@@ -86,3 +90,79 @@ def test_a_bad_answer_at_a_demo_gate_is_one_clear_line(terminal: Terminal) -> No
     assert "True" not in pane.screen() and "'approve'" not in pane.screen()
     pane.type("n")
     pane.wait("→ deny")
+
+
+GIT_STATUS = """\
+[[rule]]
+id = "git-status"
+decision = "allow"
+command = ["git", "status"]
+match = ["git status"]
+"""
+NO_ID = '[[rule]]\ndecision = "allow"\ncommand = ["ls"]\n'
+
+
+def test_policy_explain_rules_file_then_gate_and_rules_is_documented(tmp_path: Path) -> None:
+    """Before, ``--rules`` took every word after it as a file: the gate was eaten (a usage error)."""
+    rules = tmp_path / "mine.toml"
+    rules.write_text(GIT_STATUS)
+    done = run("policy", "explain", "--rules", str(rules), "git status")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("decision: allow (allowed by rule git-status (")
+    for help_text in (run("policy", "--help").stdout, run("policy", "explain", "--help").stdout):
+        assert "policy explain --rules " in help_text  # an example
+    assert "repeat it for several" in run("policy", "explain", "--help").stdout
+
+
+def test_policy_says_the_same_bad_rules_file_the_same_way(tmp_path: Path) -> None:
+    """A rules file that cannot be used is bad input for every action that takes it: exit 2, one line,
+    the same words, none of pydantic's ("Field required"). Before, ``trust`` exited 1 and ``explain``
+    2, and both said "id: Field required"."""
+    project = tmp_path / "proj" / ".agy-harness" / "policy"
+    project.mkdir(parents=True)
+    bad = project / "rules.toml"
+    bad.write_text(NO_ID)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    said = [
+        one_line(run("policy", "explain", "--rules", str(bad), "ls", env=env)),
+        one_line(run("policy", "trust", str(bad), env=env)),
+    ]
+    for line in said:
+        assert f"{bad}:1: rule 1: `id` is missing" in line, line
+        assert "Field required" not in line and "Value error" not in line
+    tested = run("policy", "test", str(bad))  # the test's own verdict: a FAIL line, exit 1
+    assert (
+        tested.returncode == 1
+        and tested.stdout == f"FAIL {bad}:1: rule 1: `id` is missing (every rule has it)\n"
+    )
+
+
+def test_policy_trust_refuses_a_file_in_no_rules_directory(tmp_path: Path) -> None:
+    """Before, any file was trusted (and recorded), though no session ever reads it."""
+    loose = tmp_path / "rules.toml"
+    loose.write_text(GIT_STATUS)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state")}
+    one_line(run("policy", "trust", str(loose), env=env), "not a project rules file", ".agy-harness/policy/")
+    assert not (tmp_path / "config").exists()
+    project = tmp_path / "proj" / ".agy-harness" / "policy"
+    project.mkdir(parents=True)
+    (project / "rules.toml").write_text(GIT_STATUS)
+    trusted = run("policy", "trust", str(project / "rules.toml"), env=env)
+    assert trusted.returncode == 0 and trusted.stdout.startswith(f"trusted {project / 'rules.toml'}")
+
+
+def test_bare_policy_lists_its_actions() -> None:
+    """Before: argparse's "the following arguments are required: ACTION", no action named."""
+    done = run("policy")
+    assert done.returncode == 2 and done.stdout == ""
+    for action, line in (
+        ("test", "check rule files' examples"),
+        ("explain", "which rules match a command line"),
+        ("trust", "trust a project rules file"),
+        ("propose", "the narrowest rule allowing exactly"),
+    ):
+        assert re.search(rf"^    {action} +{re.escape(line)}", done.stderr, re.M), done.stderr
+    assert done.stderr.rstrip().endswith(
+        "agy-harness policy: name an action: test, explain, trust or propose"
+    )
+    assert "error: the following arguments are required" not in done.stderr
