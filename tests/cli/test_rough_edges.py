@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +167,17 @@ def test_bare_policy_lists_its_actions() -> None:
         "agy-harness policy: name an action: test, explain, trust or propose"
     )
     assert "error: the following arguments are required" not in done.stderr
+
+
+def test_board_on_a_port_in_use_or_a_bad_host_is_one_line_exit_2() -> None:
+    """Before: ``agy-harness: [Errno 98] Address already in use (OSError; ...)``, exit 1."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        one_line(run("board", "--port", str(port)), f"--port {port}: another program listens there")
+    for host in ("no.such.host.invalid", "192.0.2.1"):  # (TEST-NET-1: never this machine's)
+        line = one_line(
+            run("board", "--host", host), f"--host {host}: not an address this machine listens on"
+        )
+        assert "Errno" not in line and "OSError" not in line and "gaierror" not in line
