@@ -223,6 +223,14 @@ def refused(args: argparse.Namespace) -> str | None:
     log_file = getattr(args, "log_file", None)
     if log_file and os.path.isdir(log_file):
         return f"--log-file {log_file}: a directory; name a file (agy's own is ~/.gemini/antigravity-cli/cli.log)"
+    if log_file:  # where agy's port lines cannot go, discovery would never read them: said, not made
+        parent = os.path.dirname(os.path.abspath(log_file))
+        if not os.path.isdir(parent):
+            return (
+                f"--log-file {log_file}: there is no directory {parent}; create it or name a file elsewhere"
+            )
+        if not os.access(parent, os.W_OK) or (os.path.exists(log_file) and not os.access(log_file, os.W_OK)):
+            return f"--log-file {log_file}: not writable by you; name a file in a directory of yours"
     return None
 
 

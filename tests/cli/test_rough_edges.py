@@ -18,7 +18,7 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agy_harness.composition.cli", *args],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=cwd,
+        capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, cwd=cwd,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
 
@@ -181,3 +181,12 @@ def test_board_on_a_port_in_use_or_a_bad_host_is_one_line_exit_2() -> None:
             run("board", "--host", host), f"--host {host}: not an address this machine listens on"
         )
         assert "Errno" not in line and "OSError" not in line and "gaierror" not in line
+
+
+def test_sim_log_file_into_a_missing_directory_is_refused(tmp_path: Path) -> None:
+    """Before, the simulator ran and made the directory (a typo'd path too) without a word; a path it
+    could not make was a raw FileNotFoundError, exit 1, after it had started."""
+    missing = tmp_path / "no-such-dir" / "agy.log"
+    one_line(run("sim", "--log-file", str(missing)), f"--log-file {missing}: there is no directory")
+    assert not missing.parent.exists()
+    one_line(run("sim", "--log-file", "/proc/no-such-dir/agy.log"), "there is no directory /proc/no-such-dir")
