@@ -190,3 +190,20 @@ def test_sim_log_file_into_a_missing_directory_is_refused(tmp_path: Path) -> Non
     one_line(run("sim", "--log-file", str(missing)), f"--log-file {missing}: there is no directory")
     assert not missing.parent.exists()
     one_line(run("sim", "--log-file", "/proc/no-such-dir/agy.log"), "there is no directory /proc/no-such-dir")
+
+
+def test_a_warning_at_the_default_verbosity_is_one_said_line(tmp_path: Path) -> None:
+    """Before: ``2026-12-07 03:31:00,383 WARNING agy_harness.policy: the rules are off: ...``."""
+    project = tmp_path / ".agy-harness" / "policy"
+    project.mkdir(parents=True)
+    (project / "rules.toml").write_text(NO_ID)
+    done = run("policy", "explain", "ls", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("decision: ask")
+    assert done.stderr.splitlines() == [
+        f"agy-harness: warning: the rules are off: {project / 'rules.toml'}:1: rule 1: `id` is missing "
+        "(every rule has it)"
+    ]
+    verbose = run("-v", "policy", "explain", "ls", cwd=tmp_path)  # -v: the log's own lines
+    assert re.search(
+        r"^\d{4}-\d\d-\d\d [\d:,]+ WARNING agy_harness\.policy: the rules are off", verbose.stderr, re.M
+    )
