@@ -27,6 +27,7 @@ from agy_harness.ports.errors import AgyAmbiguous
 
 from .cli_args import FILE, SECONDS, add_cascade, add_port, command, positive
 from .errors import EXIT_OK, BadInput
+from .fit import say
 
 if TYPE_CHECKING:
     from agy_harness.adapters.rpc.client import RpcClient
@@ -206,7 +207,7 @@ async def _run(args: argparse.Namespace) -> int:
         out = sys.stdout if to_stdout else _private(args.out, args.force)
         try:
             until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
-            print(f"agy-harness record: conversation {cascade} -> {where}, {until}", file=sys.stderr)
+            say(f"agy-harness record: conversation {cascade} -> {where}, {until}", sys.stderr)
             progress = Progress(sys.stderr)
             ticker = loop.create_task(_tick(progress))
             try:
@@ -219,12 +220,9 @@ async def _run(args: argparse.Namespace) -> int:
         finally:
             if not to_stdout:
                 out.close()
-    print(
-        f"agy-harness record: {recorded.frames} frame(s) and 2 snapshots written to {where}",
-        file=sys.stderr,
-    )
+    say(f"agy-harness record: {recorded.frames} frame(s) and 2 snapshots written to {where}", sys.stderr)
     route = recorded.route.text(redacting=args.redact)  # as doctor says it (--redact: no pattern)
-    print(f"agy-harness record: scopes: {route}", file=sys.stderr)
+    say(f"agy-harness record: scopes: {route}", sys.stderr)  # fitted to the terminal
     return 128 + stopped_by[0] if stopped_by else EXIT_OK
 
 

@@ -207,3 +207,33 @@ def test_a_warning_at_the_default_verbosity_is_one_said_line(tmp_path: Path) -> 
     assert re.search(
         r"^\d{4}-\d\d-\d\d [\d:,]+ WARNING agy_harness\.policy: the rules are off", verbose.stderr, re.M
     )
+
+
+def test_doctor_record_and_audit_fit_an_80_column_terminal(terminal: Terminal, tmp_path: Path) -> None:
+    """Each row on screen is at most 80 columns, every word still there (the screen is read with the
+    terminal's own wraps joined: a line the terminal wrapped shows as one long row). Before: rows of
+    97-314 columns (doctor's checks and gate kinds, record's scopes line, audit's rows)."""
+    from agy_harness.adapters.store.ledger_file import FileLedger
+    from agy_harness.ports.protocols import LedgerEntry
+
+    _, _, port = _sim(terminal, "--scenario", "gate")
+    ledger = tmp_path / "ledger"
+    written = FileLedger(ledger)
+    shown = "run_command: " + " ".join(f"--flag-{i}=value-{i}" for i in range(12))
+    body = {"conversation": "c1", "verdict": "allow", "shown": shown,
+            "decided_by": {"kind": "human", "surface": "board", "user": "me"}}  # fmt: skip
+    written.record_now(LedgerEntry(type="decision", body=body))
+    written.close()
+    out = tmp_path / "r.jsonl"
+    for command, words in (
+        (cli("doctor", "--port", str(port)), ["this machine:", "gate kinds shown as named cards"]),
+        (cli("record", "--port", str(port), "--seconds", "0.5", "--out", str(out)), ["scopes: RPC"]),
+        (cli("audit", "--ledger", str(ledger)), [shown]),
+    ):
+        pane = terminal.run(command, width=80, height=60)
+        assert pane.wait_exit(60) == 0, pane.screen()
+        rows = pane.screen().splitlines()
+        assert max(len(row) for row in rows) <= 80, [row for row in rows if len(row) > 80]
+        said = " ".join(pane.screen().split())
+        for text in words:
+            assert text in said, (text, said)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from agy_harness.ports.errors import AgyAmbiguous, AgyCallFailed, AgyNotBound
 from ...root.container import bind_endpoint, make_container
 from ...root.surface import probe_surface
 from ..errors import EXIT_FAILURE, EXIT_OK
+from ..fit import say
 from . import schema as K
 from .environment import Check, environment
 from .gates import gate_report, render_gates
@@ -201,7 +203,7 @@ def _print(args: argparse.Namespace, checks: list[Check], report: dict[str, Any]
         out["agy_found"] = report is not None
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return
-    print("this machine:")
-    print("\n".join(c.line() for c in checks))
+    text = "this machine:\n" + "\n".join(c.line() for c in checks)
     if report is not None:
-        print(render(report))
+        text += "\n" + render(report)
+    say(text, sys.stdout)  # fitted to the terminal (a pipe gets whole lines)
