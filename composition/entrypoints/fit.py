@@ -8,7 +8,7 @@ order). Elsewhere (a pipe, a file) lines go out whole, so ``grep`` and scripts r
 
 from __future__ import annotations
 
-import shutil
+import os
 import textwrap
 from typing import TextIO
 
@@ -21,9 +21,12 @@ def columns(stream: TextIO) -> int | None:
     try:
         if not stream.isatty():
             return None
-    except (AttributeError, ValueError):  # closed, or not a real stream
+        width = os.get_terminal_size(stream.fileno()).columns  # this stream's terminal (stdout may be a pipe)
+    except (AttributeError, ValueError, OSError):  # closed, or not a real stream
         return None
-    return max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)
+    if os.environ.get("COLUMNS", "").isdigit():  # the user's (or the shell's) own say, as shutil reads it
+        width = int(os.environ["COLUMNS"])
+    return max(MIN_WIDTH, width)
 
 
 def fit(text: str, stream: TextIO) -> str:
