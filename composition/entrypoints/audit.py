@@ -20,6 +20,7 @@ from typing import Any
 
 from .cli_args import command
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .fit import say
 
 DESCRIPTION = """\
 The decision ledger: one record for every gate decision (who decided -- you on which surface, agy's own
@@ -185,9 +186,10 @@ def _verify(directory: Path) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
-    print(
+    say(
         f"the decision ledger at {directory} verifies: {report.records} records, chained; "
-        f"signed checkpoints through record {report.signed_seq}"
+        f"signed checkpoints through record {report.signed_seq}",
+        sys.stdout,
     )
     return EXIT_OK
 
@@ -267,7 +269,9 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
         ran = ran_note(str(body.get("verdict", "")), outcomes.get(seq))
         if ran:
             line += f"; {ran}"
-        print(one_line(line))  # the display rule: a ledger's text never drives the terminal
+        say(
+            one_line(line), sys.stdout
+        )  # the display rule (a ledger's text never drives the terminal), fitted
     if not shown:
         print("no decisions recorded" + (" that match" if records else " yet"), file=sys.stderr)
     if not report.ok:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.entrypoints.doctor import diagnose, render
+from agy_harness.composition.entrypoints.doctor.probe import diagnose, render
 from agy_harness.core.kinds import KINDS
 
 from .helpers import CONVERSATION, answer_waiting

@@ -82,7 +82,7 @@ async def test_after_trust_it_answers_and_after_an_edit_it_is_untrusted_again(
 def test_a_file_that_does_not_load_is_not_trusted(project: Path, tmp_path: Path) -> None:
     project.write_text(RULES.replace('match = ["git status"]', 'match = ["git log"]'), encoding="utf-8")
     run = policy_cli("trust", str(project), home=tmp_path / "config")
-    assert run.returncode == 1 and run.stderr.startswith("agy-harness: not trusted: ")
+    assert run.returncode == 2 and run.stderr.startswith("agy-harness policy: not trusted: ")
     assert not trust_file({"XDG_CONFIG_HOME": str(tmp_path / "config")}).exists()
 
 
