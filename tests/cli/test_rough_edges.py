@@ -226,7 +226,10 @@ def test_doctor_record_and_audit_fit_an_80_column_terminal(terminal: Terminal, t
     written.close()
     out = tmp_path / "r.jsonl"
     for command, words in (
-        (cli("doctor", "--port", str(port)), ["this machine:", "gate kinds shown as named cards"]),
+        (
+            cli("doctor", "--port", str(port)),
+            ["this machine:", "gate kinds answered here from the IDE's descriptors"],
+        ),
         (cli("record", "--port", str(port), "--seconds", "0.5", "--out", str(out)), ["scopes: RPC"]),
         (cli("audit", "--ledger", str(ledger)), [shown]),
     ):
