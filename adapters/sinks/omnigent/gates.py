@@ -32,7 +32,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +40,7 @@ from rich.markup import escape as escape_markup
 from agy_harness.core.answers import AnswerError, fold, match_option, parse_answer, texts
 from agy_harness.core.display import command_view, flagged, one_line, visible
 from agy_harness.core.kinds import describe
+from agy_harness.core.terminal_pointer import POINTER, without_pointer
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
@@ -141,16 +141,13 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
     }
 
 
-TERMINAL = "answer in agy's terminal"
-#: the card's head as the core words it may end with the pointer; the card says it once, itself
-_POINTER_TAIL = re.compile(r"\s*[—–-]+\s*answer (?:it )?in agy's terminal\W*$")
 #: after an answer omnigent gave it (any button, the chat's y / n): nothing reached agy
 REFUSED_NOTE = "Nothing was sent to agy: it waits for this in agy's terminal; answer it there."
 
 
 def terminal_head(gate: GateOpened) -> str:
     """What agy asks, on one line (the core's card text), without a pointer to agy's terminal."""
-    return _POINTER_TAIL.sub("", describe(gate)).strip()
+    return without_pointer(describe(gate))
 
 
 def terminal_only_fields(gate: GateOpened, note: str = "") -> dict[str, Any]:
@@ -162,7 +159,7 @@ def terminal_only_fields(gate: GateOpened, note: str = "") -> dict[str, Any]:
     if note:
         text = f"{note}\n\n{head} (omnigent cannot answer it). This card goes away when agy moves on."
     else:
-        text = f"{head} — {TERMINAL} (omnigent cannot answer it). This card goes away when agy moves on."
+        text = f"{head} — {POINTER} (omnigent cannot answer it). This card goes away when agy moves on."
     return {
         # one field for both media: exact where markup escaping leaves it unchanged (cards.py)
         "message": text if markup_neutral(text) else escape_markup(text),
