@@ -112,6 +112,22 @@ def read_file(directory: Path, name: str, limit: int = 1 << 31) -> bytes:
             os.close(f)
 
 
+def read_both(directory: Path) -> tuple[bytes, bytes]:
+    """The ledger's and its checkpoints' bytes, read under the writers' lock (shared: readers do not
+    wait for each other), so never between a record and its checkpoint: what a verifier reads is a
+    state some writer left, not one half-written (b"" for a file that does not exist)."""
+    with open_dir(directory) as fd:
+        try:
+            f = os.open(LEDGER, os.O_RDONLY | _FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            return b"", read_file(directory, CHECKPOINTS)
+        try:
+            fcntl.flock(f, fcntl.LOCK_SH)
+            return read_file(directory, LEDGER), read_file(directory, CHECKPOINTS)
+        finally:
+            os.close(f)  # (the lock goes with it)
+
+
 def read_tail(directory: Path, name: str, limit: int) -> tuple[bytes, bool]:
     """The last ``limit`` bytes of a ledger file, starting at a line (b"" when it does not exist), and
     whether that is the whole file; refuses a symlink or a file not ours."""
@@ -145,6 +161,7 @@ class FileLedger:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agy-harness-ledger")
         self._fds: tuple[int, int, int] | None = None  # directory, ledger, checkpoints
         self._key: Ed25519PrivateKey | None = None
+        self._key_id = ""
         self._seq = 0
         self._head = C.GENESIS
         self._size = 0  # the ledger's size as this writer last saw it
@@ -179,6 +196,7 @@ class FileLedger:
         if self._fds is None:
             try:
                 self._key, _ = load_keys(self.directory, create=True)
+                self._key_id = C.key_id(self._key.public_key()) if self._key is not None else ""
                 with open_dir(self.directory) as fd:
                     dir_fd = os.dup(fd)
                 flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | _FLAGS
@@ -252,7 +270,7 @@ class FileLedger:
             if body.get("unless_decided") and body.get("gate_id") in self._decided:
                 return 0  # another session recorded this gate's decision: not a decision of agy's
             body = {k: v for k, v in body.items() if k != "unless_decided"}
-            line, digest = C.seal(self._seq + 1, self._head, now(), kind, body)
+            line, digest, sig = C.sealed(self._seq + 1, self._head, now(), kind, body, self._key)
             try:
                 _write_all(ledger, line)  # in the file (a kill of this process no longer loses it)
             except OSError as exc:
@@ -265,7 +283,7 @@ class FileLedger:
                 self._remember(str(body.get("gate_id", "")))
             if self._key is not None:
                 try:
-                    _write_all(checkpoints, C.checkpoint(self._seq, digest, self._key))
+                    _write_all(checkpoints, C.checkpoint(self._seq, digest, self._key, sig, self._key_id))
                 except OSError as exc:  # the record stands; the next checkpoint covers it
                     log.warning("decision ledger: checkpoint not written: %s", exc)
             return self._seq

@@ -173,7 +173,20 @@ def _load(directory: Path) -> tuple[list[dict[str, Any]], Any]:
     return load(directory)
 
 
+def _missing(directory: Path) -> bool:
+    """No ledger there: said in one line (a verify or export of nothing is no success)."""
+    from ..root.audit_ledger import found
+
+    if found(directory):
+        return False
+    where = "no such directory" if not directory.exists() else "no ledger.jsonl or checkpoints.jsonl in it"
+    print(f"agy-harness audit: there is no decision ledger at {directory} ({where})", file=sys.stderr)
+    return True
+
+
 def _verify(directory: Path) -> int:
+    if _missing(directory):
+        return EXIT_FAILURE
     _records, report = _load(directory)
     for note in report.notes:
         print(f"note: {note}")
@@ -185,8 +198,11 @@ def _verify(directory: Path) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
+    if not report.records and not report.checkpoints:
+        print(f"the decision ledger at {directory} is empty: no records yet, nothing to verify")
+        return EXIT_OK
     print(
-        f"the decision ledger at {directory} verifies: {report.records} records, chained; "
+        f"the decision ledger at {directory} verifies: {report.records} records, chained and signed; "
         f"signed checkpoints through record {report.signed_seq}"
     )
     return EXIT_OK
@@ -278,6 +294,8 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
 def _export(directory: Path, args: argparse.Namespace) -> int:
     if args.format is None:
         raise BadInput("export needs --format aat or --format jsonl")
+    if _missing(directory):
+        return EXIT_FAILURE
     records, report = _load(directory)
     if not report.ok:
         print(

@@ -14,22 +14,31 @@ from agy_harness.adapters.store.ledger_file import (
     LEDGER,
     default_dir,
     load_keys,
+    read_both,
     read_file,
     read_tail,
 )
 
 Report = C.Report
 
-__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "load"]
+__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "found", "load"]
+
+
+def found(directory: Path) -> bool:
+    """Whether ``directory`` holds a decision ledger (either of its files; a symlink is not one)."""
+    return any(
+        (directory / name).is_file() or (directory / name).is_symlink() for name in (LEDGER, CHECKPOINTS)
+    )
 
 
 def load(directory: Path) -> tuple[list[dict[str, Any]], C.Report]:
-    """The intact records of the ledger in ``directory`` and what :func:`ledger_chain.verify` found."""
+    """The intact records of the ledger in ``directory`` and what :func:`ledger_chain.verify` found;
+    both files read under the writers' lock (never between a record and its checkpoint)."""
     if not directory.exists():
         return [], C.Report()
     _, public = load_keys(directory, create=False)
-    data = read_file(directory, LEDGER)
-    report = C.verify(data, read_file(directory, CHECKPOINTS), public)
+    data, checkpoints = read_both(directory)
+    report = C.verify(data, checkpoints, public)
     lines, _ = C.split_lines(data)
     records = [r for r, broken in map(C.parse_record, lines) if r is not None and not broken]
     return records, report
