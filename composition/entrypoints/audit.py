@@ -272,6 +272,8 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
             who = f"{by.get('user') or 'someone'} on {by.get('surface') or '?'}"
         elif kind == "rule":
             who = f"rule {by.get('rule_id')}"
+        elif kind == "auto":
+            who = f"the automatic policy {by.get('rule_id') or '?'} on {by.get('surface') or '?'} (no human)"
         line = (
             f"#{rec.get('seq')} {rec.get('time')} {body.get('verdict', '?'):7} by {who} "
             f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"

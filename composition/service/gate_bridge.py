@@ -273,7 +273,7 @@ class GateBridge:
                     return
                 if self._asks.get(gate.gate_id) is me:
                     del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place
-                if await self.answer(gate, answer, decided_by=self.decisions.by(surface=self._surface)):
+                if await self.answer(gate, answer, decided_by=self._sink_decider()):
                     return
                 # not delivered (a notice said why) while agy still waits for it: asked again
                 again = gate.gate_id in self._open and gate.gate_id not in self._claimed
@@ -295,6 +295,15 @@ class GateBridge:
             self._refill()
 
     # -- delivering ------------------------------------------------------------------------
+
+    def _sink_decider(self) -> DecidedBy:
+        """Who decided an answer the sink gave: its human on its surface, or, for a sink that answers
+        by a policy of its own (``auto_policy``: the policy's name; the demo's ``--auto``), that policy
+        (kind ``auto``): the ledger never records an automatic answer as a human's."""
+        policy = str(getattr(self.sink, "auto_policy", "") or "")
+        if not policy:
+            return self.decisions.by(surface=self._surface)
+        return self.decisions.by(kind="auto", surface=self._surface).model_copy(update={"rule_id": policy})
 
     @property
     def _surface(self) -> str:
@@ -341,7 +350,9 @@ class GateBridge:
         delivered, seq = False, 0
         try:
             try:
-                seq = await self.decisions.decided(gate, checked, decided_by or self.decisions.by(surface="api"))
+                seq = await self.decisions.decided(
+                    gate, checked, decided_by or self.decisions.by(surface="api")
+                )
             except LedgerUnavailable as exc:
                 return await self._send.refuse(gate, f"the decision ledger could not record it ({exc})")
             await self._end_ask(gate.gate_id)
