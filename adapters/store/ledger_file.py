@@ -1,17 +1,21 @@
 """The decision ledger on disk: ``ledger.jsonl`` (the chained records), ``checkpoints.jsonl`` (signed
 ``{sequence, head}``) and the per-install keys, in a private directory (``ledger`` under
-:func:`~agy_harness.adapters.private_state.state_root`, or ``AGY_HARNESS_LEDGER_DIR``): 0700, verified,
-files 0600, opened relative to the verified directory with ``O_NOFOLLOW``.
+:func:`~agy_harness.adapters.private_state.durable_root`, or ``AGY_HARNESS_LEDGER_DIR``; moved there
+once from where earlier versions kept it: :mod:`.ledger_place`): 0700, verified, files 0600, opened
+relative to the verified directory with ``O_NOFOLLOW``.
 
-Writing never blocks the event loop: :meth:`FileLedger.record` hands the entry to one writer thread
-(so records keep the order they were given in) which, under an exclusive ``flock`` (several sessions
-of this user share the ledger), reads what other writers appended since, chains the record to the
-real last one, appends it and the signed checkpoint, and returns: the record is in the file, which a
-kill of the process no longer loses. The ``fsync`` follows on the same thread, off the caller's path
-(one for a burst of records): an answer waits for its record to be written, not for the disk. A write that fails is cut
-back off the file and raises :class:`~agy_harness.ports.errors.LedgerUnavailable`. A kill at any point
-leaves a ledger that verifies: at most the record being written is torn, and the next writer cuts a
-torn final line off (it was never acknowledged, so the answer it recorded was never sent).
+Writing never waits on the event loop: :meth:`FileLedger.record`, under an exclusive ``flock``
+(several sessions of this user share the ledger), reads what other writers appended since, chains the
+record to the real last one, signs it, appends it and its checkpoint, and returns: the record is in
+the file, which a kill of the process no longer loses. When the lock is free at once and no record
+is queued before it, that is done right there (a few system calls and a signature, ~0.1 ms);
+otherwise (a first record, which opens the files; a lock another writer holds) one writer thread does
+it, in the order given. The ``fsync`` (the ledger, then its checkpoints) runs on a thread of its own,
+off the caller's path, one for a burst of records: an answer waits for its record to be written, not
+for the disk, and a record never waits behind the flush of the ones before it. A write that fails is
+cut back off the file and raises :class:`~agy_harness.ports.errors.LedgerUnavailable`. A kill at any
+point leaves a ledger that verifies: at most the record being written is torn, and the next writer
+cuts a torn final line off (it was never acknowledged, so the answer it recorded was never sent).
 """
 
 from __future__ import annotations
@@ -23,29 +27,26 @@ import fcntl
 import logging
 import os
 import stat
+import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from agy_harness.adapters.private_state import (
-    UnsafeStateError,
-    create_file,
-    open_dir,
-    read_own_file,
-    state_root,
-)
+from agy_harness.adapters.private_state import UnsafeStateError, create_file, open_dir, read_own_file
 from agy_harness.ports.errors import LedgerUnavailable
 from agy_harness.ports.protocols import LedgerEntry
 
 from . import ledger_chain as C
+from .ledger_place import ENV_LEDGER_DIR as ENV_LEDGER_DIR
+from .ledger_place import default_dir as default_dir
+from .ledger_place import moved_once
 
 log = logging.getLogger("agy_harness.ledger")
 
-ENV_LEDGER_DIR = "AGY_HARNESS_LEDGER_DIR"
 LEDGER = "ledger.jsonl"
 CHECKPOINTS = "checkpoints.jsonl"
 PRIVATE_KEY = "ed25519.key"
@@ -54,11 +55,6 @@ KEY_BYTES = 4096
 TAIL_READ = 1 << 20  # what is read back to find the last record (a record is far smaller)
 SEEN_KEPT = 4096  # gate ids whose decision this ledger holds (an "unless decided" record is skipped)
 _FLAGS = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-def default_dir() -> Path:
-    override = os.environ.get(ENV_LEDGER_DIR)
-    return Path(override) if override else state_root() / "ledger"
 
 
 def now() -> str:
@@ -194,6 +190,7 @@ class FileLedger:
 
     def _open(self) -> tuple[int, int, int]:
         if self._fds is None:
+            moved_once(self.directory)  # (an earlier version's ledger, from where it kept it)
             try:
                 self._key, _ = load_keys(self.directory, create=True)
                 self._key_id = C.key_id(self._key.public_key()) if self._key is not None else ""

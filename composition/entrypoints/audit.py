@@ -121,11 +121,13 @@ def add_audit_command(sub: Any) -> None:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from ..root.audit_ledger import default_dir
+    from ..root.audit_ledger import default_dir, this_install
 
     directory: Path = args.ledger if args.ledger is not None else default_dir()
     try:
         try:
+            if args.ledger is None:
+                this_install()  # (an earlier version's ledger moved here first, once)
             if args.action == "verify":
                 return _verify(directory)
             if args.action == "export":

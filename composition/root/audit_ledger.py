@@ -4,6 +4,7 @@ root): where it lives, its records and verification report, and its export as an
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,19 @@ from agy_harness.adapters.store.ledger_file import (
     read_file,
     read_tail,
 )
+from agy_harness.adapters.store.ledger_place import moved_once
 
 Report = C.Report
+log = logging.getLogger("agy_harness.ledger")
 
-__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "found", "load"]
+__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "found", "load", "this_install"]
+
+
+def this_install() -> Path:
+    """This install's ledger directory, an earlier version's ledger moved into it first (once)."""
+    where = default_dir()
+    moved_once(where)
+    return where
 
 
 def found(directory: Path) -> bool:
@@ -79,7 +89,14 @@ def conversation_history(
     from agy_harness.core.display import one_line
     from agy_harness.ports.events import Decider
 
-    where = directory if directory is not None else default_dir()
+    if directory is None:
+        try:
+            where = this_install()
+        except OSError as exc:  # (the move failed: said in the log; the history reads what is here)
+            log.warning("decision ledger: %s", exc)
+            where = default_dir()
+    else:
+        where = directory
     if not where.exists():
         return []
     data, _whole = read_tail(where, LEDGER, HISTORY_BYTES)  # (``audit verify`` reads it whole)
