@@ -120,7 +120,7 @@ def test_verify_while_a_writer_appends_sees_no_truncated_tail(
     def appending() -> None:
         ledger = FileLedger(directory)
         i = 0
-        while not stop.is_set():
+        while not stop.wait(0.001):  # (a record a millisecond: a verify checks each one's signature)
             ledger.record_now(LedgerEntry(type="decision", body={"gate_id": f"g{i}", "verdict": "allow"}))
             i += 1
         ledger.close()
@@ -128,12 +128,41 @@ def test_verify_while_a_writer_appends_sees_no_truncated_tail(
     writer = threading.Thread(target=appending)
     writer.start()
     try:
-        results = [verify(capsys, directory) for _ in range(60)]
+        results = [verify(capsys, directory) for _ in range(40)]
     finally:
         stop.set()
         writer.join()
     broken = [out for code, out, _ in results if code != 0]
     assert broken == [], broken[:1]
+
+
+def test_a_record_written_between_verifys_two_reads_is_no_truncated_tail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race made certain: right after verify has read the records, another writer appends one (and
+    its checkpoint) -- or tries to: under the lock it waits until verify has read both files."""
+    from agy_harness.adapters.store import ledger_file
+    from agy_harness.composition.root import audit_ledger
+
+    directory = tmp_path / "ledger"
+    write(directory, 2)
+    real = ledger_file.read_file
+    appended = threading.Event()
+
+    def read_file(where: Path, name: str, limit: int = 1 << 31) -> bytes:
+        data = real(where, name, limit)
+        if name == LEDGER and not appended.is_set():
+            threading.Thread(target=lambda: (write(where, 1), appended.set())).start()
+            appended.wait(2.0)  # (a bound: under the lock the writer cannot append before verify read)
+        return data
+
+    monkeypatch.setattr(ledger_file, "read_file", read_file)
+    monkeypatch.setattr(audit_ledger, "read_file", read_file, raising=False)
+    code, out, _ = verify(capsys, directory)
+    assert appended.wait(60)
+    assert code == 0 and "truncated tail" not in out, out
+    code, out, _ = verify(capsys, directory)
+    assert code == 0 and "3 records" in out
 
 
 def test_verify_where_there_is_no_ledger_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
