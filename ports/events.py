@@ -177,10 +177,10 @@ class GateOpened(_Event):
 
 class Decider(BaseModel):
     """Who answered a withdrawn gate, where and how, as the harness knows it (the decision ledger's
-    record): ``kind`` human / rule / agy-terminal / timeout / interrupt; ``surface`` where (board, acp,
+    record): ``kind`` human / rule / auto (a front end's automatic policy) / agy-terminal / timeout / interrupt; ``surface`` where (board, acp,
     omnigent, attach, api, agy); ``user`` the local user; ``at`` when (UTC, ISO 8601); ``verdict``
     (allow, deny, answer, ...; "" when agy's own terminal answered: agy records it, the ledger reads it)
-    and ``scope`` (once, conversation, always); ``rule_id`` a rule's name."""
+    and ``scope`` (once, conversation, always); ``rule_id`` a rule's or an automatic policy's name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

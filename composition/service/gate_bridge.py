@@ -274,7 +274,7 @@ class GateBridge:
                     return
                 if self._asks.get(gate.gate_id) is me:
                     del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place
-                if await self.answer(gate, answer, decided_by=self.decisions.by(surface=self._surface)):
+                if await self.answer(gate, answer, decided_by=self._sink_decider()):
                     return
                 # not delivered (a notice said why) while agy still waits for it: asked again
                 again = gate.gate_id in self._open and gate.gate_id not in self._claimed
@@ -296,6 +296,15 @@ class GateBridge:
             self._refill()
 
     # -- delivering ------------------------------------------------------------------------
+
+    def _sink_decider(self) -> DecidedBy:
+        """Who decided an answer the sink gave: its human on its surface, or, for a sink that answers
+        by a policy of its own (``auto_policy``: the policy's name; the demo's ``--auto``), that policy
+        (kind ``auto``): the ledger never records an automatic answer as a human's."""
+        policy = str(getattr(self.sink, "auto_policy", "") or "")
+        if not policy:
+            return self.decisions.by(surface=self._surface)
+        return self.decisions.by(kind="auto", surface=self._surface).model_copy(update={"rule_id": policy})
 
     @property
     def _surface(self) -> str:
