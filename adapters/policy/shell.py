@@ -24,7 +24,7 @@ from tree_sitter import Language, Node, Parser
 
 from agy_harness.ports.policy import ParsedCommand, Redirect, SimpleCommand
 
-from .wrappers import MAX_DEPTH, Reading, Unwrap, Word
+from .wrappers import MAX_DEPTH, MAX_READS, Reading, Unwrap, Word
 
 MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
 
@@ -65,6 +65,10 @@ class TreeSitterParser:
         if depth > MAX_DEPTH:
             reading.fail("wrappers nest too deep")
             return
+        reading.reads += 1
+        if reading.reads > MAX_READS:
+            reading.fail("it holds too many scripts to read")
+            return
         if _INVISIBLE.search(text):
             reading.fail("it holds control or invisible characters")
         if _JOINED.search(text):  # `r\<newline>m` is `rm` to bash; the grammar splits it: read both
@@ -83,6 +87,9 @@ class _Walker:
 
     def fail(self, reason: str) -> None:
         self.reading.fail(reason)
+
+    def script(self, text: str, via: tuple[str, ...]) -> None:
+        self.parser._read(text, self.reading, via, self.depth + 1)
 
     # -- statements -------------------------------------------------------------------------
 

@@ -1,0 +1,116 @@
+"""Wrappers and runners (issue 46, items 1 and 2), through the public path: the rules answering gates
+on the simulator, and ``agy-harness policy``.
+
+* A prefix allow is never widened by a wrapper's own option: an option that substitutes into the
+  command's words (``xargs -I``/``-i``/``--replace``, ``find -exec``'s ``{}``, ``parallel``), reads them
+  from elsewhere (``xargs -a``, ``env -S``), or changes where or as what it runs (``env -C``,
+  ``exec -a``, ``xargs --process-slot-var``) makes the line not understood: the human is asked. An
+  option's optional value is read only attached (``watch -d npm test`` runs ``npm test``, never
+  ``test``), and flock's ``-c`` only right after its FILE.
+* A deny holds through every runner that executes its arguments as a command (``unshare``,
+  ``strace -o F``, ``nsenter``, ``runuser``, ``script -qc``, ``ssh host``, ``setpriv``, ``systemd-run``
+  ...), and an allow through one is not understood.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agy_harness.adapters.policy.files import Tier, load_policy
+from agy_harness.adapters.simulator import Simulator
+from agy_harness.ports.events import Notice
+from agy_harness.ports.protocols import GateAnswer
+from tests.fakes import RecordingSink
+from tests.integration.helpers import harness_on, run_turn
+
+from .test_policy_cli import policy
+
+#: lines that must never be read as the allowed command (each ran, or would run, something else)
+WIDENED = [
+    "xargs -I test -a .agy-args npm test", "xargs -a .agy-args npm test", "xargs --arg-file=f npm test",
+    "xargs -i npm test {}", "xargs -itest npm test", "xargs --replace npm test", "xargs --replace=test npm test",
+    "xargs -0I test npm test", "xargs --process-slot-var=PATH npm test", "find . -exec npm test {} \\;",
+    "find . -execdir npm test \\;", "find . -ok npm test \\;", "parallel npm test ::: a", "env -S 'npm test'",
+    "env --split-string='npm test'", "env -C /tmp npm test", "env --chdir=/ npm test", "exec -a x npm test",
+    "timeout npm test", "chrt -o npm test",
+    "unshare -r npm test", "strace -o F npm test", "nsenter -t 1 npm test", "runuser -u me npm test",
+    "script -qc 'npm test'", "ssh host npm test", "setpriv --no-new-privs npm test", "systemd-run npm test",
+    "sudo npm test", "firejail npm test", "xargs --repl=x npm test",
+]  # fmt: skip
+
+#: lines that run `npm test` (or nothing), never `test`: a wrapper's optional value is read only
+#: attached, flock's -c only right after its FILE
+NOT_TEST = ["watch -d npm test", "flock /tmp/l npm -c test", "xargs -l npm test", "xargs -e npm test"]
+
+#: lines that run rm, however it is dressed
+RUN_RM = [
+    "unshare rm x", "unshare -r rm x", "unshare --map-root-user sh -c 'rm x'", "strace -o F rm x",
+    "strace -f -o log rm -rf build", "ltrace rm x", "nsenter -t 1 -m rm x", "runuser -u bob rm x",
+    "runuser -l bob -c 'rm x'", "script -c 'rm x'", "script -qc 'rm x' /dev/null", "script -q -c 'rm x'",
+    "ssh host rm x", "ssh host 'ls; rm x'", "ssh -p 22 host rm -rf build", "ssh host \"ec\" \"ho; rm x\"",
+    "setpriv --reuid=1000 rm x", "systemd-run --user rm x", "systemd-run -p X=1 --wait rm x", "chroot / rm x",
+    "flock /tmp/l rm x", "flock -w 3 /tmp/l -c 'rm x'", "ionice -c3 rm x", "chrt 1 rm x", "chrt -o 0 rm x",
+    "taskset 1 rm x", "taskset -c 0 rm x", "stdbuf -oL rm x", "firejail rm x", "firejail --quiet rm x",
+    "doas rm x", "sudo -u root rm x", "sudo -s 'rm x'", "su -c 'rm x'", "su -lc 'rm x'", "su bob -c 'rm x'",
+    "watch rm x", "watch -x rm x", "watch -d rm x", "time rm x", "command rm x", "builtin eval 'rm x'",
+    "exec rm x", "exec -a ls rm x", "eval 'rm x'", "sh -c 'rm x'", "parallel rm ::: a", "parallel ::: 'rm x'",
+    "parallel 'rm {}' ::: a", "env -S 'rm x'", "env --split-string='rm -rf' build", "env - rm x",
+    "env -C /tmp rm x", "xargs -I {} rm {}", "xargs -a list rm", "find . -exec rm {} +", "sg grp -c 'rm x'",
+    "capsh -- -c 'rm x'", "prlimit --nofile=10 rm x", "setarch x86_64 rm x", "fakeroot rm x", "valgrind rm x",
+    "timeout -k 1 5 rm x", "nice -n 1 rm x", "setsid -w rm x", "nohup rm x", "pkexec rm x", "nsenter -a rm x",
+]  # fmt: skip
+
+
+def rules(tmp_path: Path, examples: bool = True) -> Path:
+    """An allow on `npm test` and on `test` (prefixes) that none of WIDENED may match, and a deny on
+    `rm` that each of RUN_RM must match: checked by the rules' own examples (``examples``)."""
+    allow = ["npm test", "xargs -0r npm test", "env - npm test", "watch -d npm test"]
+    text = (
+        '[[rule]]\nid = "npm-test"\ndecision = "allow"\ncommand = ["npm", "test"]\n'
+        f"match = {json.dumps(allow)}\nnot_match = {json.dumps(WIDENED)}\n\n"
+        '[[rule]]\nid = "test"\ndecision = "allow"\ncommand = ["test"]\n'
+        f"not_match = {json.dumps(WIDENED + NOT_TEST)}\n\n"
+        '[[rule]]\nid = "no-rm"\ndecision = "deny"\ncommand = ["rm"]\nmessage = "never delete files"\n'
+        f"match = {json.dumps(RUN_RM)}\n"
+    )
+    if not examples:
+        text = "\n".join(line for line in text.splitlines() if "match = " not in line)
+    (tmp_path / "rules.toml").write_text(text, encoding="utf-8")
+    return tmp_path / "rules.toml"
+
+
+def test_policy_test_holds_every_widened_line_back_and_every_runner_denied(tmp_path: Path) -> None:
+    run = policy("test", str(rules(tmp_path)))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (
+        run.stdout
+        == f"ok   {tmp_path / 'rules.toml'}: 3 rules, {2 * len(WIDENED) + len(NOT_TEST) + len(RUN_RM) + 4} examples hold\n"
+    )
+
+
+def test_explain_asks_for_the_xargs_placeholder_and_denies_through_script(tmp_path: Path) -> None:
+    path = rules(tmp_path, examples=False)
+    run = policy("explain", "xargs -I test -a .agy-args npm test", "--rules", str(path))
+    assert run.returncode == 0 and run.stdout.startswith("decision: ask\nwhy: not understood: xargs -I ")
+    run = policy("explain", "script -qc 'rm -rf build' /dev/null", "--rules", str(path))  # a TypeError before
+    assert run.returncode == 0 and run.stdout.startswith("decision: deny (denied by rule no-rm ("), run.stdout
+    assert "  ['rm', '-rf', 'build', '/dev/null']  (via script ?)" in run.stdout
+
+
+async def test_on_the_simulator_the_placeholder_is_asked_and_the_runner_denied(
+    sim: Simulator, tmp_path: Path
+) -> None:
+    rules(tmp_path, examples=False)
+    policy_ = load_policy(tiers=[Tier(2, tmp_path)])
+    sink = RecordingSink()
+    async with harness_on(sim, sink, policy=policy_) as session:
+        for _ in range(2):
+            await sink.answers.put(GateAnswer(allow=False))
+        await run_turn(session, sink, "run: xargs -I test -a .agy-args npm test")
+        await run_turn(session, sink, "run: strace -o F rm -rf build")
+    asked = [g.permission.command_line for g in sink.asked if g.permission]
+    assert asked == ["xargs -I test -a .agy-args npm test"]  # the human, not the npm-test rule
+    texts = [e.text for e in sink.events if isinstance(e, Notice)]
+    assert any(t.startswith("denied by rule no-rm (") for t in texts), texts
+    assert not any(line.startswith(("strace", "xargs")) for line, _ in sim.executed)
