@@ -24,7 +24,7 @@ from tree_sitter import Language, Node, Parser
 
 from agy_harness.ports.policy import ParsedCommand, Redirect, SimpleCommand
 
-from .wrappers import MAX_DEPTH, MAX_READS, Reading, Unwrap, Word
+from .wrappers import MAX_CHARS, MAX_COMMANDS, MAX_DEPTH, MAX_READS, Reading, Unwrap, Word
 
 MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
 
@@ -66,7 +66,8 @@ class TreeSitterParser:
             reading.fail("wrappers nest too deep")
             return
         reading.reads += 1
-        if reading.reads > MAX_READS:
+        reading.chars += len(text)
+        if reading.reads > MAX_READS or reading.chars > MAX_CHARS:
             reading.fail("it holds too many scripts to read")
             return
         if _INVISIBLE.search(text):
@@ -124,6 +125,9 @@ class _Walker:
                 self.statement(child, ())
 
     def add(self, command: SimpleCommand) -> None:
+        if len(self.reading.commands) >= MAX_COMMANDS:
+            self.fail("it holds too many commands to read")
+            return
         self.reading.commands.append(command)
 
     def assignment(self, node: Node) -> str:

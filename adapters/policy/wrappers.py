@@ -21,8 +21,11 @@ from agy_harness.ports.policy import Redirect, SimpleCommand
 from .wrapper_options import RUNNERS, SPECS, Options, Spec, read_options
 
 MAX_DEPTH = 8  # wrappers within wrappers (bash -c "bash -c '…'"): deeper is not understood
-MAX_READS = 256  # scripts read for one line (a runner's words are each read): more is not understood
-_REACH = 64  # a runner's words tried as its command (later ones: the line stays not understood)
+MAX_READS = 4096  # scripts read for one line (a runner's words are each read): more is not understood
+MAX_CHARS = 1 << 20  # and their characters
+MAX_COMMANDS = 20_000  # the simple commands of one line
+_WINDOW = 16  # behind a runner: the words from each start tried as its command (a deny's prefix)
+_JOINS = 64  # behind a runner: the first starts whose next _JOINS words are joined and read as a script
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh"})
 _SCRIPTY = frozenset(" \t\n;&|$`'\"<>()")
 #: builtins that evaluate a word as a variable name or an arithmetic subscript (``printf -v 'a[$(id)]'``
@@ -42,7 +45,8 @@ class Reading:
     commands: list[SimpleCommand] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     reads: int = 0  # scripts read so far (bounded by MAX_READS)
-    reached: set[int] = field(default_factory=set)  # the words a runner's reach started at
+    chars: int = 0  # their characters (bounded by MAX_CHARS)
+    reached: set[tuple[str, ...]] = field(default_factory=set)  # the words a runner's reach tried
     scripts: set[str] = field(default_factory=set)  # the scripts a runner's reach read
 
     def fail(self, reason: str) -> None:
@@ -130,22 +134,30 @@ class Unwrap:
 
     def reach(self, words: list[Word], via: tuple[str, ...], reason: str) -> None:
         """A runner (or a wrapper not followed): the line is not understood; the runner itself, each
-        later word as the start of its command and each later stretch of words as a script are
-        commands of the line, for a deny to see (``ssh host 'rm x'``, ``script -qc 'rm x' log``)."""
+        later word as the start of its command (its next words after it: a deny matches a prefix),
+        each later word holding shell syntax as a script (``script -qc 'rm x'``), and each stretch of
+        words from the first ones as a script (``ssh host 'ls;' rm x``: ssh joins them) are commands
+        of the line, for a deny to see. Windows and scripts already read are not read again (a
+        runner inside a runner's script sees the same words)."""
         self.w.fail(reason)
         self.emit(words, via[:-1], self.assignments)
         reading = self.w.reading
-        for k in range(1, min(len(words), _REACH)):
+        inner = (*via, "?")
+        for k in range(1, len(words)):
             word = words[k]
-            if word.dynamic or id(word) in reading.reached:
+            if word.dynamic:
                 continue
-            reading.reached.add(id(word))
-            if not word.text.startswith("-"):
-                self.run(words[k:], (*via, "?"), self.assignments)
-            for text in (" ".join(w.text for w in words[k:]), word.text):
+            window = words[k : k + _WINDOW]
+            key = tuple(w.text for w in window)
+            if not word.text.startswith("-") and key not in reading.reached:
+                reading.reached.add(key)
+                self.emit(window, inner, self.assignments)
+            joined = " ".join(w.text for w in words[k : k + _JOINS]) if k <= _JOINS else ""
+            texts = (joined, word.text) if joined else (word.text,)
+            for text in texts:
                 if text not in reading.scripts and _SCRIPTY.intersection(text):
                     reading.scripts.add(text)
-                    self.w.script(text, (*via, "?"))
+                    self.w.script(text, inner)
 
     def wrapped(self, words: list[Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
         """A wrapper read by its options table: its command (after options and positional words)."""

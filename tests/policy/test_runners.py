@@ -17,8 +17,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from agy_harness.adapters.policy.files import Tier, load_policy
 from agy_harness.adapters.simulator import Simulator
+from agy_harness.composition.root.policy import gate_of
 from agy_harness.ports.events import Notice
 from agy_harness.ports.protocols import GateAnswer
 from tests.fakes import RecordingSink
@@ -114,3 +117,23 @@ async def test_on_the_simulator_the_placeholder_is_asked_and_the_runner_denied(
     texts = [e.text for e in sink.events if isinstance(e, Notice)]
     assert any(t.startswith("denied by rule no-rm (") for t in texts), texts
     assert not any(line.startswith(("strace", "xargs")) for line, _ in sim.executed)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sudo " * 3000 + "rm x",
+        "sudo " + " ".join(f"'a{i} b'" for i in range(3000)) + " 'rm x'",
+        "ssh host " + " ".join(f"w{i}" for i in range(10000)) + " 'rm x'",
+        'ssh -o "X=\'" host "echo \'" "\' ; rm x"',  # a quote opened among ssh's own words
+        "sudo sh -c " * 8 + "'rm x'",
+        "ssh h " + "'sudo " * 6 + "rm x" + "'" * 6,
+        "unshare -r " + "-- " * 100 + "rm x",
+    ],
+    ids=["3000 sudo", "3000 scripts", "10000 words", "quote", "nested sh -c", "nested quotes", "100 --"],
+)
+def test_a_deny_holds_behind_long_and_nested_runners(tmp_path: Path, line: str) -> None:
+    """What a runner may run is read within bounds (a window of words from each start, scripts read
+    once each, a budget of characters): a hostile line is still denied, and never allowed."""
+    rules(tmp_path, examples=False)
+    assert load_policy(tiers=[Tier(2, tmp_path)]).decide(gate_of(line)).verdict == "deny"
