@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_NUMBER = re.compile(r"^--?[+-]?\d+$")
+_NUMBER = re.compile(r"^-[+-]?\d+$")  # nice's -10, --10, -+10
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ SPECS: dict[str, Spec] = {
         shape=r"[0-9.]+[smhd]?",
     ),
     "nice": _spec("", "-n --adjustment", numeric=True),
-    "nohup": _spec(plain=True),
+    "nohup": _spec(),  # (only --help, --version and --)
     "stdbuf": _spec("", "-i --input -o --output -e --error"),
     "setsid": _spec("-c --ctty -f --fork -w --wait"),
     "flock": _spec(
@@ -101,7 +101,7 @@ SPECS: dict[str, Spec] = {
     "time": _spec("-p"),  # bash's keyword (GNU time's -o FILE, -f FORMAT: not followed)
     "command": _spec("-p"),  # (-v, -V: only say what a name is; handled before)
     "exec": _spec("-c -l", "-a", rewrites="-a"),
-    "builtin": _spec(plain=True),
+    "builtin": _spec(),
     "coproc": _spec(plain=True),
     "busybox": _spec(plain=True),
     "toybox": _spec(plain=True),

@@ -102,7 +102,7 @@ class Unwrap:
         if words[0].dynamic:
             self.emit(words, via, assignments)
             return
-        name = posixpath.basename(words[0].text)
+        name = posixpath.basename(words[0].text).lower()  # (`SUDO` is sudo where names fold case)
         handler = _handler(name)
         if handler is None:
             self.emit(words, via, assignments)
@@ -190,6 +190,8 @@ class Unwrap:
         self.w.script(words[i].text, via)
 
     def eval(self, words: list[Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
+        if len(words) > 1 and words[1].text == "--" and not words[1].dynamic:
+            words = [words[0], *words[2:]]  # a builtin's end of options
         if any(w.dynamic for w in words[1:]):
             self.w.fail("eval of an expanded word is not followed")
             self.emit(words, via[:-1], assignments)
@@ -264,12 +266,13 @@ class Unwrap:
             self.w.script(" ".join(w.text for w in words[i:]), via)
 
     def trap(self, words: list[Word], via: tuple[str, ...], assignments: tuple[str, ...]) -> None:
-        """``trap 'SCRIPT' SIGNAL...``: the script runs later, on the signal."""
-        if len(words) >= 3 and words[1].text not in ("-", "-l", "-p", "--"):
-            if words[1].dynamic:
+        """``trap [--] 'SCRIPT' SIGNAL...``: the script runs later, on the signal."""
+        k = 2 if len(words) > 1 and words[1].text == "--" and not words[1].dynamic else 1
+        if len(words) >= k + 2 and words[k].text not in ("-", "-l", "-p", "--"):
+            if words[k].dynamic:
                 self.reach(words, via, "the script of trap is expanded when it runs")
             else:
-                self.w.script(words[1].text, via)
+                self.w.script(words[k].text, via)
         else:
             self.emit(words, via[:-1], assignments)
 

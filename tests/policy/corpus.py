@@ -225,5 +225,8 @@ CASES: list[tuple[str, str]] = [
     ("echo `ls` `vim`", ASK), ("ls `pwd` `echo x` `cat y`", ASK),
     ("RM x", DENY), ("/BIN/Rm -rf /", DENY), ("LS", ASK), ("Git status", ASK), ("CURL x", DENY), ("env -C /tmp rm x", DENY),
     ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DENY), ("sudo -u#0 rm x", DENY), ("builtin command rm x", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
+    ("nohup -- rm x", DENY), ("eval -- 'rm x'", DENY), ("trap -- 'rm x' EXIT", DENY), ("builtin -- eval 'rm x'", DENY),
+    ("Sudo rm x", DENY), ("NICE rm x", DENY), ("Env -S 'rm x'", DENY), ("nice ---5 ls", ASK), ("nice --5 ls", ALLOW),
+    ("eval -- ls", ALLOW), ("trap -- - EXIT", ASK),
 ]
 # fmt: on
