@@ -153,8 +153,8 @@ class Unwrap:
                 reading.reached.add(key)
                 self.emit(window, inner, self.assignments)
             joined = " ".join(w.text for w in words[k : k + _JOINS]) if k <= _JOINS else ""
-            texts = (joined, word.text) if joined else (word.text,)
-            for text in texts:
+            value = word.text.partition("=")[2]  # -oProxyCommand=…, --command=…: an option's value
+            for text in (joined, word.text, value):
                 if text not in reading.scripts and _SCRIPTY.intersection(text):
                     reading.scripts.add(text)
                     self.w.script(text, inner)

@@ -51,7 +51,7 @@ RUN_RM = [
     "unshare rm x", "unshare -r rm x", "unshare --map-root-user sh -c 'rm x'", "strace -o F rm x",
     "strace -f -o log rm -rf build", "ltrace rm x", "nsenter -t 1 -m rm x", "runuser -u bob rm x",
     "runuser -l bob -c 'rm x'", "script -c 'rm x'", "script -qc 'rm x' /dev/null", "script -q -c 'rm x'",
-    "ssh host rm x", "ssh host 'ls; rm x'", "ssh -p 22 host rm -rf build", "ssh host \"ec\" \"ho; rm x\"",
+    "ssh host rm x", "ssh host 'ls; rm x'", "ssh -p 22 host rm -rf build", "ssh host \"ec\" \"ho; rm x\"", "ssh -o ProxyCommand='rm x' host", "ssh -oProxyCommand='rm x' host",
     "setpriv --reuid=1000 rm x", "systemd-run --user rm x", "systemd-run -p X=1 --wait rm x", "chroot / rm x",
     "flock /tmp/l rm x", "flock -w 3 /tmp/l -c 'rm x'", "ionice -c3 rm x", "chrt 1 rm x", "chrt -o 0 rm x",
     "taskset 1 rm x", "taskset -c 0 rm x", "stdbuf -oL rm x", "firejail rm x", "firejail --quiet rm x",
