@@ -125,3 +125,16 @@ async def test_trust_is_never_borrowed_through_a_link(
     run = policy_cli("trust", str(borrowed), home=tmp_path / "config")
     assert run.returncode == 1 and "is a symbolic link (trust is never borrowed through a link)" in run.stderr
     assert load_policy(project.parents[2]).decide(gate("git status")).verdict == "allow"  # A's own: trusted
+
+
+def test_a_file_in_no_project_rules_directory_is_not_trusted(tmp_path: Path) -> None:
+    """Trust is recorded under a project tier's own path: a file elsewhere would be trusted for no
+    tier (and the store would claim it)."""
+    loose = tmp_path / "rules.toml"
+    loose.write_text(RULES, encoding="utf-8")
+    run = policy_cli("trust", str(loose), home=tmp_path / "config")
+    assert run.returncode == 1
+    assert run.stderr == (
+        f"agy-harness: not trusted: {loose}: it is not in a project's .agy-harness/policy directory\n"
+    )
+    assert not trust_file({"XDG_CONFIG_HOME": str(tmp_path / "config")}).exists()
