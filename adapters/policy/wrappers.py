@@ -313,3 +313,8 @@ def _handler(name: str) -> Handler | None:
     if name in RUNNERS:
         return Unwrap.runner
     return None
+
+
+def runs_another(name: str) -> bool:
+    """Whether the command ``name`` runs another command (a shell, a wrapper or a runner)."""
+    return _handler(posixpath.basename(name).lower()) is not None
