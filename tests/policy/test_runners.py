@@ -15,11 +15,16 @@ on the simulator, and ``agy-harness policy``.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agy_harness.adapters.policy.files import Tier, load_policy
+from agy_harness.adapters.policy.shell import TreeSitterParser
+from agy_harness.adapters.policy.wrapper_options import RUNNERS, SPECS
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.root.policy import gate_of
 from agy_harness.ports.events import Notice
@@ -28,6 +33,8 @@ from tests.fakes import RecordingSink
 from tests.integration.helpers import harness_on, run_turn
 
 from .test_policy_cli import policy
+
+PARSER = TreeSitterParser()
 
 #: lines that must never be read as the allowed command (each ran, or would run, something else)
 WIDENED = [
@@ -137,3 +144,26 @@ def test_a_deny_holds_behind_long_and_nested_runners(tmp_path: Path, line: str) 
     once each, a budget of characters): a hostile line is still denied, and never allowed."""
     rules(tmp_path, examples=False)
     assert load_policy(tiers=[Tier(2, tmp_path)]).decide(gate_of(line)).verdict == "deny"
+
+
+WRAPPER_NAMES = sorted(
+    {*SPECS, *RUNNERS, "bash", "sh", "eval", "trap", "find", "xargs", "env", "flock", "watch"}
+)
+TOKENS = ["-c", "-qc", "--", "-", "-i", "-S", "rm x", "-I", "{}", "test", "npm", "-a", "x=1", "--command=rm x",
+          "-exec", ";", "+", "$X", "-n", "5", "-0r", "--replace", "-e", "-d", "-x", "'", "options", "script"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.tuples(
+        st.sampled_from(WRAPPER_NAMES), st.lists(st.sampled_from(TOKENS + WRAPPER_NAMES), max_size=7)
+    ).map(lambda t: [t[0], *t[1]])
+)
+def test_the_reader_never_fails_on_a_wrapper_and_sees_rm_behind_it(words: list[str]) -> None:
+    """Whatever options a wrapper or runner is given, the reader reads it (``script -c`` raised a
+    TypeError: the line was 'not read', and a deny on rm behind it did not hold); behind a runner, a
+    word holding a script is read as one, wherever it stands."""
+    parsed = PARSER.parse(shlex.join(words))
+    assert "could not be read" not in parsed.reason
+    if words[0] in RUNNERS and {"rm x", "--command=rm x"} & set(words[1:]):  # wherever it stands
+        assert any(p.argv and p.argv[0] == "rm" for p in parsed.commands), (words, parsed.commands)
