@@ -84,7 +84,8 @@ def _env(stub_path: str) -> st.SearchStrategy[Words]:
 
 
 def wrappers(stub_path: str) -> st.SearchStrategy[Words]:
-    """One wrapper with its options (the command follows it)."""
+    """One wrapper with its options (the command follows it). Never one that looks commands up on a
+    PATH of its own (``command -p``, ``env -i`` without PATH): the stubs would not see what ran."""
     return st.one_of(
         opts(["-0"], ["-r"], ["-t"], ["-n1"], ["-n", "1"], ["-L", "1"], ["-I", "test"], ["-I", "npm"],
              ["-itest"], ["-i"], ["--replace"], ["--replace=test"], ["-a", ".agy-args"], ["--arg-file=.agy-args"],
@@ -104,7 +105,7 @@ def wrappers(stub_path: str) -> st.SearchStrategy[Words]:
         st.tuples(one_of(["-o"], ["-b"], ["--other"], []), one_of(["0"], [])).map(lambda t: ["chrt", *t[0], *t[1]]),
         one_of(["taskset", "1"], ["taskset", "-c", "0"], ["taskset", "0x1"]),
         one_of(["setpriv", "--no-new-privs"], ["unshare", "-r"], ["unshare"], ["strace", "-o", "trace", "-f"]),
-        one_of(["time"], ["time", "-p"], ["command"], ["command", "-p"], ["exec"], ["exec", "-a", "x"],
+        one_of(["time"], ["time", "-p"], ["command"], ["exec"], ["exec", "-a", "x"],
                ["builtin"]),
     )  # fmt: skip
 
