@@ -197,7 +197,7 @@ def check(line: str, bin_: Path, log: Path, where: Path) -> None:
             )
 
 
-@settings(max_examples=120, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(data=st.data())
 def test_an_allowed_line_runs_only_what_the_rules_read_and_rm_is_always_denied(
