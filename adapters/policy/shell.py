@@ -4,13 +4,15 @@ it runs, for the rules to match (:class:`~agy_harness.ports.policy.CommandParser
 What is followed: lists and pipes (``;``, ``&&``, ``||``, ``|``, ``&``, newlines), groups ``( )`` and
 ``{ }``, ``!``, quote removal (``'…'``, ``"…"``, ``\\x``, ``r""m`` is ``rm``), redirections, command
 substitutions (``$(…)``, backticks: their commands are commands of the line, wherever they stand), and the
-wrappers whose command is another command: ``bash|sh|zsh|dash|ksh -c``, ``eval``, ``env``, ``timeout``,
-``nice``, ``nohup``, ``time``, ``stdbuf``, ``command``, ``exec``, ``builtin``, ``xargs``, ``find -exec``,
-``sudo``/``doas`` (marked in ``via``: a rule never allows through them).
+wrappers whose command is another command (:mod:`.wrappers`: ``bash|sh|zsh|dash|ksh -c``, ``eval``,
+``env``, ``timeout``, ``nice``, ``xargs``... each read by its real options, :mod:`.wrapper_options`;
+runners such as ``sudo``, ``ssh``, ``script`` or ``unshare`` are never allowed through, and a deny sees
+what they may run).
 
 Everything else is *not understood* (the rules then ask): a line that does not parse, here-docs and
 here-strings, process substitution, functions, loops and conditionals, a command name that is expanded
-(``$X``, ``${IFS}``, a glob, a brace, ``$'…'``), a wrapper option we do not know, control or invisible
+(``$X``, ``${IFS}``, a glob, a brace, ``$'…'``), a wrapper option we do not know or one that rewrites
+the command's words (``xargs -I``, ``env -S``, ``find -exec``), a runner, control or invisible
 characters, a non-ASCII command name (a look-alike). The commands inside such constructs are still
 listed, so a ``deny`` still sees them.
 """
