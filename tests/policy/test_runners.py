@@ -167,3 +167,27 @@ def test_the_reader_never_fails_on_a_wrapper_and_sees_rm_behind_it(words: list[s
     assert "could not be read" not in parsed.reason
     if words[0] in RUNNERS and {"rm x", "--command=rm x"} & set(words[1:]):  # wherever it stands
         assert any(p.argv and p.argv[0] == "rm" for p in parsed.commands), (words, parsed.commands)
+
+
+def test_a_rule_bound_to_a_directory_allows_nothing_on_a_line_that_changes_directory(tmp_path: Path) -> None:
+    """`cd /elsewhere && npm test` (cd allowed by a rule) runs npm test elsewhere: a rule allowing it in
+    the gate's directory only cannot vouch for it (it did before); `env -C` likewise (not understood)."""
+    (tmp_path / "r.toml").write_text(
+        '[[rule]]\nid = "cd"\ndecision = "allow"\ncommand = ["cd"]\n\n'
+        '[[rule]]\nid = "npm-test-here"\ndecision = "allow"\ncommand = ["npm", "test"]\ncwd = ["/p"]\n',
+        encoding="utf-8",
+    )
+    rules_ = ("--rules", str(tmp_path / "r.toml"), "--cwd", "/p")
+    for line in (
+        "cd /elsewhere && npm test",
+        "pushd /x; npm test",
+        "(cd /x; npm test)",
+        "env -C /x npm test",
+    ):
+        run = policy("explain", line, *rules_)
+        assert run.returncode == 0 and run.stdout.startswith("decision: ask\n"), (line, run.stdout)
+    run = policy("explain", "cd /elsewhere && npm test", *rules_)
+    assert "why: the line changes directory: npm-test-here (" in run.stdout
+    assert policy("explain", "npm test", *rules_).stdout.startswith(
+        "decision: allow (allowed by rule npm-test-here"
+    )
