@@ -20,6 +20,7 @@ listed, so a ``deny`` still sees them.
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
@@ -34,6 +35,13 @@ _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\xad\u200b-\u200f\u2028-\u202e\u
 _JOINED = re.compile(r"(?<=\S)\\\n(?=\S)")
 _GLOB = re.compile(r"[*?\[]|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, or a brace that expands
 _CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"})
+#: tree-sitter-bash 0.25.1 crashes the process (a segmentation fault in its scanner) on some characters
+#: of the high planes after a brace (`{` then U+D0000, U+E0100, U+10FFFD...; found by
+#: tests/contracts/test_policy.py): the grammar is given every non-ASCII byte as the letter `a` (what
+#: it is to bash: a word's character; the byte offsets stay those of the line), and every word's text
+#: is read from the line itself (:data:`_SOURCE`)
+_ASCII = bytes(range(128)) + b"a" * 128
+_SOURCE: ContextVar[bytes] = ContextVar("agy_harness_policy_source")
 
 
 class TreeSitterParser:
@@ -78,10 +86,14 @@ class TreeSitterParser:
             reading.fail("a line continuation joins a word")
             self._read(_JOINED.sub("", text), reading, via, depth + 1)
         source = text.encode("utf-8", "surrogateescape")
-        tree = self._parser.parse(source)
+        tree = self._parser.parse(source.translate(_ASCII))
         if tree.root_node.has_error:
             reading.fail("it does not parse as a shell command")
-        _Walker(self, reading, via, depth).statement(tree.root_node, ())
+        token = _SOURCE.set(source)
+        try:
+            _Walker(self, reading, via, depth).statement(tree.root_node, ())
+        finally:
+            _SOURCE.reset(token)
 
 
 class _Walker:
@@ -286,9 +298,12 @@ def _hidden(node: Node, budget: int = 512) -> bool:
 
 
 def _text(node: Node | None) -> str:
-    if node is None or node.text is None:
+    """The node's text, from the line as it was given (the grammar read its ASCII stand-in)."""
+    if node is None:
         return ""
-    return node.text.decode("utf-8", "surrogateescape")
+    source = _SOURCE.get(None)
+    raw = source[node.start_byte : node.end_byte] if source is not None else node.text
+    return raw.decode("utf-8", "surrogateescape") if raw is not None else ""
 
 
 def _unescape(raw: str) -> str:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,19 @@ def test_a_rule_bound_to_a_directory_allows_nothing_on_a_line_that_changes_direc
     assert policy("explain", "npm test", *rules_).stdout.startswith(
         "decision: allow (allowed by rule npm-test-here"
     )
+
+
+def test_a_character_that_crashed_the_grammar_is_read_and_the_cli_answers(tmp_path: Path) -> None:
+    """tree-sitter-bash 0.25.1 crashed the whole process (a segmentation fault, found by
+    tests/contracts/test_policy.py) on a brace then a character of the high planes: a hostile line
+    killed the reader. Read many times in one process (the crash came about one read in a few
+    hundred, one line read again and again), and through `policy explain`: an answer, and a deny behind such a line holds."""
+    lines = ["g2\U0002fa9f{\U000dc020RI", "{\U000d0000RI"]
+    code = (
+        "import sys\nfrom agy_harness.adapters.policy.shell import TreeSitterParser\n"
+        "p = TreeSitterParser()\nfor line in sys.argv[1:]:\n    for _ in range(10000): p.parse(line)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code, *lines], capture_output=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    run = policy("explain", "rm {\U0010fffd", "--rules", str(rules(tmp_path, examples=False)))
+    assert run.returncode == 0 and run.stdout.startswith("decision: deny (denied by rule no-rm ("), run.stdout
