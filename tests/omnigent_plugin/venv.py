@@ -72,10 +72,14 @@ def _make_venv(where: Path, sees: list[Path], base_python: Path) -> Path:
     return python
 
 
+def _overlay_key(base_python: Path) -> str:
+    return hashlib.sha256(f"{base_python.resolve()}\n{_runtime_deps()}".encode()).hexdigest()[:12]
+
+
 def deps_overlay(base_python: Path) -> Path:
     """The cached overlay: base packages + agy-harness's runtime dependencies. Its Python."""
     deps = _runtime_deps()
-    key = hashlib.sha256(f"{base_python.resolve()}\n{deps}".encode()).hexdigest()[:12]
+    key = _overlay_key(base_python)
     where = CACHE / f"agy-plugin-deps-py3.12-{key}"
     stamp = where / ".complete"
     with _locked(CACHE / f".agy-plugin-deps-{key}.lock"):
@@ -171,12 +175,13 @@ def shared_plugin_environment(run: Path) -> Path:
 
 def build_ahead(*, plugin: bool) -> None:
     """The real omnigent's venv and (``plugin``) the overlay, built now if missing (tests/conftest.py:
-    at collection, outside any test's timeout). A failure is left for the fixtures to report."""
-    venv = real_omnigent.cache_root() / real_omnigent.VENV_NAME
+    at collection, outside any test's timeout). Only what is missing is looked at (a check that the venv
+    imports costs seconds a process). A failure is left for the fixtures to report."""
+    python = real_omnigent.cache_root() / real_omnigent.VENV_NAME / "bin" / "python"
     try:
-        if not (venv / "bin" / "python").exists():
+        if not python.exists():
             real_omnigent.omnigent_venv()
-        if plugin:
+        if plugin and not (CACHE / f"agy-plugin-deps-py3.12-{_overlay_key(python)}" / ".complete").exists():
             deps_overlay(omnigent_base_python())
     except (real_omnigent.OmnigentUnavailable, pytest.skip.Exception):
         return
