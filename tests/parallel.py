@@ -21,6 +21,8 @@ pyproject.toml's ``addopts``). Two things are decided here:
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,17 +59,27 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return auto_workers()
 
 
+def _the_suites(fixturedef: Any, root: Path) -> bool:
+    """A fixture defined in the suite (a test module, a conftest), not by a plugin (pytest's own,
+    pytest-asyncio's: installed packages, wherever the venv lives)."""
+    where = Path(getattr(getattr(fixturedef.func, "__code__", None), "co_filename", "") or "/")
+    return where.is_relative_to(root) and "site-packages" not in where.parts
+
+
 def _shared_keys(item: pytest.Item) -> list[str]:
     """What ``item`` shares with other tests: one key per wider-scoped fixture of the suite's own it
     uses (a module-scoped one is one per module)."""
     info = getattr(item, "_fixtureinfo", None)
     if info is None:
         return []
+    root = item.config.rootpath
     keys = []
     for name in info.names_closure:
         for fixturedef in info.name2fixturedefs.get(name, ()):
-            if fixturedef.scope == "function" or not fixturedef.baseid or name in SHARED_ACROSS_WORKERS:
-                continue  # per test, a plugin's own (pytest's, pytest-asyncio's), or shared by design
+            if fixturedef.scope == "function" or name in SHARED_ACROSS_WORKERS:
+                continue  # per test, or shared across workers by design
+            if not _the_suites(fixturedef, root):
+                continue  # a plugin's own
             if fixturedef.scope in ("module", "class"):
                 keys.append(f"{item.nodeid.split('::')[0]}::{name}")
             else:  # session, package: named first in its group (SESSION sorts before "tests/...")
