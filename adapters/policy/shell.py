@@ -31,10 +31,6 @@ from .wrappers import MAX_CHARS, MAX_COMMANDS, MAX_DEPTH, MAX_READS, Reading, Un
 
 MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
 
-#: a character beyond U+FFFF (four bytes in UTF-8): tree-sitter-bash 0.25.1 can crash the whole process
-#: (SIGSEGV) on ``{`` followed by one (upstream tree-sitter/tree-sitter-bash#337, open; here 1 run in 4 of
-#: 3,000 such parses crashed); the grammar is never given one
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\xad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _JOINED = re.compile(r"(?<=\S)\\\n(?=\S)")
 _GLOB = re.compile(r"[*?\[]|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, or a brace that expands
@@ -86,9 +82,6 @@ class TreeSitterParser:
             return
         if _INVISIBLE.search(text):
             reading.fail("it holds control or invisible characters")
-        if _ASTRAL.search(text):  # (see _ASTRAL) read with U+FFFD in their place: a deny still sees the rest
-            reading.fail("it holds characters beyond U+FFFF, which the shell grammar cannot read safely")
-            text = _ASTRAL.sub("\ufffd", text)
         if _JOINED.search(text):  # `r\<newline>m` is `rm` to bash; the grammar splits it: read both
             reading.fail("a line continuation joins a word")
             self._read(_JOINED.sub("", text), reading, via, depth + 1)
