@@ -236,11 +236,13 @@ class TerminalSink(StreamedText):
                 self._assistant(event)
             case UserMessage():
                 self._last_call = ""  # a new turn: its calls are its own
+                self._cards.turn()
                 self._print(Text.assemble(("❯ ", "bold green"), (event.text, "bold")))
             case ToolCall():
                 self._set_doing(f"running {event.name.replace('_', ' ')}")
                 self._end_thinking()
                 key, self._last_call = self._last_call, call_key(event)
+                self._cards.call(event)
                 if self._asked is not None and is_asked(self._asked, event):  # the card above asked it
                     self._print(Text(f"⚙ {visible(event.name)} (as asked above)", style="dim"))
                 elif key == self._last_call:  # agy's retry of the call just above: its card once
@@ -249,6 +251,7 @@ class TerminalSink(StreamedText):
                     self._print(tool_card(event))
                 self._asked = None
             case ToolResult():
+                self._cards.result(event)
                 self._set_doing("working")
                 self._print(result_card(event, self.max_output_lines, getattr(raw, "output", None)))
             case StatusChanged():
@@ -346,8 +349,9 @@ class TerminalSink(StreamedText):
         shown = visible_event(gate)  # displayed; answers are read against the gate as agy sent it
         async with self._prompt_lock:
             self._end_thinking()  # agy asks: the thought before it is over (its end shown as it is)
-            if self._cards.shown(gate):  # the same as the card closed above: a re-ask, said once
-                self._print(Text("↻ agy asks again (the card above timed out):", style="yellow"))
+            again = self._cards.shown(gate)  # the same as the card or call above: a re-ask, said once
+            if again:
+                self._print(Text(f"↻ agy asks again ({again}):", style="yellow"))
             self._print(gate_card(gate, keys=self.auto_answer is None))  # it neutralises what it shows
             if self.auto_answer is not None:
                 answer = self.auto_answer(gate)

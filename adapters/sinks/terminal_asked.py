@@ -9,14 +9,16 @@ the question card).
 * :class:`ClosedCards` -- a card agy closed unanswered (its gate timed out, answered in agy's own
   terminal...) is said closed once, not a second time by its prompt; and when agy asks the very same
   thing again (agy re-asks a question whose wait timed out, at a higher stepIndex), the new card says
-  once that it replaces the one above (``↻ agy asks again (the card above timed out):``).
+  once that it replaces the one above (``↻ agy asks again (the card above timed out):``); so does a
+  card that asks again what the call just above asked before it ended in error (an attach started
+  after the first wait timed out reads that call from the history).
 """
 
 from __future__ import annotations
 
 import json
 
-from agy_harness.ports.events import GateOpened, ToolCall
+from agy_harness.ports.events import GateOpened, ToolCall, ToolResult
 
 __all__ = ["ClosedCards", "asked", "call_key", "is_asked"]
 
@@ -77,12 +79,31 @@ class ClosedCards:
         self._open: dict[str, GateOpened] = {}
         self._said: set[str] = set()  # closed, and said so: the prompt does not say it again
         self._last_closed = ""  # the card_key of the last card closed unanswered
+        self._call: ToolCall | None = None  # the last call shown, while its result is an error
 
-    def shown(self, gate: GateOpened) -> bool:
-        """``gate``'s card is printed now; True when it asks again what a card closed unanswered asked."""
+    def call(self, call: ToolCall) -> None:
+        self._call = call
+
+    def result(self, result: ToolResult) -> None:
+        """A call that ended in error stays the one a re-ask of its request follows."""
+        if self._call is not None and not (result.is_error and result.call_id == self._call.call_id):
+            self._call = None
+
+    def turn(self) -> None:
+        """A new turn: what was asked before is not asked again."""
+        self._call, self._last_closed = None, ""
+
+    def shown(self, gate: GateOpened) -> str:
+        """``gate``'s card is printed now; why it is a re-ask ("" when it is not): it asks what a
+        card whose wait timed out asked, or what the call just above (read back from the history by
+        an attach) asked before it ended in error."""
         self._open[gate.gate_id] = gate
-        again = self._last_closed == card_key(gate)
-        self._last_closed = ""
+        again = ""
+        if self._last_closed == card_key(gate):
+            again = "the card above timed out"
+        elif self._call is not None and is_asked(asked(gate), self._call):
+            again = "the call above ended unanswered"
+        self._last_closed, self._call = "", None
         return again
 
     def closed(self, gate_id: str, *, timed_out: bool) -> GateOpened | None:
