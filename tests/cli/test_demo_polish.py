@@ -27,7 +27,8 @@ def test_auto_cards_show_no_keys_and_no_second_card_and_the_interrupt_is_announc
     assert "╭─ ⚙ run_command" not in out and "╭─ ⚙ ask_question" not in out  # the gate's card showed it
     assert out.count("⚙ run_command (as asked above)") == 2
     announced = out.index("the demo interrupts agy while it writes")
-    assert announced < out.index("cancelled the running steps")
+    # (at --pace 0 agy may have finished the reply already: the notice says which, issue 47)
+    assert announced < max(out.find(STOPPED), out.find(FINISHED))
 
 
 STOPPED = "ℹ interrupted: agy cancelled the running steps"
