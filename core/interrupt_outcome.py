@@ -30,6 +30,8 @@ class TurnEnd:
     #: the step names of the turn (settled ones): the reader has shown the turn's end once every
     #: one of them is committed by the harness's reconciler
     names: tuple[str, ...] = ()
+    #: where in the steps read the turn's USER_INPUT is (0: none read): the next read starts there
+    turn_at: int = 0
 
     def seen_by(self, committed: AbstractSet[str]) -> bool:
         return all(name in committed for name in self.names)
@@ -38,17 +40,18 @@ class TurnEnd:
 def turn_end(raws: Iterable[object]) -> TurnEnd:
     """Judge the current turn from a read of every step of the conversation."""
     turn: list[Step] = []
-    for raw in raws:
+    turn_at = 0
+    for at, raw in enumerate(raws):
         step = parse_step(raw)
         if step is None:
             continue
         if step.type == "USER_INPUT":
-            turn = []
+            turn, turn_at = [], at
             continue
         turn.append(step)
     if any(not step.settled for step in turn):
-        return TurnEnd("open")
+        return TurnEnd("open", turn_at=turn_at)
     names = tuple(step.name for step in turn)
     if any(step.status in ("CANCELED", "CANCELLED") for step in turn):
-        return TurnEnd("stopped", names)
-    return TurnEnd("finished", names)
+        return TurnEnd("stopped", names, turn_at)
+    return TurnEnd("finished", names, turn_at)

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 
 from agy_harness.core.interrupt_outcome import TurnEnd, turn_end
 from agy_harness.ports.errors import MethodMissing, NoTurnSender
-from agy_harness.ports.protocols import DecidedBy, GateAnswer, Interrupter, StepSnapshot, TurnSender
+from agy_harness.ports.protocols import (
+    DecidedBy,
+    GateAnswer,
+    Interrupter,
+    StepSnapshot,
+    StepSnapshotFrom,
+    TurnSender,
+)
 
 from .conversation import Conversation, HarnessStats
 from .deciders import local_user
@@ -131,10 +138,11 @@ class TurnControl:
             return "cancelled the running steps"
         loop = asyncio.get_running_loop()
         deadline = loop.time() + INTERRUPT_SETTLE_DEADLINE
-        end = TurnEnd("open")
+        end, offset = TurnEnd("open"), 0
         while loop.time() < deadline:
             try:
-                end = turn_end(await self.snapshot.read_steps(self.conversation.cascade_id))
+                end = turn_end(await self._read_steps(offset))
+                offset += end.turn_at  # the next read starts at the turn (a long conversation is not re-read)
             except Exception as exc:  # agy unreachable: the next read, or the deadline, says so
                 log.info("interrupt: reading agy's steps failed: %s: %s", type(exc).__name__, exc)
                 end = TurnEnd("open")
@@ -147,3 +155,10 @@ class TurnControl:
         if self.emitter.inflight:  # the turn's last events still on their way to the sink
             await asyncio.wait(set(self.emitter.inflight), timeout=INTERRUPT_SETTLE_DEADLINE)
         return STOPPED if end.outcome == "stopped" else FINISHED
+
+    async def _read_steps(self, offset: int) -> list[object]:
+        snapshot, cascade = self.snapshot, self.conversation.cascade_id
+        if offset and isinstance(snapshot, StepSnapshotFrom):
+            return list(await snapshot.read_steps_from(cascade, offset))
+        assert snapshot is not None
+        return list(await snapshot.read_steps(cascade))
