@@ -14,6 +14,8 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     POST /api/s/{cascade}/answer           {"gate_id", "shown", ["ticket",] "answer": "allow"|"deny"|"decline"
                                             | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
+                                            | {"accept": content}  (an MCP server's request for input:
+                                              the JSON object the human typed, checked by the core)
                                             | {"questions": [{"choices": [ids], "write_in": text}]}}
     POST /api/s/{cascade}/rule             {"gate_id", "rule"}: save a proposed rule the human confirmed
     POST /api/s/{cascade}/send             {"text"}
@@ -102,6 +104,11 @@ def answer_value(raw: Any) -> AnswerLike:
         if scope is None or not isinstance(command, str):
             raise AnswerError("an allow's scope is one of the card's, its command text")
         return GateAnswer(allow=True, scope=None if scope == "once" else scope, edited_command=command)
+    if isinstance(raw, dict) and set(raw) == {"accept"}:  # content the human typed (never guessed)
+        content = raw["accept"]
+        if not isinstance(content, str) or not content.strip():
+            raise AnswerError("an accept carries the content typed: a JSON object")
+        return GateAnswer(allow=True, content=content.strip())
     if raw == "deny":
         return False
     if raw == "decline":
@@ -124,7 +131,9 @@ def answer_value(raw: Any) -> AnswerLike:
             selections.append(tuple(choices))
             write_ins.append(write_in)
         return GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins))
-    raise AnswerError("an answer is 'allow', 'deny', {'deny': reason}, 'decline' or {'questions': [...]}")
+    raise AnswerError(
+        "an answer is 'allow', 'deny', {'deny': reason}, {'accept': content}, 'decline' or {'questions': [...]}"
+    )
 
 
 def _error(status: int, text: str) -> JSONResponse:
@@ -273,6 +282,7 @@ class _Handlers:
         return JSONResponse({"rows": rows})
 
     async def answer(self, request: Request) -> Response:
+        body: dict[str, Any] = {}
         try:
             live = self._live(request)
             body = await _body(request)
@@ -295,6 +305,8 @@ class _Handlers:
         except _Refused as exc:
             return _error(exc.status, exc.text)
         except AnswerError as exc:  # the fail-closed parser's own refusal (the page never sends one)
+            if isinstance(body.get("answer"), dict) and "accept" in body["answer"]:  # typed content
+                return _error(400, f"not sent: {exc}; correct the content and Accept again, or Decline")
             return _error(
                 400, f"not sent: agy could not read this answer ({exc}); reload the page and answer again"
             )

@@ -47,7 +47,9 @@ def withdrawn(reason: str) -> Exception:
     if reason == "timed out":
         return GateGone("agy stopped waiting for this (the request timed out); nothing was sent")
     if reason == GATE_SET_ASIDE:
-        return GateGone("agy refused the answer to this request: it is set aside; nothing was sent")
+        return GateGone(
+            "agy refused the answer to this request: it is set aside; nothing was sent; answer it in agy's terminal"
+        )
     if reason:
         return GateGone(f"agy no longer waits for this ({reason}); nothing was sent")
     return GateGone("no such request waits on this board; nothing was sent")
@@ -78,6 +80,12 @@ def refused(notice: str) -> Exception:
 def unreadable(gate: GateOpened, raw: Any) -> str | None:
     """What to do, in words, when the page's answer ``raw`` cannot be an answer to ``gate`` (None:
     it may be; the fail-closed parser still reads it). Nothing is sent for an answer refused here."""
+    if isinstance(raw, dict) and set(raw) == {"accept"}:  # content typed for an MCP server's request
+        if gate.interaction != "elicitation":
+            return "content goes only with an MCP server's request for input: use the card's buttons"
+        if not isinstance(raw["accept"], str) or not raw["accept"].strip():
+            return "type the content it asks for (a JSON object), or Decline"
+        return None
     if raw in ("allow", "deny", "decline") or (isinstance(raw, dict) and set(raw) in ({"deny"}, {"allow"})):
         if gate.kind == "question" and raw != "decline":
             return "this is a question: pick an option or write your own answer, or Decline"
