@@ -364,7 +364,7 @@
       for (const line of c.cwd_notes || []) node.append(el("div", { class: "cwd-note" }, line));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
       if (c.sandbox) node.append(el("div", { class: "note sandbox" },
-        "agy asks to run it outside its sandbox: an allow here does not grant that (it runs as agy runs it without the override)"));
+        "agy asks to run it outside its sandbox: an allow here does not grant that (sandboxOverride is not sent)"));
       // an MCP server asks for content (c.content): the human types it; the core checks it against the
       // server's schema before anything is sent, and nothing is ever filled in for them
       let content = null;
