@@ -373,7 +373,11 @@ def gate_title(gate: GateOpened) -> str:
         # the command alone in its code span, its hash (and warnings) after it: inside, `ls #1a2b3c4d`
         # would read as a shell comment of the command
         view = command_view(p.command_line, COMMAND_LINES)
-        sandbox = " outside agy's sandbox (an allow here does not grant that: sandboxOverride is not sent)" if p.sandbox_override else ""
+        sandbox = (
+            " outside agy's sandbox (an allow here does not grant that: sandboxOverride is not sent)"
+            if p.sandbox_override
+            else ""
+        )
         return f"Run {code_span(view.title().removesuffix(view.tail), visible=True)}{view.tail}{sandbox}"
     what = " ".join(x for x in (p.action, p.target) if x)
     return flagged(what or p.description or f"Allow {gate.tool_name or 'this tool'}?")
