@@ -16,11 +16,9 @@ from agy_harness.adapters.store.ledger_file import (
     LEDGER,
     default_dir,
     load_keys,
-    read_both,
-    read_file,
-    read_tail,
 )
 from agy_harness.adapters.store.ledger_place import moved_once
+from agy_harness.adapters.store.ledger_read import read_both, read_file, read_tail
 
 Report = V.Report
 log = logging.getLogger("agy_harness.ledger")

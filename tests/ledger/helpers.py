@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from agy_harness.adapters.store import ledger_verify as V
-from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, load_keys, read_file
+from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, load_keys
+from agy_harness.adapters.store.ledger_read import read_file
 
 
 def records(directory: Path, kind: str | None = None) -> list[dict[str, Any]]:

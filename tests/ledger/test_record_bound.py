@@ -12,7 +12,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agy_harness.adapters.store import ledger_chain as C
 from agy_harness.adapters.store import ledger_verify as V
-from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys, now, read_file
+from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys, now
+from agy_harness.adapters.store.ledger_read import read_file
 from agy_harness.ports.protocols import LedgerEntry
 
 KEY = Ed25519PrivateKey.generate()  # (a writer signs each record: its line is measured signed)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from agy_harness.adapters.store import ledger_verify as V
-from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys, read_file
+from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys
+from agy_harness.adapters.store.ledger_read import read_file
 from agy_harness.ports.protocols import LedgerEntry
 
 TRIALS = 1000
