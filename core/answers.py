@@ -234,7 +234,7 @@ def _how(gate: GateOpened, answer: GateAnswer) -> Literal["deny", "cancel"]:
 
 
 #: agy's answer messages that carry a denial's reason (``userDenyInstruction``; the file-edit
-#: review's reject: ``writtenFeedback``, :mod:`.code_review`)
+#: review's reject: ``writtenFeedback``, the core's code_review module)
 _REASONED = frozenset({"permission", "codeAction"})
 
 

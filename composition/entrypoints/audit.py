@@ -182,6 +182,8 @@ def _missing(directory: Path) -> bool:
 
     if found(directory):
         return False
+    if directory.exists() and not directory.is_dir():  # a usage error (exit 2), not a missing ledger
+        raise BadInput(f"--ledger {directory} is not a directory")
     where = "no such directory" if not directory.exists() else "no ledger.jsonl or checkpoints.jsonl in it"
     print(f"agy-harness audit: there is no decision ledger at {directory} ({where})", file=sys.stderr)
     return True

@@ -123,7 +123,7 @@ async def test_trust_is_never_borrowed_through_a_link(
     assert f"{borrowed}: its 1 allow rule ignored (" in warning and "is a symbolic link" in warning
     assert load_policy(other).decide(gate("rm -rf build")).verdict == "deny"  # its denies still hold
     run = policy_cli("trust", str(borrowed), home=tmp_path / "config")
-    assert run.returncode == 1 and "is a symbolic link (trust is never borrowed through a link)" in run.stderr
+    assert run.returncode == 2 and "is a symbolic link (trust is never borrowed through a link)" in run.stderr
     assert load_policy(project.parents[2]).decide(gate("git status")).verdict == "allow"  # A's own: trusted
 
 
@@ -133,7 +133,7 @@ def test_a_file_in_no_project_rules_directory_is_not_trusted(tmp_path: Path) -> 
     loose = tmp_path / "rules.toml"
     loose.write_text(RULES, encoding="utf-8")
     run = policy_cli("trust", str(loose), home=tmp_path / "config")
-    assert run.returncode == 1
+    assert run.returncode == 2  # bad input: one line, exit 2 (every policy action alike)
     assert run.stderr == (
         f"agy-harness: not trusted: {loose}: it is not in a project's .agy-harness/policy directory\n"
     )

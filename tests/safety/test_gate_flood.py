@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -176,7 +177,7 @@ async def test_queue_sink_a_human_answering_every_card_answers_each_bogus_gate_o
     assert asked.index("touch real") <= 2 * POISON
     assert len(opened) == len(set(opened))  # no card twice: a gate set aside is never opened again
     assert len(bogus) == len(set(bogus)) == len(refused) == 2 * POISON  # one refused answer each
-    told = [t.split("gate ")[1].split(" ")[0] for t in aside]
+    told = [re.search(r"\(gate ([^)\s]+)\)", t).group(1) for t in aside]  # type: ignore[union-attr]
     assert sorted(told) == sorted(refused)  # one "set aside" notice per bogus gate, no repeat
     assert sorted(retired) == sorted(refused)  # and its card withdrawn, once
 
