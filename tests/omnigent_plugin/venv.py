@@ -5,7 +5,7 @@
 * a shared, cached overlay venv (``~/.cache/agy-harness/agy-plugin-deps-py3.12-<key>``) that sees
   the base's packages (a ``.pth``) and adds agy-harness's runtime dependencies omnigent lacks;
 * per test session, a fresh venv that sees both and into which the wheel built from this checkout is
-  installed with its ``omnigent`` extra, as the README's ``pip install './[omnigent]'`` does (pip,
+  installed with its ``omnigent`` extra, as docs/omnigent.md's ``pip install './[omnigent]'`` does (pip,
   ``--no-index``: the extra and every dependency must already be satisfied by omnigent 0.19.1's
   environment and the overlay, or the install fails); omnigent's own registry then finds the plugin
   through the wheel's entry point.
