@@ -241,8 +241,9 @@ def _permission(value: object) -> GateAnswer:
     raise AnswerError(f"cannot read {_show(value)} as allow or deny; accepted: {PERMISSION_FORMS}")
 
 
-#: agy's answer messages that carry a denial's reason (``userDenyInstruction``)
-_REASONED = frozenset({"permission"})
+#: agy's answer messages that carry a denial's reason (``userDenyInstruction``; the file-edit
+#: review's reject: ``writtenFeedback``, :mod:`.code_review`)
+_REASONED = frozenset({"permission", "codeAction"})
 
 
 def carries_reason(gate: GateOpened) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from . import safejson
+from . import code_review, safejson
 from . import steps as S
 from .cut_marks import LEAD, identities
 from .steps import Step
@@ -39,7 +39,9 @@ def request_fields(
     fields: dict[str, Any] = {
         "kind": kind,
         "interaction": key,
-        "tool": S.tool_name(step),
+        # (a file-edit review: its step type, not the tool -- agy edits files with several tools, and
+        # the stream strips the tool call; the body below names the file and the whole diff)
+        "tool": step.type if key == code_review.FIELD else S.tool_name(step),
         "turn": S.as_str(step.metadata.get("executionId")),
         "request": clean(request),
         "body": clean(step.body),  # the typed body (runCommand, askQuestion...): what agy acts on

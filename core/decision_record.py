@@ -3,15 +3,21 @@ the verdict in one word, its scope, the body of the ledger's ``decision`` record
 ``outcome`` record says ran (:func:`ran_fields`). Pure.
 
 Redaction: what the human saw is kept whole (``core.display``'s one rendering rule), except values
-that look like secrets -- ``password=...``, ``token: ...``, ``Authorization: Bearer ...``, ``-p...``
-after a ``--password`` flag, and long random-looking words (40+ base64/hex characters) -- which become
-``<redacted N chars>``. The request's digest (``core.binding``) still names the exact request.
+that look like secrets, which become ``<redacted N chars>``. The request's digest (``core.binding``)
+still names the exact request. A command line is read by its parsed arguments when the recorder has a
+reader for them (``redact_command``: the ledger's, ``adapters/policy/secrets.py``: ``mysql -pPW``,
+``curl -u user:PW``, ``--password PW``, ``PGPASSWORD=PW`` ...); every text, commands included, then
+goes through :func:`redact`: URL user-info (``postgres://user:PW@host``), ``password=…``,
+``token: …``, ``Authorization: Bearer …`` (a key, then ``=`` or ``:``; only ``password``/``passwd``
+also take a plain space), and long random-looking words (40+ base64/hex characters). Words that only
+name a secret -- ``pwd``, ``echo token`` -- are kept.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from agy_harness.ports.events import GateOpened
@@ -22,9 +28,16 @@ from .display import HASH_CHARS, one_line, text_notes, visible
 from .elicitation import proposed_command
 
 SHOWN_CHARS = 2000
-_SECRET_KEY = re.compile(
-    r"(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|auth(?:orization)?)"
-    r"[\"']?\s*(?:[=:]|\s)\s*(?:bearer\s+|basic\s+)?[\"']?)([^\s\"',;]+)"
+_VALUE = r"(?!<redacted )([^\s\"',;&|]+)"
+_SECRET_KEY = re.compile(  # a key, ``=`` or ``:``, the value (a scheme such as Bearer before it)
+    r"(?i)((?<![A-Za-z])(?:(?:[A-Za-z0-9]+[_-])*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key"
+    r"|private[_-]?key|auth|authorization)|(?:[A-Za-z0-9]+[_-])+pwd)[\"']?[ \t]*[=:][ \t]*(?:(?:bearer|basic|token)[ \t]+)?[\"']?)"
+    + _VALUE
+)
+_SPOKEN_KEY = re.compile(r"(?i)((?<![A-Za-z-])(?:password|passwd)[ \t]+)" + _VALUE)  # "password hunter2"
+#: scheme://user:PW@host (PW up to the last ``@`` before the host: a password may hold one)
+_USER_INFO = re.compile(
+    r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)([^/\s]*?[^/\s@])(?=@[^@/\s]*(?:[/?#\s'\";|&)]|$))"
 )
 _LONG_WORD = re.compile(r"[A-Za-z0-9+/_\-]{40,}={0,2}")
 
@@ -33,19 +46,70 @@ def _mask(match: re.Match[str]) -> str:
     return f"{match.group(1)}<redacted {len(match.group(2))} chars>"
 
 
-def redact(text: str) -> str:
-    """``text`` with what looks like a secret replaced (see the module doc)."""
+def redact(text: str, *, spoken: bool = True) -> str:
+    """``text`` with what looks like a secret replaced (see the module doc). ``spoken``: also the word
+    after a bare ``password``/``passwd`` (prose; not in a command line, whose arguments say which word
+    is a password: ``grep password src/``, ``passwd alice`` hold none)."""
+    text = _USER_INFO.sub(_mask, text)
     text = _SECRET_KEY.sub(_mask, text)
+    if spoken:
+        text = _SPOKEN_KEY.sub(_mask, text)
     return _LONG_WORD.sub(lambda m: f"<redacted {len(m.group(0))} chars>", text)
 
 
-def shown(gate: GateOpened) -> str:
-    """What the human was asked, as one redacted text (bounded)."""
+def mask_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each character range of ``spans`` (overlapping ones merged) replaced by
+    ``<redacted N chars>``."""
+    out, at = [], 0
+    for start, end in sorted(spans):
+        start = max(start, at)
+        if end <= start:
+            continue
+        out.append(text[at:start] + f"<redacted {end - start} chars>")
+        at = end
+    return "".join(out) + text[at:]
+
+
+def mask_values(text: str, values: Iterable[str]) -> str:
+    """``text`` with each occurrence of a secret of ``values`` (those a command line held: its output
+    may show them) replaced by ``<redacted N chars>``; one shorter than four characters only as a word
+    of its own (not inside another word)."""
+    for value in sorted(set(values), key=len, reverse=True):
+        if not value:
+            continue
+        alone = r"(?<![A-Za-z0-9])" if len(value) < 4 else ""
+        pattern = alone + re.escape(value) + (r"(?![A-Za-z0-9])" if alone else "")
+        text = re.sub(pattern, f"<redacted {len(value)} chars>", text)
+    return text
+
+
+def output_tail(output: str, secrets: Sequence[str], keep: int) -> str:
+    """The last ``keep`` characters of a tool's output, redacted: the secrets its command
+    held masked wherever it printed them (read a little further back, so none is cut in two), then
+    the free-text rules; a cut never splits a ``<redacted N chars>`` mark."""
+    window = output[-(keep + max(map(len, secrets), default=0)) :]
+    text = redact(mask_values(window, secrets))
+    if len(text) <= keep:
+        return text
+    cut = len(text) - keep
+    mark = text.rfind("<redacted ", 0, cut)
+    if mark >= 0 and text.find(">", mark) >= cut:
+        cut = mark
+    return text[cut:]
+
+
+#: how a command line is redacted (:func:`redact`, or a reader of its arguments)
+Redactor = Callable[[str], str]
+
+
+def shown(gate: GateOpened, command: Redactor = redact) -> str:
+    """What the human was asked, as one redacted text (bounded); a command line by ``command``."""
     if gate.kind == "permission" and gate.permission is not None:
         p = gate.permission
-        what = p.command_line or p.target or p.description or p.action
-        text = f"{gate.tool_name}: {what}" + (f"  (in {p.cwd})" if p.cwd else "")
-    elif gate.kind == "question":
+        what = command(p.command_line) if p.command_line else redact(p.target or p.description or p.action)
+        cwd = f"  (in {redact(p.cwd)})" if p.cwd else ""
+        return _bounded(visible(f"{redact(gate.tool_name)}: {what}{cwd}"))
+    if gate.kind == "question":
         text = " | ".join(
             q.question + " [" + ", ".join(f"{o.id}={o.text}" for o in q.options) + "]" for q in gate.questions
         )
@@ -58,13 +122,13 @@ def _bounded(text: str) -> str:
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"… [{len(text)} chars]"
 
 
-def verdict_of(answer: CheckedAnswer) -> tuple[str, dict[str, Any]]:
+def verdict_of(answer: CheckedAnswer, command: Redactor = redact) -> tuple[str, dict[str, Any]]:
     """allow / deny / choose / refuse, and what goes with it (a reason, the options picked)."""
     v = answer.verdict
     if isinstance(v, Allow):
         detail: dict[str, Any] = {"persist": v.persist} if v.persist else {}
         if v.command is not None:  # edit, then run: what was approved is the edited line
-            detail["edited_command"] = _bounded(redact(visible(v.command)))
+            detail["edited_command"] = _bounded(visible(command(v.command)))
             detail["command_digest"] = answer.command_digest
         return "allow", detail
     if isinstance(v, Deny):
@@ -87,7 +151,9 @@ def scope_of(answer: CheckedAnswer) -> str:
     return "once"
 
 
-def recorded_verdict(gate: GateOpened, response: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+def recorded_verdict(
+    gate: GateOpened, response: dict[str, Any] | None, command: Redactor = redact
+) -> tuple[str, dict[str, Any]]:
     """The verdict of an answer agy recorded itself (``completedInteractions``: its own terminal)."""
     if not response:
         return "unknown", {}
@@ -109,8 +175,12 @@ def recorded_verdict(gate: GateOpened, response: dict[str, Any] | None) -> tuple
         run = S.as_dict(response["runCommand"])
         detail: dict[str, Any] = {}
         submitted = run.get("submittedCommandLine")
-        if run.get("confirm") is True and isinstance(submitted, str) and submitted != run.get("proposedCommandLine"):
-            detail["edited_command"] = _bounded(redact(visible(submitted)))
+        if (
+            run.get("confirm") is True
+            and isinstance(submitted, str)
+            and submitted != run.get("proposedCommandLine")
+        ):
+            detail["edited_command"] = _bounded(visible(command(submitted)))
         return ("allow" if run.get("confirm") is True else "deny"), detail
     for value in response.values():
         accepted = S.as_dict(value).get("accepted")
@@ -137,12 +207,15 @@ def recorded_command(gate: GateOpened, response: dict[str, Any] | None) -> str |
     return None
 
 
-def _text(field: str, text: str) -> dict[str, Any]:
+def _text(field: str, text: str, command: Redactor) -> dict[str, Any]:
     """``text`` as the ledger keeps a command (redacted, bounded) and the SHA-256 of the exact text."""
-    return {field: _bounded(redact(text)), f"{field}_sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    return {field: _bounded(command(text)), f"{field}_sha256": digest}
 
 
-def ran_fields(proposed: str, approved: str | None, ran: str | None, unread: str = "") -> dict[str, Any]:
+def ran_fields(
+    proposed: str, approved: str | None, ran: str | None, unread: str = "", command: Redactor = redact
+) -> dict[str, Any]:
     """What an ``outcome`` record says of a command gate's step: what ran, as agy's step shows it after
     the answer (``command``, ``command_sha256``, ``ran_from: "step"``; when it could not be read,
     ``command`` is empty, ``ran_from: "unread"`` and ``unread`` says why); and, each only where it
@@ -153,12 +226,12 @@ def ran_fields(proposed: str, approved: str | None, ran: str | None, unread: str
     out: dict[str, Any] = (
         {"command": "", "ran_from": "unread", "unread": unread}
         if ran is None
-        else {**_text("command", ran), "ran_from": "step"}
+        else {**_text("command", ran, command), "ran_from": "step"}
     )
     if proposed and proposed != ran:
-        out.update(_text("proposed", proposed))
+        out.update(_text("proposed", proposed, command))
     if approved is not None and approved != ran:
-        out.update(_text("approved", approved))
+        out.update(_text("approved", approved, command))
     return out
 
 
@@ -169,8 +242,9 @@ def decision_body(
     scope: str,
     decided_by: dict[str, Any],
     latency_ms: int | None,
+    command: Redactor = redact,
 ) -> dict[str, Any]:
-    """The body of a ``decision`` record."""
+    """The body of a ``decision`` record (a command line redacted by ``command``)."""
     return {
         "conversation": gate.cascade_id,
         "gate_id": gate.gate_id,
@@ -178,7 +252,7 @@ def decision_body(
         "kind": gate.kind,
         "tool": gate.tool_name,
         "request_digest": gate.digest,
-        "shown": shown(gate),
+        "shown": shown(gate, command),
         "verdict": verdict,
         "detail": detail,
         "scope": scope,
@@ -203,7 +277,9 @@ def ran_note(verdict: str, outcome: dict[str, Any] | None) -> str:
         text = f"⚠ ran `{ran}`, not what was approved: `{approved}`"
         notes = text_notes(ran)
         if one_line(ran) == one_line(approved) or notes or text_notes(approved):  # as the notice says it
-            ran_hash, approved_hash = (str(outcome.get(f"{k}_sha256", ""))[:HASH_CHARS] for k in ("command", "approved"))
+            ran_hash, approved_hash = (
+                str(outcome.get(f"{k}_sha256", ""))[:HASH_CHARS] for k in ("command", "approved")
+            )
             said = "; ".join(one_line(n) for n in notes)
             text += f" (ran #{ran_hash}, approved #{approved_hash}" + (f"; ran: {said})" if said else ")")
         return text

@@ -14,6 +14,7 @@ from typing import Any, Literal, assert_never
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
+from . import code_review
 from . import steps as S
 from .answers import Allow, CheckedAnswer, Choose, Deny, Refuse, Response, Verdict, loose_verdict
 from .arguments import multi_select_flags
@@ -70,6 +71,9 @@ def interaction_payload(
         return payload
     if gate.interaction == "runCommand":
         payload["runCommand"] = _run_command(gate, verdict)
+        return payload
+    if gate.interaction == code_review.FIELD:  # not an interaction: the RPC adapter sends it by its RPC
+        payload[code_review.FIELD] = code_review.acknowledgement(gate, verdict, payload["stepIndex"])
         return payload
     match verdict:
         case Allow(scope=scope) if scope is not None:  # a lasting grant: agy's PermissionScope

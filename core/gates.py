@@ -24,7 +24,7 @@ from agy_harness.ports.events import (
     built,
 )
 
-from . import safejson
+from . import code_review, safejson
 from . import steps as S
 from .arguments import multi_select_flags
 from .kinds import describe, gate_kind
@@ -58,6 +58,9 @@ def permission_request(step: Step, request: dict[str, Any], key: str = "permissi
     if key == "filePermission":  # FilePermissionInteractionSpec {absolutePathUri, isDirectory, blockReason}
         action = "directory" if request.get("isDirectory") is True else "file"
         target = S.as_str(request.get("absolutePathUri"))
+    elif key == code_review.FIELD:  # agy's file-edit review: the file, and what agy says it does
+        action = "create" if request.get("creates") is True else "edit"
+        target = S.as_str(request.get("path"))
     elif key == "runCommand":
         action = action or "command"
         target = (
@@ -105,6 +108,9 @@ def asked(step: Step) -> tuple[str, str, dict[str, Any]] | None:
     nested = step.body.get("filePermissionRequest")
     if isinstance(nested, dict) and nested:
         return gate_kind("filePermission"), "filePermission", nested
+    review = code_review.review_request(step)  # agy's file-edit review (AcknowledgeCodeActionStep)
+    if review is not None:
+        return ("permission" if review[0] else "other"), code_review.FIELD, review[1]
     return None
 
 

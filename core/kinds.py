@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from agy_harness.ports.events import GateOpened
 
+from . import code_review
 from .display import one_line
 
 GateKindName = Literal["question", "permission", "other"]
@@ -231,6 +232,8 @@ def describe(gate: GateOpened) -> str:
     field = gate.interaction
     kind = BY_FIELD.get(field)
     request = gate.request
+    if field == code_review.FIELD:  # agy's file-edit review: not a CascadeUserInteraction
+        return code_review.card_text(gate)
     if gate.kind == "question":
         questions = [q.question for q in gate.questions]
         first = questions[0] if questions else "a question"

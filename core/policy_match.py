@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from agy_harness.ports.events import GateOpened, PermissionRequest
 from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, SimpleCommand, Verdict
 
+from . import code_review
 from .answers import carries_reason
 from .policy_rules import Example, Rule
 
@@ -127,6 +128,8 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
     ):
         return False  # a command is allowed only as parsed (a deny or an ask may be wider); a command
         # named only by agy's resource (action "command") has no line to parse: never allowed so
+    if rule.decision == "allow" and gate.interaction == code_review.FIELD:
+        return False  # agy's file-edit review: no rule saw its diff; only a human accepts it (deny/ask may)
     if rule.cwd:
         cwd = posixpath.normpath(permission.cwd) if permission.cwd.startswith("/") else ""
         inside = [d for d in rule.cwd if cwd == d or (not rule.exact and cwd.startswith(d.rstrip("/") + "/"))]

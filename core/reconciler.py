@@ -30,7 +30,7 @@ from agy_harness.ports.events import (
     built,
 )
 
-from . import stamps
+from . import code_review, stamps
 from . import steps as S
 from .aliases import other_keys
 from .arguments import tool_arguments
@@ -353,6 +353,9 @@ class Reconciler:
             "output": S.tool_output(step),
             "is_error": step.status != "DONE",
         }
+        reviewed = code_review.outcome(step)  # agy's file-edit review: accepted, or rejected
+        if reviewed is not None:
+            result["output"], result["is_error"] = reviewed
         out.append(built(ToolResult, result, _RESULT_SET))
         return out
 

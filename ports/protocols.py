@@ -339,6 +339,34 @@ class DecisionLedger(Protocol):
     :class:`~agy_harness.ports.errors.LedgerUnavailable` when it could not be written (then the
     answer it records is not sent). It never blocks the event loop. A ``decision`` whose body holds
     ``"unless_decided": true`` (agy's terminal, as the stream showed it) is skipped, returning 0, when
-    the ledger already holds a decision for its ``gate_id`` (another session of this user made it)."""
+    the ledger already holds a decision for its ``gate_id`` that agy may have taken (another session
+    of this user made it; one whose ``delivery`` says ``taken: false`` does not count: agy then took
+    another answer, and that is a decision too)."""
 
     async def record(self, entry: LedgerEntry) -> int: ...
+
+
+@runtime_checkable
+class CommandRedactor(Protocol):
+    """A decision ledger that reads a command line's arguments to mask its secrets before keeping it
+    (``mysql -pPW``, ``curl -u user:PW``, ``--password PW``: issue #46 item 6); without one, the
+    recorder masks by :func:`agy_harness.core.decision_record.redact` alone."""
+
+    def redact_command(self, text: str) -> str: ...
+
+    def command_secrets(self, text: str) -> list[str]:
+        """The secret values of the command line ``text`` (masked too where its output shows them)."""
+        ...
+
+
+@runtime_checkable
+class DeciderLookup(Protocol):
+    """A decision ledger that says who made the decision it holds for a gate (another session of this
+    user, sharing the ledger): what a session that did not answer shows (issue #46 item 5)."""
+
+    async def decider(self, gate_id: str) -> dict[str, Any] | None:
+        """The newest decision recorded for ``gate_id`` that agy may have taken (none whose delivery
+        says ``taken: false``): its ``decided_by``, ``verdict``, ``scope``, ``at`` (the record's
+        time) and ``taken`` (True once agy took it, None while that is not recorded); None when there
+        is none. Raises LedgerUnavailable when the ledger cannot be read."""
+        ...

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from agy_harness.core import code_review
 from agy_harness.core.models import preferred_model
 from agy_harness.core.steps import as_dict, as_int, as_list, as_str, parse_step, user_model
 from agy_harness.ports.events import Event, ModelChanged
@@ -29,8 +30,19 @@ START_SOURCE = "CORTEX_TRAJECTORY_SOURCE_CLI"  # StartCascade's required field (
 ModelResolver = Callable[[str], Awaitable[str | None]]
 
 
+def code_review_request(cascade_id: str, interaction: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``AcknowledgeCodeActionStep`` request for an answer to agy's file-edit review (the
+    harness's ``codeAction`` pseudo-interaction, :mod:`agy_harness.core.code_review`): ``cascadeId``
+    and the descriptor's fields as the core built them; None for any other interaction."""
+    body = interaction.get(code_review.FIELD)
+    if not isinstance(body, dict):
+        return None
+    return {"cascadeId": cascade_id, **{k: body[k] for k in code_review.REQUEST_FIELDS if k in body}}
+
+
 class RpcInteractionDelivery:
-    """``HandleCascadeUserInteraction {cascadeId, interaction}``.
+    """``HandleCascadeUserInteraction {cascadeId, interaction}``; an answer to agy's file-edit review
+    goes by ``AcknowledgeCodeActionStep`` instead (:func:`code_review_request`).
 
     An HTTP-level refusal becomes InteractionRejected (its ``reason`` classified there, once); no
     answer at all (agy down) stays an AgyUnreachable so the caller can tell "refused" from "not
@@ -41,10 +53,14 @@ class RpcInteractionDelivery:
         self._client = client
 
     async def deliver(self, cascade_id: str, interaction: dict[str, Any]) -> None:
+        review = code_review_request(cascade_id, interaction)
         try:
-            await self._client.call(
-                "HandleCascadeUserInteraction", {"cascadeId": cascade_id, "interaction": interaction}
-            )
+            if review is not None:
+                await self._client.call(code_review.METHOD, review)
+            else:
+                await self._client.call(
+                    "HandleCascadeUserInteraction", {"cascadeId": cascade_id, "interaction": interaction}
+                )
         except RpcUnreachable:
             raise
         except RpcError as exc:

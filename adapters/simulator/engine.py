@@ -13,6 +13,7 @@ from typing import Any
 
 from . import steps as st
 from . import tool_steps as ts
+from .code_review import ReviewActions
 from .engine_tools import CHUNK_DELAY, STEP_DELAY, ToolActions
 from .interactions import metadata_index, reask_copy
 from .scenarios import (
@@ -30,7 +31,7 @@ from .state import Cascade, EngineHost, TurnCanceled
 POLL_WINDOW = 0.35
 
 
-class Engine(ToolActions):
+class Engine(ToolActions, ReviewActions):
     """Runs one user turn on a cascade: builds the steps and moves them through their statuses."""
 
     def __init__(

@@ -36,6 +36,7 @@ class CascadeHost:
     gate_reasks: int
     workspace: str
     executed: list[tuple[str, str]]
+    files: dict[str, str]
     grants: Grants
     faults: Faults
     #: agy >= some version sends AgentStateUpdate.fullyIdle (=18) with an IDLE status; the recorded

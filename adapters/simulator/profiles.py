@@ -17,6 +17,7 @@ ALL_METHODS = frozenset(
         "GetConversationMetadata",
         "GetCascadeTrajectorySteps",
         "HandleCascadeUserInteraction",
+        "AcknowledgeCodeActionStep",
         "CancelCascadeSteps",
         "SendUserCascadeMessage",
         "StartCascade",

@@ -33,6 +33,9 @@ one final text reply summarises):
   no recording shows the field; it exists to exercise the harness's generic gates). It is answered
   in the simulated terminal (:meth:`Simulator.resolve_in_terminal`), or over RPC with
   ``{"fileReview": {...}}``.
+* ``edit the file <path>`` / ``edit a file <path>`` — agy's file-edit review: a CODE_ACTION step that
+  waits until a human accepts or rejects its diff, answered by ``AcknowledgeCodeActionStep``
+  (:mod:`.code_review`).
 * ``make a plan`` / ``make a task list`` — agy's task artifact: WRITE_TO_FILE (no gate: agy writes
   its own artifacts) of ``<brain>/<cascade>/task.md``, a Markdown checklist (``[/]`` in progress,
   ``[ ]`` pending), then the same file again with the first item ``[x]`` done. Where agy keeps the
@@ -78,6 +81,7 @@ SCENARIOS: dict[str, list[str]] = {
     "subagent": ["start a subagent to review the code"],
     "long": ["Write a long story about a lighthouse keeper."],
     "plan": ["make a task list and run: pytest"],
+    "review": ["edit the file notes.txt"],  # agy's file-edit review (.code_review)
     # every gate kind agy defines, one turn each (adapters/simulator/kind_steps.py)
     "kinds": list(KINDS_SCENARIO),
 }
@@ -114,7 +118,7 @@ WORKSPACE_ENTRIES: list[dict[str, Any]] = [
 
 @dataclass
 class Action:
-    kind: str  # "run" | "autorun" | "ask" | "list" | "view" | "subagent"
+    kind: str  # "run" | "autorun" | "ask" | "list" | "view" | "subagent" | "write" | "edit" | ...
     at: int
     arg: str = ""
     multi: bool = False
@@ -137,6 +141,7 @@ _KEYWORDS: list[tuple[str, str]] = [
     ("view", r"\b(?:view|cat)\b|\bread (?:the )?file\b"),
     ("subagent", r"\bsub-?agents?\b"),
     ("write", r"\bwrite (?:to )?(?:a |the )?file\b"),
+    ("edit", r"\bedit (?:a |the )?file\b"),
     ("plan", r"\b(?:make|keep|write) a (?:task list|plan)\b"),
 ]
 
@@ -209,7 +214,7 @@ def plan_for(text: str) -> Plan:
         elif kind == "subagent":
             action.arg = "Code Reviewer"
             action.typed = bool(re.search(r"\binvoke\b", text, re.I))
-        elif kind == "write":
+        elif kind in ("write", "edit"):
             action.arg = extract_path(text[stop:])
         elif kind == "kind":  # "kind: <field> [subject]": the rest of the line
             line = text[stop:].split("\n", 1)[0]

@@ -21,7 +21,7 @@ from typing import Any
 
 from agy_harness.ports.tasks import reap
 
-from . import interactions, unary
+from . import code_review, interactions, unary
 from . import steps as st
 from .catalog import DEFAULT_MODEL, MODELS
 from .faults import Faults
@@ -83,6 +83,12 @@ class Simulator(CascadeHost):
         #: every HandleCascadeUserInteraction received, in order: (cascadeId, interaction as sent),
         #: refused ones too -- what agy was told (tests read it as "what the human's answer became")
         self.received: list[tuple[str, dict[str, Any]]] = []
+        #: every AcknowledgeCodeActionStep received, in order, as sent (refused ones too): what agy was
+        #: told of its file-edit reviews
+        self.acknowledged: list[dict[str, Any]] = []
+        #: each reviewed file as agy leaves it (the new text if the edit was accepted, else the old):
+        #: what the user finds on disk (nothing is written)
+        self.files: dict[str, str] = {}
         #: the lasting grants agy keeps (``permission.scope``): a covered request runs without asking
         self.grants = Grants()
         self._host = host
@@ -246,12 +252,31 @@ class Simulator(CascadeHost):
         gate.future.set_result(response)
         self._changed(c, index)
 
+    async def acknowledge_code_action(self, request: dict[str, Any]) -> None:
+        """``AcknowledgeCodeActionStep``: accept or reject the waiting file-edit reviews it names (see
+        :mod:`.code_review`); raises RpcFailure for any other shape."""
+        self.acknowledged.append(copy.deepcopy(request))
+        c = self._cascades.get(str(request.get("cascadeId") or ""))
+        if c is None:
+            raise RpcFailure(500, "unknown", f"run state not found ({request.get('cascadeId')})")
+        for index, answer in code_review.check(c, request):
+            gate = c.gates.pop(index)
+            gate.future.set_result(answer)
+            self._changed(c, index)
+
     async def resolve_in_terminal(
         self, cascade_id: str | None = None, *, accept: bool = True, kind: str = "other", **how: Any
     ) -> int:
         """A human answers the waiting gate of ``kind`` in agy's own terminal (see
-        :func:`.interactions.terminal_answer`). Returns the step index; KeyError if none waits."""
+        :func:`.interactions.terminal_answer`; ``kind="review"``: a file-edit review, accepted or
+        rejected there). Returns the step index; KeyError if none waits."""
         c = self._cascade(cascade_id)
+        if kind == code_review.GATE_KIND:
+            index = next(i for i, g in sorted(c.gates.items()) if g.kind == kind and not g.future.done())
+            answer = {"accept": accept, "writtenFeedback": "", "stepIndices": [index]}
+            c.gates.pop(index).future.set_result(answer)
+            self._changed(c, index)
+            return index
         interaction = interactions.terminal_answer(c, accept, kind=kind, **how)
         await self.handle_interaction(c.id, interaction, terminal=True)
         return int(interaction["stepIndex"])

@@ -106,6 +106,7 @@ class EngineHost(Protocol):
     gate_reasks: int
     workspace: str
     executed: list[tuple[str, str]]
+    files: dict[str, str]
     grants: Grants
     faults: Faults
 

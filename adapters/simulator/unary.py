@@ -23,6 +23,7 @@ class UnaryHost(Protocol):
     _cascades: dict[str, Cascade]
 
     async def handle_interaction(self, cascade_id: str, interaction: dict[str, Any]) -> None: ...
+    async def acknowledge_code_action(self, request: dict[str, Any]) -> None: ...
     async def cancel(self, cascade_id: str | None = None) -> bool: ...
     async def clear(self) -> str: ...
     def _submit(self, c: Cascade, text: str, model: str) -> str: ...
@@ -56,6 +57,9 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
         await sim.handle_interaction(
             str(request.get("cascadeId") or ""), interaction if isinstance(interaction, dict) else {}
         )
+        return {}
+    if method == "AcknowledgeCodeActionStep":  # agy's file-edit review (.code_review)
+        await sim.acknowledge_code_action(request)
         return {}
     if method == "CancelCascadeSteps":
         c = sim._cascades.get(str(request.get("cascadeId") or ""))

@@ -24,7 +24,7 @@ from rich.text import Text
 
 from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
-from agy_harness.core import safejson
+from agy_harness.core import code_review, safejson
 from agy_harness.core.answers import carries_reason
 from agy_harness.core.display import MARKER, command_view, label_notes, path_notes, visible
 from agy_harness.core.scopes import allow_choices, scope_label, scope_word
@@ -195,6 +195,9 @@ def result_card(event: ToolResult, max_lines: int, raw_output: str | None = None
     )
 
 
+_DIFF_STYLE = {"+": "green", "-": "red"}  # a review's diff lines (core.code_review)
+
+
 def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
     """The card a gate is asked with, built from the gate as agy sent it: every field is neutralised
     here (:func:`agy_harness.core.display.visible`), and a command is shown whole at the moment of
@@ -204,7 +207,13 @@ def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
     if gate.kind == "permission":
         p = gate.permission
         command = p.command_line if p else ""
-        if command:
+        if code_review.is_review(gate):  # agy's file-edit review: the file, then its whole diff
+            body.append(Text(visible(code_review.card_text(gate)), style="bold"))
+            body.extend(Text("  " + note, style="yellow") for note in path_notes(p.target if p else ""))
+            for line in command_view(code_review.diff_text(gate), MAX_COMMAND_LINES).lines:
+                marker = line.startswith(MARKER) and line.endswith(MARKER)
+                body.append(Text(line, style="dim italic" if marker else _DIFF_STYLE.get(line[:1], "")))
+        elif command:
             view = command_view(command, MAX_COMMAND_LINES)
             for i, line in enumerate(view.lines):
                 marker = line.startswith(MARKER) and line.endswith(MARKER)

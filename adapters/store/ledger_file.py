@@ -148,8 +148,23 @@ class FileLedger:
         self._seq = 0
         self._head = C.GENESIS
         self._size = 0  # the ledger's size as this writer last saw it
-        self._decided: OrderedDict[str, None] = OrderedDict()
+        #: gate id -> its decisions agy may have taken (sequence -> who, verdict, scope, when): one
+        #: agy did not take (a ``delivery`` record says ``taken: false``) is dropped
+        self._decided: OrderedDict[str, dict[int, dict[str, Any]]] = OrderedDict()
         self._dirty = False  # written since the last fsync
+
+    def redact_command(self, text: str) -> str:
+        """``text`` (a command line) as this ledger keeps it: its secret arguments masked, read as
+        bash reads them (:mod:`agy_harness.adapters.policy.secrets`; the port's ``CommandRedactor``)."""
+        from agy_harness.adapters.policy.secrets import redact_command  # (the grammar, loaded once needed)
+
+        return redact_command(text)
+
+    def command_secrets(self, text: str) -> list[str]:
+        """The secret values of the command line ``text`` (masked in what it printed, too)."""
+        from agy_harness.adapters.policy.secrets import command_secrets
+
+        return command_secrets(text)
 
     async def record(self, entry: LedgerEntry) -> int:
         future = self._pool.submit(self._append, entry.type, entry.body)
@@ -222,8 +237,8 @@ class FileLedger:
                 continue
             self._seq, self._head = int(record["seq"]), str(record.get("hash"))
             body = record.get("body")
-            if record.get("type") == "decision" and isinstance(body, dict):
-                self._remember(str(body.get("gate_id", "")))
+            if isinstance(body, dict):
+                self._remember(str(record.get("type")), self._seq, str(record.get("time", "")), body)
         self._size = size
 
     def _sync(self) -> None:
@@ -236,10 +251,43 @@ class FileLedger:
         except OSError as exc:
             log.warning("decision ledger: fsync failed: %s", exc)
 
-    def _remember(self, gate_id: str) -> None:
-        self._decided[gate_id] = None
-        while len(self._decided) > SEEN_KEPT:
-            self._decided.popitem(last=False)
+    def _remember(self, kind: str, seq: int, at: str, body: dict[str, Any]) -> None:
+        """A record's part in what the ledger knows of a gate's decision: a decision is one agy may have
+        taken; a delivery says agy took it (``taken: true``) or withdraws it (``taken: false``)."""
+        gate_id = str(body.get("gate_id", ""))
+        decision = body.get("decision")
+        if kind == "delivery" and isinstance(decision, int):
+            if body.get("taken") is False:
+                self._decided.get(gate_id, {}).pop(decision, None)
+            elif decision in self._decided.get(gate_id, {}):
+                self._decided[gate_id][decision]["taken"] = True
+        elif kind == "decision":
+            who = {k: body.get(k) for k in ("decided_by", "verdict", "scope")}
+            self._decided.setdefault(gate_id, {})[seq] = {**who, "at": at, "taken": None}
+            self._decided.move_to_end(gate_id)
+            while len(self._decided) > SEEN_KEPT:
+                self._decided.popitem(last=False)
+
+    async def decider(self, gate_id: str) -> dict[str, Any] | None:
+        """Who made the decision this ledger holds for ``gate_id`` that agy may have taken (the newest;
+        another session's, read from the file): ``decided_by``, ``verdict``, ``scope``, ``at`` and
+        ``taken`` (True once a delivery record says agy took it; None while none does); None when it
+        holds none."""
+        return await asyncio.wrap_future(self._pool.submit(self._decider, gate_id))
+
+    def _decider(self, gate_id: str) -> dict[str, Any] | None:
+        _dir, ledger, _checkpoints = self._open()
+        try:
+            fcntl.flock(ledger, fcntl.LOCK_EX)
+        except OSError as exc:
+            raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc
+        try:
+            self._catch_up(ledger)
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(ledger, fcntl.LOCK_UN)
+        live = self._decided.get(gate_id)
+        return dict(live[max(live)]) if live else None
 
     def _append(self, kind: str, body: dict[str, Any]) -> int:
         _dir, ledger, checkpoints = self._open()
@@ -249,10 +297,11 @@ class FileLedger:
             raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc
         try:
             self._catch_up(ledger)
-            if body.get("unless_decided") and body.get("gate_id") in self._decided:
-                return 0  # another session recorded this gate's decision: not a decision of agy's
+            if body.get("unless_decided") and self._decided.get(str(body.get("gate_id", ""))):
+                return 0  # a decision agy may have taken is recorded (another session's): not agy's own
             body = {k: v for k, v in body.items() if k != "unless_decided"}
-            line, digest = C.seal(self._seq + 1, self._head, now(), kind, body)
+            at = now()
+            line, digest = C.seal(self._seq + 1, self._head, at, kind, body)
             try:
                 _write_all(ledger, line)  # in the file (a kill of this process no longer loses it)
             except OSError as exc:
@@ -261,8 +310,7 @@ class FileLedger:
                 raise LedgerUnavailable(f"the decision ledger could not be written: {exc}") from exc
             self._seq, self._head, self._size = self._seq + 1, digest, self._size + len(line)
             self._dirty = True
-            if kind == "decision":
-                self._remember(str(body.get("gate_id", "")))
+            self._remember(kind, self._seq, at, body)
             if self._key is not None:
                 try:
                     _write_all(checkpoints, C.checkpoint(self._seq, digest, self._key))

@@ -41,6 +41,8 @@ SURFACE: dict[str, str] = {
     "CancelCascadeSteps": EMPTY,
     "SendAgentMessage": EMPTY,
     "StartCascade": "it would create a conversation",
+    # agy's file-edit review (core.code_review): only a human's answer may acknowledge one
+    "AcknowledgeCodeActionStep": "it could acknowledge agy's file-edit review",
     "StreamAgentStateUpdates": STREAM,
 }
 

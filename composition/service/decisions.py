@@ -18,7 +18,9 @@ An answer agy took at its re-ask of the gate (the gate timed out while the human
 agy's terminal) and adds no record of its own, and the re-ask's result is the decision's outcome.
 
 Each gate's withdrawal is told who decided it (:meth:`annotate`: ``GateWithdrawn.decided_by``, what
-every surface shows on the retired card), ledger or not.
+every surface shows on the retired card), ledger or not; with the ledger, also when another session
+answered (the ledger names it) or when agy's terminal overtook this harness's answer on its way (agy
+recorded the opposite verdict: then, once agy refused this answer, the terminal's is recorded too).
 
 Follow-up records never hold anything up: they are written in the background, in order (the ledger
 has one writer), and a failure is logged.
@@ -27,23 +29,20 @@ has one writer), and a failure is logged.
 from __future__ import annotations
 
 import asyncio
-import getpass
 import hashlib
 import inspect
 import logging
-import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from agy_harness.core import steps as S
 from agy_harness.core.answers import CheckedAnswer
 from agy_harness.core.approvals import approved_command, ran_command
 from agy_harness.core.decision_record import (
     decision_body,
+    output_tail,
     ran_fields,
     recorded_command,
     recorded_verdict,
@@ -53,7 +52,15 @@ from agy_harness.core.decision_record import (
 )
 from agy_harness.core.elicitation import proposed_command
 from agy_harness.ports.events import Decider, Event, GateOpened, GateWithdrawn, ToolResult
-from agy_harness.ports.protocols import DecidedBy, DeciderKind, DecisionLedger, LedgerEntry
+from agy_harness.ports.protocols import (
+    CommandRedactor,
+    DecidedBy,
+    DeciderKind,
+    DecisionLedger,
+    LedgerEntry,
+)
+
+from .deciders import LOOKUP, decider_now, local_user, recorded_decider, recorded_response
 
 log = logging.getLogger("agy_harness.ledger")
 
@@ -62,25 +69,14 @@ DRAIN = 5.0  # seconds a stop waits for the background records
 OUTPUT_TAIL = 400  # characters of a tool's output kept in its outcome record
 
 
-def local_user() -> str:
-    """The user this harness runs as (its uid's name; the uid when it has none)."""
-    try:
-        return getpass.getuser()
-    except Exception:
-        return f"uid {os.getuid()}" if hasattr(os, "getuid") else ""
+def _no_secrets(text: str) -> list[str]:
+    return []
 
 
 def _put(book: OrderedDict[str, Any], key: str, value: Any) -> None:
     book[key] = value
     while len(book) > KEPT:
         book.popitem(last=False)
-
-
-def _decider(by: DecidedBy, verdict: str, scope: str) -> Decider:
-    at = datetime.now(UTC).isoformat(timespec="seconds")
-    return Decider(
-        kind=by.kind, surface=by.surface, user=by.user, at=at, verdict=verdict, scope=scope, rule_id=by.rule_id
-    )
 
 
 @dataclass(slots=True)
@@ -95,6 +91,7 @@ class _Decided:
     approved: str | None = None
     by: Decider | None = None
     written: bool = False  # its outcome record (one per decision)
+    result: ToolResult | None = None  # the step's result, once seen
 
 
 class DecisionRecorder:
@@ -109,6 +106,9 @@ class DecisionRecorder:
         #: conversation, which can be tens of megabytes)
         self.read_steps = read_steps
         self.user = user or local_user()
+        #: how a command line is kept: the ledger's reading of its arguments, else the free-text rules
+        self.redact_command = ledger.redact_command if isinstance(ledger, CommandRedactor) else redact
+        self._secrets_of = ledger.command_secrets if isinstance(ledger, CommandRedactor) else _no_secrets
         self._opened: OrderedDict[str, float] = OrderedDict()  # gate id -> when it opened (monotonic)
         self._answered: OrderedDict[str, None] = OrderedDict()  # gates this harness answered
         #: step key -> its decided gate, awaiting the step's result
@@ -116,6 +116,7 @@ class DecisionRecorder:
         self._gates: OrderedDict[str, GateOpened] = OrderedDict()  # open gates
         self._tasks: set[asyncio.Task[None]] = set()
         self._deciders: OrderedDict[str, Decider] = OrderedDict()  # gate id -> who answered it here
+        self._withdrawn: OrderedDict[str, None] = OrderedDict()  # gates agy showed answered
         #: step key of agy's re-ask that took an answer given to an earlier gate -> who decided it
         self._moved: OrderedDict[str, Decider | None] = OrderedDict()
 
@@ -127,14 +128,16 @@ class DecisionRecorder:
     async def decided(self, gate: GateOpened, answer: CheckedAnswer, by: DecidedBy) -> int:
         """Append the decision record; its sequence (0 when there is no ledger). Raises
         LedgerUnavailable when it could not be written: then nothing may be sent."""
-        verdict, detail = verdict_of(answer)
-        decider = _decider(by, verdict, scope_of(answer))
+        verdict, detail = verdict_of(answer, self.redact_command)
+        decider = decider_now(by, verdict, scope_of(answer))
         _put(self._deciders, gate.gate_id, decider)
         if self.ledger is None:
             return 0
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
-        body = decision_body(gate, verdict, detail, scope_of(answer), by.model_dump(), latency)
+        body = decision_body(
+            gate, verdict, detail, scope_of(answer), by.model_dump(), latency, self.redact_command
+        )
         try:
             seq = await self.ledger.record(LedgerEntry(type="decision", body=body))
         except BaseException:
@@ -153,7 +156,9 @@ class DecisionRecorder:
         key = f"{gate.trajectory_id}/{step_index}"
         decided = self._steps.get(gate.step_key)
         mine = decided is not None and decided.gate.gate_id == gate.gate_id
-        _put(self._moved, key, decided.by if mine and decided is not None else self._deciders.get(gate.gate_id))
+        _put(
+            self._moved, key, decided.by if mine and decided is not None else self._deciders.get(gate.gate_id)
+        )
 
         def undo() -> None:
             self._moved.pop(key, None)
@@ -182,6 +187,9 @@ class DecisionRecorder:
         step agy took the answer at (``taken``: at the gate's own, already known)."""
         loop = asyncio.get_running_loop()
         decided = _Decided(gate, loop.create_future(), loop.create_future(), approved)
+        replaced = self._steps.get(gate.step_key)
+        if replaced is not None and replaced.gate.gate_id == gate.gate_id:
+            decided.result = replaced.result  # (what ran, seen before this decision was known)
         if taken:
             decided.taken.set_result(gate.step_key)
         _put(self._steps, gate.step_key, decided)
@@ -202,23 +210,32 @@ class DecisionRecorder:
             decided.taken.set_result(gate.step_key if taken else "")
         body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
         self._later(LedgerEntry(type="delivery", body=body))
+        if not taken and gate.gate_id in self._withdrawn and gate.step_key not in self._moved:
+            self._spawn(self._overtaken_by_agy(self._step(gate, taken=True)))  # (after the delivery record)
 
     # -- what the stream shows ---------------------------------------------------------------------
 
-    def annotate(self, event: GateWithdrawn) -> GateWithdrawn:
+    async def annotate(self, event: GateWithdrawn) -> GateWithdrawn:
         """``event`` with who decided it, when this harness knows: its own answer's decider (a human
-        on a surface, a rule, an interrupt), agy's own terminal or agy's timeout (a gate it saw open)."""
+        on a surface, a rule, an interrupt), the decider the ledger names (another session of this
+        user answered it: its surface or its rule, issue #46 item 5), else agy's own terminal, or agy's
+        timeout (a gate it saw open)."""
         by = self._deciders.pop(event.gate_id, None)
         if event.reason != "answered":  # agy did not take this harness's answer (changed, cancelled)
             by = None
+        elif by is not None and await self._overtaken(event.gate_id, by):
+            by = decider_now(self.by("agy-terminal", "agy"), "", "")
         re_ask = self._re_ask(event) if event.reason == "answered" else None
         if by is None and re_ask is not None:  # agy's re-ask, that took an answer given here
             by = self._moved.get(re_ask)
         elif by is None and event.gate_id in self._gates:
             if event.reason == "answered":
-                by = _decider(self.by("agy-terminal", "agy"), "", "")
+                gate = self._gates[event.gate_id]
+                by = await recorded_decider(self.ledger, gate, self.read_steps) or decider_now(
+                    self.by("agy-terminal", "agy"), "", ""
+                )
             elif event.reason == "timed out":
-                by = _decider(self.by("timeout"), "timeout", "")
+                by = decider_now(self.by("timeout"), "timeout", "")
         if by is None or event.decided_by is not None:
             return event
         return event.model_copy(update={"decided_by": by})
@@ -238,7 +255,11 @@ class DecisionRecorder:
                 gate = self._gates.pop(event.gate_id, None)
                 if self.ledger is None:
                     continue
-                if gate is not None and event.gate_id not in self._answered and gate.step_key not in self._moved:
+                if gate is None or gate.step_key in self._moved:
+                    continue
+                if event.reason == "answered":
+                    _put(self._withdrawn, event.gate_id, None)  # (an answer on its way: see delivered)
+                if event.gate_id not in self._answered:
                     if event.reason == "answered":
                         self._spawn(self._elsewhere(self._step(gate, taken=True)))
                     elif event.reason == "timed out":
@@ -246,7 +267,16 @@ class DecisionRecorder:
             elif isinstance(event, ToolResult) and self.ledger is not None:
                 found = self._steps.get(event.step_key)
                 if found is not None:
+                    found.result = event  # (kept for a decision that replaces this one: delivered)
                     self._spawn(self._outcome(found, event))
+
+    async def _overtaken_by_agy(self, decided: _Decided) -> None:
+        """Agy's terminal answered ``decided``'s gate while this harness's answer to it was on its way,
+        and agy did not take this one: the answer agy took is a decision too (issue #46 item 4),
+        recorded unless another session's is (the ledger's ``unless_decided``); what ran follows it."""
+        await self._elsewhere(decided)
+        if decided.result is not None:
+            await self._outcome(decided, decided.result)
 
     async def _elsewhere(self, decided: _Decided) -> None:
         """A gate answered without this harness: agy's own terminal. Its verdict is what agy recorded."""
@@ -257,30 +287,38 @@ class DecisionRecorder:
             if not done.done():  # (not recorded: what then ran has no decision to name)
                 done.set_result(0)
 
+    async def _overtaken(self, gate_id: str, by: Decider) -> bool:
+        """This harness's answer to ``gate_id`` is still on its way (agy has not said it took it) and
+        agy recorded the opposite verdict: the answer agy took was typed in its own terminal."""
+        gate = self._gates.get(gate_id)
+        decided = self._steps.get(gate.step_key) if gate is not None else None
+        if gate is None or decided is None or decided.gate.gate_id != gate_id or decided.taken.done():
+            return False
+        if by.verdict not in ("allow", "deny"):
+            return False
+        try:
+            async with asyncio.timeout(LOOKUP):
+                response = await recorded_response(self.read_steps, gate)
+        except TimeoutError:
+            return False
+        verdict, _ = recorded_verdict(gate, response)
+        return verdict in ("allow", "deny") and verdict != by.verdict
+
     async def _agy_terminal(self, decided: _Decided) -> int:
         gate = decided.gate
-        response: dict[str, Any] | None = None
-        try:
-            for step in map(S.parse_step, await self.read_steps(gate)):
-                if step is not None and (step.key.trajectory_id, step.key.step_index) == (
-                    gate.trajectory_id,
-                    gate.step_index,
-                ):
-                    response = S.interaction_response(step)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.info("gate %s: agy's recorded answer could not be read (%s)", gate.gate_id, exc)
+        response = await recorded_response(self.read_steps, gate)
         if gate.step_key in self._moved:  # agy's re-ask, that took an answer given here meanwhile
             return 0
-        verdict, detail = recorded_verdict(gate, response)
+        verdict, detail = recorded_verdict(gate, response, self.redact_command)
         decided.approved = recorded_command(gate, response)
         return await self._record_other(gate, verdict, detail, self.by("agy-terminal", "agy"))
 
-    async def _record_other(self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy) -> int:
+    async def _record_other(
+        self, gate: GateOpened, verdict: str, detail: dict[str, Any], by: DecidedBy
+    ) -> int:
         opened = self._opened.get(gate.gate_id)
         latency = None if opened is None else int((time.monotonic() - opened) * 1000)
-        body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency)
+        body = decision_body(gate, verdict, detail, "once", by.model_dump(), latency, self.redact_command)
         body["unless_decided"] = True  # another session of this user may have answered it: not agy's
         assert self.ledger is not None
         return await self.ledger.record(LedgerEntry(type="decision", body=body))
@@ -296,6 +334,13 @@ class DecisionRecorder:
         if self._steps.get(result.step_key) is decided:
             del self._steps[result.step_key]
         output = result.output
+        proposed = proposed_command(gate)
+        ran, why = (None, "")
+        if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
+            ran, why = await self._ran(gate, result.step_key)
+        secrets = [
+            s for line in {proposed, decided.approved or "", ran or ""} for s in self._secrets_of(line)
+        ]
         body: dict[str, Any] = {
             "conversation": gate.cascade_id,
             "gate_id": gate.gate_id,
@@ -305,12 +350,10 @@ class DecisionRecorder:
             "error": result.is_error,
             "output_sha256": hashlib.sha256(output.encode("utf-8", "replace")).hexdigest(),
             "output_chars": len(output),
-            "output_tail": redact(output[-OUTPUT_TAIL:]),
+            "output_tail": output_tail(output, secrets, OUTPUT_TAIL),
         }
-        proposed = proposed_command(gate)
-        if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
-            ran, why = await self._ran(gate, result.step_key)
-            body.update(ran_fields(proposed, decided.approved, ran, why))
+        if proposed or decided.approved is not None:
+            body.update(ran_fields(proposed, decided.approved, ran, why, self.redact_command))
         await self._write(LedgerEntry(type="outcome", body=body))
 
     async def _ran(self, gate: GateOpened, step_key: str) -> tuple[str | None, str]:

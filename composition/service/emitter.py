@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 from weakref import WeakKeyDictionary
@@ -80,7 +80,7 @@ class Emitter:
         #: not offered, and a notice says so): the events that stand for it
         self.before_gate: Callable[[GateOpened], list[Event]] | None = None
         #: who decided a withdrawn gate, added before the sink sees it (the gate bridge's recorder)
-        self.withdrawn_by: Callable[[GateWithdrawn], GateWithdrawn] | None = None
+        self.withdrawn_by: Callable[[GateWithdrawn], Awaitable[GateWithdrawn]] | None = None
         self.inflight: set[asyncio.Future[None]] = set()
         self._stopped: set[asyncio.Future[None]] = set()  # deliveries whose reader was cancelled
         self._eager = False  # a delivery runs in the reader's task (_deliver_shielded)
@@ -210,7 +210,7 @@ class Emitter:
             out = [x for e in out for x in (look(e) if isinstance(e, GateOpened) else [e])]
         if self.withdrawn_by is not None:
             tell = self.withdrawn_by
-            out = [tell(e) if isinstance(e, GateWithdrawn) else e for e in out]
+            out = [await tell(e) if isinstance(e, GateWithdrawn) else e for e in out]
         return out
 
     async def _details_of(self, gate: GateOpened) -> list[Any]:

@@ -15,7 +15,7 @@ from agy_harness.ports.errors import MethodMissing, NoTurnSender
 from agy_harness.ports.protocols import DecidedBy, GateAnswer, Interrupter, TurnSender
 
 from .conversation import Conversation, HarnessStats
-from .decisions import local_user
+from .deciders import local_user
 from .emitter import Emitter
 from .gate_bridge import GateBridge
 

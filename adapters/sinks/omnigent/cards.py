@@ -25,6 +25,10 @@ So each field carries agy's text in the medium that shows it, by the one renderi
   agy's own description of it;
 * ``content_preview`` (chat only): the request escaped for rich markup, and what ``y`` / ``n`` do.
 
+agy's file-edit review (:mod:`agy_harness.core.code_review`) is offered "Reject" alone: neither
+medium shows a whole diff, so an accept here would approve what no one saw; the card says where to
+accept it.
+
 The choices (:func:`choices`): "Allow once" first (the chat's ``y``), then each lasting scope the
 gate lists and the harness can honour (``GateOpened.scopes``, labelled by the core), then "Deny".
 Nothing else is offered: omnigent's own agy buttons (``always_allow_pattern``) are never asked for.
@@ -37,6 +41,7 @@ from typing import Any, cast
 
 from rich.markup import escape as escape_markup
 
+from agy_harness.core import code_review
 from agy_harness.core.display import MARKER, command_view, one_line, path_notes
 from agy_harness.core.kinds import describe
 from agy_harness.core.scopes import SCOPES, Scope, allow_choices, scope_label
@@ -46,6 +51,12 @@ from agy_harness.ports.protocols import GateAnswer
 COMMAND_LINES = 40  # a taller command is cut in the card (with a marker)
 REQUEST_CHARS = 2000  # the request on one line holds this much before it is cut (with a marker)
 DENY = "Deny"
+REJECT = "Reject"
+#: agy's file-edit review on omnigent: its card shows one line, never a whole diff, so it offers only Reject
+NO_ACCEPT = (
+    "omnigent cannot show this diff whole: accept it on the board, in your editor (ACP) or in "
+    "agy's terminal; Reject is the only answer here"
+)
 POINTER = "agy asks for permission: the request is shown below"
 
 
@@ -58,6 +69,8 @@ class Choice:
 def choices(gate: GateOpened) -> tuple[Choice, ...]:
     """The card's choices in display order: "Allow once" first (what the chat's ``y`` picks), each
     lasting scope of ``gate.scopes``, then Deny. Labels are unique (a label read back names one)."""
+    if code_review.is_review(gate):  # its card cannot show a diff whole: no accept here (said on it)
+        return (Choice(REJECT, GateAnswer(allow=False)),)
     out: list[Choice] = []
     allowed = allow_choices(gate)
     if "once" in allowed:
@@ -124,6 +137,9 @@ def permission_fields(gate: GateOpened) -> dict[str, Any]:
     legend = f"y = {picks[0].label}, n = {DENY}" + (
         f"; {others} more choice{'s' if others != 1 else ''} on omnigent's web card" if others > 0 else ""
     )
+    if code_review.is_review(gate):
+        web.append(NO_ACCEPT)
+        legend = f"y / n = {REJECT} · {NO_ACCEPT}"
     fields: dict[str, Any] = {
         "message": message,
         "content_preview": escape_markup(

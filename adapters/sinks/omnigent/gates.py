@@ -37,14 +37,23 @@ from typing import Any
 
 from rich.markup import escape as escape_markup
 
-from agy_harness.core.answers import AnswerError, fold, match_option, parse_answer, texts
+from agy_harness.core import code_review
+from agy_harness.core.answers import (
+    Allow,
+    AnswerError,
+    CheckedAnswer,
+    fold,
+    match_option,
+    parse_answer,
+    texts,
+)
 from agy_harness.core.display import command_view, flagged, one_line, visible
 from agy_harness.core.kinds import describe
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
-from .cards import COMMAND_LINES, choice_for, markup_neutral, permission_fields
+from .cards import COMMAND_LINES, NO_ACCEPT, choice_for, markup_neutral, permission_fields
 
 ELICITATION_PREFIX = "elicit_agy_"
 PERMISSION_KEYS = ("allow", "approve", "answer", "0")
@@ -262,6 +271,13 @@ def _question_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswe
 
 
 def _permission_content(gate: GateOpened, content: Mapping[str, Any]) -> GateAnswer:
+    answer = _permission_answer(gate, content)
+    if code_review.is_review(gate) and isinstance(answer.verdict, Allow):  # (cards.NO_ACCEPT)
+        raise AnswerError(NO_ACCEPT)
+    return answer
+
+
+def _permission_answer(gate: GateOpened, content: Mapping[str, Any]) -> CheckedAnswer:
     if not content:
         return parse_answer(gate, True)  # an explicit accept without a form: allow once
     if len(content) != 1:

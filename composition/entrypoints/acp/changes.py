@@ -11,6 +11,9 @@ permission's ``target``). The card gets:
   ``fs/read_text_file`` (the editor's buffer, unsaved edits included; its first line only, for at
   most :data:`READ_SECONDS`): a file that has text, or an editor that did not answer in time, is
   then no new file, and the diff is not shown as one;
+* agy's file-edit review (:mod:`agy_harness.core.code_review`): the ``diff`` block of its request's
+  ``oldText`` / ``newText`` (the lines of agy's unified diff, unchanged ones in both; ``oldText``
+  null for a file the edit creates);
 * otherwise a line that says what there is to see: agy's own diff text, verbatim in a code block
   (the display rule's body), or that agy's request carries no change to show.
 """
@@ -24,6 +27,7 @@ from typing import Any
 from acp import helpers as h
 from acp.schema import ContentToolCallContent, FileEditToolCallContent, ToolCallLocation
 
+from agy_harness.core import code_review
 from agy_harness.ports.events import GateOpened
 
 from .listing import path_of
@@ -84,6 +88,10 @@ async def gate_change(
     if path is None:
         return [], None
     locations = [ToolCallLocation(path=path)]
+    if code_review.is_review(gate):  # agy's file-edit review: its whole diff, as the editor shows edits
+        old = gate.request.get("oldText")
+        new = str(gate.request.get("newText") or "")
+        return [h.tool_diff_content(path, new, old if isinstance(old, str) else None)], locations
     diff = agys_diff(gate)
     new_text = added_only(diff) if diff else None
     if new_text is not None:

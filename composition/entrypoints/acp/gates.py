@@ -12,6 +12,11 @@
   -> one ``elicitation/create`` form: per question a single-select (``oneOf``) or a multi-select
   (``array`` of ``anyOf``) field plus an optional write-in field. An answer the one parser
   (:func:`agy_harness.core.answers.parse_answer`) refuses is reported on the card and asked again.
+* agy's file-edit review (a ``permission`` gate of the ``codeAction`` pseudo-interaction,
+  :mod:`agy_harness.core.code_review`): the card carries agy's diff as an ACP ``diff`` block
+  (:mod:`.changes`) and the options are "Accept" (``allow_once``) and "Reject" (``reject_once``);
+  the choice reaches agy by ``AcknowledgeCodeActionStep`` (a reject carries no written feedback:
+  ACP's options carry no text).
 * A gate of another kind (a file-write review, a file permission, a plan approval: no known answer
   payload) is shown as a pending card that says to answer in agy's terminal; agy withdraws it when
   it moves on.
@@ -46,6 +51,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from agy_harness.core import code_review
 from agy_harness.core.answers import AnswerError, parse_answer
 from agy_harness.core.display import flagged, path_notes
 from agy_harness.core.scopes import allow_choices, scope_label, scope_word
@@ -81,15 +87,19 @@ def scope_option_id(scope: str) -> str:
 
 
 def permission_options(gate: GateOpened) -> list[PermissionOption]:
+    review = code_review.is_review(gate)  # agy's file-edit review: accept / reject its diff
     allows = [
         PermissionOption(
             option_id=scope_option_id(scope),
-            name=scope_label(gate, scope),
+            name="Accept" if review else scope_label(gate, scope),
             kind="allow_once" if scope == "once" else "allow_always",
         )
         for scope in allow_choices(gate)
     ]
-    return [*allows, PermissionOption(option_id=DENY, name="Deny", kind="reject_once")]
+    return [
+        *allows,
+        PermissionOption(option_id=DENY, name="Reject" if review else "Deny", kind="reject_once"),
+    ]
 
 
 def question_options(question: Question) -> list[PermissionOption]:

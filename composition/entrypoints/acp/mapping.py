@@ -29,6 +29,7 @@ from acp.schema import (
 )
 
 from agy_harness.adapters.sinks.terminal_cards import result_lines
+from agy_harness.core import code_review
 from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, flagged, one_line
 from agy_harness.core.turns import Replies, UsageTotals
@@ -360,6 +361,8 @@ def gate_title(gate: GateOpened) -> str:
         return f"agy waits for {shown(gate.interaction or gate.tool_name or 'an answer')}"
     if gate.kind == "question":
         return flagged(gate.questions[0].question) if gate.questions else "agy asks a question"
+    if code_review.is_review(gate):  # agy's file-edit review
+        return flagged(code_review.card_text(gate))
     p = gate.permission
     if p is None:
         return f"Allow {gate.tool_name or 'this tool'}?"

@@ -33,6 +33,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible, visible_value
 from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, result_lines
 from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
+from agy_harness.core import code_review
 from agy_harness.core.answers import carries_reason
 from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, label_notes, one_line, path_notes, request_hash
@@ -106,6 +107,8 @@ def card_of(gate: GateOpened) -> tuple[dict[str, Any], str | None]:
     if gate.kind == "permission" and gate.permission is not None:
         p = gate.permission
         what = p.command_line or p.target or p.description or p.action
+        if code_review.is_review(gate):  # agy's file-edit review: the card shows its whole diff
+            what = code_review.diff_text(gate)
         # the core's one rendering rule: every line visible, blank-line runs collapsed with a count,
         # an over-tall command cut with a marker (as the terminal, ACP and omnigent show it)
         shown["command"] = "\n".join(command_view(what, COMMAND_LINES).lines)
@@ -132,6 +135,9 @@ def card_of(gate: GateOpened) -> tuple[dict[str, Any], str | None]:
         shown["allows"] = [
             {"scope": scope, "label": scope_label(gate, scope)} for scope in allow_choices(gate)
         ]
+        if code_review.is_review(gate):  # accept / reject (with written feedback): its only answers
+            shown["review"] = True
+            shown["allows"] = [{"scope": a["scope"], "label": "Accept"} for a in shown["allows"]]
         if gate.editable and p.command_line and shown["allows"]:  # (an edit is an allow)
             if text is None and len(p.command_line) <= INLINE_CHARS:
                 shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)

@@ -297,20 +297,23 @@
     }
     if (c.kind === "permission") {
       const sign = c.is_command === false ? "" : "$ ";  // a path or an action is not a command line
+      // agy's file-edit review (c.review): its diff in place of a command; Accept / Reject its answers
+      const noun = c.review ? "diff" : "command";
+      const allowWord = c.review ? "Accept" : "Allow";
       if (!sign) node.append(el("div", { class: "ask" }, c.ask));
-      const cmd = el("pre", { class: "cmd" }, sign + c.command);
+      const cmd = el("pre", { class: c.review ? "cmd diff" : "cmd" }, sign + c.command);
       node.append(cmd);
       if (c.full) {  // cut: one click shows the whole command (and one more the short view again)
         const lines = c.full.split("\n").length;
         const toggle = el("button", { type: "button", class: "ghost expand", "aria-expanded": "false" },
-          `show the whole command (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`);
+          `show the whole ${noun} (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`);
         toggle.addEventListener("click", () => {
           const open = toggle.getAttribute("aria-expanded") !== "true";
           cmd.textContent = sign + (open ? c.full : c.command);
           cmd.classList.toggle("whole", open);
           toggle.setAttribute("aria-expanded", String(open));
           toggle.textContent = open ? "show it cut again" :
-            `show the whole command (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`;
+            `show the whole ${noun} (${lines} line${lines === 1 ? "" : "s"}, ${c.full.length} characters)`;
         });
         cmd.addEventListener("click", () => { if (toggle.getAttribute("aria-expanded") !== "true") toggle.click(); });
         node.append(toggle);
@@ -322,11 +325,11 @@
         const size = `${c.whole.lines} line${c.whole.lines === 1 ? "" : "s"}, ${c.whole.chars} characters`;
         const offers = !Array.isArray(c.allows) || c.allows.length > 0;  // (a request cut past 4 MiB: Deny only)
         const preview = `This request is too large for the card (${size}): above is a preview, not all of it.` +
-          (offers ? " Allow is usable once the whole command is loaded and shown here." : "");
+          (offers ? ` ${allowWord} is usable once the whole ${noun} is loaded and shown here.` : "");
         const note = el("div", { class: "note whole-note", role: "status" }, preview);
-        const load = el("button", { type: "button", class: "ghost expand", "data-act": "load-whole" }, `load the whole command (${size})`);
+        const load = el("button", { type: "button", class: "ghost expand", "data-act": "load-whole" }, `load the whole ${noun} (${size})`);
         load.addEventListener("click", async () => {
-          load.disabled = true; msg.textContent = ""; note.textContent = "loading the whole command…";
+          load.disabled = true; msg.textContent = ""; note.textContent = `loading the whole ${noun}…`;
           try {
             const q = new URLSearchParams({ gate: c.gate_id, shown: c.shown });
             const res = await fetch(url(`/api/s/${encodeURIComponent(c.cascade_id)}/whole?${q}`), { credentials: "omit", cache: "no-store" });
@@ -340,7 +343,7 @@
             cmd.classList.add("whole", "huge");
             ticket = data.ticket;
             load.remove();
-            note.textContent = `The whole command is shown above (${size}, SHA-256 ${c.whole.sha256.slice(0, 16)}…): scroll it to read all of it.`;
+            note.textContent = `The whole ${noun} is shown above (${size}, SHA-256 ${c.whole.sha256.slice(0, 16)}…): scroll it to read all of it.`;
             if (!node.classList.contains("sent")) unlock();
           } catch (e) {
             note.textContent = preview;
@@ -355,7 +358,8 @@
       if (c.description) node.append(el("div", { class: "note" }, c.description));
       // a reason only where agy's answer carries one (c.deny_reason): agy's runCommand answer has none
       const why = c.deny_reason ? el("input", { class: "deny-reason", type: "text", maxlength: "2000",
-        "aria-label": "why you deny (optional, agy is told)", placeholder: "why? (optional, agy is told)" }) : null;
+        "aria-label": c.review ? "why you reject (optional, agy is told)" : "why you deny (optional, agy is told)",
+        placeholder: "why? (optional, agy is told)" }) : null;
       const deny = () => (why && why.value.trim() ? send({ deny: why.value.trim() }) : send("deny"));
       if (why) why.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); deny(); } });
       // "edit command" (a gate agy lets the human edit): what is typed is what the card shows and runs
@@ -386,7 +390,7 @@
       // past 4 MiB can be denied only); a plain allow only for a card that says nothing of its allows
       const allows = Array.isArray(c.allows) ? c.allows : [{ scope: "once", label: "Allow once" }];
       const allow = (scope) => {
-        if (locked()) { msg.textContent = "not sent: load the whole command first (the card shows a preview)"; return; }
+        if (locked()) { msg.textContent = `not sent: load the whole ${noun} first (the card shows a preview)`; return; }
         const command = edited();
         if (edit && !edit.hidden && !command.trim() && edit.value !== c.edit_from) { msg.textContent = "not sent: an edited command cannot be empty"; return; }
         send(command ? { allow: { scope, command } } : scope === "once" ? "allow" : { allow: { scope } });
@@ -399,7 +403,7 @@
       node.append(el("div", { class: "actions" },
         allows.map((a, i) => el("button", { type: "button", class: i === 0 ? "allow" : "allow lasting", "data-act": "allow",
           "data-scope": a.scope, disabled: locked(), on: { click: () => allow(a.scope) } }, a.label)),
-        el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, "Deny"),
+        el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, c.review ? "Reject" : "Deny"),
         why,
         allows.length ? el("span", { class: "key" }, "a") : null, el("span", { class: "key" }, "d")), msg);
       node.addEventListener("submit", (ev) => ev.preventDefault());
