@@ -67,6 +67,31 @@ def state_root() -> Path:
     return base / "agy-harness"
 
 
+def durable_root() -> Path:
+    """The base of the library's per-user state that must outlive a logout, a reboot and a cache
+    clean-up (the decision ledger): ``$XDG_STATE_HOME/agy-harness`` (an absolute path, else
+    ``~/.local/state/agy-harness``), as the XDG Base Directory spec puts "state data that should
+    persist between (application) restarts" (``$XDG_RUNTIME_DIR`` is removed at logout, the cache may
+    be deleted to reclaim space). ``AGY_HARNESS_STATE_DIR`` overrides it, as :func:`state_root`."""
+    override = os.environ.get(ENV_STATE_DIR)
+    if override:
+        return Path(override)
+    value = os.environ.get("XDG_STATE_HOME")
+    base = Path(value) if value and os.path.isabs(value) else Path.home() / ".local" / "state"
+    return base / "agy-harness"
+
+
+def transient_roots() -> list[Path]:
+    """Where :func:`state_root` is or was without an override: the runtime directory's place (when it
+    is the user's own) and the cache's -- the places earlier versions kept the ledger in."""
+    if os.environ.get(ENV_STATE_DIR):
+        return []
+    runtime = _runtime_dir()
+    cache = os.environ.get("XDG_CACHE_HOME")
+    base = Path(cache) if cache and os.path.isabs(cache) else Path.home() / ".cache"
+    return ([runtime / "agy-harness"] if runtime is not None else []) + [base / "agy-harness"]
+
+
 def _check_ancestors(path: Path) -> None:
     """No directory above ``path`` lets another user swap what lies below it."""
     for parent in reversed(path.parents):

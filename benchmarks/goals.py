@@ -128,6 +128,12 @@ def _store_and_load(data: dict[str, Any]) -> list[Row]:
                     if "attach_cpu_ratios" in cur
                     else f"{cur['attach_journal_s']:.2f} s vs {cur['attach_none_s']:.2f} s: {spread(r)}",
                     held(r, lambda x: x <= 1.2)))  # fmt: skip
+    led = data.get("ledger")
+    if led:  # bench_ledger.py: alternating rounds with and without the ledger on one simulator
+        r = led["ratio_p50_per_round"]
+        out.append(("decision ledger: answer latency with the ledger ≤ 1.1× without (p50)",
+                    f"{led['with_p50_ms']:.1f} ms vs {led['without_p50_ms']:.1f} ms: {spread(r)}",
+                    held(r, lambda x: x <= 1.1)))  # fmt: skip
     idle = (data.get("idle") or {}).get("stream")
     if idle:
         out.append(("100 idle sessions < 2 % of one core", f"{idle['cpu_pct']:.2f} % in all",

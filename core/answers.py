@@ -60,20 +60,60 @@ Pure: imports only ports and stdlib.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from agy_harness.ports.errors import AgyHarnessError
-from agy_harness.ports.events import GateOpened, Question
+from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
+from .answer_questions import (
+    QUESTION_FORMS,
+    _question,
+    _question_verdict,
+    match_option,
+    resolve_question,
+    texts,
+)
+from .content import checked_content
 from .cut_marks import cuts_in
 from .scopes import SCOPE_WORDS  # ``allow <word>``: allow with a lasting grant; ``allow`` alone is once
+from .verdicts import (
+    ACCEPT_WORD,
+    ALLOW_WORDS,
+    DENY_WORDS,
+    REFUSE_WORDS,
+    Allow,
+    AnswerError,
+    Choose,
+    Deny,
+    Refuse,
+    Response,
+    Verdict,
+    _show,
+    fold,
+)
 
-ALLOW_WORDS = frozenset({"allow", "allowed", "approve", "approved", "yes", "y", "ok", "true"})
-DENY_WORDS = frozenset({"deny", "denied", "reject", "rejected", "no", "n", "false"})
-REFUSE_WORDS = frozenset({"decline", "cancel"})
+__all__ = [
+    "ALLOW_WORDS",
+    "DENY_WORDS",
+    "QUESTION_FORMS",
+    "REFUSE_WORDS",
+    "Allow",
+    "AnswerError",
+    "CheckedAnswer",
+    "Choose",
+    "Deny",
+    "Refuse",
+    "Response",
+    "Verdict",
+    "carries_reason",
+    "check_answer",
+    "fold",
+    "loose_verdict",
+    "match_option",
+    "parse_answer",
+    "resolve_question",
+    "texts",
+]
 
 EDIT_WORD = "edit"  # "edit: <command line>": allow the edited command
 
@@ -82,64 +122,9 @@ PERMISSION_FORMS = (
     "'allow conversation' / 'allow workspace' / 'allow project' / 'allow always' for a lasting grant "
     "the request offers; 'edit: <command>' to run an edited command where it may be edited; "
     f"False / {' / '.join(map(repr, sorted(DENY_WORDS)))} to deny; "
-    "'deny: <reason>' to deny and tell agy why; 'decline' / 'cancel' to refuse"
+    "'deny: <reason>' to deny and tell agy why; 'decline' / 'cancel' to refuse; "
+    "'accept: <JSON object>' to accept an MCP server's request with that content"
 )
-QUESTION_FORMS = (
-    "an option id ('1'), an option's label, or write-in text; a list of them for a multi-select "
-    "(or one per question); a list of lists for several questions; False / 'decline' / 'cancel' to refuse"
-)
-
-
-class AnswerError(AgyHarnessError, ValueError):
-    """The answer cannot be read unambiguously for this gate; nothing was sent to agy."""
-
-
-# -- the checked answer: what parse_answer read, bound to its gate ----------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Allow:
-    """A permission, explicitly allowed. ``scope``: the lasting grant agy keeps (agy's PermissionScope,
-    one the gate lists; None: once); ``command``: the edited command line that runs instead of agy's
-    proposal (None: as proposed); ``persist``: the TUI-key fallback's "allow always" (typed into agy's
-    menu)."""
-
-    persist: Literal["session", "always"] | None = None
-    scope: str | None = None
-    command: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Deny:
-    """A permission denied (a deny word, a decline or a cancel); ``reason``: what to tell agy instead."""
-
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Response:
-    """One question's answer: the option ids picked (each an option of the question) and the write-in."""
-
-    question: str
-    option_ids: tuple[str, ...] = ()
-    write_in: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Choose:
-    """A question gate answered: one :class:`Response` per question, in order."""
-
-    responses: tuple[Response, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Refuse:
-    """A question gate refused (agy's skip: no responses)."""
-
-    action: Literal["decline", "cancel"]
-
-
-Verdict = Allow | Deny | Choose | Refuse
 
 
 class CheckedAnswer(GateAnswer):
@@ -200,11 +185,6 @@ def _checked(gate: GateOpened, answer: GateAnswer, verdict: Verdict) -> CheckedA
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def fold(text: str) -> str:
-    """``text`` compared loosely: whitespace runs as one space, case folded."""
-    return " ".join(text.split()).casefold()
-
-
 def _permission(value: object) -> GateAnswer:
     if isinstance(value, GateAnswer):
         if value.action != "accept":
@@ -225,6 +205,12 @@ def _permission(value: object) -> GateAnswer:
             if not reason.strip():
                 raise AnswerError("'edit:' needs the command line to run")
             return GateAnswer(allow=True, edited_command=reason.strip())  # allow the edited command
+        if colon and fold(head) == ACCEPT_WORD:  # accept with content (an MCP elicitation's)
+            if not reason.strip():
+                raise AnswerError("'accept:' needs the content: a JSON object")
+            return GateAnswer(allow=True, content=reason.strip())
+        if word == ACCEPT_WORD:
+            return GateAnswer(allow=True)
         first, _, rest = word.partition(" ")
         if first in ALLOW_WORDS and rest in SCOPE_WORDS:
             scope = SCOPE_WORDS[rest]
@@ -239,6 +225,12 @@ def _permission(value: object) -> GateAnswer:
     if isinstance(value, list | tuple) and len(value) == 1:
         return _permission(value[0])  # a form's one answer: ["deny"], [["allow"]]
     raise AnswerError(f"cannot read {_show(value)} as allow or deny; accepted: {PERMISSION_FORMS}")
+
+
+def _how(gate: GateOpened, answer: GateAnswer) -> Literal["deny", "cancel"]:
+    """A cancel is its own answer only where agy's message tells it from a decline (an elicitation's
+    ``action: cancel``); anywhere else it denies."""
+    return "cancel" if answer.action == "cancel" and gate.interaction == "elicitation" else "deny"
 
 
 #: agy's answer messages that carry a denial's reason (``userDenyInstruction``; the file-edit
@@ -269,7 +261,19 @@ def _permission_verdict(gate: GateOpened, answer: GateAnswer) -> Allow | Deny:
             if not answer.edited_command.strip():
                 raise AnswerError("an edited command cannot be empty")
             command = answer.edited_command
-        return Allow(answer.persist, answer.scope if lasting else None, command)
+        if answer.sandbox_override and gate.interaction != "runCommand":
+            raise AnswerError("only a command can be run outside agy's sandbox")
+        if answer.content and gate.interaction != "elicitation":
+            raise AnswerError("content goes only with accepting an MCP server's request for input")
+        content = checked_content(gate, answer.content) if answer.content else None
+        if gate.no_allow and content is None:
+            raise AnswerError(f"this request cannot be allowed from here: {gate.no_allow}")
+        scope = answer.scope if lasting else None
+        return Allow(answer.persist, scope, command, content, answer.sandbox_override)
+    if answer.content:
+        raise AnswerError("content goes with an accept, not with a decline")
+    if answer.sandbox_override:
+        raise AnswerError("running outside the sandbox goes with an allow, not with a denial")
     if answer.persist is not None:
         raise AnswerError("allow always applies only to allowing a permission")
     if lasting:
@@ -278,71 +282,13 @@ def _permission_verdict(gate: GateOpened, answer: GateAnswer) -> Allow | Deny:
         raise AnswerError("an edited command goes with an allow, not with a denial")
     reason = answer.deny_reason.strip()
     if reason and not carries_reason(gate):
-        raise AnswerError(f"agy's {gate.interaction} answer carries no reason: deny without one")
-    return Deny(reason)
-
-
-def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def texts(value: object, where: str) -> tuple[str, ...]:
-    """One text or a list of texts, as a tuple; AnswerError (naming ``where``) for anything else."""
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise AnswerError(
-        f"{where}: expected text or a list of texts, got {_show(value)}; accepted: {QUESTION_FORMS}"
-    )
-
-
-def _question(gate: GateOpened, value: object) -> GateAnswer:
-    if isinstance(value, GateAnswer):
-        return value
-    if isinstance(value, bool):
-        if value:
-            raise AnswerError(f"True does not say which option; accepted: {QUESTION_FORMS}")
-        return GateAnswer(action="decline")
-    if isinstance(value, str):
-        word = fold(value)
-        if word in REFUSE_WORDS:
-            return GateAnswer(action="decline" if word == "decline" else "cancel")
-        return GateAnswer(selections=((value,),))
-    if isinstance(value, list | tuple):
-        items: Sequence[object] = value
-        per_question = bool(items) and all(isinstance(i, list | tuple) for i in items)
-        if per_question or len(gate.questions) > 1:
-            return GateAnswer(selections=tuple(texts(i, f"answer {n + 1}") for n, i in enumerate(items)))
-        return GateAnswer(selections=(texts(items, "answer"),))
-    raise AnswerError(f"cannot read {_show(value)} as an answer; accepted: {QUESTION_FORMS}")
-
-
-def _question_verdict(gate: GateOpened, answer: GateAnswer) -> Choose | Refuse:
-    if answer.persist is not None or answer.scope is not None:
-        raise AnswerError("allow always applies only to allowing a permission")
-    if answer.edited_command:
-        raise AnswerError("an edited command applies only to allowing a command")
-    if answer.action != "accept":
-        return Refuse(answer.action)
-    if len(answer.selections) > len(gate.questions) or len(answer.write_ins) > len(gate.questions):
-        raise AnswerError(f"{len(answer.selections)} answers for {len(gate.questions)} question(s)")
-    responses = []
-    for i, question in enumerate(gate.questions):
-        choices = answer.selections[i] if i < len(answer.selections) else ()
-        write_in = answer.write_ins[i] if i < len(answer.write_ins) else ""
-        ids, text = resolve_question(question, choices, write_in)
-        responses.append(Response(question.question, tuple(ids), text))
-    return Choose(tuple(responses))
+        raise AnswerError("agy's answer to this request carries no reason: deny without one")
+    return Deny(reason, _how(gate, answer))
 
 
 def _answerable(gate: GateOpened) -> None:
     if not gate.answerable or gate.kind == "other":
-        raise AnswerError(
-            f"agy waits for this {gate.interaction or gate.kind} in its own terminal; "
-            "it cannot be answered from here"
-        )
+        raise AnswerError("agy waits for this in its own terminal; it cannot be answered from here")
 
 
 def _whole(gate: GateOpened) -> None:
@@ -384,61 +330,6 @@ def parse_answer(gate: GateOpened, value: object) -> CheckedAnswer:
     return _checked(gate, answer, _question_verdict(gate, answer))
 
 
-def match_option(question: Question, choice: str) -> str | None:
-    """The option id for ``choice``: an id ("2"), else an option's exact label, else its label with
-    case and spaces ignored; None when it names no option. A choice that could name several options
-    (two labels that fold alike, the exact label of several) or names an option whose id another
-    option shares (agy's answer carries only the id) is refused: an ambiguous answer is never guessed."""
-    choice = choice.strip()
-    options = question.options
-    found = [o for o in options if choice == o.id]
-    if not found:
-        found = [o for o in options if choice == o.text.strip()]
-    if not found:
-        folded = fold(choice)
-        found = [o for o in options if folded and fold(o.text) == folded]
-    if not found:
-        return None
-    if len(found) > 1 and len({o.id for o in found}) > 1:
-        raise AnswerError(
-            f"{choice!r} could name several options of {question.question!r}: "
-            f"{', '.join(repr(o.text) for o in found)}; answer by the option's number"
-        )
-    option_id = found[0].id
-    sharing = [o for o in options if o.id == option_id]
-    if len(sharing) > 1:
-        raise AnswerError(
-            f"options {', '.join(repr(o.text) for o in sharing)} of {question.question!r} share the id "
-            f"{option_id!r}: agy could not tell which one was chosen; decline, or write your own answer"
-        )
-    return option_id
-
-
-def resolve_question(question: Question, choices: Sequence[str], write_in: str = "") -> tuple[list[str], str]:
-    """(option ids, write-in text) for one question; raises :class:`AnswerError` when the choices
-    leave it unanswered or ambiguous (see the module doc)."""
-    ids: list[str] = []
-    texts = [write_in.strip()] if write_in.strip() else []
-    for choice in choices:
-        option_id = match_option(question, choice)
-        if option_id is not None:
-            if option_id not in ids:
-                ids.append(option_id)
-            continue
-        text = choice.strip()
-        if not text:
-            continue
-        if question.options and text.isdigit():
-            known = ", ".join(o.id for o in question.options)
-            raise AnswerError(f"{text!r} is no option of {question.question!r} (options: {known})")
-        texts.append(text)
-    if not question.multi_select and len(ids) + len(texts) > 1:
-        raise AnswerError(f"{question.question!r} takes one answer, got {len(ids) + len(texts)}")
-    if not ids and not texts:
-        raise AnswerError(f"no answer for {question.question!r}; accepted: {QUESTION_FORMS}")
-    return ids, "\n".join(texts)
-
-
 def check_answer(gate: GateOpened, answer: GateAnswer) -> None:
     """Raise :class:`AnswerError` unless ``answer`` is an unambiguous answer to ``gate``
     (:func:`parse_answer`, its result set aside)."""
@@ -456,5 +347,5 @@ def loose_verdict(gate: GateOpened, answer: GateAnswer) -> Verdict:
         if answer.action == "accept" and answer.allow is True:
             _whole(gate)
             return _permission_verdict(gate, answer)  # a scope or an edit it cannot honour: refused
-        return Deny(answer.deny_reason.strip())
+        return Deny(answer.deny_reason.strip(), _how(gate, answer))
     return parse_answer(gate, answer).verdict

@@ -46,9 +46,9 @@ from urllib.parse import unquote, urlparse
 from agy_harness.ports.events import GateOpened
 
 from . import steps as S
-from .answers import Allow, Deny, Verdict
 from .display import one_line
 from .steps import Step
+from .verdicts import Allow, Deny, Verdict
 
 FIELD = "codeAction"  # the pseudo-interaction (the step's typed body): agy's file-edit review
 METHOD = "AcknowledgeCodeActionStep"

@@ -34,6 +34,8 @@ def decided_line(d: Decider) -> str:
     verdict = VERDICTS.get(d.verdict, "answered")
     if d.kind == "rule":
         text = f"{verdict} by rule {d.rule_id or '(unnamed)'}"
+    elif d.kind == "auto":
+        text = f"{verdict} automatically by the policy {d.rule_id or '(unnamed)'}, no human asked"
     elif d.kind == "agy-terminal":
         text = "answered in agy's terminal"
     elif d.kind == "timeout":

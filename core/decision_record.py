@@ -130,9 +130,14 @@ def verdict_of(answer: CheckedAnswer, command: Redactor = redact) -> tuple[str, 
         if v.command is not None:  # edit, then run: what was approved is the edited line
             detail["edited_command"] = _bounded(visible(command(v.command)))
             detail["command_digest"] = answer.command_digest
+        if v.content is not None:  # an MCP elicitation's content, as sent
+            detail["content"] = _bounded(redact(visible(v.content)))
+        if v.sandbox_override:
+            detail["sandbox_override"] = True
         return "allow", detail
     if isinstance(v, Deny):
-        return "deny", ({"reason": redact(v.reason)} if v.reason else {})
+        how = {"how": "cancel"} if v.how == "cancel" else {}
+        return "deny", ({"reason": redact(v.reason), **how} if v.reason else how)
     if isinstance(v, Choose):
         picked = [{"options": list(r.option_ids), "write_in": redact(r.write_in)} for r in v.responses]
         return "choose", {"responses": picked}
@@ -182,10 +187,17 @@ def recorded_verdict(
         ):
             detail["edited_command"] = _bounded(visible(command(submitted)))
         return ("allow" if run.get("confirm") is True else "deny"), detail
-    for value in response.values():
-        accepted = S.as_dict(value).get("accepted")
-        if isinstance(accepted, bool):
-            return ("allow" if accepted else "deny"), {}
+    for field, value in response.items():
+        message = S.as_dict(value)
+        if field == "deploy":  # an empty deploy {} proceeds; the deny is cancel: true
+            return ("deny" if message.get("cancel") is True else "allow"), {}
+        if field == "elicitation":
+            return ("allow" if message.get("action") == "accept" else "deny"), {}
+        for key in ("confirm", "allow", "accepted"):  # {confirm} kinds, filePermission, a setting gate
+            if isinstance(message.get(key), bool):
+                return ("allow" if message[key] else "deny"), {}
+        if field in ("openBrowserUrl", "mcp", "readUrlContent", "filePermission") or message == {}:
+            return "deny", {}  # proto-JSON omits a false confirm / allow
     return "unknown", {}
 
 
@@ -250,6 +262,7 @@ def decision_body(
         "gate_id": gate.gate_id,
         "step": gate.step_key,
         "kind": gate.kind,
+        "interaction": gate.interaction,
         "tool": gate.tool_name,
         "request_digest": gate.digest,
         "shown": shown(gate, command),

@@ -20,6 +20,7 @@ from .answers import Allow, CheckedAnswer, Choose, Deny, Refuse, Response, Verdi
 from .arguments import multi_select_flags
 from .binding import request_digest, timed_out
 from .gates import asked
+from .kind_answers import BUILT_HERE, kind_answer
 from .scopes import PERMISSION_SCOPE
 
 log = logging.getLogger("agy_harness.core.elicitation")
@@ -75,6 +76,9 @@ def interaction_payload(
     if gate.interaction == code_review.FIELD:  # not an interaction: the RPC adapter sends it by its RPC
         payload[code_review.FIELD] = code_review.acknowledgement(gate, verdict, payload["stepIndex"])
         return payload
+    if gate.interaction in BUILT_HERE:
+        payload[gate.interaction] = kind_answer(gate, verdict)
+        return payload
     match verdict:
         case Allow(scope=scope) if scope is not None:  # a lasting grant: agy's PermissionScope
             payload["permission"] = {"allow": True, "scope": PERMISSION_SCOPE[scope]}
@@ -101,14 +105,18 @@ def proposed_command(gate: GateOpened) -> str:
 
 
 def _run_command(gate: GateOpened, verdict: Verdict) -> dict[str, Any]:
-    """``CascadeRunCommandInteraction {confirm, proposedCommandLine, submittedCommandLine}`` (the IDE's
-    command confirmation: FarrelAD/ag-attention-bridge research §14): the submitted line is the
-    edited one, else the proposal."""
+    """``CascadeRunCommandInteraction {confirm, proposedCommandLine, submittedCommandLine,
+    sandboxOverride}`` (the IDE's command confirmation: FarrelAD/ag-attention-bridge research §14;
+    jkfujinami/antigravity-client's cortex.proto): the submitted line is the edited one, else the
+    proposal; ``sandboxOverride`` only where the human chose it."""
     proposed = proposed_command(gate)
     match verdict:
-        case Allow(command=command):
+        case Allow(command=command, sandbox_override=sandbox):
             submitted = proposed if command is None else command
-            return {"confirm": True, "proposedCommandLine": proposed, "submittedCommandLine": submitted}
+            out = {"confirm": True, "proposedCommandLine": proposed, "submittedCommandLine": submitted}
+            if sandbox:
+                out["sandboxOverride"] = True
+            return out
         case Deny() | Refuse() | Choose():
             return {"confirm": False, "proposedCommandLine": proposed}
         case other:

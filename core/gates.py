@@ -4,10 +4,15 @@ bookkeeping.
 
 * ``askQuestion`` -> ``question`` (answerable), ``permission`` -> ``permission`` (answerable, with
   agy's "allow always" offer: ``persistSuggestionType`` / ``suggestedPersistPattern``).
-* Any other ``requestedInteraction`` field (agy >= 1.1.0 waits for file-write diff review and for
-  plan / artifact approval) -> ``other``: what agy waits for and the raw request. No public or
-  recorded source shows how such a gate is answered over RPC, so it is not answerable here: a notice
-  says to answer in agy's terminal, and the gate is withdrawn when the step leaves WAITING.
+* Every other kind whose answer message the descriptors give (:mod:`.kinds`: the ``{confirm}`` kinds,
+  filePermission, deploy, elicitation, runCommand) -> ``permission``, answered through the same
+  allow/deny flow: ``permission.action`` says what agy asks in words, ``target`` the exact subject
+  (URL, path, server/tool, input bytes, deploy target), ``description`` what else the human must see
+  (an MCP tool's arguments...); ``scopes``, the button labels and ``no_allow`` (why no allow is
+  offered) per kind.
+* Any other ``requestedInteraction`` field (an unknown one, the two setting gates) -> ``other``: what
+  agy waits for and the raw request, not answerable here: a notice says to answer in agy's terminal,
+  and the gate is withdrawn when the step leaves WAITING.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from agy_harness.ports.events import (
 from . import code_review, safejson
 from . import steps as S
 from .arguments import multi_select_flags
-from .kinds import describe, gate_kind
+from .kind_cards import kind_subject, schema_of
+from .kinds import BY_FIELD, describe, gate_kind, in_words
 from .scopes import offered
 from .steps import Step
 
@@ -66,6 +72,10 @@ def permission_request(step: Step, request: dict[str, Any], key: str = "permissi
         target = (
             target or S.as_str(command.get("proposedCommandLine")) or S.as_str(command.get("commandLine"))
         )
+    description = S.as_str(request.get("actionDescription"))
+    if key not in ("permission", "runCommand", "filePermission") and key in BY_FIELD:
+        action = in_words(key)
+        target, description = kind_subject(key, request, step.body)
     # runCommand's answer names agy's proposal (proposedCommandLine): the card shows that one
     first, second = (
         ("proposedCommandLine", "commandLine")
@@ -75,13 +85,39 @@ def permission_request(step: Step, request: dict[str, Any], key: str = "permissi
     values = {
         "action": action,
         "target": target,
-        "description": S.as_str(request.get("actionDescription")),
+        "description": description,
         "command_line": S.as_str(command.get(first)) or S.as_str(command.get(second)),
         "cwd": S.as_str(command.get("cwd")),
         "persist_suggestion_type": S.as_str(request.get("persistSuggestionType")),
         "suggested_persist_pattern": S.as_str(request.get("suggestedPersistPattern")),
+        "sandbox_override": key == "runCommand" and command.get("sandboxOverride") is True,
     }
     return built(PermissionRequest, values, _PERMISSION_SET)
+
+
+def no_allow(key: str, request: dict[str, Any], permission: PermissionRequest) -> str:
+    """Why a gate of ``key`` offers no allow here ("" : it does), though its deny is offered: agy does
+    not say what it would act on, it offers several deploy targets (the human picks one in agy's
+    terminal), or an MCP server asks for content (given only as the answer's ``content``)."""
+    kind = BY_FIELD.get(key)
+    if kind is None or key in ("permission", "runCommand", "askQuestion"):
+        return ""
+    if key == "deploy":
+        return "agy offers several deploy targets" if permission.description and not permission.target else ""
+    if key == "elicitation":
+        schema = schema_of(request)
+        if "unreadable" in schema:
+            return "the content it asks for cannot be read"
+        if _dict_of(schema.get("properties")):
+            return "it needs the content it asks for: accept: <JSON object>"
+        return ""
+    if kind.needs_subject and not permission.target:
+        return "agy does not say what it would act on"
+    return ""
+
+
+def _dict_of(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def pending_request(step: Step) -> tuple[str, str, dict[str, Any]] | None:
@@ -114,11 +150,9 @@ def asked(step: Step) -> tuple[str, str, dict[str, Any]] | None:
     return None
 
 
-def describe_other(key: str, step: Step) -> str:
-    """What agy waits for, in words: the interaction's name and the step's own description."""
-    what = key or "an interaction"
-    detail = S.as_str(step.metadata.get("toolSummary")) or S.as_str(step.metadata.get("toolAction"))
-    return f"{what} ({detail})" if detail else what
+def describe_other(step: Step) -> str:
+    """What the step says it is doing, in its own words (``toolSummary``), or ""."""
+    return S.as_str(step.metadata.get("toolSummary")) or S.as_str(step.metadata.get("toolAction"))
 
 
 def gate_events(
@@ -156,6 +190,9 @@ def gate_events(
         "scopes": (),
         "editable": False,
         "turn": S.as_str(step.metadata.get("executionId")),
+        "allow_label": "",
+        "deny_label": "",
+        "no_allow": "",
     }
     if kind == "question":
         values["questions"] = _questions(step, request)
@@ -164,18 +201,21 @@ def gate_events(
         values["permission"] = permission_request(step, request, key)
         values["scopes"] = offered(key, request)
         values["editable"] = key == "runCommand"
-        return [built(GateOpened, values, {*_GATE_SET, "permission", "scopes", "editable"})]
+        kind_of = BY_FIELD.get(key)
+        if kind_of is not None:
+            values["allow_label"], values["deny_label"] = kind_of.allow_label, kind_of.deny_label
+        values["no_allow"] = no_allow(key, request, values["permission"])
+        fields = {"permission", "scopes", "editable", "allow_label", "deny_label", "no_allow"}
+        return [built(GateOpened, values, {*_GATE_SET, *fields})]
     values["kind"], values["answerable"] = "other", False
     gate = built(GateOpened, values, {*_GATE_SET, "answerable"})
+    doing = describe_other(step)
     notice = Notice(
         id=f"{base['id']}/notice",
         cascade_id=base["cascade_id"],
         step_key=base.get("step_key", ""),
         level="warning",
-        text=(
-            f"{describe(gate)}. agy is waiting for {describe_other(key, step)}; this harness cannot "
-            "answer that kind: answer in agy's terminal"
-        ),
+        text=describe(gate) + (f". agy's step says: {doing}" if doing else ""),
     )
     return [gate, notice]
 
@@ -191,6 +231,7 @@ _PERMISSION_SET = {
     "cwd",
     "persist_suggestion_type",
     "suggested_persist_pattern",
+    "sandbox_override",
 }
 _GATE_SET = {
     "id",

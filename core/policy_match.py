@@ -7,7 +7,8 @@ How a part (one simple command of the parsed line) matches a rule's ``command`` 
   the next tokens follow literally (no word the shell expands stands in the prefix), and the part
   carries no assignment (``PATH=… ls``), no redirection that writes (``> file``; ``/dev/null`` and
   ``2>&1`` are fine) and no ``sudo``/``doas``; ``exact``: nothing after the prefix, nothing expanded,
-  no ``xargs`` adding arguments;
+  no ``xargs`` adding arguments; a rule bound to a directory (``cwd``) allows nothing on a line that
+  changes directory (``cd``, ``pushd``, ``popd``: the later parts run elsewhere);
 * deny: the same tokens, and the name also matches by its last path part, in any case (``/bin/rm``
   and ``RM`` are ``rm``), whatever the assignments, redirections and wrappers: a deny is as wide as it
   can soundly be.
@@ -26,10 +27,14 @@ from agy_harness.ports.policy import CommandParser, Decision, ParsedCommand, Sim
 
 from . import code_review
 from .answers import carries_reason
+from .kinds import answerable_fields
 from .policy_rules import Example, Rule
 
+#: the kinds issue 45 made answerable (agy's descriptors): an allow rule must name them to allow one
+_ANSWERED_SINCE = frozenset(answerable_fields()) - {"permission", "runCommand", "askQuestion"}
 _PRIVILEGED = frozenset({"sudo", "doas", "su", "pkexec", "chroot", "?"})  # ("?": a wrapper not followed)
 _QUIET_TARGETS = frozenset({"/dev/null"})
+_MOVES = frozenset({"cd", "pushd", "popd"})  # builtins that change the directory later parts run in
 
 
 def _writes(part: SimpleCommand) -> bool:
@@ -119,12 +124,17 @@ def gate_matches(rule: Rule, gate: GateOpened) -> bool:
         return False
     if rule.interaction and gate.interaction not in rule.interaction:
         return False
+    if rule.decision == "allow" and not rule.interaction and gate.interaction in _ANSWERED_SINCE:
+        return False  # a kind answered since issue 45 (a browser action, a deploy...) is allowed only by
+        # a rule naming it: a rule written for agy's permissions never approves more than it could see
     if rule.tool and gate.tool_name not in rule.tool:
         return False
     if rule.command is not None and not permission.command_line:
         return False  # a rule on a command needs one
-    if rule.command is None and rule.decision == "allow" and (
-        permission.command_line or permission.action == "command"
+    if (
+        rule.command is None
+        and rule.decision == "allow"
+        and (permission.command_line or permission.action == "command")
     ):
         return False  # a command is allowed only as parsed (a deny or an ask may be wider); a command
         # named only by agy's resource (action "command") has no line to parse: never allowed so
@@ -170,16 +180,22 @@ class RuleSet:
 
 
 def _decision(
-    verdict: Verdict, rules: Sequence[Rule], ruleset: RuleSet, reason: str = "", gate: GateOpened | None = None
+    verdict: Verdict,
+    rules: Sequence[Rule],
+    ruleset: RuleSet,
+    reason: str = "",
+    gate: GateOpened | None = None,
 ) -> Decision:
     first = rules[0] if rules else None
     unique = list({(r.source, r.id): r for r in rules}.values())
-    message = (first.message or f"denied by rule {first.id}") if first is not None and verdict == "deny" else ""
+    message = (
+        (first.message or f"denied by rule {first.id}") if first is not None and verdict == "deny" else ""
+    )
     if message and gate is not None and not carries_reason(gate):
         # agy's answer to this request carries no reason (runCommand): a plain denial reaches agy, and
         # the surfaces say the message was not told (a reason there would be refused, the gate left
         # waiting for agy's terminal)
-        reason = f"{reason}; agy is not told {message!r}: its {gate.interaction} answer carries no message"
+        reason = f"{reason}; agy is not told {message!r}: its answer to this request carries no message"
         message = ""
     return Decision(
         verdict=verdict,
@@ -228,12 +244,22 @@ def decide(ruleset: RuleSet, gate: GateOpened, parsed: ParsedCommand | None) -> 
     if wide:  # an ask rule on the gate (its tool, its directory...)
         return _decision("ask", wide[:1], ruleset, f"rule {wide[0].label}")
     allowed: list[Rule] = []
+    # a part that changes directory: the gate's cwd is no longer where the later parts run, so a rule
+    # bound to a directory (`cwd`) cannot vouch for them
+    moves = any(p.argv and _base(p.argv[0]) in _MOVES for p in parts)
     for part, rules in zip(parts, candidates, strict=True):
         asked = next((r for r in rules if r.decision == "ask" and part_matches(r, part)), None)
         if asked is not None:
             return _decision("ask", [asked], ruleset, f"{' '.join(part.argv)!r} matches {asked.label}")
-        allow = next((r for r in rules if r.decision == "allow" and part_matches(r, part)), None)
+        allow = next(
+            (r for r in rules if r.decision == "allow" and part_matches(r, part) and not (moves and r.cwd)),
+            None,
+        )
         if allow is None:
+            bound = next((r for r in rules if r.decision == "allow" and part_matches(r, part)), None)
+            if bound is not None:  # (only a directory-bound rule on a line that moves)
+                why = f"the line changes directory: {bound.label}, bound to a directory, cannot vouch for it"
+                return _decision("ask", [], ruleset, why)
             return _decision("ask", [], ruleset, f"no rule allows {' '.join(part.argv) or 'an assignment'!r}")
         allowed.append(allow)
     return _decision("allow", allowed, ruleset, "every part is allowed")

@@ -107,6 +107,24 @@ class Rule(BaseModel):
         return f"{self.id} ({self.source})" if self.source else self.id
 
 
+def _in_words(error: Any) -> str:
+    """One of pydantic's errors as the rule file's author reads it (a key, what it must be), never
+    pydantic's own phrasing ("Field required", "Extra inputs are not permitted", "Value error, ")."""
+    key = ".".join(str(p) for p in error["loc"])
+    kind, msg = error["type"], str(error["msg"])
+    if kind == "missing":
+        return f"`{key}` is missing (every rule has it)"
+    if kind == "extra_forbidden":
+        return f"unknown key `{key}`"
+    if kind == "value_error":
+        said = msg.removeprefix("Value error, ")
+        return f"`{key}`: {said}" if key else said
+    said = msg.replace("Input should be", "must be", 1)
+    if kind in ("tuple_type", "list_type"):
+        said = 'must be a list, e.g. ["git", "status"]' if key == "command" else "must be a list"
+    return f"`{key}` {said}" if key else said
+
+
 def rule_lines(text: str) -> list[int]:
     """The line of each ``[[rule]]`` header in ``text``, in order (TOML keeps no positions)."""
     return [n for n, line in enumerate(text.splitlines(), 1) if line.strip().startswith("[[rule]]")]
@@ -162,10 +180,9 @@ def rules_from_table(
         try:
             rule = Rule.model_validate({**item, "source": where, "tier": tier, "file_hash": file_hash})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"])
-            rid = item.get("id", "?")
-            raise RuleError(f"{where}: rule {rid!r}: {loc + ': ' if loc else ''}{first['msg']}") from None
+            rid = item.get("id")
+            named = f"rule {rid!r}" if isinstance(rid, str) else f"rule {n + 1}"
+            raise RuleError(f"{where}: {named}: {_in_words(exc.errors()[0])}") from None
         if rule.id in seen:
             raise RuleError(f"{where}: rule id {rule.id!r} is used twice in this file")
         seen.add(rule.id)

@@ -16,6 +16,11 @@ the grant. Which scopes a gate offers (:func:`offered`), in display order:
   suggests a pattern that shows the grant's breadth (without one, ``to_tui_selection_keys`` downgrades
   "always" to a one-time approve), so no lasting grant is offered whose breadth nobody can see;
 * ``runCommand`` (``{confirm, proposedCommandLine, submittedCommandLine}``: no scope field): ``once``;
+* ``filePermission`` (``{allow, scope, absolutePathUri}``: the IDE's descriptors): ``once`` and
+  ``conversation`` -- the grant names the one path the card shows (agy keeps file grants per path:
+  ``FileAccessPermission {path, is_directory, allow, scope}``);
+* every other kind answerable here (:mod:`.kinds`: ``{confirm}``, deploy, elicitation): ``once``;
+  none where the gate says why no allow is offered (``no_allow``);
 * anything else: nothing.
 
 ``workspace`` and ``project`` are agy's values too (labelled here), but no request of agy's says when
@@ -53,7 +58,27 @@ SCOPE_WORDS: dict[str, Scope] = {
 }
 PERSIST_SUGGESTED = "PERSIST_SUGGESTION_TYPE_SUGGESTED"
 #: interactions answered with a PermissionScope (the others, if answerable, are once only)
-SCOPED_INTERACTIONS = frozenset({"permission"})
+SCOPED_INTERACTIONS = frozenset({"permission", "filePermission"})
+#: the kinds answered by a one-time allow (no scope field): :mod:`.kinds`
+ONCE_ONLY = frozenset(
+    {
+        "runCommand",
+        "deploy",
+        "openBrowserUrl",
+        "runExtensionCode",
+        "executeBrowserJavascript",
+        "captureBrowserScreenshot",
+        "clickBrowserPixel",
+        "browserAction",
+        "openBrowserSetup",
+        "confirmBrowserSetup",
+        "sendCommandInput",
+        "readUrlContent",
+        "mcp",
+        "elicitation",
+        "approvalInteraction",
+    }
+)
 
 
 def _text(value: Any) -> str:
@@ -67,7 +92,9 @@ def offered(interaction: str, request: dict[str, Any]) -> tuple[str, ...]:
         if suggested and _text(request.get("suggestedPersistPattern")):
             return ("once", "conversation", "global")
         return ("once",)  # no pattern: agy shows no breadth for a lasting grant (module doc)
-    if interaction == "runCommand":
+    if interaction == "filePermission":
+        return ("once", "conversation")
+    if interaction in ONCE_ONLY:
         return ("once",)
     return ()
 
@@ -78,7 +105,7 @@ def allow_choices(gate: GateOpened) -> tuple[str, ...]:
     :func:`agy_harness.core.answers.parse_answer` reads a plain allow; anything else offers none. A
     request cut past the 4 MiB string cut (:func:`is_cut`) offers none: it cannot be shown whole, so
     the parser refuses any allow of it, and no surface shows a button it would refuse."""
-    if is_cut(gate):
+    if is_cut(gate) or gate.no_allow:
         return ()
     if gate.scopes:
         return gate.scopes
@@ -98,9 +125,12 @@ def without(scopes: tuple[str, ...], dropped: set[str] | frozenset[str]) -> tupl
 
 
 def scope_label(gate: GateOpened, scope: str) -> str:
-    """The button label of allowing ``gate`` with ``scope``: "Allow once", "Allow for this
-    conversation", "Allow in this workspace", "Allow in this project", "Always allow" -- with agy's
-    suggested pattern verbatim (through the one display rule) where agy gives one."""
+    """The button label of allowing ``gate`` with ``scope``: "Allow once" (or the kind's own:
+    "Deploy", "Accept"), "Allow for this conversation", "Allow in this workspace", "Allow in this
+    project", "Always allow" -- with agy's suggested pattern verbatim (through the one display rule)
+    where agy gives one, and a file grant's path."""
+    if scope == "once" and gate.allow_label:
+        return gate.allow_label
     base = {
         "once": "Allow once",
         "conversation": "Allow for this conversation",
@@ -111,6 +141,8 @@ def scope_label(gate: GateOpened, scope: str) -> str:
     if scope == "once":
         return base
     p = gate.permission
+    if gate.interaction == "filePermission" and p is not None and p.target:
+        return f"{base}: '{one_line(p.target)}'"
     pattern = p.suggested_persist_pattern if p is not None else ""
     if not pattern or gate.interaction != "permission":
         return base
@@ -118,6 +150,11 @@ def scope_label(gate: GateOpened, scope: str) -> str:
     if _is_command(gate):
         return f"{base}: commands that start with '{shown}'"
     return f"{base}: '{shown}'"
+
+
+def deny_label(gate: GateOpened) -> str:
+    """The deny's button label: the kind's own ("Cancel the deploy", "Decline"), else "Deny"."""
+    return gate.deny_label or "Deny"
 
 
 def _is_command(gate: GateOpened) -> bool:

@@ -119,6 +119,9 @@ class PermissionRequest(BaseModel):
     #: would remember (e.g. the command word); empty when agy offers none
     persist_suggestion_type: str = ""
     suggested_persist_pattern: str = ""
+    #: the command's step asks to run it outside agy's sandbox (``runCommand.sandboxOverride``): the
+    #: card says so; the answer's own ``sandboxOverride`` is sent only when the human chose it
+    sandbox_override: bool = False
 
 
 GateKind = Literal["question", "permission", "other"]
@@ -161,14 +164,23 @@ class GateOpened(_Event):
     #: agy's turn the step belongs to (its ``metadata.executionId``, which the turn's USER_INPUT
     #: carries too); "" when agy names none
     turn: str = ""
+    #: the one-time allow's button label for this kind ("Deploy", "Accept"; "" : "Allow once") and the
+    #: deny's ("Cancel the deploy", "Decline"; "" : "Deny"): :func:`agy_harness.core.scopes.scope_label`
+    #: and :func:`agy_harness.core.scopes.deny_label` read them
+    allow_label: str = ""
+    deny_label: str = ""
+    #: why no allow is offered for this request here ("" : allows per ``scopes``), e.g. agy does not
+    #: say what it would open, or an MCP server asks for content no button can give; a deny still is
+    #: (every answerable kind's deny is evidenced). The card says it; the parser refuses an allow.
+    no_allow: str = ""
 
 
 class Decider(BaseModel):
     """Who answered a withdrawn gate, where and how, as the harness knows it (the decision ledger's
-    record): ``kind`` human / rule / agy-terminal / timeout / interrupt; ``surface`` where (board, acp,
+    record): ``kind`` human / rule / auto (a front end's automatic policy) / agy-terminal / timeout / interrupt; ``surface`` where (board, acp,
     omnigent, attach, api, agy); ``user`` the local user; ``at`` when (UTC, ISO 8601); ``verdict``
     (allow, deny, answer, ...; "" when agy's own terminal answered: agy records it, the ledger reads it)
-    and ``scope`` (once, conversation, always); ``rule_id`` a rule's name."""
+    and ``scope`` (once, conversation, always); ``rule_id`` a rule's or an automatic policy's name."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -182,9 +194,13 @@ class Decider(BaseModel):
 
 
 #: the reason of a gate's withdrawal when the harness set it aside: agy refused an answer to it while
-#: still showing it WAITING (bogus or malformed); its card leaves every surface (the notice of the
-#: refusal says "set aside", once)
+#: still showing it WAITING (bogus or malformed, or a kind whose answer this agy does not take: the
+#: descriptors are the IDE's build); its card leaves every surface, and the notice of the refusal says
+#: so once and sends the human to agy's terminal. The decision ledger's delivery record says
+#: ``agy: refused``.
 GATE_SET_ASIDE = "bogus: agy takes no answer for it"
+#: the notice text's head when agy refused an answer (every surface shows notices)
+AGY_REFUSED = "agy refused the answer"
 
 
 class GateWithdrawn(_Event):

@@ -36,7 +36,8 @@ class SimpleCommand(BaseModel):
     ``argv`` after quote removal; ``dynamic`` the indexes of words the shell expands at run time (a
     variable, a substitution, a glob, a brace: their text is not what runs); ``assignments`` the
     ``NAME=value`` words before it (``env`` ones included); ``via`` the wrappers peeled off to reach it
-    (``bash -c``, ``env``, ``timeout``, ``xargs``, ``find -exec``, ``sudo``...)."""
+    (``bash -c``, ``env``, ``timeout``, ``xargs``, ``find -exec``, ``sudo``...; ``?``: tried behind a
+    runner or an option not followed, for a deny to see: never allowed)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -173,6 +173,12 @@ class GateAnswer(BaseModel):
     #: with an allow, on a gate whose ``editable`` is True: the command line the human edited; it is
     #: what runs (``runCommand.submittedCommandLine``). On a gate that is not editable: refused.
     edited_command: str = ""
+    #: with an accept of an MCP elicitation: the content the human gave, a JSON object as text
+    #: (``elicitation.contentJson``); never guessed. Anywhere else: refused.
+    content: str = ""
+    #: with an allow of a command: run it outside agy's sandbox (``runCommand.sandboxOverride``); only
+    #: when the human chose it. Anywhere else: refused.
+    sandbox_override: bool = False
 
 
 @runtime_checkable
@@ -301,13 +307,14 @@ class CursorQuarantine(Protocol):
 
 # -- the decision ledger (issue 36) ----------------------------------------------------------------
 
-DeciderKind = Literal["human", "rule", "agy-terminal", "timeout", "interrupt"]
+DeciderKind = Literal["human", "rule", "auto", "agy-terminal", "timeout", "interrupt"]
 
 
 class DecidedBy(BaseModel):
     """Who decided a gate: a human on a named ``surface`` (board, acp, omnigent, attach, demo, api),
-    a rule (``rule_id`` and the rules file's ``rules_hash``), agy's own terminal, agy's timeout, or an
-    interrupt; ``user`` is the local user the harness ran as."""
+    a rule (``rule_id`` and the rules file's ``rules_hash``), a front end's automatic policy (``auto``:
+    its name in ``rule_id``, e.g. ``demo --auto``; no human saw the gate), agy's own terminal, agy's
+    timeout, or an interrupt; ``user`` is the local user the harness ran as."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -40,6 +40,8 @@ def _forget_the_callers_tmux() -> None:
 
 
 _forget_the_callers_tmux()
+
+
 def _ledger_outside_the_users() -> None:
     """The sessions the tests run record their gate decisions (the decision ledger): into a ledger of
     this run's own (``AGY_HARNESS_LEDGER_DIR``, for the CLI processes tests start too), never into the
@@ -67,7 +69,11 @@ from agy_harness.adapters.simulator import Simulator  # noqa: E402
 from . import real_omnigent  # noqa: E402
 from .real_omnigent import OmnigentServer, require_omnigent_venv  # noqa: E402
 
-pytest_plugins = ["tests.ci_skips"]  # in CI a skipped test fails the run
+pytest_plugins = [
+    "tests.ci_skips",  # in CI a skipped test fails the run
+    "tests.parallel",  # the workers (-n auto) and which tests share one (xdist groups)
+    "tests.tmux_sockets",  # no test leaves a tmux socket file behind
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,17 +108,45 @@ def _pure_tests_do_no_io(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The one-time venv builds (tests/real_omnigent.py) report on the terminal, past output capture."""
+    """The one-time venv builds (tests/real_omnigent.py) report on the terminal, past output capture
+    (an xdist worker's terminal output is not shown: there, on its standard error, which is)."""
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
     if terminal is None or capture is None:
         return
+    worker = hasattr(config, "workerinput")
 
     def to_terminal(message: str) -> None:
         with capture.global_and_fixture_disabled():
-            terminal.write_line(f"agy-harness tests: {message}")
+            if worker:
+                print(f"agy-harness tests: {message}", file=sys.stderr, flush=True)
+            else:
+                terminal.write_line(f"agy-harness tests: {message}")
 
     real_omnigent.report = to_terminal
+
+
+#: the session fixtures that need the real omnigent's venv (and, for the plugin, an overlay of ours)
+NEEDS_OMNIGENT = {"omnigent_server", "plugin_python"}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The one-time builds (the real omnigent's venv, the plugin's dependency overlay: minutes, once
+    per machine) happen here, before any test's clock (pytest-timeout's ``timeout`` is per test) and
+    only when a selected test needs them; parallel workers wait for the one that builds (a file lock).
+    Nothing is built when they are there already; a build that fails is left to the fixture, which
+    skips (locally) or fails (CI) with the reason."""
+    if session.config.option.collectonly:
+        return
+    names: set[str] = set()
+    for item in session.items:
+        info = getattr(item, "_fixtureinfo", None)
+        names.update(info.names_closure if info is not None else ())
+    if not names & NEEDS_OMNIGENT:
+        return
+    from .omnigent_plugin.venv import build_ahead
+
+    build_ahead(plugin="plugin_python" in names)
 
 
 @pytest.fixture

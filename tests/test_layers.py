@@ -197,6 +197,13 @@ def test_no_import_circle() -> None:
     assert circles == []
 
 
+def test_no_import_circle_even_through_annotations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A circle through ``if TYPE_CHECKING:`` imports builds nothing, but a reader still has to hold
+    both modules at once (adapters/policy/shell.py and wrappers.py were one: issue 47): none either."""
+    monkeypatch.setattr(sys.modules[__name__], "_type_checking_blocks", lambda tree: set())
+    test_no_import_circle()
+
+
 def test_every_import_of_ours_names_a_module_that_exists() -> None:
     """(A relative import one dot short still parses: it is caught here, not when the code runs.)"""
     missing = [

@@ -9,7 +9,9 @@ writable by no one else. A deny anywhere wins over any allow; the tier orders wh
 The project tier lives where agy itself can write: a project file may ``deny`` and ``ask``, but its
 ``allow`` rules are honoured only when the user trusted that exact content (``agy-harness policy trust
 FILE`` records the file's SHA-256 in ``$XDG_CONFIG_HOME/agy-harness/trusted-rules.json``, 0600 in a
-0700 directory); an untrusted or changed file's allows are ignored, and the session's notice says so.
+0700 directory, under the project tier's own path: :func:`trust_key`); an untrusted or changed file's
+allows are ignored, and the session's notice says so. A file that is a symbolic link (or in a linked
+``policy`` or ``.agy-harness`` directory) is never trusted: trust is not borrowed through a link.
 
 Fail closed: a file that cannot be read, is not TOML, holds a bad rule or an example that fails, or an
 admin directory that is not root's, turns every rule off (everything is asked) and says why
@@ -76,12 +78,37 @@ def read_trust(env: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+def trust_key(path: Path) -> str:
+    """The project tier's own path of a rules file, as trust records it: the workspace resolved (the
+    session reads it from the real working directory), then ``.agy-harness/policy/NAME`` as they stand,
+    never through a link (:func:`linked` says whether one is)."""
+    tier = path.absolute().parent
+    return str(Path(os.path.realpath(tier.parent.parent)) / tier.parent.name / tier.name / path.name)
+
+
+def linked(path: Path) -> str:
+    """Why ``path`` is not a project tier's own file ("" when it is): it, its ``policy`` directory or
+    its ``.agy-harness`` directory is a symbolic link (trust would then be borrowed from where the link
+    points), or it is not in a ``.agy-harness/policy`` directory."""
+    tier = path.absolute().parent
+    if tier.name != "policy" or tier.parent.name != ".agy-harness":
+        return "it is not in a project's .agy-harness/policy directory"
+    for part in (path.absolute(), tier, tier.parent):
+        if part.is_symlink():
+            return f"{part} is a symbolic link (trust is never borrowed through a link)"
+    return ""
+
+
 def trust(path: Path, env: dict[str, str] | None = None) -> str:
-    """Trust ``path``'s current content (its rules must load); returns its SHA-256. Raises RuleError."""
+    """Trust ``path``'s current content (its rules must load; it must be a project tier's own file, not
+    a link); returns its SHA-256. Raises RuleError."""
+    why = linked(path)
+    if why:
+        raise RuleError(f"{path}: {why}")
     _, data = read_file(path, TIERS.index("project"), TreeSitterParser(), workspace=path.parent)
     digest = hashlib.sha256(data).hexdigest()
     trusted = read_trust(env)
-    trusted[str(path.resolve())] = digest
+    trusted[trust_key(path)] = digest
     store = trust_file(env)
     try:
         store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -179,12 +206,14 @@ def read_file(
     return rules, data
 
 
-def _untrusted(path: Path, found: tuple[Rule, ...]) -> str:
+def _untrusted(path: Path, found: tuple[Rule, ...], linked: str = "") -> str:
     allows = sum(1 for r in found if r.decision == "allow")
+    ignored = f"{path}: its {allows} allow rule{'s' if allows != 1 else ''} ignored"
+    if linked:
+        return f"{ignored} ({linked}; its deny and ask rules hold): copy the file there to trust it"
     return (
-        f"{path}: its {allows} allow rule{'s' if allows != 1 else ''} ignored (a project file agy can "
-        f"write, not trusted as it stands; its deny and ask rules hold): "
-        f"trust this content with `agy-harness policy trust {path}`"
+        f"{ignored} (a project file agy can write, not trusted as it stands; its deny and ask rules "
+        f"hold): trust this content with `agy-harness policy trust {path}`"
     )
 
 
@@ -213,15 +242,18 @@ def load_rules(
                 _refuse_loose(tier.directory, tier.directory.stat())
             for path in sorted(tier.directory.glob("*.toml")):
                 found, data = read_file(
-                    path, tier.rank, parser, root_owned=tier.root_owned, workspace=workspace, own_only=own_only
+                    path,
+                    tier.rank,
+                    parser,
+                    root_owned=tier.root_owned,
+                    workspace=workspace,
+                    own_only=own_only,
                 )
-                if (
-                    tier.needs_trust
-                    and any(r.decision == "allow" for r in found)
-                    and trusted.get(str(path.resolve())) != hashlib.sha256(data).hexdigest()
-                ):
-                    notes.append(_untrusted(path, found))
-                    found = tuple(r for r in found if r.decision != "allow")
+                if tier.needs_trust and any(r.decision == "allow" for r in found):
+                    why = linked(path)
+                    if why or trusted.get(trust_key(path)) != hashlib.sha256(data).hexdigest():
+                        notes.append(_untrusted(path, found, why))
+                        found = tuple(r for r in found if r.decision != "allow")
                 rules.extend(found)
                 files.append(str(path))
                 digest.update(str(path).encode() + b"\0" + hashlib.sha256(data).digest())

@@ -43,7 +43,7 @@ from tree_sitter import Language, Node, Parser
 
 from agy_harness.core.decision_record import mask_spans, redact
 
-from .shell import MAX_TEXT, _text, _unescape, _unescape_double
+from .shell import _ASCII, _SOURCE, MAX_TEXT, _text, _unescape, _unescape_double
 
 MAX_DEPTH = 4  # quoted command lines read inside each other
 _LANGUAGE = Language(tree_sitter_bash.language())
@@ -139,9 +139,20 @@ def secret_spans(text: str) -> list[Span]:
 def _spans(text: str, depth: int) -> Iterator[Span]:
     source = text.encode("utf-8", "surrogateescape")
     offset = _Offsets(text, source)
-    tree = Parser(_LANGUAGE).parse(source)
-    for start, end in _walk(tree.root_node, depth):
+    for start, end in _parsed(source, depth):
         yield offset(start), offset(end)
+
+
+def _parsed(source: bytes, depth: int) -> list[tuple[int, int]]:
+    """The secret byte ranges of ``source``, read as the rules' reader reads a line: the grammar gets
+    every non-ASCII byte as ``a`` (tree-sitter-bash 0.25.1 crashes the process on some high-plane
+    characters after a brace: :mod:`.shell`), every word's text is read from ``source`` itself."""
+    tree = Parser(_LANGUAGE).parse(source.translate(_ASCII))
+    token = _SOURCE.set(source)
+    try:
+        return list(_walk(tree.root_node, depth))
+    finally:
+        _SOURCE.reset(token)
 
 
 class _Offsets:
@@ -333,9 +344,7 @@ def _command(node: Node, depth: int) -> Iterator[Span]:
         if depth < MAX_DEPTH and word.node.type in ("raw_string", "string") and " " in value:
             inner = word.node.start_byte + 1
             if "\\" not in word.raw and value == word.raw[1:-1]:  # offsets hold inside the quotes
-                for start, end in _walk(
-                    Parser(_LANGUAGE).parse(value.encode("utf-8", "surrogateescape")).root_node, depth + 1
-                ):
+                for start, end in _parsed(value.encode("utf-8", "surrogateescape"), depth + 1):
                     yield inner + start, inner + end
     for i, value in enumerate(values):
         program = value.rsplit("/", 1)[-1]

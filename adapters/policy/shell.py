@@ -4,13 +4,15 @@ it runs, for the rules to match (:class:`~agy_harness.ports.policy.CommandParser
 What is followed: lists and pipes (``;``, ``&&``, ``||``, ``|``, ``&``, newlines), groups ``( )`` and
 ``{ }``, ``!``, quote removal (``'…'``, ``"…"``, ``\\x``, ``r""m`` is ``rm``), redirections, command
 substitutions (``$(…)``, backticks: their commands are commands of the line, wherever they stand), and the
-wrappers whose command is another command: ``bash|sh|zsh|dash|ksh -c``, ``eval``, ``env``, ``timeout``,
-``nice``, ``nohup``, ``time``, ``stdbuf``, ``command``, ``exec``, ``builtin``, ``xargs``, ``find -exec``,
-``sudo``/``doas`` (marked in ``via``: a rule never allows through them).
+wrappers whose command is another command (:mod:`.wrappers`: ``bash|sh|zsh|dash|ksh -c``, ``eval``,
+``env``, ``timeout``, ``nice``, ``xargs``... each read by its real options, :mod:`.wrapper_options`;
+runners such as ``sudo``, ``ssh``, ``script`` or ``unshare`` are never allowed through, and a deny sees
+what they may run).
 
 Everything else is *not understood* (the rules then ask): a line that does not parse, here-docs and
 here-strings, process substitution, functions, loops and conditionals, a command name that is expanded
-(``$X``, ``${IFS}``, a glob, a brace, ``$'…'``), a wrapper option we do not know, control or invisible
+(``$X``, ``${IFS}``, a glob, a brace, ``$'…'``), a wrapper option we do not know or one that rewrites
+the command's words (``xargs -I``, ``env -S``, ``find -exec``), a runner, control or invisible
 characters, a non-ASCII command name (a look-alike). The commands inside such constructs are still
 listed, so a ``deny`` still sees them.
 """
@@ -18,13 +20,14 @@ listed, so a ``deny`` still sees them.
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from agy_harness.ports.policy import ParsedCommand, Redirect, SimpleCommand
 
-from .wrappers import MAX_DEPTH, Reading, Unwrap, Word
+from .wrappers import MAX_CHARS, MAX_COMMANDS, MAX_DEPTH, MAX_READS, Reading, Unwrap, Word
 
 MAX_TEXT = 64 * 1024  # a longer command line is not read (asked)
 
@@ -32,6 +35,13 @@ _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\xad\u200b-\u200f\u2028-\u202e\u
 _JOINED = re.compile(r"(?<=\S)\\\n(?=\S)")
 _GLOB = re.compile(r"[*?\[]|\{[^{}]*(,|\.\.)[^{}]*\}")  # a glob, or a brace that expands
 _CONTAINERS = frozenset({"program", "list", "pipeline", "subshell", "compound_statement", "negated_command"})
+#: tree-sitter-bash 0.25.1 crashes the process (a segmentation fault in its scanner) on some characters
+#: of the high planes after a brace (`{` then U+D0000, U+E0100, U+10FFFD...; found by
+#: tests/contracts/test_policy.py): the grammar is given every non-ASCII byte as the letter `a` (what
+#: it is to bash: a word's character; the byte offsets stay those of the line), and every word's text
+#: is read from the line itself (:data:`_SOURCE`)
+_ASCII = bytes(range(128)) + b"a" * 128
+_SOURCE: ContextVar[bytes] = ContextVar("agy_harness_policy_source")
 
 
 class TreeSitterParser:
@@ -65,16 +75,25 @@ class TreeSitterParser:
         if depth > MAX_DEPTH:
             reading.fail("wrappers nest too deep")
             return
+        reading.reads += 1
+        reading.chars += len(text)
+        if reading.reads > MAX_READS or reading.chars > MAX_CHARS:
+            reading.fail("it holds too many scripts to read")
+            return
         if _INVISIBLE.search(text):
             reading.fail("it holds control or invisible characters")
         if _JOINED.search(text):  # `r\<newline>m` is `rm` to bash; the grammar splits it: read both
             reading.fail("a line continuation joins a word")
             self._read(_JOINED.sub("", text), reading, via, depth + 1)
         source = text.encode("utf-8", "surrogateescape")
-        tree = self._parser.parse(source)
+        tree = self._parser.parse(source.translate(_ASCII))
         if tree.root_node.has_error:
             reading.fail("it does not parse as a shell command")
-        _Walker(self, reading, via, depth).statement(tree.root_node, ())
+        token = _SOURCE.set(source)
+        try:
+            _Walker(self, reading, via, depth).statement(tree.root_node, ())
+        finally:
+            _SOURCE.reset(token)
 
 
 class _Walker:
@@ -83,6 +102,9 @@ class _Walker:
 
     def fail(self, reason: str) -> None:
         self.reading.fail(reason)
+
+    def script(self, text: str, via: tuple[str, ...]) -> None:
+        self.parser._read(text, self.reading, via, self.depth + 1)
 
     # -- statements -------------------------------------------------------------------------
 
@@ -117,6 +139,9 @@ class _Walker:
                 self.statement(child, ())
 
     def add(self, command: SimpleCommand) -> None:
+        if len(self.reading.commands) >= MAX_COMMANDS:
+            self.fail("it holds too many commands to read")
+            return
         self.reading.commands.append(command)
 
     def assignment(self, node: Node) -> str:
@@ -273,9 +298,12 @@ def _hidden(node: Node, budget: int = 512) -> bool:
 
 
 def _text(node: Node | None) -> str:
-    if node is None or node.text is None:
+    """The node's text, from the line as it was given (the grammar read its ASCII stand-in)."""
+    if node is None:
         return ""
-    return node.text.decode("utf-8", "surrogateescape")
+    source = _SOURCE.get(None)
+    raw = source[node.start_byte : node.end_byte] if source is not None else node.text
+    return raw.decode("utf-8", "surrogateescape") if raw is not None else ""
 
 
 def _unescape(raw: str) -> str:

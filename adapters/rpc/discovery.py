@@ -305,22 +305,34 @@ class Resolver:
         return self.binding
 
     async def re_resolve(self, *, deadline: float = 0.0, retry_every: float = 0.25) -> Binding:
-        """Forget the binding and scan again, retrying for up to ``deadline`` seconds (agy restarting)."""
+        """Forget the binding and scan again, retrying for up to ``deadline`` seconds (agy restarting).
+
+        A ``--port`` named the agy at the start; a restarted agy listens on a new port (agy picks one
+        each start), so when that port no longer serves the conversation, every agy of this user is
+        scanned for the one that hosts it (the conversation is the anchor: without a ``cascade_id``
+        the given port alone is tried again)."""
         self.binding = None
         loop = asyncio.get_running_loop()
         end = loop.time() + deadline
         while True:
             try:
                 return await self.resolve()
-            except NoAgyFound:
+            except NoAgyFound as exc:
+                last = exc
+                if self._port is not None and self.cascade_id is not None:
+                    try:
+                        self.binding = await self._scan(pinned=False)
+                        return self.binding
+                    except NoAgyFound as wider:  # (says what the scan found: another agy, say)
+                        last = wider
                 if loop.time() + retry_every > end:
-                    raise
+                    raise last from None
                 await asyncio.sleep(retry_every)
 
-    def _candidates(self, procs: list[AgyProcess] | None = None) -> list[Candidate]:
+    def _candidates(self, procs: list[AgyProcess] | None = None, *, pinned: bool = True) -> list[Candidate]:
         if procs is None:
             procs = self._scanner.processes(pids=self._pids, root_pid=self._pane_pid)
-        if self._port is not None:
+        if self._port is not None and pinned:
             owner = next((p for p in procs if self._port in self._scanner.listen_ports(p.pid)), None)
             token = self._csrf or (csrf_token_from_cmdline(owner.cmdline) if owner else None)
             return [Candidate(self._port, owner.pid if owner else None, token)]
@@ -335,9 +347,11 @@ class Resolver:
         found = logged_endpoints(((p.pid, p.cmdline) for p in procs), self._csrf)
         return [Candidate(port, pid, token) for pid, port, token in found]
 
-    async def _scan(self) -> Binding:
+    async def _scan(self, *, pinned: bool = True) -> Binding:
+        """The one port serving the conversation: the given ``--port`` (``pinned``), else a scan."""
+        port = self._port if pinned else None
         procs: list[AgyProcess] | None = None
-        if self._port is None:  # agy's log line first; the socket scan when it names nothing of ours
+        if port is None:  # agy's log line first; the socket scan when it names nothing of ours
             procs = await asyncio.to_thread(self._scanner.processes, pids=self._pids, root_pid=self._pane_pid)
             logged = await asyncio.to_thread(self._logged, procs)
             if logged:
@@ -350,7 +364,11 @@ class Resolver:
                     c = ours[0]
                     log.info("bound agy port %d (pid %s) from agy's log", c.port, c.pid)
                     return Binding(c.port, c.pid, c.csrf_token, self._host)
-        found = await asyncio.to_thread(self._candidates, procs) if self._port is None else self._candidates()
+        found = (
+            await asyncio.to_thread(self._candidates, procs, pinned=pinned)
+            if port is None
+            else self._candidates()
+        )
         verdicts = await asyncio.gather(
             *(
                 probe(
@@ -367,7 +385,7 @@ class Resolver:
             ports = [c.port for c in ours]
             raise AmbiguousAgy(f"{len(ours)} ports answer for {what}: {ports}; pass --port", ports)
         if not ours:
-            raise NoAgyFound.instead(self._port, self.cascade_id, [c.port for c in found], foreign, strangers)
+            raise NoAgyFound.instead(port, self.cascade_id, [c.port for c in found], foreign, strangers)
         c = ours[0]
         log.info("bound agy port %d (pid %s) for %s", c.port, c.pid, what)
         return Binding(c.port, c.pid, c.csrf_token, self._host)

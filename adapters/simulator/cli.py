@@ -127,6 +127,7 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
             pace=args.pace,
             gate_timeout=args.gate_timeout,
             log_file=getattr(args, "log_file", None),
+            workspace=where_started(),
         ) as sim:
             if getattr(args, "recording", None):
                 from .recording import load_recording
@@ -156,6 +157,13 @@ async def serve(args: argparse.Namespace, *, ready: asyncio.Event | None = None,
     return 0
 
 
+def where_started() -> str:
+    """The simulator's workspace: the directory it was started in, as agy's (agy works in the directory
+    it was started in; its conversations report it as ``workspaceFolderAbsoluteUri``). The library's
+    Simulator keeps a recorded default; the command, run by a person in a project, plays that project."""
+    return os.getcwd()
+
+
 async def play(sim: Any, scenario: str) -> None:
     """The scenario's turns, one after another (each until agy is idle again: a gate waits for you)."""
     for text in SCENARIOS[scenario]:
@@ -170,7 +178,11 @@ async def tui(args: argparse.Namespace) -> int:
     from .tui import Tui
     from .tui_terminal import raw_terminal
 
-    extra: dict[str, Any] = {"gate_timeout": args.gate_timeout, "log_file": args.log_file}
+    extra: dict[str, Any] = {
+        "gate_timeout": args.gate_timeout,
+        "log_file": args.log_file,
+        "workspace": where_started(),
+    }
     async with Simulator(profile=args.profile, pace=args.pace, **extra) as sim:
         if args.recording:
             from .recording import load_recording
@@ -211,6 +223,14 @@ def refused(args: argparse.Namespace) -> str | None:
     log_file = getattr(args, "log_file", None)
     if log_file and os.path.isdir(log_file):
         return f"--log-file {log_file}: a directory; name a file (agy's own is ~/.gemini/antigravity-cli/cli.log)"
+    if log_file:  # where agy's port lines cannot go, discovery would never read them: said, not made
+        parent = os.path.dirname(os.path.abspath(log_file))
+        if not os.path.isdir(parent):
+            return (
+                f"--log-file {log_file}: there is no directory {parent}; create it or name a file elsewhere"
+            )
+        if not os.access(parent, os.W_OK) or (os.path.exists(log_file) and not os.access(log_file, os.W_OK)):
+            return f"--log-file {log_file}: not writable by you; name a file in a directory of yours"
     return None
 
 

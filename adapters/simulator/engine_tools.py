@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import steps as st
 from . import tool_steps as ts
-from .interactions import allowed, call_args, deny_instruction
-from .kind_steps import KIND_TOOLS, kind_request
+from .interactions import allowed, call_args, deny_instruction, proceeds
+from .kind_steps import FIELD_OF, KIND_TOOLS, kind_body, kind_request
 from .scenarios import (
     MULTI_OPTIONS,
     QUESTION_OPTIONS,
@@ -120,19 +120,31 @@ class ToolActions:
             self.results.append(f"I know no gate kind {field!r}.")
             return
         tool, _key, default = KIND_TOOLS[field]
-        call = st.tool_call(tool, {"toolAction": f"Asking for {field}", "toolSummary": f"{field} gate"})
-        mi = await self.planner_tools([call], f"**Asking first**\n\nThis needs the user's {field}.")
+        words = tool.replace("_", " ")
+        call = st.tool_call(
+            tool, {"toolAction": "Asking first", "toolSummary": f"Ask before {tool.replace('_', ' ')}"}
+        )
+        mi = await self.planner_tools([call], "**Asking first**\n\nThis needs the user's answer.")
         await self.pause(STEP_DELAY)
-        request: dict[str, Any] | None = {field: kind_request(field, subject)}
-        kind = "permission" if field == "runCommand" else "other"  # a file permission: agy's terminal only
+        asked = FIELD_OF.get(field, field)
+        request: dict[str, Any] | None = {asked: kind_request(field, subject)}
+        settings = ("artifactReviewPolicy", "allowNonWorkspaceAccess")
+        kind = "other" if field in settings else "permission"
         if field == "runCommand":
             command = subject or default
             step = ts.run_command(self.where(mi), self.model, call, command=command, cwd=self.sim.workspace,
                                   action=f"Running {command}", summary=f"Run {command}")  # fmt: skip
         else:
             step = ts.generic(self.where(mi), self.model, call, args={"subject": subject or default},
-                              arguments_order=["subject"], action=f"Asking for {field}", summary=f"{field} gate")  # fmt: skip
+                              arguments_order=["subject"], action="Asking first", summary=f"Ask before {tool.replace('_', ' ')}")  # fmt: skip
+            typed = kind_body(field, subject)
+            if typed is not None:  # the descriptors' typed body: what agy would do
+                step_type, key, body = typed
+                del step["generic"]
+                step["type"] = st.T + step_type
+                step[key] = body
         if field == "nestedFilePermission":  # the request sits in the tool step's own body
+            del step["generic"]
             step["type"] = st.T + "LIST_DIRECTORY"
             step["listDirectory"] = {"directoryPathUri": subject or default,
                                      "filePermissionRequest": kind_request(field, subject)}  # fmt: skip
@@ -140,13 +152,11 @@ class ToolActions:
         self.add(step)
         step, answer = await self.gate(step, request, kind)
         if answer is None:
-            self.results.append(f"Nobody answered the {field} gate in time.")
+            self.results.append(f"Nobody answered the {words} gate in time.")
             return
         index = self.c.steps.index(step)
-        granted = any(isinstance(v, dict) and (v.get("allow") or v.get("confirm") or v.get("accepted"))
-                      for v in answer.values())  # fmt: skip
-        if not granted:
-            self.results.append(f"You refused the {field} request.")
+        if not proceeds(asked, answer):
+            self.results.append(f"You refused the {words} request.")
             return
         if field == "runCommand":
             self.hook_rewrites(step)
@@ -156,7 +166,7 @@ class ToolActions:
         else:
             st.settle(step, st.DONE)
         self.changed(index)
-        self.results.append(f"The {field} request was allowed.")
+        self.results.append(f"The {words} request was allowed.")
 
     async def do_autorun(self, action: Action) -> None:
         await self.do_run(action, gated=False)

@@ -9,6 +9,9 @@
     sim.faults.stall_stream = True          # streams send nothing (no frames, no trailer) until cleared
     sim.faults.forget_grants = True         # agy does not keep lasting grants: a covered request is asked again
     sim.faults.refuse_scope = True          # agy refuses the RPC permission.scope field (400), still waiting
+    sim.faults.refuse_kinds = {"deploy"}    # this agy takes no RPC answer of these kinds ("input not
+                                            # registered"), the step still waiting (an agy whose build
+                                            # differs from the IDE's descriptors)
     sim.faults.rewrite_command_once = "rm -rf /tmp/x"  # a hook rewrites the next allowed command (overwrite.CommandLine)
     sim.faults.replay_listing(answer, times=2, delay=0.3)  # the next 2 GetAllCascadeTrajectories
                                             # answer ``answer`` (a listing taken earlier), each 0.3 s late
@@ -46,6 +49,8 @@ class Faults:
     #: an agy that does not take the RPC ``permission.scope`` field: an answer carrying it is refused
     #: (400 invalid_argument) and the step keeps waiting
     refuse_scope: bool = False
+    #: interaction fields this agy takes no RPC answer of: "input not registered", the step still waiting
+    refuse_kinds: set[str] = field(default_factory=set)
     delay: float = 0.0
     delay_methods: set[str] | None = None
     failures: dict[str, MethodFailure] = field(default_factory=dict)
@@ -104,6 +109,7 @@ class Faults:
         self.forget_grants = False
         self.rewrite_command_once = ""
         self.refuse_scope = False
+        self.refuse_kinds = set()
         self.drift = False
         self.delay = 0.0
         self.delay_methods = None

@@ -1,5 +1,12 @@
 """Gates on the simulator's side: answering one (``HandleCascadeUserInteraction``) and re-asking one
-after a timeout. Pure functions on a :class:`.state.Cascade` and its step dicts."""
+after a timeout. Pure functions on a :class:`.state.Cascade` and its step dicts.
+
+Each kind's answer is taken in its descriptor's shape (:mod:`agy_harness.core.kinds`; the IDE's
+descriptors) and nothing else: a field the message does not have, or a value of the wrong type, is
+refused as agy's proto-JSON decoder refuses it (``invalid_argument``); an answer of another kind than
+the one asked is agy's "input not registered". What proceeds is what the descriptor says proceeds:
+``{confirm: true}``, ``{allow: true}``, an elicitation's ``accept``, and a deploy whose ``cancel`` is not
+true -- an empty ``deploy {}`` proceeds."""
 
 from __future__ import annotations
 
@@ -71,16 +78,99 @@ def apply(c: Cascade, interaction: dict[str, Any], *, terminal: bool = False) ->
     elif field == "runCommand":
         _run_command(step, interaction["runCommand"], response)
     elif field == "filePermission":
-        if not terminal:
-            raise refused  # no RPC answer to a file permission is evidenced: agy's terminal only
         _file_permission(step, interaction["filePermission"], response, refused)
+    elif field in SHAPES:
+        _by_shape(step, field, interaction[field], response)
     else:
-        # a kind the harness cannot answer: accepted in the simulated terminal, or over RPC as
-        # {<the same field>: {...}} (a guess: no source shows this payload)
+        # a setting gate or the simulator's guessed fileReview (no answer is evidenced): accepted in the
+        # simulated terminal, or over RPC as {<the same field>: {...}} (a guess; the harness never sends it)
         response[field] = dict(interaction[field])
         ts.record_interaction(step, response)
         st.transition(step, st.RUNNING)
     return index, response
+
+
+#: each kind's answer message (the IDE's descriptors): field name -> its proto-JSON type
+_CONFIRM: dict[str, type] = {"confirm": bool}
+SHAPES: dict[str, dict[str, type]] = {
+    **{
+        name: _CONFIRM
+        for name in (
+            "openBrowserUrl",
+            "runExtensionCode",
+            "executeBrowserJavascript",
+            "captureBrowserScreenshot",
+            "clickBrowserPixel",
+            "browserAction",
+            "openBrowserSetup",
+            "confirmBrowserSetup",
+            "sendCommandInput",
+            "readUrlContent",
+            "mcp",
+            "approvalInteraction",
+        )
+    },
+    "deploy": {"cancel": bool, "deployTarget": dict, "subdomain": str},
+    "elicitation": {"action": str, "contentJson": str},
+    "runCommand": {
+        "confirm": bool,
+        "proposedCommandLine": str,
+        "submittedCommandLine": str,
+        "sandboxOverride": bool,
+    },
+    "filePermission": {"allow": bool, "scope": str, "absolutePathUri": str},
+}
+ELICITATION_ACTIONS = frozenset({"accept", "decline", "cancel"})
+
+
+def check_shape(field: str, message: Any) -> None:
+    """Refuse ``message`` unless it is ``field``'s answer message: known fields of their type only."""
+    shape = SHAPES[field]
+    if not isinstance(message, dict):
+        raise RpcFailure(400, "invalid_argument", f"{field}: not a message")
+    for key, value in message.items():
+        if key not in shape:
+            raise RpcFailure(400, "invalid_argument", f"unknown field {key!r} in {field}")
+        kind = shape[key]
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise RpcFailure(400, "invalid_argument", f"invalid value for {field}.{key}: {value!r}")
+    if field == "elicitation" and message.get("action", "") not in ELICITATION_ACTIONS:
+        raise RpcFailure(
+            400,
+            "invalid_argument",
+            f"elicitation.action must be accept/decline/cancel: {message.get('action')!r}",
+        )
+    if field == "elicitation" and message.get("action") == "accept":
+        try:
+            content = json.loads(message.get("contentJson") or "")
+        except ValueError:
+            content = None
+        if not isinstance(content, dict):
+            raise RpcFailure(400, "invalid_argument", "elicitation accept: contentJson is not a JSON object")
+
+
+def proceeds(field: str, answer: dict[str, Any]) -> bool:
+    """Whether agy goes on with what it asked, given the answer it took (the descriptor's meaning)."""
+    message = answer.get(field)
+    if not isinstance(message, dict):
+        return False
+    if field == "deploy":
+        return message.get("cancel") is not True  # an empty deploy {} proceeds
+    if field == "elicitation":
+        return message.get("action") == "accept"
+    if field in ("permission", "filePermission"):
+        return message.get("allow") is True
+    return message.get("confirm") is True or message.get("accepted") is True
+
+
+def _by_shape(step: dict[str, Any], field: str, message: Any, response: dict[str, Any]) -> None:
+    check_shape(field, message)
+    response[field] = copy.deepcopy(message)
+    ts.record_interaction(step, response)
+    if proceeds(field, response):
+        st.transition(step, st.RUNNING)
+    else:
+        st.settle(step, st.ERROR)
 
 
 def _scope(value: Any) -> str:
@@ -113,8 +203,11 @@ def _permission(step: dict[str, Any], perm: dict[str, Any], response: dict[str, 
 def _run_command(step: dict[str, Any], run: dict[str, Any], response: dict[str, Any]) -> None:
     """``CascadeRunCommandInteraction {confirm, proposedCommandLine, submittedCommandLine}``: a
     confirmed submitted line is what the step then runs."""
+    check_shape("runCommand", run)
     confirm = run.get("confirm") is True
     recorded: dict[str, Any] = {"confirm": True} if confirm else {}
+    if confirm and run.get("sandboxOverride") is True:
+        recorded["sandboxOverride"] = True
     for key in ("proposedCommandLine", "submittedCommandLine"):
         if isinstance(run.get(key), str) and run[key]:
             recorded[key] = run[key]
@@ -132,9 +225,12 @@ def _run_command(step: dict[str, Any], run: dict[str, Any], response: dict[str, 
 def _file_permission(
     step: dict[str, Any], perm: dict[str, Any], response: dict[str, Any], refused: RpcFailure
 ) -> None:
-    """A file permission answered in agy's own terminal (recorded in the simulator's own shape,
-    ``{allow, absolutePathUri}``: agy's is not public): only for the path asked about."""
-    asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step) or {}
+    """``FilePermissionInteraction {allow, scope, absolutePathUri}`` (the IDE's descriptors): only for
+    the path asked about."""
+    check_shape("filePermission", perm)
+    asked = (
+        (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step) or {}
+    )
     uri = perm.get("absolutePathUri")
     if uri != asked.get("absolutePathUri"):
         raise refused
@@ -223,17 +319,32 @@ def terminal_answer(
 ) -> dict[str, Any]:
     """What agy's own terminal sends for the waiting gate of ``kind`` (KeyError: none waits).
 
-    ``other``: the interaction's own field, ``{"accepted": accept}``; ``permission``: allow or deny;
+    each kind in its descriptor's shape (a setting gate: ``{"accepted": accept}``); ``permission``: allow or deny;
     ``question``: ``option_ids`` (default the first option) for every question, or the skip."""
     for index, gate in c.gates.items():
-        if gate.kind != kind or gate.future.done():
-            continue
         step = c.steps[index]
-        answer: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
         field = asked_field(step)
+        # ``other``: any kind but agy's recorded three (the harness once named them all "other")
+        named = kind == "other" and field not in ("permission", "runCommand", "askQuestion", "")
+        if (gate.kind != kind and not named) or gate.future.done():
+            continue
+        answer: dict[str, Any] = {"trajectoryId": c.trajectory_id, "stepIndex": index}
         if field == "filePermission":
-            asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(step)
-            answer["filePermission"] = {"allow": accept, "absolutePathUri": (asked or {}).get("absolutePathUri")}
+            asked = (step.get("requestedInteraction") or {}).get("filePermission") or nested_file_permission(
+                step
+            )
+            answer["filePermission"] = {
+                "allow": accept,
+                "absolutePathUri": (asked or {}).get("absolutePathUri"),
+            }
+        elif field == "deploy":
+            answer["deploy"] = {} if accept else {"cancel": True}
+        elif field == "elicitation":
+            answer["elicitation"] = (
+                {"action": "accept", "contentJson": "{}"} if accept else {"action": "decline"}
+            )
+        elif field in SHAPES and field != "runCommand":
+            answer[field] = {"confirm": accept}
         elif kind == "other":
             answer[field] = {"accepted": accept}
         elif field == "runCommand":

@@ -245,6 +245,10 @@ class Simulator(CascadeHost):
         perm = interaction.get("permission") if isinstance(interaction, dict) else None
         if self.faults.refuse_scope and isinstance(perm, dict) and "scope" in perm:
             raise RpcFailure(400, "invalid_argument", 'proto: unknown field "scope"')
+        refused = self.faults.refuse_kinds & set(interaction) if isinstance(interaction, dict) else set()
+        if refused and not terminal:  # an agy that takes no such answer over RPC
+            index = interaction.get("stepIndex")
+            raise RpcFailure(500, "unknown", f"input not registered for step {index}")
         index, response = interactions.apply(c, interaction, terminal=terminal)
         self.grants.take(c.id, c.steps[index].get("requestedInteraction") or {}, response)
         gate = c.gates[index]

@@ -9,10 +9,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from agy_harness.adapters.sinks.escape import visible
-from agy_harness.adapters.sinks.terminal_cards import MAX_COMMAND_LINES, choice_lines, prompt_label
-from agy_harness.core.answers import ALLOW_WORDS, DENY_WORDS, AnswerError, parse_answer, resolve_question
+from agy_harness.adapters.sinks.terminal_cards import MAX_COMMAND_LINES, prompt_label
+from agy_harness.core.answers import (
+    ALLOW_WORDS,
+    DENY_WORDS,
+    AnswerError,
+    carries_reason,
+    parse_answer,
+    resolve_question,
+)
 from agy_harness.core.display import command_view
-from agy_harness.core.scopes import allow_choices, scope_label
+from agy_harness.core.scopes import allow_choices, deny_label, scope_label
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -100,7 +107,7 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
                 .replace("Allow", "allow", 1)
                 .replace("Always", "always", 1)
             )
-        said = "allow" if answer.allow else "deny"
+        said = "allow" if answer.allow else (deny_label(gate).lower() if gate.deny_label else "deny")
         return f"{said}: {answer.deny_reason}" if answer.deny_reason and answer.allow is False else said
     parts: list[str] = []
     for i, question in enumerate(gate.questions):
@@ -110,6 +117,22 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
             texts.append(answer.write_ins[i])
         parts.append(", ".join(texts) if texts else "(no answer)")
     return "; ".join(parts)
+
+
+def retry_line(gate: GateOpened, line: str) -> str:
+    """One line after a permission answer that is none: the answers this gate takes (its card lists
+    them whole) and what was typed, cut; never the parser's list of accepted Python values."""
+    choices = allow_choices(gate)
+    words = ["y (allow)", "n (deny)"] if choices else ["n (deny)"]
+    if len(choices) > 1:
+        words.append(f"1-{len(choices)}")
+    if carries_reason(gate):
+        words.append("n: <reason>")
+    if gate.editable and choices:
+        words.append("edit: <command>")
+    typed = visible(" ".join(line.split()))
+    typed = typed if len(typed) <= 12 else typed[:11] + "…"  # (echoed whole above: the line fits 80)
+    return f"please answer {', '.join(words)}; not read: {typed!r}"
 
 
 async def ask_at_keyboard(
@@ -127,10 +150,8 @@ async def ask_at_keyboard(
                 return GateAnswer(action="decline", allow=False)
             try:
                 answer = parse_answer(gate, scope_choice(gate, line) or line)
-            except AnswerError as exc:
-                say(
-                    f"please answer y (allow), n (deny), or {' · '.join(choice_lines(gate))} ({visible(str(exc))})"
-                )
+            except AnswerError:
+                say(retry_line(gate, line))
                 continue
             if answer.edited_command:
                 confirmed = await _confirm_edit(gate, answer, read, say)

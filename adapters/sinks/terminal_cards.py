@@ -27,7 +27,8 @@ from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import code_review, safejson
 from agy_harness.core.answers import carries_reason
 from agy_harness.core.display import MARKER, command_view, label_notes, path_notes, visible
-from agy_harness.core.scopes import allow_choices, scope_label, scope_word
+from agy_harness.core.kinds import describe, in_words
+from agy_harness.core.scopes import allow_choices, deny_label, scope_label, scope_word
 from agy_harness.ports.events import Event, GateOpened, ToolCall, ToolResult
 
 #: Argument names that hold a tool's command line / working directory (agy's and common spellings).
@@ -220,6 +221,8 @@ def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
                 prefix = "$ " if i == 0 else "  "
                 body.append(Text(prefix + line, style="dim italic" if marker else "bold"))
         else:
+            if gate.interaction not in ("", "permission"):  # what agy asks, in words (core.kinds)
+                body.append(Text(visible(describe(gate))))
             what = visible((p.target or p.description or p.action) if p else "")
             body.append(Text(f"$ {what}" if what else visible(gate.tool_name), style="bold"))
             if p is not None and p.target:  # a path: its look-alikes flagged (core.display.path_notes)
@@ -231,10 +234,10 @@ def gate_card(gate: GateOpened, *, keys: bool = True) -> Panel:
             body.append(Text(visible(p.description), style="dim"))
         if keys:  # (not when a policy answers: nobody types)
             body.extend(Text(line, style="dim") for line in choice_lines(gate))
-        kind = (
-            f" ({visible(gate.interaction)})" if gate.interaction and gate.interaction != "permission" else ""
-        )
-        title = Text(f"⏸ permission{kind}: {visible(gate.tool_name) or 'action'}")
+        if gate.interaction in ("", "permission"):
+            title = Text(f"⏸ permission: {visible(gate.tool_name) or 'action'}")
+        else:  # the kind in words (core.kinds), never agy's raw field name
+            title = Text(f"⏸ agy asks to {in_words(gate.interaction)}")
     else:
         for i, question in enumerate(gate.questions):
             number = f"{i + 1}. " if len(gate.questions) > 1 else ""
@@ -256,7 +259,12 @@ def choice_lines(gate: GateOpened) -> list[str]:
     if len(choices) > 1:
         words = " · ".join(f"'{scope_word(s)}'" for s in choices[1:])
         lines.append(f"type a number, or {words}")
-    tail = "y allow · n deny" if choices else "n deny (it cannot be allowed from here)"
+    allow = scope_label(gate, "once").lower() if gate.allow_label else "allow"
+    deny = deny_label(gate).lower()
+    why = f": {gate.no_allow}" if gate.no_allow and gate.interaction != "elicitation" else ""
+    tail = f"y {allow} · n {deny}" if choices else f"n {deny} (it cannot be allowed from here{why})"
+    if gate.interaction == "elicitation":  # content only the human gives (core.content)
+        tail += " · accept: <JSON object> accept with that content · cancel"
     if carries_reason(gate):  # (core.answers: agy's answer carries a reason)
         tail += " · n: <reason> deny and tell agy why"
     if gate.editable and choices:  # (an edit is an allow: none where no allow is offered)

@@ -1,17 +1,21 @@
 """The decision ledger on disk: ``ledger.jsonl`` (the chained records), ``checkpoints.jsonl`` (signed
 ``{sequence, head}``) and the per-install keys, in a private directory (``ledger`` under
-:func:`~agy_harness.adapters.private_state.state_root`, or ``AGY_HARNESS_LEDGER_DIR``): 0700, verified,
-files 0600, opened relative to the verified directory with ``O_NOFOLLOW``.
+:func:`~agy_harness.adapters.private_state.durable_root`, or ``AGY_HARNESS_LEDGER_DIR``; moved there
+once from where earlier versions kept it: :mod:`.ledger_place`): 0700, verified, files 0600, opened
+relative to the verified directory with ``O_NOFOLLOW``.
 
-Writing never blocks the event loop: :meth:`FileLedger.record` hands the entry to one writer thread
-(so records keep the order they were given in) which, under an exclusive ``flock`` (several sessions
-of this user share the ledger), reads what other writers appended since, chains the record to the
-real last one, appends it and the signed checkpoint, and returns: the record is in the file, which a
-kill of the process no longer loses. The ``fsync`` follows on the same thread, off the caller's path
-(one for a burst of records): an answer waits for its record to be written, not for the disk. A write that fails is cut
-back off the file and raises :class:`~agy_harness.ports.errors.LedgerUnavailable`. A kill at any point
-leaves a ledger that verifies: at most the record being written is torn, and the next writer cuts a
-torn final line off (it was never acknowledged, so the answer it recorded was never sent).
+Writing never waits on the event loop: :meth:`FileLedger.record`, under an exclusive ``flock``
+(several sessions of this user share the ledger), reads what other writers appended since, chains the
+record to the real last one, signs it, appends it and its checkpoint, and returns: the record is in
+the file, which a kill of the process no longer loses. When the lock is free at once and no record
+is queued before it, that is done right there (a few system calls and a signature, ~0.1 ms);
+otherwise (a first record, which opens the files; a lock another writer holds) one writer thread does
+it, in the order given. The ``fsync`` (the ledger, then its checkpoints) runs on a thread of its own,
+off the caller's path, one for a burst of records: an answer waits for its record to be written, not
+for the disk, and a record never waits behind the flush of the ones before it. A write that fails is
+cut back off the file and raises :class:`~agy_harness.ports.errors.LedgerUnavailable`. A kill at any
+point leaves a ledger that verifies: at most the record being written is torn, and the next writer
+cuts a torn final line off (it was never acknowledged, so the answer it recorded was never sent).
 """
 
 from __future__ import annotations
@@ -23,29 +27,26 @@ import fcntl
 import logging
 import os
 import stat
+import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from agy_harness.adapters.private_state import (
-    UnsafeStateError,
-    create_file,
-    open_dir,
-    read_own_file,
-    state_root,
-)
+from agy_harness.adapters.private_state import UnsafeStateError, create_file, open_dir, read_own_file
 from agy_harness.ports.errors import LedgerUnavailable
 from agy_harness.ports.protocols import LedgerEntry
 
 from . import ledger_chain as C
+from .ledger_place import ENV_LEDGER_DIR as ENV_LEDGER_DIR
+from .ledger_place import default_dir as default_dir
+from .ledger_place import moved_once
 
 log = logging.getLogger("agy_harness.ledger")
 
-ENV_LEDGER_DIR = "AGY_HARNESS_LEDGER_DIR"
 LEDGER = "ledger.jsonl"
 CHECKPOINTS = "checkpoints.jsonl"
 PRIVATE_KEY = "ed25519.key"
@@ -54,11 +55,6 @@ KEY_BYTES = 4096
 TAIL_READ = 1 << 20  # what is read back to find the last record (a record is far smaller)
 SEEN_KEPT = 4096  # gate ids whose decision this ledger holds (an "unless decided" record is skipped)
 _FLAGS = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-def default_dir() -> Path:
-    override = os.environ.get(ENV_LEDGER_DIR)
-    return Path(override) if override else state_root() / "ledger"
 
 
 def now() -> str:
@@ -112,6 +108,42 @@ def read_file(directory: Path, name: str, limit: int = 1 << 31) -> bytes:
             os.close(f)
 
 
+def read_both(directory: Path) -> tuple[bytes, bytes]:
+    """The ledger's and its checkpoints' bytes, read under the writers' lock (shared: readers do not
+    wait for each other), so never between a record and its checkpoint: what a verifier reads is a
+    state some writer left, not one half-written (b"" for a file that does not exist). The lock is
+    taken through the turnstile (:func:`_locked`): a flood of records cannot keep a reader out."""
+    with open_dir(directory) as fd:
+        try:
+            f = os.open(LEDGER, os.O_RDONLY | _FLAGS, dir_fd=fd)
+        except FileNotFoundError:
+            return b"", read_file(directory, CHECKPOINTS)
+        try:
+            _locked(fd, f, fcntl.LOCK_SH)
+            return read_file(directory, LEDGER), read_file(directory, CHECKPOINTS)
+        finally:
+            os.close(f)  # (the lock goes with it)
+
+
+def _locked(dir_fd: int, ledger: int, mode: int) -> bool:
+    """``flock(ledger, mode)`` taken through a turnstile, the directory's own ``flock``: each taker
+    passes it (held only until the ledger's lock is had), so a reader waiting for the lock holds the
+    turnstile and the next writer waits behind it -- a writer appending record after record would
+    otherwise take the lock again each time before the woken reader ran (seen: ``audit verify``
+    waiting for ever beside a writer in a loop). False when ``mode`` has LOCK_NB and either is held."""
+    try:
+        fcntl.flock(dir_fd, fcntl.LOCK_EX | (mode & fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    try:
+        fcntl.flock(ledger, mode)
+    except BlockingIOError:
+        return False
+    finally:
+        fcntl.flock(dir_fd, fcntl.LOCK_UN)
+    return True
+
+
 def read_tail(directory: Path, name: str, limit: int) -> tuple[bytes, bool]:
     """The last ``limit`` bytes of a ledger file, starting at a line (b"" when it does not exist), and
     whether that is the whole file; refuses a symlink or a file not ours."""
@@ -145,13 +177,20 @@ class FileLedger:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agy-harness-ledger")
         self._fds: tuple[int, int, int] | None = None  # directory, ledger, checkpoints
         self._key: Ed25519PrivateKey | None = None
+        self._key_id = ""
         self._seq = 0
         self._head = C.GENESIS
         self._size = 0  # the ledger's size as this writer last saw it
         #: gate id -> its decisions agy may have taken (sequence -> who, verdict, scope, when): one
         #: agy did not take (a ``delivery`` record says ``taken: false``) is dropped
         self._decided: OrderedDict[str, dict[int, dict[str, Any]]] = OrderedDict()
-        self._dirty = False  # written since the last fsync
+        #: the fsyncs run on a thread of their own: a record never waits behind the disk flushing the
+        #: ones before it (one fsync covers every record written before it began)
+        self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agy-harness-ledger-sync")
+        self._sync_lock = threading.Lock()
+        self._sync_queued = False
+        self._writing = threading.Lock()  # held by whoever appends (the caller's thread or the writer)
+        self._queued = 0  # records handed to the writer thread and not yet written
 
     def redact_command(self, text: str) -> str:
         """``text`` (a command line) as this ledger keeps it: its secret arguments masked, read as
@@ -167,17 +206,49 @@ class FileLedger:
         return command_secrets(text)
 
     async def record(self, entry: LedgerEntry) -> int:
-        future = self._pool.submit(self._append, entry.type, entry.body)
-        self._pool.submit(self._sync)  # after it, off the caller's path
-        return await asyncio.wrap_future(future)
+        seq = self._append_at_once(entry.type, entry.body)
+        if seq is not None:
+            return seq
+        return await asyncio.wrap_future(self._submit(entry))
 
     def record_now(self, entry: LedgerEntry) -> int:
         """The same as :meth:`record`, from a thread that may block (the benchmark, a test)."""
-        future = self._pool.submit(self._append, entry.type, entry.body)
-        self._pool.submit(self._sync)
-        return future.result()
+        return self._submit(entry).result()
+
+    def _submit(self, entry: LedgerEntry) -> Future[int]:
+        with self._sync_lock:
+            self._queued += 1
+        return self._pool.submit(self._append_queued, entry.type, entry.body)
+
+    def _append_queued(self, kind: str, body: dict[str, Any]) -> int:
+        try:
+            with self._writing:
+                seq = self._append(kind, body, wait=True)
+                assert seq is not None
+                return seq
+        finally:
+            with self._sync_lock:
+                self._queued -= 1
+
+    def _append_at_once(self, kind: str, body: dict[str, Any]) -> int | None:
+        """The record appended on the caller's thread (the event loop) when that costs no wait: the
+        files are open, no record is queued before it (the order stays the order given), and the
+        lock -- this process's and the other writers' ``flock`` -- is free at once. Then it is a few
+        system calls and one signature, ~0.1 ms; the hand-over to the writer thread cost far more
+        (the thread waits for the GIL a busy loop holds: up to 5 ms at each system call). None: the
+        writer thread appends it (a first record opens the files there; a held lock is waited for
+        there, never on the loop)."""
+        if self._fds is None or self._queued or not self._writing.acquire(blocking=False):
+            return None
+        try:
+            return self._append(kind, body, wait=False)
+        finally:
+            self._writing.release()
 
     def close(self) -> None:
+        self._pool.submit(lambda: None).result()  # every record queued is written
+        self._syncer.submit(self._sync).result()  # and flushed
+        self._syncer.shutdown(wait=True)
         self._pool.submit(self._close).result()
         self._pool.shutdown(wait=True)
 
@@ -192,8 +263,10 @@ class FileLedger:
 
     def _open(self) -> tuple[int, int, int]:
         if self._fds is None:
+            moved_once(self.directory)  # (an earlier version's ledger, from where it kept it)
             try:
                 self._key, _ = load_keys(self.directory, create=True)
+                self._key_id = C.key_id(self._key.public_key()) if self._key is not None else ""
                 with open_dir(self.directory) as fd:
                     dir_fd = os.dup(fd)
                 flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | _FLAGS
@@ -241,15 +314,30 @@ class FileLedger:
                 self._remember(str(record.get("type")), self._seq, str(record.get("time", "")), body)
         self._size = size
 
-    def _sync(self) -> None:
-        """fsync what was written (once for a burst of records: the jobs queued behind it)."""
-        if not self._dirty or self._fds is None or self._pool._work_queue.qsize():
-            return  # nothing new, or more is queued: the sync queued after it covers this
-        self._dirty = False
+    def _want_sync(self) -> None:
+        """An fsync after what was just written, unless one is queued that has not begun (it covers it)."""
+        with self._sync_lock:
+            if self._sync_queued:
+                return
+            self._sync_queued = True
         try:
-            os.fsync(self._fds[1])
-        except OSError as exc:
-            log.warning("decision ledger: fsync failed: %s", exc)
+            self._syncer.submit(self._sync)
+        except RuntimeError:  # (closing: close() flushes last)
+            with self._sync_lock:
+                self._sync_queued = False
+
+    def _sync(self) -> None:
+        """On the sync thread: fsync the ledger, then its checkpoints (one for a burst of records)."""
+        with self._sync_lock:
+            self._sync_queued = False  # a record written from now on queues the next one
+            fds = self._fds
+        if fds is None:
+            return
+        for fd in fds[1:]:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                log.warning("decision ledger: fsync failed: %s", exc)
 
     def _remember(self, kind: str, seq: int, at: str, body: dict[str, Any]) -> None:
         """A record's part in what the ledger knows of a gate's decision: a decision is one agy may have
@@ -276,23 +364,26 @@ class FileLedger:
         return await asyncio.wrap_future(self._pool.submit(self._decider, gate_id))
 
     def _decider(self, gate_id: str) -> dict[str, Any] | None:
-        _dir, ledger, _checkpoints = self._open()
-        try:
-            fcntl.flock(ledger, fcntl.LOCK_EX)
-        except OSError as exc:
-            raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc
-        try:
-            self._catch_up(ledger)
-        finally:
-            with contextlib.suppress(OSError):
-                fcntl.flock(ledger, fcntl.LOCK_UN)
-        live = self._decided.get(gate_id)
-        return dict(live[max(live)]) if live else None
+        with self._writing:  # (a record appended at once on the loop's thread changes what is read)
+            dir_fd, ledger, _checkpoints = self._open()
+            try:
+                _locked(dir_fd, ledger, fcntl.LOCK_EX)
+            except OSError as exc:
+                raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc
+            try:
+                self._catch_up(ledger)
+            finally:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(ledger, fcntl.LOCK_UN)
+            live = self._decided.get(gate_id)
+            return dict(live[max(live)]) if live else None
 
-    def _append(self, kind: str, body: dict[str, Any]) -> int:
-        _dir, ledger, checkpoints = self._open()
+    def _append(self, kind: str, body: dict[str, Any], *, wait: bool) -> int | None:
+        """Append one record under the writers' lock (``wait``: for it; else None when it is held)."""
+        dir_fd, ledger, checkpoints = self._open()
         try:
-            fcntl.flock(ledger, fcntl.LOCK_EX)
+            if not _locked(dir_fd, ledger, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB):
+                return None
         except OSError as exc:
             raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc
         try:
@@ -301,7 +392,7 @@ class FileLedger:
                 return 0  # a decision agy may have taken is recorded (another session's): not agy's own
             body = {k: v for k, v in body.items() if k != "unless_decided"}
             at = now()
-            line, digest = C.seal(self._seq + 1, self._head, at, kind, body)
+            line, digest, sig = C.sealed(self._seq + 1, self._head, at, kind, body, self._key)
             try:
                 _write_all(ledger, line)  # in the file (a kill of this process no longer loses it)
             except OSError as exc:
@@ -309,13 +400,13 @@ class FileLedger:
                     os.ftruncate(ledger, self._size)
                 raise LedgerUnavailable(f"the decision ledger could not be written: {exc}") from exc
             self._seq, self._head, self._size = self._seq + 1, digest, self._size + len(line)
-            self._dirty = True
             self._remember(kind, self._seq, at, body)
             if self._key is not None:
                 try:
-                    _write_all(checkpoints, C.checkpoint(self._seq, digest, self._key))
+                    _write_all(checkpoints, C.checkpoint(self._seq, digest, self._key, sig, self._key_id))
                 except OSError as exc:  # the record stands; the next checkpoint covers it
                     log.warning("decision ledger: checkpoint not written: %s", exc)
+            self._want_sync()  # (off the caller's path: the record is in the file already)
             return self._seq
         finally:
             with contextlib.suppress(OSError):

@@ -20,6 +20,7 @@ from typing import Any
 
 from .cli_args import command
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+from .fit import say
 
 DESCRIPTION = """\
 The decision ledger: one record for every gate decision (who decided -- you on which surface, agy's own
@@ -121,11 +122,13 @@ def add_audit_command(sub: Any) -> None:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from ..root.audit_ledger import default_dir
+    from ..root.audit_ledger import default_dir, this_install
 
     directory: Path = args.ledger if args.ledger is not None else default_dir()
     try:
         try:
+            if args.ledger is None:
+                this_install()  # (an earlier version's ledger moved here first, once)
             if args.action == "verify":
                 return _verify(directory)
             if args.action == "export":
@@ -173,7 +176,20 @@ def _load(directory: Path) -> tuple[list[dict[str, Any]], Any]:
     return load(directory)
 
 
+def _missing(directory: Path) -> bool:
+    """No ledger there: said in one line (a verify or export of nothing is no success)."""
+    from ..root.audit_ledger import found
+
+    if found(directory):
+        return False
+    where = "no such directory" if not directory.exists() else "no ledger.jsonl or checkpoints.jsonl in it"
+    print(f"agy-harness audit: there is no decision ledger at {directory} ({where})", file=sys.stderr)
+    return True
+
+
 def _verify(directory: Path) -> int:
+    if _missing(directory):
+        return EXIT_FAILURE
     _records, report = _load(directory)
     for note in report.notes:
         print(f"note: {note}")
@@ -185,9 +201,13 @@ def _verify(directory: Path) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
-    print(
-        f"the decision ledger at {directory} verifies: {report.records} records, chained; "
-        f"signed checkpoints through record {report.signed_seq}"
+    if not report.records and not report.checkpoints:
+        print(f"the decision ledger at {directory} is empty: no records yet, nothing to verify")
+        return EXIT_OK
+    say(
+        f"the decision ledger at {directory} verifies: {report.records} records, chained and signed; "
+        f"signed checkpoints through record {report.signed_seq}",
+        sys.stdout,
     )
     return EXIT_OK
 
@@ -256,6 +276,8 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
             who = f"{by.get('user') or 'someone'} on {by.get('surface') or '?'}"
         elif kind == "rule":
             who = f"rule {by.get('rule_id')}"
+        elif kind == "auto":
+            who = f"the automatic policy {by.get('rule_id') or '?'} on {by.get('surface') or '?'} (no human)"
         line = (
             f"#{rec.get('seq')} {rec.get('time')} {body.get('verdict', '?'):7} by {who} "
             f"[{str(body.get('conversation', ''))[:8]}] {body.get('shown', '')}"
@@ -267,7 +289,9 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
         ran = ran_note(str(body.get("verdict", "")), outcomes.get(seq))
         if ran:
             line += f"; {ran}"
-        print(one_line(line))  # the display rule: a ledger's text never drives the terminal
+        say(
+            one_line(line), sys.stdout
+        )  # the display rule (a ledger's text never drives the terminal), fitted
     if not shown:
         print("no decisions recorded" + (" that match" if records else " yet"), file=sys.stderr)
     if not report.ok:
@@ -278,6 +302,8 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
 def _export(directory: Path, args: argparse.Namespace) -> int:
     if args.format is None:
         raise BadInput("export needs --format aat or --format jsonl")
+    if _missing(directory):
+        return EXIT_FAILURE
     records, report = _load(directory)
     if not report.ok:
         print(

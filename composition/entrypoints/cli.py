@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .acp import add_acp_command
 
     add_acp_command(sub)
-    from .doctor_command import add_doctor_command
+    from .doctor.command import add_doctor_command
     from .record import add_record_command
 
     add_doctor_command(sub)
@@ -160,11 +160,22 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespac
     return args
 
 
+class _Said(logging.Formatter):
+    """A warning at the default verbosity, as the CLI says things: ``agy-harness: warning: ...`` on one
+    line (no timestamp, logger name or traceback: ``-v`` shows those)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = " ".join(record.getMessage().split())
+        return f"agy-harness: {record.levelname.lower()}: {text}"
+
+
 def _configure_logging(verbose: int) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s") if verbose else _Said()
     )
+    logging.basicConfig(level=level, handlers=[handler])
 
 
 class Stopped(KeyboardInterrupt):

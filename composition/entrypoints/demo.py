@@ -33,10 +33,17 @@ SCRIPT: list[tuple[str, str]] = [
 ]
 
 
+#: the ``--auto`` policy's name in the decision ledger (``decided_by.kind`` "auto": no human was asked)
+AUTO_POLICY = "demo --auto"
+
+
 def auto_policy(gate: GateOpened) -> GateAnswer:
-    """``--auto``: approve commands unless they delete things; pick the first option of a question."""
+    """``--auto``: approve commands unless they delete things; pick the first option of a question;
+    deny every other kind (a browser action, a deploy...: issue 45), which no script here asks."""
     from agy_harness.ports.protocols import GateAnswer
 
+    if gate.kind == "permission" and gate.interaction not in ("", "permission", "runCommand"):
+        return GateAnswer(allow=False)
     if gate.kind == "permission":
         command = gate.permission.command_line or gate.permission.target if gate.permission else ""
         return GateAnswer(allow="rm " not in f"{command} ")
@@ -52,8 +59,12 @@ class TapSink:
 
     surface = "demo"  # where its human decides (the decision ledger)
 
-    def __init__(self, inner: EventSink) -> None:
+    def __init__(self, inner: EventSink, auto_policy: str = "") -> None:
         self.inner = inner
+        #: the policy that answers instead of a human ("": a human answers): the ledger records it so
+        self.auto_policy = auto_policy
+        #: why the demo cannot go on (the decision ledger cannot record its answers): ends the run
+        self.fatal: BaseException | None = None
         self.seen: list[Event] = []
         self._changed = asyncio.Event()
         self.asking = 0  # gates put to the human right now
@@ -86,18 +97,26 @@ class TapSink:
         self.last_activity = asyncio.get_running_loop().time()
         self._changed.set()
 
+    def stop(self, reason: BaseException) -> None:
+        """The demo cannot go on: :meth:`wait_for` raises ``reason`` (the first one) at once."""
+        if self.fatal is None:
+            self.fatal = reason
+        self._touch()
+
     async def wait_for(self, predicate: Callable[[Event], bool], start: int, timeout: float) -> Event:
         """The first event from ``start`` on that matches; TimeoutError after ``timeout`` s of agy's
         silence (never while a gate waits for the human: the clock starts again after the answer)."""
         loop = asyncio.get_running_loop()
         checked = start
         while True:
+            if self.fatal is not None:
+                raise self.fatal
             for event in self.seen[checked:]:
                 if predicate(event):
                     return event
             checked = len(self.seen)
             self._changed.clear()
-            if self.asking:
+            if self.asking and self.fatal is None:
                 await self._changed.wait()
                 continue
             left = self.last_activity + timeout - loop.time()
@@ -110,6 +129,38 @@ class TapSink:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(left):
                     await self._changed.wait()
+
+
+class WatchedLedger:
+    """The demo's decision ledger (this install's): a decision it cannot record ends the demo with one
+    line (``UserFacingError``: exit 1), where the gate would otherwise be asked again and again --
+    with ``--auto``, at once and for ever -- and each answer refused, nothing sent."""
+
+    def __init__(self, inner: Any, tap: TapSink) -> None:
+        self.inner = inner
+        self.tap = tap
+
+    async def record(self, entry: Any) -> int:
+        from agy_harness.ports.errors import LedgerUnavailable
+
+        from .errors import UserFacingError
+
+        try:
+            return int(await self.inner.record(entry))
+        except LedgerUnavailable as exc:
+            self.tap.stop(
+                UserFacingError(
+                    f"the demo stops: the decision ledger cannot record its answers ({exc}); fix that "
+                    f"directory, or set AGY_HARNESS_LEDGER_DIR to a private directory of yours"
+                )
+            )
+            raise
+
+
+def _ledger(tap: TapSink) -> WatchedLedger:
+    from ..root.container import default_ledger
+
+    return WatchedLedger(default_ledger(), tap)
 
 
 def _turn_over(e: Event) -> bool:
@@ -135,7 +186,7 @@ async def run_demo(
     if not auto and keyboard is None:
         keyboard = Keyboard()
     terminal = TerminalSink(console=console, auto_answer=auto_policy if auto else None, keyboard=keyboard)
-    tap = TapSink(terminal)
+    tap = TapSink(terminal, auto_policy=AUTO_POLICY if auto else "")
     with logs_through(terminal.screen):
         try:
             if get_profile(profile).serves("SendUserCascadeMessage"):
@@ -158,7 +209,7 @@ async def _demo_on_simulator(
     async with Simulator(profile=profile, pace=pace) as sim:
         terminal.info(f"agy simulator {sim.version} listening on 127.0.0.1:{sim.port}")
         container = make_container(
-            port=sim.port, cascade_id=sim.cascade_id, sink=tap, version_text=sim.version
+            port=sim.port, cascade_id=sim.cascade_id, sink=tap, version_text=sim.version, ledger=_ledger(tap)
         )
         async with session_from(container) as session:
             await _play(session, terminal, tap, timeout)
@@ -181,6 +232,7 @@ async def _demo_in_tmux(terminal: Any, tap: TapSink, *, profile: str, pace: floa
             version_text=profile,
             tmux_target=tui.pane_id,
             tmux_server=tui.server,
+            ledger=_ledger(tap),
         )
         async with session_from(container) as session:
             await _play(session, terminal, tap, timeout)

@@ -27,6 +27,7 @@ from agy_harness.ports.errors import AgyAmbiguous
 
 from .cli_args import FILE, SECONDS, add_cascade, add_port, command, positive
 from .errors import EXIT_OK, BadInput
+from .fit import say
 
 if TYPE_CHECKING:
     from agy_harness.adapters.rpc.client import RpcClient
@@ -138,11 +139,14 @@ class Progress:
             self.err.flush()
 
 
-def _writable(out: str) -> None:
-    """``--out``'s file can be written (checked before agy is looked for): else bad input, said once."""
+def _writable(out: str, force: bool = False) -> None:
+    """``--out``'s file can be written (checked before agy is looked for): else bad input, said once.
+    A file that exists is another recording, perhaps: replaced only with ``--force``."""
     if out == "-":
         return
     path = Path(out)
+    if path.is_file() and not force:
+        raise BadInput(f"--out {out}: the file exists; name another file, or add --force to replace it")
     if path.is_dir():
         raise BadInput(f"--out {out}: a directory; name a file in it, e.g. --out {path / 'session.jsonl'}")
     parent = path.parent if str(path.parent) else Path(".")
@@ -152,17 +156,28 @@ def _writable(out: str) -> None:
         raise BadInput(f"--out {out}: not writable by you; name a file in a directory of yours")
 
 
-def _private(out: str) -> TextIO:
+def _private(out: str, force: bool = False) -> TextIO:
     """``--out`` for writing: a file it makes is 0600 (a recording holds the whole conversation, the
-    commands' output too); a file that exists keeps the mode its owner gave it."""
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o600)
+    commands' output too); a file that exists keeps the mode its owner gave it. Without ``force`` a
+    regular file is only made, never replaced (one made since :func:`_writable` looked is refused)."""
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+    if force:
+        flags |= os.O_TRUNC
+    elif not Path(out).exists():
+        flags |= os.O_EXCL  # (a device such as /dev/null is written as it is)
+    try:
+        fd = os.open(out, flags, 0o600)
+    except FileExistsError:
+        raise BadInput(
+            f"--out {out}: the file exists; name another file, or add --force to replace it"
+        ) from None
     return os.fdopen(fd, "w", encoding="utf-8")
 
 
 async def _run(args: argparse.Namespace) -> int:
     from ..root.container import bind_endpoint, latest_cascade, make_container
 
-    _writable(args.out)
+    _writable(args.out, args.force)
 
     container = make_container(port=args.port, cascade_id=args.cascade)
     try:
@@ -189,10 +204,10 @@ async def _run(args: argparse.Namespace) -> int:
         cascade = args.cascade or await latest_cascade(container.directory())
         to_stdout = args.out == "-"
         where = "stdout" if to_stdout else args.out
-        out = sys.stdout if to_stdout else _private(args.out)
+        out = sys.stdout if to_stdout else _private(args.out, args.force)
         try:
             until = f"for {args.seconds:g} s" if args.seconds is not None else "until Ctrl-C"
-            print(f"agy-harness record: conversation {cascade} -> {where}, {until}", file=sys.stderr)
+            say(f"agy-harness record: conversation {cascade} -> {where}, {until}", sys.stderr)
             progress = Progress(sys.stderr)
             ticker = loop.create_task(_tick(progress))
             try:
@@ -205,12 +220,14 @@ async def _run(args: argparse.Namespace) -> int:
         finally:
             if not to_stdout:
                 out.close()
-    print(
-        f"agy-harness record: {recorded.frames} frame(s) and 2 snapshots written to {where}",
-        file=sys.stderr,
-    )
+    say(f"agy-harness record: {recorded.frames} frame(s) and 2 snapshots written to {where}", sys.stderr)
     route = recorded.route.text(redacting=args.redact)  # as doctor says it (--redact: no pattern)
-    print(f"agy-harness record: scopes: {route}", file=sys.stderr)
+    say(f"agy-harness record: scopes: {route}", sys.stderr)  # fitted to the terminal
+    from agy_harness.composition.root.audit_ledger import kind_tally
+    from agy_harness.core.kind_tally import tally_lines
+
+    for line in tally_lines(kind_tally(conversation=cascade)):  # this conversation's, from the ledger
+        say(f"agy-harness record: {line}", sys.stderr)
     return 128 + stopped_by[0] if stopped_by else EXIT_OK
 
 
@@ -252,7 +269,15 @@ def add_record_command(sub: Any) -> None:
     where = p.add_mutually_exclusive_group()
     add_port(where)
     add_cascade(where)
-    p.add_argument("--out", required=True, metavar=FILE, help="the JSONL file to write (- : stdout)")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar=FILE,
+        help="the JSONL file to write (- : stdout); an existing one is refused",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace --out's file when it exists (default: refused)"
+    )
     p.add_argument(
         "--redact",
         action="store_true",

@@ -4,6 +4,7 @@ root): where it lives, its records and verification report, and its export as an
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,22 +15,40 @@ from agy_harness.adapters.store.ledger_file import (
     LEDGER,
     default_dir,
     load_keys,
+    read_both,
     read_file,
     read_tail,
 )
+from agy_harness.adapters.store.ledger_place import moved_once
 
 Report = C.Report
+log = logging.getLogger("agy_harness.ledger")
 
-__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "load"]
+__all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "found", "kind_tally", "load", "this_install"]
+
+
+def this_install() -> Path:
+    """This install's ledger directory, an earlier version's ledger moved into it first (once)."""
+    where = default_dir()
+    moved_once(where)
+    return where
+
+
+def found(directory: Path) -> bool:
+    """Whether ``directory`` holds a decision ledger (either of its files; a symlink is not one)."""
+    return any(
+        (directory / name).is_file() or (directory / name).is_symlink() for name in (LEDGER, CHECKPOINTS)
+    )
 
 
 def load(directory: Path) -> tuple[list[dict[str, Any]], C.Report]:
-    """The intact records of the ledger in ``directory`` and what :func:`ledger_chain.verify` found."""
+    """The intact records of the ledger in ``directory`` and what :func:`ledger_chain.verify` found;
+    both files read under the writers' lock (never between a record and its checkpoint)."""
     if not directory.exists():
         return [], C.Report()
     _, public = load_keys(directory, create=False)
-    data = read_file(directory, LEDGER)
-    report = C.verify(data, read_file(directory, CHECKPOINTS), public)
+    data, checkpoints = read_both(directory)
+    report = C.verify(data, checkpoints, public)
     lines, _ = C.split_lines(data)
     records = [r for r, broken in map(C.parse_record, lines) if r is not None and not broken]
     return records, report
@@ -70,7 +89,14 @@ def conversation_history(
     from agy_harness.core.display import one_line
     from agy_harness.ports.events import Decider
 
-    where = directory if directory is not None else default_dir()
+    if directory is None:
+        try:
+            where = this_install()
+        except OSError as exc:  # (the move failed: said in the log; the history reads what is here)
+            log.warning("decision ledger: %s", exc)
+            where = default_dir()
+    else:
+        where = directory
     if not where.exists():
         return []
     data, _whole = read_tail(where, LEDGER, HISTORY_BYTES)  # (``audit verify`` reads it whole)
@@ -121,3 +147,22 @@ def conversation_history(
         row["ran"] = one_line(ran_note(row["verdict"], outcomes.get(seq) if seq is not None else None))
     rows.sort(key=lambda r: r["seq"] if isinstance(r["seq"], int) else -1, reverse=True)
     return rows[:limit]
+
+
+def kind_tally(directory: Path | None = None, conversation: str = "") -> dict[str, dict[str, int]]:
+    """Per gate kind, how many answers agy took and refused, from this install's ledger (its last
+    :data:`HISTORY_BYTES`; ``conversation``: only its): :func:`agy_harness.core.kind_tally.tally`.
+    An unreadable or absent ledger tallies nothing."""
+    from agy_harness.core.kind_tally import tally
+
+    where = directory or default_dir()
+    if not where.exists():
+        return {}
+    try:
+        data, _whole = read_tail(where, LEDGER, HISTORY_BYTES)
+    except OSError:
+        return {}
+    lines, _torn = C.split_lines(data)
+    return tally(
+        (r for r, broken in map(C.parse_record, lines) if r is not None and not broken), conversation
+    )

@@ -137,7 +137,8 @@ def _tui_screen(target: str | None, server: Any) -> Any:
     return TmuxScreen(target, server)
 
 
-def _file_ledger() -> DecisionLedger:
+def default_ledger() -> DecisionLedger:
+    """This install's file ledger (this process's one writer for it)."""
     from agy_harness.adapters.store.ledger_file import shared_ledger
 
     return shared_ledger()
@@ -171,7 +172,7 @@ class AgyContainer(containers.DeclarativeContainer):
     options: providers.Object[HarnessOptions | None] = providers.Object(None)
     tmux_server: providers.Object[Any] = providers.Object(None)  # a libtmux.Server, None: the default
     #: the decision ledger (issue 36): this install's file ledger, made when a session first records
-    ledger = providers.Singleton(_file_ledger)
+    ledger = providers.Singleton(default_ledger)
 
     # -- agy: where it listens, the conversation, what it can do (filled in by bind()) -----
     discovery = providers.Singleton(

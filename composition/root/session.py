@@ -66,8 +66,13 @@ def to_answer(gate: GateOpened, value: AnswerLike) -> CheckedAnswer:
     ``"allow conversation"`` / ``"allow workspace"`` / ``"allow project"`` / ``"allow always"`` or
     ``GateAnswer(allow=True, scope=...)``, only a scope in ``gate.scopes``; an edited command:
     ``"edit: <command>"`` or ``GateAnswer(allow=True, edited_command=...)``, only where
-    ``gate.editable``. Anything else raises :class:`~agy_harness.core.answers.AnswerError` (a
-    ValueError) and sends nothing.
+    ``gate.editable``. Each kind agy's descriptors answer (issue 45: a browser action, an MCP tool, a
+    file outside the workspace, a deploy...) is a permission: allow / deny as above (a deploy's deny is
+    its cancel). An MCP server's request for input: ``'accept: {"field": ...}'`` or
+    ``GateAnswer(allow=True, content=...)`` accepts with that content (checked against what it asks);
+    ``"decline"`` / ``"cancel"`` as said. ``GateAnswer(allow=True, sandbox_override=True)`` runs a
+    command outside agy's sandbox. Anything else raises :class:`~agy_harness.core.answers.AnswerError`
+    (a ValueError) and sends nothing.
     """
     return parse_answer(gate, value)
 

@@ -200,15 +200,26 @@ class DecisionRecorder:
         later answer in agy's terminal is not shown as this harness's."""
         self._deciders.pop(gate.gate_id, None)
 
-    def delivered(self, gate: GateOpened, seq: int, taken: bool) -> None:
-        """agy took the answer of decision ``seq`` (or did not: a notice said why)."""
+    def delivered(self, gate: GateOpened, seq: int, taken: bool, refused: bool = False) -> None:
+        """agy took the answer of decision ``seq`` (or did not: a notice said why). The ``delivery``
+        record says which (``agy``: ``taken``; ``refused`` -- agy refused the answer while it still
+        waited, so this agy does not take that kind's answer message; ``not delivered`` otherwise)
+        and of which kind (``interaction``): ``agy-harness doctor`` / ``record`` count them per kind."""
         if not taken:
             self._answered.pop(gate.gate_id, None)
             self._deciders.pop(gate.gate_id, None)
         decided = self._steps.get(gate.step_key)
         if decided is not None and decided.gate.gate_id == gate.gate_id and not decided.taken.done():
             decided.taken.set_result(gate.step_key if taken else "")
-        body = {"conversation": gate.cascade_id, "gate_id": gate.gate_id, "decision": seq, "taken": taken}
+        agy = "taken" if taken else "refused" if refused else "not delivered"
+        body = {
+            "conversation": gate.cascade_id,
+            "gate_id": gate.gate_id,
+            "decision": seq,
+            "taken": taken,
+            "agy": agy,
+            "interaction": gate.interaction,
+        }
         self._later(LedgerEntry(type="delivery", body=body))
         if not taken and gate.gate_id in self._withdrawn and gate.step_key not in self._moved:
             self._spawn(self._overtaken_by_agy(self._step(gate, taken=True)))  # (after the delivery record)

@@ -97,6 +97,7 @@ class GateBridge:
         self._backlog: dict[str, GateOpened] = {}  # open, waiting for room with the human
         self._claimed: set[str] = set()  # gates an answer was taken for (being delivered, or delivered)
         self._aside: OrderedDict[str, None] = OrderedDict()  # agy refuses every answer: never asked again
+        self._refused: set[str] = set()  # gates whose answer agy refused (for the delivery record)
         self._turns: dict[str, str] = {}  # conversation -> its newest user message's executionId
         self.watch = GateWatch(snapshot=snapshot, emitter=emitter)  # after an answer: grants, what ran
         self._send = AnswerDelivery(
@@ -273,7 +274,7 @@ class GateBridge:
                     return
                 if self._asks.get(gate.gate_id) is me:
                     del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place
-                if await self.answer(gate, answer, decided_by=self.decisions.by(surface=self._surface)):
+                if await self.answer(gate, answer, decided_by=self._sink_decider()):
                     return
                 # not delivered (a notice said why) while agy still waits for it: asked again
                 again = gate.gate_id in self._open and gate.gate_id not in self._claimed
@@ -295,6 +296,15 @@ class GateBridge:
             self._refill()
 
     # -- delivering ------------------------------------------------------------------------
+
+    def _sink_decider(self) -> DecidedBy:
+        """Who decided an answer the sink gave: its human on its surface, or, for a sink that answers
+        by a policy of its own (``auto_policy``: the policy's name; the demo's ``--auto``), that policy
+        (kind ``auto``): the ledger never records an automatic answer as a human's."""
+        policy = str(getattr(self.sink, "auto_policy", "") or "")
+        if not policy:
+            return self.decisions.by(surface=self._surface)
+        return self.decisions.by(kind="auto", surface=self._surface).model_copy(update={"rule_id": policy})
 
     @property
     def _surface(self) -> str:
@@ -339,9 +349,12 @@ class GateBridge:
             return await self._send.refuse(gate, "it already took an answer", "warning")
         self._claimed.add(gate.gate_id)  # before any await: one answer per gate
         delivered, seq = False, 0
+        self._refused.discard(gate.gate_id)
         try:
             try:
-                seq = await self.decisions.decided(gate, checked, decided_by or self.decisions.by(surface="api"))
+                seq = await self.decisions.decided(
+                    gate, checked, decided_by or self.decisions.by(surface="api")
+                )
             except LedgerUnavailable as exc:
                 return await self._send.refuse(gate, f"the decision ledger could not record it ({exc})")
             await self._end_ask(gate.gate_id)
@@ -351,7 +364,9 @@ class GateBridge:
             if not delivered:
                 self._claimed.discard(gate.gate_id)  # nothing reached agy: it may be answered again
             if seq:
-                self.decisions.delivered(gate, seq, delivered)
+                refused = gate.gate_id in self._refused
+                self._refused.discard(gate.gate_id)
+                self.decisions.delivered(gate, seq, delivered, refused)
             elif not delivered:
                 self.decisions.forget(gate)
 
@@ -408,6 +423,7 @@ class GateBridge:
         shape = gate.gate_id in self._send.refused_shape  # agy refused the answer's shape
         self._send.refused_shape.discard(gate.gate_id)
         if not delivered and shape:  # agy refuses any answer to this WAITING step: bogus or malformed
+            self._refused.add(gate.gate_id)  # (the ledger's delivery record says agy refused it)
             self._set_aside(gate)
             await self.emitter.set_aside(gate)  # its card leaves every surface
         return delivered

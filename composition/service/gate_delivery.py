@@ -33,8 +33,9 @@ from agy_harness.core.elicitation import (
     freshest_open,
     interaction_payload,
 )
+from agy_harness.core.kinds import describe
 from agy_harness.core.tui_keys import answer_keys, persist_keys, persist_offered
-from agy_harness.ports.events import GateOpened
+from agy_harness.ports.events import AGY_REFUSED, GateOpened
 from agy_harness.ports.protocols import (
     GateAnswer,
     InteractionDelivery,
@@ -59,7 +60,6 @@ ClaimReAsk = Callable[[GateOpened, int], Callable[[], None] | None]
 
 #: told that agy took an answer (the gate, the answer, the step index it went to)
 Answered = Callable[[GateOpened, CheckedAnswer, int], None]
-
 
 
 class Watch(Protocol):
@@ -391,8 +391,8 @@ class AnswerDelivery:
             self.refused_shape.add(gate.gate_id)
             await self.emitter.notice(
                 gate.id,
-                f"agy refused the answer to gate {gate.gate_id} ({exc.detail}) while it still waits; "
-                "set aside: not asked again (answer it in agy's terminal)",
+                f"{AGY_REFUSED} to: {describe(gate)} ({exc.detail}) while it still waits; set aside "
+                f"here, not asked again: answer it in agy's terminal (gate {gate.gate_id})",
                 "error",
             )
         else:

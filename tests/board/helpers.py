@@ -62,7 +62,7 @@ async def browser_page(url: str, *, width: int = 1360, height: int = 860) -> Asy
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=executable, args=FLAGS)
         try:
-            origin = url.split("/?")[0]
+            origin = "/".join(url.split("/")[:3])  # scheme://host:port (a link may have a path)
             context = await browser.new_context(
                 viewport={"width": width, "height": height}, color_scheme="light"
             )

@@ -82,7 +82,7 @@ async def test_hostile_receivers_hold_nothing_and_no_command_text_leaves() -> No
                 assert COMMAND not in text and "make clean" not in text and "ghp_secret123" not in text
                 assert board.token not in text
             project = Path(sim.workspace).name
-            assert texts[0].startswith(f"agy needs you in {project}.\nhttp://127.0.0.1:{board.port}/#card-")
+            assert texts[0].startswith(f"agy needs you in {project}.\nhttp://127.0.0.1:{board.port}/open/")
             assert json.loads(first[0]["body"])["title"] == "agy needs you"
 
 

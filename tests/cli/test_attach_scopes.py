@@ -36,7 +36,7 @@ def test_a_number_picks_a_scope_and_an_edit_is_confirmed_before_it_runs(terminal
     pane = attach(terminal, start_sim(terminal))
     pane.type("kind: runCommand rm -rf build")
     screen = pane.wait("allow? [y/n]")
-    assert "⏸ permission (runCommand)" in screen  # the card names the kind
+    assert "⏸ agy asks to run a command" in screen  # the card names the kind, in words (issue 45)
     assert "edit: <command> run your edit instead" in screen and "n: <reason>" not in screen
     pane.type("2")  # runCommand offers only once: 2 is no choice, asked again
     pane.wait("please answer y (allow), n (deny)")
@@ -53,9 +53,23 @@ def test_a_number_picks_a_scope_and_an_edit_is_confirmed_before_it_runs(terminal
 
 def test_a_kind_nothing_here_answers_is_named(terminal: Terminal) -> None:
     pane = attach(terminal, start_sim(terminal))
-    pane.type("kind: openBrowserUrl https://example.com/")
-    screen = pane.wait("answer in agy's terminal")
-    assert "agy asks to open https://example.com/ in a browser (openBrowserUrl)" in screen
+    pane.type("kind: artifactReviewPolicy file:///brain/plan.md")
+    screen = pane.wait("answer in agy's")  # (the line wraps at the pane's width)
+    assert "agy asks to review an artifact" in screen and "file:///brain/plan.md" in screen
+    assert "artifactReviewPolicy" not in screen.split("❯", 1)[-1].split("\n", 1)[-1]  # in words
     assert "allow? [y/n]" not in screen  # nothing to answer here
+    pane.key("C-d")
+    assert pane.wait_exit(20) == 0
+
+
+def test_a_browser_kind_is_answered_at_the_attach_prompt(terminal: Terminal) -> None:
+    """Issue 45: agy's descriptors give openBrowserUrl's answer ({confirm}): attach asks it, y allows."""
+    pane = attach(terminal, start_sim(terminal))
+    pane.type("kind: openBrowserUrl https://example.com/")
+    screen = pane.wait("allow? [y/n]")
+    assert "agy asks to open https://example.com/ in a browser" in screen
+    assert "(openBrowserUrl)" not in screen and "answer in agy's terminal" not in screen
+    pane.type("y")
+    pane.wait("The open browser url request was allowed.")
     pane.key("C-d")
     assert pane.wait_exit(20) == 0

@@ -19,8 +19,16 @@ from .conftest import Pane, Terminal, cli
 
 
 def _after(screen: str, prefix: str) -> str:
-    [line] = [line for line in screen.splitlines() if line.startswith(prefix)]
-    return line.removeprefix(prefix)
+    """The line that starts with ``prefix``, its wrapped rest joined (the CLI fits lines to the
+    terminal: a continuation is indented under it)."""
+    rows = screen.splitlines()
+    [at] = [i for i, row in enumerate(rows) if row.startswith(prefix)]
+    parts = [rows[at]]
+    for row in rows[at + 1 :]:
+        if not row.startswith("    ") or not row.strip():
+            break
+        parts.append(row.strip())
+    return " ".join(parts).removeprefix(prefix)
 
 
 async def _exit(pane: Pane, timeout: float = 90.0) -> int:

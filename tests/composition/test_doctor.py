@@ -12,7 +12,7 @@ from pathlib import Path
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.cli import main
-from agy_harness.composition.entrypoints.doctor import diagnose, render
+from agy_harness.composition.entrypoints.doctor.probe import diagnose, render
 from agy_harness.composition.root.surface import SURFACE
 
 
@@ -42,7 +42,7 @@ async def test_doctor_on_the_simulator_knows_everything_and_changes_nothing() ->
 
 
 def test_doctor_has_no_probe_table_of_its_own() -> None:
-    source = (Path(__file__).resolve().parents[2] / "composition/entrypoints/doctor.py").read_text()
+    source = (Path(__file__).resolve().parents[2] / "composition/entrypoints/doctor/probe.py").read_text()
     labels = {"GetAvailableModels", "GetAllCascadeTrajectories", "StreamAgentStateUpdates"}  # drift's "where"
     assert not [m for m in SURFACE.keys() - labels if m in source]
 

@@ -55,7 +55,10 @@ def test_an_unknown_waiting_kind_opens_a_generic_gate_with_a_notice_and_withdraw
     assert gate.kind == "other" and not gate.answerable
     assert gate.interaction == "fileReview" and gate.request == {"path": "/w/a.py", "diff": "@@ -1 +1 @@"}
     [notice] = of(out, Notice)
-    assert "fileReview" in notice.text and "answer in agy's terminal" in notice.text
+    # in words: the raw field stays in the event (gate.interaction), not in what a human reads; the
+    # terminal is named once (issue 45)
+    assert "fileReview" not in notice.text and notice.text.count("answer in agy's terminal") == 1
+    assert "/w/a.py" in notice.text
     assert notice.level == "warning" and notice.id == f"{gate.id}/notice"
     assert r.feed(_other_waiting()) == []  # seen again: nothing new
     done = fixture("run_command_done")  # the same step, resolved in agy's terminal

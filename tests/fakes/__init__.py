@@ -2,7 +2,7 @@
 wire). Each fake of a port is held to that port's contract suite (tests/contracts/), like its adapters.
 Import them from here (``from tests.fakes import ...``).
 
-What reaches agy (:mod:`.agy`): StepSource: ScriptedSource · StepSnapshot: MemorySnapshot ·
+What reaches agy (:mod:`.agy`): StepSource: ScriptedSource · StepSnapshot: MemorySnapshot · StepSnapshotFrom: MemorySnapshotFrom ·
 InteractionDelivery: RecordingDelivery · TurnSender: RecordingSender · Interrupter:
 RecordingInterrupter · CascadeDirectory: ListedDirectory · CascadeStarter: NewCascades ·
 ModelCatalog: FixedCatalog · TuiKeys / TuiScreen: ScriptedPane.
@@ -17,6 +17,7 @@ from .agy import (
     FixedCatalog,
     ListedDirectory,
     MemorySnapshot,
+    MemorySnapshotFrom,
     NewCascades,
     RecordingDelivery,
     RecordingInterrupter,
@@ -32,6 +33,7 @@ __all__ = [
     "ListedDirectory",
     "MemoryClaims",
     "MemorySnapshot",
+    "MemorySnapshotFrom",
     "NewCascades",
     "ObservedCursorStore",
     "RecordingDelivery",

@@ -61,6 +61,14 @@ class MemorySnapshot:
         return list(self.steps)
 
 
+class MemorySnapshotFrom(MemorySnapshot):
+    """A :class:`MemorySnapshot` that also reads from an index on (``StepSnapshotFrom``: agy's
+    ``stepOffset``): the steps from ``offset`` on, a copy; counted and failing as ``read_steps`` does."""
+
+    async def read_steps_from(self, cascade_id: str, offset: int) -> list[Any]:
+        return (await self.read_steps(cascade_id))[max(0, offset) :]
+
+
 class RecordingDelivery:
     """Records the interactions it takes; refuses with the queued ``reject`` errors first, and with
     ``down`` errors (transport failures) before those. ``on_deliver`` sees each call first (a test

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.composition.entrypoints.doctor import diagnose, render
+from agy_harness.composition.entrypoints.doctor.probe import diagnose, render
 from agy_harness.core.kinds import KINDS
 
 from .helpers import CONVERSATION, answer_waiting
@@ -23,10 +23,17 @@ async def test_doctor_says_the_scope_route_and_the_kinds_and_settings() -> None:
     assert "recorded PERMISSION_SCOPE_CONVERSATION" in after["gates"]["scope_route"]
     text = render(before)
     assert "scopes: RPC permission.scope" in text and "agy's own menu keys (attach --tmux" in text
-    answered = [line for line in text.splitlines() if line.startswith("gate kinds answered here:")]
-    assert answered == ["gate kinds answered here: runCommand, permission, askQuestion"]
-    named = next(line for line in text.splitlines() if line.startswith("gate kinds shown as named cards"))
-    assert all(k.field in named for k in KINDS if k.gate == "other")
+    recorded = [
+        line for line in text.splitlines() if line.startswith("gate kinds answered here as agy recorded")
+    ]
+    assert recorded == ["gate kinds answered here as agy recorded them: allow a tool; answer a question"]
+    described = next(line for line in text.splitlines() if "from the IDE's descriptors" in line)
+    assert (
+        "open a page in a browser" in described and "deploy" in described and "use an MCP tool" in described
+    )
+    assert not any(k.field in described for k in KINDS if len(k.field) > 6)  # in words, not field names
+    assert not any(line.startswith("gate kinds shown as named cards") for line in text.splitlines())
+    assert before["gates"]["evidence"]["deploy"] == "descriptors"
     assert "setting artifactReviewPolicy:" in text and "setting allowNonWorkspaceAccess:" in text
 
 
@@ -44,8 +51,12 @@ async def test_doctor_says_agy_did_not_keep_only_a_grant_it_asked_again_for() ->
         again = await answer_waiting(sim, client, {"allow": True})
         forgotten = await diagnose(client, sim.cascade_id, None)
     assert kept["gates"]["grants_not_kept"] == []
-    assert kept["gates"]["scope_route"].startswith("RPC permission.scope: this agy recorded PERMISSION_SCOPE_CONVERSATION")
+    assert kept["gates"]["scope_route"].startswith(
+        "RPC permission.scope: this agy recorded PERMISSION_SCOPE_CONVERSATION"
+    )
     said = f"agy did not keep the grant (conversation) for commands that start with 'ls' (given at step {granted}, asked again at step {again})"
     assert forgotten["gates"]["grants_not_kept"] == [said]
-    assert forgotten["gates"]["scope_route"].startswith("agy's own menu keys (attach --tmux, GateAnswer.persist), the fallback: " + said)
+    assert forgotten["gates"]["scope_route"].startswith(
+        "agy's own menu keys (attach --tmux, GateAnswer.persist), the fallback: " + said
+    )
     assert f"scopes: {forgotten['gates']['scope_route']}" in render(forgotten).splitlines()

@@ -1,5 +1,6 @@
-"""All 18 CascadeUserInteraction kinds by name: each is a typed request with its own card and digest;
-only the three whose answer message is public are answerable, and nothing answers the others."""
+"""All 18 CascadeUserInteraction kinds by name (issue 45): each is a typed request with its own card,
+in words, and its own digest; every kind whose answer message agy's descriptors give is answerable
+through the one allow/deny flow, and nothing answers an unknown field or a setting gate."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.errors import RpcError
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.adapters.simulator.kind_steps import KIND_TOOLS, kind_request
+from agy_harness.adapters.simulator.kind_steps import FIELD_OF, KIND_TOOLS, kind_body, kind_request
 from agy_harness.core.answers import AnswerError, parse_answer
 from agy_harness.core.binding import request_digest
 from agy_harness.core.gates import gate_events, pending_request
@@ -20,35 +21,36 @@ from agy_harness.core.steps import parse_step
 from agy_harness.ports.events import GateOpened, Notice
 from agy_harness.ports.protocols import GateAnswer
 
-from .helpers import Watch, session_on
-
-ISSUE = {  # the oneof as issue 34 lists it (descriptors)
+ISSUE = {  # the oneof as the descriptors list it
     4: "deploy", 5: "runCommand", 6: "openBrowserUrl", 7: "runExtensionCode",
     8: "executeBrowserJavascript", 9: "captureBrowserScreenshot", 10: "clickBrowserPixel",
     13: "browserAction", 14: "openBrowserSetup", 15: "confirmBrowserSetup", 16: "sendCommandInput",
     17: "readUrlContent", 18: "mcp", 19: "filePermission", 20: "elicitation", 21: "permission",
     22: "askQuestion", 23: "approvalInteraction",
 }  # fmt: skip
-UNEVIDENCED = [
-    f for f in ISSUE.values() if f not in ("runCommand", "permission", "askQuestion")
-]
+#: the kinds answered from the IDE's descriptors (issue 45), beyond agy's recorded three
+DESCRIBED = [f for f in ISSUE.values() if f not in ("runCommand", "permission", "askQuestion")]
 EVERY_VALUE: list[Any] = [
     True, False, "allow", "yes", "deny", "no: because", "decline", "cancel", "1", ["1"], "allow always",
     "allow conversation", "edit: ls", GateAnswer(allow=True), GateAnswer(allow=False), GateAnswer(action="decline"),
     GateAnswer(action="cancel"), GateAnswer(allow=True, scope="global"), GateAnswer(selections=(("1",),)),
 ]  # fmt: skip
+RAW_NAMES = [*ISSUE.values(), *SETTING_GATES]
 
 
 def test_the_table_holds_the_eighteen_kinds_by_number_and_field() -> None:
     assert {k.number: k.field for k in KINDS} == ISSUE
-    assert set(answerable_fields()) == {"runCommand", "permission", "askQuestion"}
+    assert set(answerable_fields()) == set(ISSUE.values())  # every kind has an evidenced answer message
     for kind in KINDS:
-        assert kind.source and (kind.answer or kind.gate == "other")
-        assert (kind.evidence == "none") == (kind.gate == "other" and kind.field != "deploy")
+        assert kind.source and kind.answer and kind.allow and kind.deny  # each with its allow AND deny
+        assert kind.evidence == ("recorded" if kind.field in ("permission", "askQuestion") else "descriptors")
+    [deploy] = [k for k in KINDS if k.field == "deploy"]
+    assert deploy.deny == "{cancel: true}" and deploy.deny_label == "Cancel the deploy"
 
 
 def waiting_step(field: str, subject: str = "") -> dict[str, Any]:
-    request = kind_request(field, subject)
+    """A WAITING step asking ``field`` as the simulator asks it (the descriptors' request and body)."""
+    asked = FIELD_OF.get(field, field)
     step: dict[str, Any] = {
         "type": "CORTEX_STEP_TYPE_GENERIC",
         "status": "CORTEX_STEP_STATUS_WAITING",
@@ -57,8 +59,15 @@ def waiting_step(field: str, subject: str = "") -> dict[str, Any]:
             "executionId": "turn-1",
             "toolCall": {"id": "call1", "name": KIND_TOOLS[field][0]},
         },
-        "requestedInteraction": {field: request},
+        "requestedInteraction": {asked: kind_request(field, subject)},
+        "generic": {"args": {"subject": subject}},
     }
+    typed = kind_body(field, subject)
+    if typed is not None:
+        step_type, key, body = typed
+        del step["generic"]
+        step["type"] = "CORTEX_STEP_TYPE_" + step_type
+        step[key] = body
     if field == "runCommand":
         step["type"] = "CORTEX_STEP_TYPE_RUN_COMMAND"
         step["runCommand"] = {"commandLine": subject or "ls -la", "proposedCommandLine": subject or "ls -la"}
@@ -76,17 +85,31 @@ def opened(raw: dict[str, Any]) -> tuple[GateOpened, list[Notice]]:
     return gate, [e for e in events if isinstance(e, Notice)]
 
 
-@pytest.mark.parametrize("field", [*UNEVIDENCED, *SETTING_GATES])
-def test_an_unevidenced_kind_is_a_named_card_that_nothing_answers(field: str) -> None:
+@pytest.mark.parametrize("field", list(SETTING_GATES))
+def test_a_setting_gate_is_a_named_card_that_nothing_answers(field: str) -> None:
     gate, [notice] = opened(waiting_step(field))
     assert gate.kind == "other" and not gate.answerable and gate.scopes == () and not gate.editable
     assert gate.interaction == field
     card = describe(gate)
     assert card.startswith("agy asks to ") and card.endswith("answer in agy's terminal")
+    assert card.count("agy's terminal") == 1 and notice.text.count("agy's terminal") == 1
+    assert not any(name in card or name in notice.text for name in RAW_NAMES)  # words, not field names
     subject = kind_request(field, "").get(KIND_TOOLS[field][1])
-    if isinstance(subject, str):
-        assert subject in card  # what agy would act on is named
+    assert isinstance(subject, str) and subject in card  # what agy would act on is named
     assert notice.level == "warning" and card in notice.text
+    for value in EVERY_VALUE:
+        with pytest.raises(AnswerError):
+            parse_answer(gate, value)
+
+
+def test_an_unknown_field_is_a_named_card_in_words() -> None:
+    raw = waiting_step("openBrowserUrl", "https://example.com/")
+    raw["requestedInteraction"] = {"reviewEverything": {"path": "/w/a.py"}}
+    gate, [notice] = opened(raw)
+    assert gate.kind == "other" and not gate.answerable
+    card = describe(gate)
+    assert "reviewEverything" not in card and "/w/a.py" in card and card.endswith("answer in agy's terminal")
+    assert "reviewEverything" not in notice.text and notice.text.count("agy's terminal") == 1
     for value in EVERY_VALUE:
         with pytest.raises(AnswerError):
             parse_answer(gate, value)
@@ -94,51 +117,22 @@ def test_an_unevidenced_kind_is_a_named_card_that_nothing_answers(field: str) ->
 
 def test_run_command_is_a_permission_with_its_own_choices() -> None:
     gate, notices = opened(waiting_step("runCommand"))
-    assert notices == [] and gate.kind == "permission" and gate.answerable and gate.interaction == "runCommand"
+    assert (
+        notices == [] and gate.kind == "permission" and gate.answerable and gate.interaction == "runCommand"
+    )
     assert gate.scopes == ("once",) and gate.editable
     assert not describe(gate).endswith("answer in agy's terminal")
 
 
-@pytest.mark.parametrize("field", list(KIND_TOOLS))
+@pytest.mark.parametrize("field", [f for f in KIND_TOOLS if f not in FIELD_OF])
 def test_each_kind_has_its_own_digest_that_follows_its_request(field: str) -> None:
-    if field == "nestedFilePermission":
-        return
+    if field in ("openBrowserSetup", "confirmBrowserSetup", "approvalInteraction"):
+        return  # (their step names nothing: the simulator's generic args only)
     a, b = waiting_step(field, "one-thing"), waiting_step(field, "another-thing")
     assert opened(a)[0].digest != opened(b)[0].digest
     assert opened(a)[0].digest == opened(copy.deepcopy(a))[0].digest
-    others = {
-        opened(waiting_step(f, "one-thing"))[0].digest for f in KIND_TOOLS if f != "nestedFilePermission"
-    }
-    assert len(others) == len(KIND_TOOLS) - 1  # no two kinds share a digest
-
-
-async def test_the_simulator_asks_every_unevidenced_kind_and_the_harness_never_answers(
-    sim: Simulator,
-) -> None:
-    async with session_on(sim) as session:
-        watch = Watch(session)
-        for field in [*UNEVIDENCED, *SETTING_GATES]:
-            gate = await watch.ask(f"kind: {field}")
-            assert gate.interaction == field and gate.kind == "other" and not gate.answerable
-            for value in EVERY_VALUE[:6]:
-                with pytest.raises(AnswerError):
-                    await session.answer(gate.gate_id, value)
-            await sim.resolve_in_terminal(kind="other")  # only agy's own terminal answers it
-            await watch.turn_over()
-    received = [i for _, i in sim.received]
-    # what reached agy came from its own terminal alone: {"<field>": {"accepted": true}} (a file
-    # permission: the simulated terminal's {allow, absolutePathUri}), one per kind
-    assert [next(k for k in i if k not in ("trajectoryId", "stepIndex")) for i in received] == [
-        *UNEVIDENCED,
-        *SETTING_GATES,
-    ]
-    terminal = {"filePermission": ["allow", "absolutePathUri"]}
-    assert all(
-        list(i[k]) == terminal.get(k, ["accepted"])
-        for i in received
-        for k in i
-        if k not in ("trajectoryId", "stepIndex")
-    )
+    others = {opened(waiting_step(f, "one-thing"))[0].digest for f in KIND_TOOLS if f not in FIELD_OF}
+    assert len(others) == len(KIND_TOOLS) - len(FIELD_OF)  # no two kinds share a digest
 
 
 async def test_the_simulator_refuses_malformed_answers_as_agy_does(sim: Simulator) -> None:
@@ -156,6 +150,9 @@ async def test_the_simulator_refuses_malformed_answers_as_agy_does(sim: Simulato
                 f"input not registered for step {index + 1}",
             ),
             ({"trajectoryId": "elsewhere", "stepIndex": index, "openBrowserUrl": {}}, "input not registered"),
+            ({**base, "openBrowserUrl": {"accepted": True}}, "unknown field 'accepted'"),  # the old guess
+            ({**base, "openBrowserUrl": {"confirm": "yes"}}, "invalid value"),
+            ({**base, "openBrowserUrl": {"allow": True}}, "unknown field 'allow'"),
         ]:
             with pytest.raises(RpcError) as refused:
                 await client.call(
@@ -180,58 +177,7 @@ def test_the_readme_table_agrees_with_the_code() -> None:
         ]
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[2] == kind.gate and cells[3].startswith(f"{kind.evidence}:")
-        assert (kind.answer in cells[4]) if kind.gate != "other" else cells[4].startswith("none")
-
-
-async def test_a_file_permission_nested_in_a_tool_step_opens_a_named_gate_nothing_here_answers(
-    sim: Simulator,
-) -> None:
-    """filePermission's answer message is not evidenced: its gate (nested in a tool step too) is a named
-    card showing the path, parse_answer refuses every value, and agy receives nothing from the harness."""
-    async with session_on(sim) as session:
-        watch = Watch(session)
-        gate = await watch.ask("kind: nestedFilePermission file:///etc")
-        assert gate.kind == "other" and gate.interaction == "filePermission" and not gate.answerable
-        assert gate.scopes == () and not gate.editable and gate.permission is None
-        assert gate.request == {
-            "absolutePathUri": "file:///etc",
-            "isDirectory": True,
-            "blockReason": "BLOCK_REASON_OUTSIDE_WORKSPACE",
-        }
-        assert describe(gate) == (
-            "agy asks to access file:///etc (a directory) outside the workspace — answer in agy's terminal"
-        )
-        for value in EVERY_VALUE:
-            with pytest.raises(AnswerError):
-                parse_answer(gate, value)
-            with pytest.raises(AnswerError):
-                await session.answer(gate.gate_id, value)
-        assert sim.received == []  # nothing reached agy
-        assert sim.steps()[gate.step_index]["status"] == "CORTEX_STEP_STATUS_WAITING"
-        await sim.resolve_in_terminal(kind="other")  # agy's own terminal answers it
-        await watch.turn_over()
-    step = sim.steps()[gate.step_index]
-    assert "requestedInteraction" not in step and step["listDirectory"]["filePermissionRequest"]
-    assert step["completedInteractions"][-1]["response"]["filePermission"]["allow"] is True
-    assert step["status"] == "CORTEX_STEP_STATUS_DONE"
-
-
-async def test_the_simulator_refuses_an_rpc_answer_to_a_file_permission(sim: Simulator) -> None:
-    """Not even the shape the harness once guessed reaches the step: only agy's terminal answers it."""
-    await sim.submit_user_turn("kind: filePermission file:///etc")
-    await sim.wait_idle(10)
-    [index] = [i for i, s in enumerate(sim.steps()) if s["status"] == "CORTEX_STEP_STATUS_WAITING"]
-    trajectory = sim.steps()[index]["metadata"]["sourceTrajectoryStepInfo"]["trajectoryId"]
-    guess = {"allow": True, "scope": "PERMISSION_SCOPE_ONCE", "absolutePathUri": "file:///etc"}
-    async with RpcClient(sim.base_url) as client:
-        with pytest.raises(RpcError) as refused:
-            await client.call(
-                "HandleCascadeUserInteraction",
-                {"cascadeId": sim.cascade_id, "interaction": {"trajectoryId": trajectory, "stepIndex": index,
-                                                              "filePermission": guess}},
-            )  # fmt: skip
-    assert f"input not registered for step {index}" in refused.value.message
-    assert sim.steps()[index]["status"] == "CORTEX_STEP_STATUS_WAITING"
+        assert kind.answer in cells[4] and kind.deny in cells[5]
 
 
 def test_a_typed_reading_of_each_kind() -> None:
@@ -240,9 +186,9 @@ def test_a_typed_reading_of_each_kind() -> None:
     browser, _ = opened(waiting_step("openBrowserUrl", "https://example.com/x"))
     reading = read_request(browser)
     assert (reading.field, reading.number, reading.subject, reading.answerable, reading.evidence) == (
-        "openBrowserUrl", 6, "https://example.com/x", False, "none",
+        "openBrowserUrl", 6, "https://example.com/x", True, "descriptors",
     )  # fmt: skip
-    assert reading.card == describe(browser)
+    assert reading.card == describe(browser) == "agy asks to open https://example.com/x in a browser"
     command, _ = opened(waiting_step("runCommand", "make test"))
     assert read_request(command).subject == "make test" and read_request(command).answerable
 
@@ -277,7 +223,10 @@ def test_a_run_command_request_naming_another_proposal_never_submits_what_the_ca
     same = waiting_step("runCommand", "ls -la")
     same["requestedInteraction"]["runCommand"] = {"proposedCommandLine": "ls -la"}
     agreed, _ = opened(same)
-    assert interaction_payload(agreed, parse_answer(agreed, True))["runCommand"]["submittedCommandLine"] == "ls -la"
+    assert (
+        interaction_payload(agreed, parse_answer(agreed, True))["runCommand"]["submittedCommandLine"]
+        == "ls -la"
+    )
 
 
 def test_a_run_command_request_on_a_step_without_a_command_body_cannot_be_allowed() -> None:
@@ -290,3 +239,18 @@ def test_a_run_command_request_on_a_step_without_a_command_body_cannot_be_allowe
     with pytest.raises(AnswerError):
         parse_answer(gate, True)
     assert parse_answer(gate, False).verdict is not None  # a denial goes through
+
+
+def test_a_command_asking_to_leave_the_sandbox_says_so_and_an_allow_does_not_grant_it() -> None:
+    from agy_harness.core.elicitation import interaction_payload
+
+    raw = waiting_step("runCommand", "make deploy")
+    raw["runCommand"]["sandboxOverride"] = True  # CortexStepRunCommand.sandbox_override (field 27)
+    gate, _ = opened(raw)
+    assert gate.permission is not None and gate.permission.sandbox_override
+    assert describe(gate) == "agy asks to run `make deploy` outside agy's sandbox"
+    assert "sandboxOverride" not in interaction_payload(gate, parse_answer(gate, True))["runCommand"]
+    chosen = parse_answer(gate, GateAnswer(allow=True, sandbox_override=True))
+    assert interaction_payload(gate, chosen)["runCommand"]["sandboxOverride"] is True
+    plain, _ = opened(waiting_step("runCommand", "make deploy"))
+    assert plain.digest != gate.digest  # what the human approves names the sandbox too

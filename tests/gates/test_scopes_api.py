@@ -118,16 +118,16 @@ def test_an_edited_command_runs_and_binds_its_own_digest() -> None:
         parse_answer(g, GateAnswer(allow=False, edited_command="ls"))
 
 
-def test_a_file_permission_takes_no_answer_and_builds_no_payload() -> None:
-    """filePermission's answer message is not evidenced: a gate of it (as core.gates makes it: other,
-    not answerable) refuses every value, and no scope is offered for it."""
+def test_a_file_permission_offers_once_and_the_conversation_for_its_one_path() -> None:
+    """filePermission's answer message is the IDE descriptors' ``{allow, scope, absolutePathUri}``
+    (issue 45): a grant for once or for the conversation, of the path the card shows; never wider."""
+    assert offered("filePermission", {"absolutePathUri": "file:///etc"}) == ("once", "conversation")
     g = gate("filePermission", request={"absolutePathUri": "file:///etc"}).model_copy(
-        update={"kind": "other", "answerable": False, "permission": None}
+        update={"scopes": ("once", "conversation")}
     )
-    for value in (True, False, "allow", "allow conversation", "deny", GateAnswer(allow=True, scope="once")):
+    for value in ("allow always", "allow workspace", "deny: why", GateAnswer(allow=True, scope="global")):
         with pytest.raises(AnswerError):
             parse_answer(g, value)
-    assert offered("filePermission", {"absolutePathUri": "file:///etc"}) == ()
 
 
 def test_questions_take_no_scope_and_no_edit() -> None:
@@ -157,9 +157,10 @@ def test_which_scopes_a_request_offers() -> None:
     assert offered("permission", {**suggested, "persistSuggestionType": "PERSIST_SUGGESTION_TYPE_NONE"}) == (
         "once",
     )
-    assert offered("filePermission", {}) == ()
+    assert offered("filePermission", {}) == ("once", "conversation")
     assert offered("runCommand", {}) == ("once",)
-    assert offered("openBrowserUrl", {}) == ()
+    assert offered("openBrowserUrl", {}) == ("once",)  # {confirm}: a one-time allow (issue 45)
+    assert offered("artifactReviewPolicy", {}) == ()
 
 
 def test_labels_name_the_scope_and_agys_pattern_verbatim() -> None:

@@ -24,7 +24,9 @@ async def test_a_file_review_gate_is_announced_answered_in_agys_terminal_and_wit
         assert gate.kind == "other" and not gate.answerable and gate.interaction == "fileReview"
         assert gate.request["targetFileUri"].endswith("/notes.md") and gate.tool_name == "write_to_file"
         notices = [e for e in sink.events if isinstance(e, Notice)]
-        assert any("answer in agy's terminal" in n.text and "fileReview" in n.text for n in notices)
+        # in words (issue 45): what agy would touch, never agy's raw field name
+        assert any("answer in agy's terminal" in n.text and "notes.md" in n.text for n in notices)
+        assert not any("fileReview" in n.text for n in notices)
         await asyncio.sleep(0.3)
         assert sink.asked == []  # nobody is asked: the harness cannot answer it
         assert "HandleCascadeUserInteraction" not in sim.calls

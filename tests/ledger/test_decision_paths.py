@@ -59,7 +59,10 @@ async def test_an_api_answer_is_recorded_once_before_delivery_then_taken_then_wh
     kinds = [r["type"] for r in records(tmp_path / "ledger")]
     assert kinds == ["decision", "delivery", "outcome"]
     delivery, outcome = (r["body"] for r in records(tmp_path / "ledger")[1:])
-    assert delivery == {"conversation": sim.cascade_id, "gate_id": gate.gate_id, "decision": 1, "taken": True}
+    assert delivery == {
+        "conversation": sim.cascade_id, "gate_id": gate.gate_id, "decision": 1, "taken": True,
+        "agy": "taken", "interaction": "permission",
+    }  # fmt: skip
     assert outcome["command"] == "git status" and outcome["error"] is False and outcome["decision"] == 1
     assert "On branch main" in outcome["output_tail"]
     assert verified(tmp_path / "ledger").ok

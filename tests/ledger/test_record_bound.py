@@ -8,18 +8,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from agy_harness.adapters.store import ledger_chain as C
 from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys, now, read_file
 from agy_harness.ports.protocols import LedgerEntry
+
+KEY = Ed25519PrivateKey.generate()  # (a writer signs each record: its line is measured signed)
 
 
 def body_of_line(size: int) -> dict[str, Any]:
     """A decision body whose record (seq 1, the first) is exactly ``size`` bytes long."""
     body: dict[str, Any] = {"gate_id": "gate-1", "options": ["x" * 4000] * (size // 4010), "pad": ""}
-    short = size - len(C.seal(1, C.GENESIS, now(), "decision", body)[0])
+    short = size - len(C.seal(1, C.GENESIS, now(), "decision", body, KEY)[0])
     assert short >= 0
     body["pad"] = "p" * short
-    assert len(C.seal(1, C.GENESIS, now(), "decision", body)[0]) == size
+    assert len(C.seal(1, C.GENESIS, now(), "decision", body, KEY)[0]) == size
     return body
 
 

@@ -118,7 +118,7 @@ def test_a_torn_final_line_from_a_kill_is_not_a_problem(written: tuple[bytes, by
     assert report.notes and "torn final line" in report.notes[0]
     # the whole record written but its checkpoint not: the newest record is unsigned, still fine
     report = check(data, before_last, public)
-    assert report.ok and "not signed yet" in report.notes[0]
+    assert report.ok and "has no checkpoint yet" in report.notes[0]
 
 
 def test_forged_checkpoints_and_a_missing_key_are_problems(

@@ -21,6 +21,7 @@ import libtmux
 
 from agy_harness.adapters.simulator import Simulator
 from tests.real_omnigent import OmnigentServer, server_env
+from tests.tmux_sockets import tmux_dir
 
 from .conftest import agent_dir, run_omnigent
 
@@ -125,9 +126,8 @@ async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> As
     (home / "config").mkdir(parents=True)
     (home / "config" / "config.yaml").write_text("tui:\n  theme: light\n")  # no first-run theme picker
     (tmp / "tmux.conf").write_text("set -g history-limit 100000\n")  # the whole conversation stays readable
-    tmux = libtmux.Server(
-        socket_name=f"agyh-chat-{os.getpid()}-{uuid.uuid4().hex[:8]}", config_file=str(tmp / "tmux.conf")
-    )
+    socket_name = f"agyh-chat-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmux = libtmux.Server(socket_name=socket_name, config_file=str(tmp / "tmux.conf"))
     try:
         async with (
             Simulator(profile="1.0.10", pace=pace, gate_timeout=None) as sim,
@@ -157,6 +157,8 @@ async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> As
             await asyncio.sleep(1.0)
     finally:
         tmux.kill()
+        with contextlib.suppress(OSError):  # kill-server leaves the socket file (tests/tmux_sockets.py)
+            (tmux_dir() / socket_name).unlink()
         with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
             await run_omnigent(plugin_python, "host", "stop", "--server", srv.url, home=home, timeout=60)
         await asyncio.to_thread(srv.stop)

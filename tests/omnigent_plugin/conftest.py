@@ -13,13 +13,16 @@ from agy_harness.adapters.simulator import Simulator
 from tests.real_omnigent import OmnigentServer, server_env
 
 from .test_registry import readme_spec
-from .venv import plugin_environment
+from .venv import shared_plugin_environment
 
 
 @pytest.fixture(scope="session")
 def plugin_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Python of omnigent's environment with this checkout's agy-harness (and its plugin) installed."""
-    return plugin_environment(tmp_path_factory.mktemp("agy-plugin"))
+    """Python of omnigent's environment with this checkout's agy-harness (and its plugin) installed:
+    one for the whole run (an xdist worker's temp directory is in the run's: the workers share it)."""
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return shared_plugin_environment(run)
 
 
 def without_bwrap(env: dict[str, str]) -> dict[str, str]:

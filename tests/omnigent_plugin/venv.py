@@ -4,8 +4,9 @@
   builds and caches (a skip locally, a FAILURE with ``CI=true``, when it cannot); never modified;
 * a shared, cached overlay venv (``~/.cache/agy-harness/agy-plugin-deps-py3.12-<key>``) that sees
   the base's packages (a ``.pth``) and adds agy-harness's runtime dependencies omnigent lacks;
-* per test session, a fresh venv that sees both and into which the wheel built from this checkout is
-  installed with its ``omnigent`` extra, as docs/omnigent.md's ``pip install './[omnigent]'`` does (pip,
+* per test run, a fresh venv that sees both and into which the wheel built from this checkout is
+  installed with its ``omnigent`` extra (built once for all of the run's xdist workers, under a lock:
+  ``shared_plugin_environment``), as docs/omnigent.md's ``pip install './[omnigent]'`` does (pip,
   ``--no-index``: the extra and every dependency must already be satisfied by omnigent 0.19.1's
   environment and the overlay, or the install fails); omnigent's own registry then finds the plugin
   through the wheel's entry point.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -70,16 +72,18 @@ def _make_venv(where: Path, sees: list[Path], base_python: Path) -> Path:
     return python
 
 
+def _overlay_key(base_python: Path) -> str:
+    return hashlib.sha256(f"{base_python.resolve()}\n{_runtime_deps()}".encode()).hexdigest()[:12]
+
+
 def deps_overlay(base_python: Path) -> Path:
     """The cached overlay: base packages + agy-harness's runtime dependencies. Its Python."""
     deps = _runtime_deps()
-    key = hashlib.sha256(f"{base_python.resolve()}\n{deps}".encode()).hexdigest()[:12]
+    key = _overlay_key(base_python)
     where = CACHE / f"agy-plugin-deps-py3.12-{key}"
     stamp = where / ".complete"
     with _locked(CACHE / f".agy-plugin-deps-{key}.lock"):
         if not stamp.exists():
-            import shutil
-
             shutil.rmtree(where, ignore_errors=True)
             real_omnigent.report(f"installing agy-harness's dependencies beside omnigent at {where} (once)")
             python = _make_venv(where, [_site(base_python)], base_python)
@@ -94,7 +98,19 @@ def deps_overlay(base_python: Path) -> Path:
     return where / "bin" / "python"
 
 
+#: what a copy of the checkout to build from leaves out (build output, caches, the venv)
+SOURCE_IGNORE = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis", ".benchmarks"
+)
+
+
 def build_wheel(out: Path) -> Path:
+    """The wheel of this checkout, built from a private copy of its source: setuptools builds in the
+    tree it is given (``build/``, ``*.egg-info``), and two builds in one tree at once (the parallel
+    workers: tests/test_packaging.py and the plugin's environment) tripped over each other's files;
+    a stale ``build/`` could also put a deleted module into the wheel."""
+    source = out / "source"
+    shutil.copytree(ROOT, source, ignore=SOURCE_IGNORE)
     res = subprocess.run(
         [
             sys.executable,
@@ -106,12 +122,13 @@ def build_wheel(out: Path) -> Path:
             "-q",
             "-w",
             str(out),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
     )
     assert res.returncode == 0, res.stderr
+    shutil.rmtree(source)
     [wheel] = out.glob("agy_harness-*.whl")
     return wheel
 
@@ -140,3 +157,31 @@ def plugin_environment(tmp: Path) -> Path:
     )
     assert res.returncode == 0, res.stderr
     return python
+
+
+def shared_plugin_environment(run: Path) -> Path:
+    """:func:`plugin_environment` in ``run/agy-plugin``, built by the first process that asks (a file
+    lock; a stamp once complete) and reused by the others: the xdist workers of one run share it."""
+    where = run / "agy-plugin"
+    stamp = where / ".complete"
+    with _locked(run / "agy-plugin.lock"):
+        if not stamp.exists():
+            shutil.rmtree(where, ignore_errors=True)  # (a build that failed half-way)
+            where.mkdir(parents=True)
+            plugin_environment(where)
+            stamp.write_text("ok\n")
+    return where / "venv" / "bin" / "python"
+
+
+def build_ahead(*, plugin: bool) -> None:
+    """The real omnigent's venv and (``plugin``) the overlay, built now if missing (tests/conftest.py:
+    at collection, outside any test's timeout). Only what is missing is looked at (a check that the venv
+    imports costs seconds a process). A failure is left for the fixtures to report."""
+    python = real_omnigent.cache_root() / real_omnigent.VENV_NAME / "bin" / "python"
+    try:
+        if not python.exists():
+            real_omnigent.omnigent_venv()
+        if plugin and not (CACHE / f"agy-plugin-deps-py3.12-{_overlay_key(python)}" / ".complete").exists():
+            deps_overlay(omnigent_base_python())
+    except (real_omnigent.OmnigentUnavailable, pytest.skip.Exception):
+        return

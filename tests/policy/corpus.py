@@ -155,7 +155,7 @@ CASES: list[tuple[str, str]] = [
     ("bash -c \"bash -c 'rm x'\"", DENY), ("bash -c 'vim'", ASK), ("bash -c \"$CMD\"", ASK), ("bash script.sh", ASK),
     ("bash", ASK), ("/bin/bash -c 'rm x'", DENY), ("bash -x -c 'rm x'", DENY), ("bash -o pipefail -c 'rm x'", DENY),
     ("env rm x", DENY), ("env ls", ALLOW), ("env -i rm x", DENY), ("env FOO=1 rm x", DENY), ("env -u HOME rm x", DENY),
-    ("env FOO=1 ls", ASK), ("env", ASK), ("env -S 'rm x'", ASK), ("/usr/bin/env rm x", DENY), ("env -- rm x", DENY),
+    ("env FOO=1 ls", ASK), ("env", ASK), ("env -S 'rm x'", DENY), ("/usr/bin/env rm x", DENY), ("env -- rm x", DENY),
     ("timeout 5 rm x", DENY), ("timeout 5 ls", ALLOW), ("timeout -s KILL 5 rm x", DENY), ("timeout --signal=KILL 5 rm x", DENY),
     ("timeout -k 1 5 pytest", ALLOW), ("nice rm x", DENY), ("nice -n 10 rm x", DENY), ("nice -10 rm x", DENY), ("nice ls", ALLOW),
     ("nohup rm x", DENY), ("nohup pytest", ALLOW), ("time rm x", DENY), ("time ls", ALLOW), ("stdbuf -oL rm x", DENY),
@@ -225,5 +225,8 @@ CASES: list[tuple[str, str]] = [
     ("echo `ls` `vim`", ASK), ("ls `pwd` `echo x` `cat y`", ASK),
     ("RM x", DENY), ("/BIN/Rm -rf /", DENY), ("LS", ASK), ("Git status", ASK), ("CURL x", DENY), ("env -C /tmp rm x", DENY),
     ("find . -exec sh -c 'rm \"$1\"' _ {} \\;", DENY), ("sudo -u#0 rm x", DENY), ("builtin command rm x", DENY), ("git -C /etc status", ASK), ("xargs -a list rm", DENY), ("watch rm x", DENY),
+    ("nohup -- rm x", DENY), ("eval -- 'rm x'", DENY), ("trap -- 'rm x' EXIT", DENY), ("builtin -- eval 'rm x'", DENY),
+    ("Sudo rm x", DENY), ("NICE rm x", DENY), ("Env -S 'rm x'", DENY), ("nice ---5 ls", ASK), ("nice --5 ls", ALLOW),
+    ("eval -- ls", ALLOW), ("trap -- - EXIT", ASK),
 ]
 # fmt: on

@@ -64,10 +64,10 @@ def test_propose_prints_a_rule_that_test_accepts(tmp_path: Path) -> None:
     assert 'command = ["pytest", "-q", "tests/a b"]' in run.stdout
     assert policy("test", str(tmp_path / "always.toml")).returncode == 0
     run = policy("propose", "ls | sh")
-    assert run.returncode == 1 and run.stdout == ""
+    assert run.returncode == 2 and run.stdout == ""  # bad input, as every policy action says it
     assert (
         run.stderr
-        == "agy-harness: no rule proposed: the line runs several commands: approve them one by one\n"
+        == "agy-harness policy: no rule proposed: the line runs several commands: approve them one by one\n"
     )
 
 
@@ -81,7 +81,9 @@ def test_explain_reads_a_gate_as_json_and_the_api_proposes(tmp_path: Path) -> No
     run = policy("explain", json.dumps(event_to_json(gate)), "--rules", str(tmp_path / "r.toml"))
     assert run.returncode == 0 and run.stdout.startswith("decision: allow (allowed by rule git-status (")
     run = policy("explain", "{not json")
-    assert run.returncode == 2 and run.stderr.startswith("agy-harness: not a command line or a gate's JSON")
+    assert run.returncode == 2 and run.stderr.startswith(
+        "agy-harness policy: GATE: not a command line or a gate's JSON"
+    )
     (tmp_path / "always.toml").write_text(propose_rule(gate), encoding="utf-8")
     proposed = policy_of([tmp_path / "always.toml"])
     assert proposed.decide(gate).verdict == "allow"

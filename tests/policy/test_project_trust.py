@@ -82,7 +82,7 @@ async def test_after_trust_it_answers_and_after_an_edit_it_is_untrusted_again(
 def test_a_file_that_does_not_load_is_not_trusted(project: Path, tmp_path: Path) -> None:
     project.write_text(RULES.replace('match = ["git status"]', 'match = ["git log"]'), encoding="utf-8")
     run = policy_cli("trust", str(project), home=tmp_path / "config")
-    assert run.returncode == 1 and run.stderr.startswith("agy-harness: not trusted: ")
+    assert run.returncode == 2 and run.stderr.startswith("agy-harness policy: not trusted: ")
     assert not trust_file({"XDG_CONFIG_HOME": str(tmp_path / "config")}).exists()
 
 
@@ -96,3 +96,45 @@ def test_a_trust_store_another_user_can_write_trusts_nothing(project: Path) -> N
     assert load_policy(workspace).decide(gate("git status")).verdict == "allow"
     trust_file().chmod(0o606)
     assert load_policy(workspace).decide(gate("git status")).verdict == "ask"
+
+
+@pytest.mark.parametrize("link", ["file", "directory"])
+async def test_trust_is_never_borrowed_through_a_link(
+    sim: Simulator, project: Path, tmp_path: Path, link: str
+) -> None:
+    """Project A's file is trusted; project B's rules file (or its whole .agy-harness directory) is a
+    symbolic link to A's: B's allows do not answer (they asked before: the link resolved to A's
+    trusted path), the session says why, and `policy trust` refuses the link."""
+    assert policy_cli("trust", str(project), home=tmp_path / "config").returncode == 0
+    other = tmp_path / "other"
+    if link == "file":
+        (other / ".agy-harness" / "policy").mkdir(parents=True)
+        (other / ".agy-harness" / "policy" / "rules.toml").symlink_to(project)
+    else:
+        other.mkdir()
+        (other / ".agy-harness").symlink_to(project.parents[1])
+    borrowed = other / ".agy-harness" / "policy" / "rules.toml"
+    sink = RecordingSink()
+    async with harness_on(sim, sink, policy=load_policy(other)) as session:
+        await sink.answers.put(GateAnswer(allow=True))
+        await run_turn(session, sink, "run: git status")
+    assert [g.permission.command_line for g in sink.asked if g.permission] == ["git status"]  # the human
+    [warning] = warnings(sink)
+    assert f"{borrowed}: its 1 allow rule ignored (" in warning and "is a symbolic link" in warning
+    assert load_policy(other).decide(gate("rm -rf build")).verdict == "deny"  # its denies still hold
+    run = policy_cli("trust", str(borrowed), home=tmp_path / "config")
+    assert run.returncode == 1 and "is a symbolic link (trust is never borrowed through a link)" in run.stderr
+    assert load_policy(project.parents[2]).decide(gate("git status")).verdict == "allow"  # A's own: trusted
+
+
+def test_a_file_in_no_project_rules_directory_is_not_trusted(tmp_path: Path) -> None:
+    """Trust is recorded under a project tier's own path: a file elsewhere would be trusted for no
+    tier (and the store would claim it)."""
+    loose = tmp_path / "rules.toml"
+    loose.write_text(RULES, encoding="utf-8")
+    run = policy_cli("trust", str(loose), home=tmp_path / "config")
+    assert run.returncode == 1
+    assert run.stderr == (
+        f"agy-harness: not trusted: {loose}: it is not in a project's .agy-harness/policy directory\n"
+    )
+    assert not trust_file({"XDG_CONFIG_HOME": str(tmp_path / "config")}).exists()

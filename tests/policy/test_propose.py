@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agy_harness.adapters.policy.shell import TreeSitterParser
+from agy_harness.adapters.policy.wrappers import runs_another
 from agy_harness.core.policy_match import RuleSet, decide, example_failures
 from agy_harness.core.policy_propose import propose
 from agy_harness.core.policy_rules import RuleError, rules_from_table
@@ -19,7 +20,9 @@ from agy_harness.ports.events import GateOpened, PermissionRequest
 
 PARSER = TreeSitterParser()
 
-NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True)
+#: command names (a shell, wrapper or runner runs another command: `sh && sh` is two approved shells,
+#: `sg` alone a shell as another group; they are read through, never one plain command)
+NAMES = st.from_regex(r"[a-z][a-z0-9_-]{0,7}", fullmatch=True).filter(lambda n: not runs_another(n))
 ARGS = st.text(alphabet="abc-./ *$;|&'\"\\{},=~\t", min_size=0, max_size=8)
 ARGV = st.tuples(NAMES, st.lists(ARGS, max_size=4)).map(lambda t: [t[0], *t[1]])
 CWDS = st.sampled_from(["/w", "/w/sub", "/other", ""])

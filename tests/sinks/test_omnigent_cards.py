@@ -276,7 +276,8 @@ def test_a_card_only_agys_terminal_answers_has_its_own_policy_name() -> None:
     )
     params = gate_params(review)
     assert params["policy_name"] == "agy_native_terminal_only." + "b" * 16
-    assert "fileReview\\[x]" in params["message"]  # printed as markup by the chat
+    # in words (issue 45): agy's raw field stays in the event, not in what the human reads
+    assert "fileReview" not in params["message"] and "answer in agy's terminal" in params["message"]
 
 
 # -- the web UI's answers, fail-closed -------------------------------------------------------------

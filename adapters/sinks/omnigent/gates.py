@@ -49,6 +49,7 @@ from agy_harness.core.answers import (
 )
 from agy_harness.core.display import command_view, flagged, one_line, visible
 from agy_harness.core.kinds import describe
+from agy_harness.core.terminal_pointer import POINTER, without_pointer
 from agy_harness.ports.errors import AgyHarnessError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
@@ -116,18 +117,7 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
             params["cwd"] = visible(p.cwd)
         return params
     if gate.kind == "other" or not gate.answerable:
-        head = describe(gate)  # the kind's named card ("agy asks to open https://… in a browser — ...")
-        if "agy's terminal" not in head:
-            head += " — answer in agy's terminal"
-        text = f"{head} (it cannot be answered from omnigent). This card goes away when agy moves on."
-        return {
-            **common,
-            # one field for both media: exact where markup escaping leaves it unchanged (cards.py)
-            "message": text if markup_neutral(text) else escape_markup(text),
-            "phase": "agy_terminal_only",
-            "policy_name": policy_name(gate),
-            "content_preview": escape_markup(f"answer in agy's terminal: {head}"),
-        }
+        return {**common, **terminal_only_fields(gate)}
     questions = [
         {
             "id": str(i),
@@ -157,6 +147,34 @@ def gate_params(gate: GateOpened) -> dict[str, Any]:
                 for q in gate.questions
             ]
         },
+    }
+
+
+#: after an answer omnigent gave it (any button, the chat's y / n): nothing reached agy
+REFUSED_NOTE = "Nothing was sent to agy: it waits for this in agy's terminal; answer it there."
+
+
+def terminal_head(gate: GateOpened) -> str:
+    """What agy asks, on one line (the core's card text), without a pointer to agy's terminal."""
+    return without_pointer(describe(gate))
+
+
+def terminal_only_fields(gate: GateOpened, note: str = "") -> dict[str, Any]:
+    """The card of a gate nothing here can answer. It says "answer in agy's terminal" once, on every
+    render: ``note`` (why it is shown again, which names agy's terminal itself) replaces the pointer.
+    The chat prints ``message`` and ``content_preview`` both: the preview says what ``y`` / ``n`` do
+    (nothing reaches agy), not the pointer again."""
+    head = terminal_head(gate)
+    if note:
+        text = f"{note}\n\n{head} (omnigent cannot answer it). This card goes away when agy moves on."
+    else:
+        text = f"{head} — {POINTER} (omnigent cannot answer it). This card goes away when agy moves on."
+    return {
+        # one field for both media: exact where markup escaping leaves it unchanged (cards.py)
+        "message": text if markup_neutral(text) else escape_markup(text),
+        "phase": "agy_terminal_only",
+        "policy_name": policy_name(gate),
+        "content_preview": "omnigent cannot answer this request: y and n send nothing to agy",
     }
 
 

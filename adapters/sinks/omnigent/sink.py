@@ -53,6 +53,7 @@ from agy_harness.ports.events import (
     GateOpened,
     GateWithdrawn,
     ModelChanged,
+    Notice,
     Rotation,
     StatusChanged,
     SubagentStarted,
@@ -66,6 +67,8 @@ from .hook import HOOK_NAME, GateAsks
 from .transport import BoundedTransport, OmnigentStats, Poster, RetryPolicy, SystemClock, log
 from .usage import UsageFloors
 from .wire import FAILED_TEXT, ITEM, Wire, source_id, to_wire
+
+POINTER_WORDS = "agy's terminal"  # a notice saying it, about a step whose card says it, is not posted
 
 
 class OmnigentSink(Children, GateAsks):
@@ -141,6 +144,7 @@ class OmnigentSink(Children, GateAsks):
         self._retiring: set[asyncio.Task[None]] = set()
         self._committed_messages: set[str] = set()
         self._streaming: set[str] = set()  # messages with deltas posted
+        self._pointed: dict[str, None] = {}  # steps whose card sends the human to agy's terminal
         self._usage = UsageFloors(self._client, self._url, self._headers)
         self.events_url = self._events_url(session_id)
         self.hook_url = self._url(session_id, f"hooks/{hook_name}")
@@ -197,6 +201,8 @@ class OmnigentSink(Children, GateAsks):
             return []
         if isinstance(event, Usage) and not await self._usage.grows(event, session):
             return []
+        if isinstance(event, Notice) and event.step_key in self._pointed and POINTER_WORDS in event.text:
+            return []  # its card says "answer in agy's terminal" already: once (issue 45)
         if session != self.session_id and isinstance(event, StatusChanged) and event.status != "running":
             bodies: list[Wire] = []
             if event.status == "failed":
@@ -225,6 +231,9 @@ class OmnigentSink(Children, GateAsks):
         if isinstance(event, GateOpened):
             if not event.answerable:
                 self.show(event)  # only agy's terminal can answer it: a card that says so
+                self._pointed[event.step_key] = None
+                while len(self._pointed) > 256:
+                    del self._pointed[next(iter(self._pointed))]
             self.stats.not_posted += 1
             return 1
         if isinstance(event, SubagentStarted):

@@ -32,6 +32,8 @@ from agy_harness.adapters.sinks.terminal_cards import result_lines
 from agy_harness.core import code_review
 from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, flagged, one_line
+from agy_harness.core.kinds import describe
+from agy_harness.core.terminal_pointer import without_pointer
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.events import (
     GATE_SET_ASIDE,
@@ -357,8 +359,8 @@ def _fenced(output: str) -> str:
 
 
 def gate_title(gate: GateOpened) -> str:
-    if gate.kind == "other":
-        return f"agy waits for {shown(gate.interaction or gate.tool_name or 'an answer')}"
+    if gate.kind == "other" or not gate.answerable:  # the core's card text; the card's body says
+        return without_pointer(describe(gate))  # "answer it there" (once: issue 45)
     if gate.kind == "question":
         return flagged(gate.questions[0].question) if gate.questions else "agy asks a question"
     if code_review.is_review(gate):  # agy's file-edit review

@@ -47,6 +47,7 @@ from .gates import CancelOutgoing, GateAsker
 from .mapping import TERMINAL_ONLY, UpdateMapper
 from .models import ModelOption
 from .session_info import SessionInfoFollower
+from .terminal_cards import TerminalCards
 
 log = logging.getLogger("agy_harness.acp.sessions")
 
@@ -99,6 +100,7 @@ class AcpSession:
         self.conn = conn
         self.id = session_id
         self.mapper = UpdateMapper()
+        self.terminal = TerminalCards()  # cards only agy's terminal answers: ended as agy's outcome
         self.turns = Turns()
         #: the client's ``fs/read_text_file`` (its buffers, unsaved edits included), when it offers it
         self.read_text = self._read_text if fs_read else None
@@ -168,9 +170,13 @@ class AcpSession:
         for event in reconciler.feed_all(steps):
             if isinstance(event, ModelChanged):
                 self.mapper.model = self.model.seen = event.model
+            self.terminal.observe(event)
             for update in self.mapper.updates(event, history=True):
                 if replay:
                     await self.conn.session_update(self.id, update)
+        for update in self.terminal.end(self.mapper.decided):  # the conversation so far is past
+            if replay:
+                await self.conn.session_update(self.id, update)
         state = reconciler.state.model_copy(update={"gates": {}})  # a waiting gate is asked live
         return Cursor(
             cascade_id=self.id, committed=sorted(state.committed), state=state.model_dump(mode="json")
@@ -189,8 +195,12 @@ class AcpSession:
         if event.cascade_id not in self.cascades:
             return  # a sub-agent's own stream: its card is the parent's tool call
         turn = self.turn
+        self.terminal.observe(event)
         if isinstance(event, StatusChanged):
             boundary = self.turns.feed(event)  # agy's turns (core/turns.py): running opens, idle/failed ends
+            if isinstance(boundary, TurnEnded):  # a card only agy's terminal answered ends as agy's did
+                for update in self.terminal.end(self.mapper.decided):
+                    await self.conn.session_update(self.id, update)
             if turn is not None:
                 if isinstance(boundary, TurnStarted):
                     turn.started = True
@@ -214,6 +224,8 @@ class AcpSession:
             self.mapper.model = self.model.seen = event.model
             if self.model.current() != shown:
                 await self.model_changed()
+            return
+        if self.terminal.said_on_card(event):
             return
         for update in self.mapper.updates(event):
             await self.conn.session_update(self.id, update)

@@ -9,6 +9,8 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     GET  /api/s/{cascade}/whole?gate=G&shown=D&token=T
                                            the whole text of a card too large to carry it, and the
                                            ticket an allow of it carries (410: that card no longer waits)
+    GET  /open/{ticket}                     a notification's link: once, briefly, while its card asks
+                                           the same, to the page with that card named (:mod:`.open_links`)
     POST /api/s/{cascade}/answer           {"gate_id", "shown", ["ticket",] "answer": "allow"|"deny"|"decline"
                                             | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
@@ -44,10 +46,18 @@ import secrets
 from collections.abc import AsyncIterator
 from importlib import resources
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from agy_harness.core import safejson
@@ -61,6 +71,7 @@ from ...root.session import AnswerLike
 from .guard import BodyTooLarge, Guard
 from .hub import Board
 from .live import LiveSession
+from .open_links import LinkRefused, OpenLinks
 from .outcomes import GateGone, NotLoaded, NotTaken, StaleCard, unreadable
 
 log = logging.getLogger("agy_harness.board")
@@ -146,8 +157,10 @@ def _sse(data: str) -> bytes:
 class _Handlers:
     """The board's routes, over one :class:`~.hub.Board`."""
 
-    def __init__(self, board: Board) -> None:
+    def __init__(self, board: Board, token: str = "", opens: OpenLinks | None = None) -> None:
         self.board = board
+        self.token = token
+        self.opens = opens or OpenLinks()
         self.page = _asset("board.html")
         self.script = _asset("board.js")
         self.style = _asset("board.css")
@@ -166,6 +179,27 @@ class _Handlers:
             "frame-ancestors 'none'"
         )
         return HTMLResponse(html, headers={"content-security-policy": csp})
+
+    async def open_card(self, request: Request) -> Response:
+        """A notification's link: the page with its card named, once, while that card asks the same
+        (:mod:`.open_links`); else a page saying why, granting nothing."""
+        try:
+            opening = self.opens.redeem(request.path_params["ticket"])
+        except LinkRefused as exc:
+            return PlainTextResponse(str(exc), status_code=410)
+        live = self.board.session(opening.cascade_id)
+        try:
+            gate = live.gate(opening.gate_id) if live is not None else None
+        except (GateGone, StaleCard):
+            gate = None
+        if gate is None or gate.digest != opening.digest:
+            return PlainTextResponse(
+                "The request this link was for no longer waits as it was asked (answered, withdrawn or "
+                "changed), so the link opens nothing. Open the board from the address it printed in its "
+                "terminal.",
+                status_code=410,
+            )
+        return RedirectResponse(f"/?token={quote(self.token)}#card-{gate.digest[:8]}", status_code=303)
 
     async def board_now(self, request: Request) -> Response:
         return Response(self.board.snapshot_json, media_type="application/json")
@@ -344,11 +378,12 @@ class _Handlers:
         return JSONResponse({"ok": True, "cancelled": bool(getattr(report, "cancelled", True))})
 
 
-def build_app(board: Board, token: str, hosts: set[str]) -> Guard:
-    h = _Handlers(board)
+def build_app(board: Board, token: str, hosts: set[str], opens: OpenLinks | None = None) -> Guard:
+    h = _Handlers(board, token, opens)
     app = Starlette(
         routes=[
             Route("/", h.index),
+            Route("/open/{ticket}", h.open_card),
             Route("/api/board", h.board_now),
             Route("/api/board/events", h.board_events),
             Route("/api/s/{cascade}/events", h.session_events),

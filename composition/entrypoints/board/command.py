@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import ipaddress
 import logging
 import os
@@ -17,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..cli_args import listen_port, non_negative, port
-from ..errors import EXIT_USAGE
+from ..errors import EXIT_USAGE, BadInput
 from ..help_format import HelpFormatter
 from .notify import ENV, Notifier, NotifySetupError, check_urls, link_for, urls_from
+from .open_links import OpenLinks
 
 DESCRIPTION = """\
 A local web board of every agy session on this machine: by state (needs you, working, failed,
@@ -151,11 +153,26 @@ class Running:
 
 
 def _listen(host: str, port: int) -> socket.socket:
+    """The board's listening socket; a port in use or a host that is not this machine's is bad input
+    (one line naming it and what to do, exit 2), never the OSError's own words."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise BadInput(
+                f"--port {port}: another program listens there; name another port, or leave out --port "
+                "(a free one is picked)"
+            ) from None
+        why = exc.strerror or str(exc)
+        raise BadInput(
+            f"--host {host}: not an address this machine listens on ({why.lower()}); leave out --host "
+            "(127.0.0.1: this machine only)"
+        ) from None
     sock.setblocking(False)
     return sock
 
@@ -196,12 +213,14 @@ async def running_board(
     config.errorlog = logging.getLogger("agy_harness.board.http")  # hypercorn's lines go to our log
     config.graceful_timeout = 1.0
     stop = asyncio.Event()
+    opens = OpenLinks()
     server = asyncio.create_task(
-        serve(build_app(board, token, _hosts(host, bound)), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+        serve(build_app(board, token, _hosts(host, bound), opens), config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
     )
     shown = f"[{host}]" if ":" in host else host
     if notifier is not None:
         notifier.link = link_for(f"http://{shown}:{bound}/")
+        notifier.opens = opens
     try:
         yield Running(f"http://{shown}:{bound}/?token={token}", token, bound, board)
     finally:

@@ -7,6 +7,8 @@ state-changing one must come from the board's own page.
   ``EventSource`` cannot send headers) or in ``X-Board-Token``. A POST carries it in the
   ``X-Board-Token`` header only: another site's form or ``fetch`` cannot set that header without a
   CORS preflight, which the board never grants, so answers are CSRF-safe. No cookie is ever set.
+* **A notification's link** (``GET /open/<ticket>``) needs no token: its single-use ticket is checked
+  by the route itself, which grants only what that ticket opens (:mod:`.open_links`).
 * **POST** must be ``application/json``; an ``Origin`` (browsers send one) must be the board's own,
   and ``Sec-Fetch-Site`` (when sent) ``same-origin``; the body is at most ``MAX_BODY`` bytes.
 * Every response says: no framing (``frame-ancestors 'none'``: a one-click answer cannot be
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -28,6 +31,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_BODY = 64 * 1024
+OPEN_LINK = re.compile(r"/open/[A-Za-z0-9_-]{1,64}")  # a notification's link (:mod:`.open_links`)
 TOKEN_HEADER = "x-board-token"
 SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
@@ -72,6 +76,8 @@ class Guard:
         if host not in self.hosts:
             return 403, "this board answers only on the address it printed (Host refused)"
         method = scope["method"]
+        if method == "GET" and OPEN_LINK.fullmatch(scope.get("path", "")):
+            return None  # the route checks its single-use ticket (module doc)
         given = headers.get(TOKEN_HEADER, "")
         if method == "GET" and not given:
             query = parse_qs(scope.get("query_string", b"").decode("latin-1"))

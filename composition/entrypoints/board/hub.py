@@ -226,6 +226,7 @@ class Board:
                 project or project_of(None, event),
                 ask=ask_line(event),
                 card=event.digest[:8],
+                opens=(event.cascade_id, event.gate_id, event.digest),
             )
         elif isinstance(event, StatusChanged) and event.cascade_id in self._turns:
             if event.status == "idle":

@@ -7,7 +7,8 @@ read (``--notify-urls-file``, refused when its group or others may read it) or i
 token, a password, a topic), so logs name a URL only by its scheme and its place in the list.
 
 What is sent carries **no request content** by default: "agy needs you in <project>", with a link
-to the board's card (the board's address without its token: the token never leaves the machine).
+that opens the board's card once, for a short while, while it asks the same (:mod:`.open_links`; the
+board's token never leaves the machine).
 The command line, the question or a failure's reason go out only with ``content=True``
 (``--notify-content``).
 
@@ -33,6 +34,8 @@ from pathlib import Path
 
 from agy_harness.core.display import one_line
 from agy_harness.ports.tasks import reap
+
+from .open_links import OpenLinks
 
 log = logging.getLogger("agy_harness.board")
 
@@ -155,6 +158,7 @@ class Notifier:
         self.per_url = per_url
         self.memory = memory
         self.link = ""  # the board's address (no token), set once it listens
+        self.opens: OpenLinks | None = None  # the board's single-use links to a card, set with link
         self._running: list[set[asyncio.Task[None]]] = [set() for _ in urls]
         self._queues: list[asyncio.Queue[Note]] = [asyncio.Queue(QUEUE) for _ in urls]
         self.sent = 0
@@ -162,8 +166,11 @@ class Notifier:
         self.dropped = 0
 
     # -- what is said -------------------------------------------------------------------------
-    def note(self, kind: str, project: str, *, ask: str = "", reason: str = "", card: str = "") -> Note:
-        """The note for ``kind`` in ``project``; ``ask`` / ``reason`` only when content is on."""
+    def note(
+        self, kind: str, project: str, *, ask: str = "", reason: str = "", card: str = "", ticket: str = ""
+    ) -> Note:
+        """The note for ``kind`` in ``project``; ``ask`` / ``reason`` only when content is on; a gate's
+        link opens its card with ``ticket`` (:mod:`.open_links`), else names it by its anchor."""
         where = f" in {_cut(project)}" if project else ""
         if kind == "gate":
             title, body = "agy needs you", f"agy needs you{where}."
@@ -175,14 +182,28 @@ class Notifier:
             title, body = "agy failed", f"agy's turn failed{where}."
             if self.content and reason:
                 body += f" {_cut(reason)}"
-        if self.link:
+        if self.link and ticket and kind == "gate":
+            body += f"\n{self.link}open/{ticket}"
+        elif self.link:
             body += f"\n{self.link}" + (f"#card-{card}" if card and kind == "gate" else "")
         return Note(kind, title, body)
 
-    def notify(self, kind: str, project: str, *, ask: str = "", reason: str = "", card: str = "") -> None:
+    def notify(
+        self,
+        kind: str,
+        project: str,
+        *,
+        ask: str = "",
+        reason: str = "",
+        card: str = "",
+        opens: tuple[str, str, str] | None = None,
+    ) -> None:
+        """Queue the note for every URL; ``opens`` (a gate's conversation, id and digest) gets it a
+        single-use link to its card."""
         if kind not in self.kinds:
             return
-        note = self.note(kind, project, ask=ask, reason=reason, card=card)
+        ticket = self.opens.mint(*opens) if self.opens is not None and opens is not None else ""
+        note = self.note(kind, project, ask=ask, reason=reason, card=card, ticket=ticket)
         for index, url in enumerate(self.urls):
             try:
                 self._queues[index].put_nowait(note)

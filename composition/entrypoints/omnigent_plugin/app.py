@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import TYPE_CHECKING
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Response
 from omnigent.errors import OmnigentError
@@ -21,6 +22,7 @@ from omnigent.server.schemas import (
     ElicitationResolvedEvent,
 )
 
+from agy_harness.adapters.sinks.omnigent.gates import REFUSED_NOTE
 from agy_harness.core.answers import AnswerError
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
@@ -33,10 +35,15 @@ if TYPE_CHECKING:  # (its module moved in omnigent's newer layout: compat.py)
     from omnigent.runtime.harnesses._scaffold import TurnContext
 
 log = logging.getLogger("agy_harness.omnigent_plugin")
+ATTEMPTS_KEPT = 1024  # gates whose cards were shown again, remembered (their ids are never reused)
 
 
 class AgyExecutorAdapter(ExecutorAdapter):
     """omnigent's adapter, plus: gates as elicitations of the current turn; Stop reaches agy first."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._attempts: OrderedDict[str, int] = OrderedDict()  # gate id -> the last card shown again
 
     def _ensure_executor(self) -> AgyExecutor:
         executor = super()._ensure_executor()
@@ -52,19 +59,19 @@ class AgyExecutorAdapter(ExecutorAdapter):
             executor.mirror_target = (server, ctx.session_id)
         await super().run_turn(request, ctx)
 
-    async def _ask_gate(self, gate: GateOpened) -> GateAnswer | None:
+    async def _ask_gate(self, gate: GateOpened, *, note: str = "") -> GateAnswer | None:
         """Put ``gate`` to the human through the current turn; fail closed.
 
         None: no omnigent turn is running (the gate waits for the next one). An answer the parser
         cannot read is asked again with the reason; nothing is sent to agy meanwhile. A Stop while
-        the question is open denies it (``cancel``).
+        the question is open denies it (``cancel``). ``note``: why the card is shown again (it gets
+        an id of its own, :meth:`_attempt`).
         """
-        note = ""
-        attempt = 0
         while True:
             ctx = self._current_ctx
             if ctx is None:
                 return None
+            attempt = self._attempt(gate.gate_id, again=bool(note))
             eid = elicitation_id(gate, attempt)
             params = ElicitationRequestParams(**elicitation_params(gate, note, attempt))
             try:
@@ -81,20 +88,34 @@ class AgyExecutorAdapter(ExecutorAdapter):
             except AnswerError as exc:
                 log.warning("gate %s: unreadable answer %r: %s", gate.gate_id, result.content, exc)
                 note = (
-                    "Nothing was sent to agy: it waits for this in agy's terminal; answer it there."
+                    REFUSED_NOTE
                     if not gate.answerable
                     else f"Your answer could not be read ({exc}). Nothing was sent to agy; please answer again."
                 )
-                attempt += 1
+
+    def _attempt(self, gate_id: str, *, again: bool) -> int:
+        """The card's attempt for ``gate_id``: 0 when first asked; each time it is shown ``again`` (the
+        old card was answered unreadably, or retired) one more, never reused: an id names one card."""
+        if not again:
+            return 0
+        attempt = self._attempts.pop(gate_id, 0) + 1
+        self._attempts[gate_id] = attempt
+        while len(self._attempts) > ATTEMPTS_KEPT:
+            self._attempts.popitem(last=False)
+        return attempt
 
     async def _handle_interrupt_event(self) -> Response:
         # agy first: its cancel and the parked gate's denial happen while the gate is still ours
         stopped = False
         if self._in_flight and self._executor is not None:
             try:
-                stopped = await self._executor.interrupt_session(self._session_key)
+                outcome = await self._executor.interrupt_turn(self._session_key)
             except Exception:
                 log.exception("interrupting agy failed")
+                outcome = "failed"
+            if outcome == "held":  # agy still waits on a gate only its terminal answers: the turn goes
+                return Response(status_code=204)  # on, its card shown again saying why (conversation.py)
+            stopped = outcome == "stopped"
         try:
             return await super()._handle_interrupt_event()
         except OmnigentError:

@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import Any, Literal
 
 from dependency_injector import providers
 
@@ -37,13 +37,18 @@ from .compat import ExecutorError, ExecutorEvent, TurnCancelled, TurnComplete
 from .gates import TerminalOnlyCards
 from .mirror import OutsideMirror
 from .settings import AgySettings
-from .sink import GateAsker, PluginSink
+from .sink import CardAsker, PluginSink
 from .translate import TurnTranslator, UsageTotals, turn_usage
 
 log = logging.getLogger("agy_harness.omnigent_plugin")
 
 STEER_GRACE = 5.0  # after agy's idle, how long a steered message may take to start its turn
 SUBAGENT_GRACE = 5.0  # after agy's idle, how long a quiet sub-agent may take to be listed / to finish
+
+
+#: what an interrupt did: ended the turn (agy cancelled), kept it (agy still waits on a gate only its
+#: terminal answers), or nothing (no turn runs, agy unreachable)
+Interrupted = Literal["stopped", "held", "none"]
 
 
 class ModelNotFound(LookupError):
@@ -238,7 +243,7 @@ class AgyConversation:
 
     # -- a turn ------------------------------------------------------------------------------------
 
-    async def turn(self, text: str, asker: GateAsker) -> AsyncIterator[ExecutorEvent]:
+    async def turn(self, text: str, asker: CardAsker) -> AsyncIterator[ExecutorEvent]:
         assert self.session is not None
         self.sink.to_queue = True
         self.interrupted.clear()
@@ -327,16 +332,31 @@ class AgyConversation:
         self._expected += 1
         return True
 
-    async def interrupt(self) -> bool:
-        """Stop: agy's cancel, and a parked gate is denied. Only while an omnigent turn runs."""
+    async def interrupt(self) -> Interrupted:
+        """Stop: agy's cancel, and a parked gate is denied. Only while an omnigent turn runs.
+
+        ``held``: agy still waits on a gate of this turn that only its terminal can answer (agy's
+        cancel does not free a gate that waits, and no answer from here reaches this one): the turn
+        is not over, so it is not ended (omnigent would show it interrupted while agy waits, and the
+        next turn would queue behind the gate with no card); the gate's card is shown again saying
+        why. omnigent's runner sends this interrupt before a Reject's verdict (``runner/app.py``)."""
         if self.session is None or not self.in_turn:
-            return False
+            return "none"
         if self.interrupted.is_set() or self._interrupting:
-            return True
+            return "stopped"
         self._interrupting = True
         try:  # deny the parked gate and cancel first, then end the omnigent turn
             report = await self.session.interrupt()
         finally:
             self._interrupting = False
-            self.interrupted.set()
-        return report.cancelled
+            held = self._cards.waiting()
+            if held:
+                log.info(
+                    "interrupt: agy still waits on a gate only its terminal can answer; the turn goes on"
+                )
+                self._cards.again()
+            else:
+                self.interrupted.set()
+        if held:
+            return "held"
+        return "stopped" if report.cancelled else "none"

@@ -2,7 +2,8 @@
 
 One :class:`~.conversation.AgyConversation` (one agy-harness session) per omnigent conversation,
 opened on its first turn and kept across turns. omnigent's Stop reaches :meth:`interrupt_session`
-(agy's cancel; a parked gate is denied); a message typed while a turn runs reaches
+(agy's cancel; a parked gate is denied; a turn agy cannot leave, waiting on a gate only its terminal
+answers, goes on: :meth:`interrupt_turn`); a message typed while a turn runs reaches
 :meth:`enqueue_session_message` (agy queues it as the next turn, and the omnigent turn lasts until it
 is done). The model comes from omnigent's model setting (``HARNESS_AGY_HARNESS_MODEL``, or a
 per-turn override) resolved against agy's model catalog (an id or a label).
@@ -24,9 +25,9 @@ from .compat import (
     Message,
     ToolSpec,
 )
-from .conversation import AgyConversation, ModelNotFound
+from .conversation import AgyConversation, Interrupted, ModelNotFound
 from .settings import AgySettings, SettingsError
-from .sink import GateAsker
+from .sink import CardAsker
 
 log = logging.getLogger("agy_harness.omnigent_plugin")
 
@@ -61,7 +62,7 @@ class AgyExecutor(Executor):
         # installed by omnigent's ExecutorAdapter (unused: gates go through _gate_asker)
         self._elicitation_handler: Any = None
         # installed by AgyExecutorAdapter: puts a gate to the current omnigent turn
-        self._gate_asker: GateAsker | None = None
+        self._gate_asker: CardAsker | None = None
         # set by AgyExecutorAdapter from the turn: omnigent's server and session (for the mirror)
         self.mirror_target: tuple[str, str] | None = None
 
@@ -129,8 +130,13 @@ class AgyExecutor(Executor):
             yield event
 
     async def interrupt_session(self, session_key: str) -> bool:
+        return await self.interrupt_turn(session_key) != "none"
+
+    async def interrupt_turn(self, session_key: str) -> Interrupted:
+        """omnigent's Stop (or the interrupt its runner sends before a Reject): see
+        :meth:`AgyConversation.interrupt` (``held``: agy still waits, the turn must go on)."""
         conv = self._conversations.get(session_key)
-        return await conv.interrupt() if conv is not None else False
+        return await conv.interrupt() if conv is not None else "none"
 
     async def enqueue_session_message(self, session_key: str, content: EnqueuedContent) -> bool:
         conv = self._conversations.get(session_key)

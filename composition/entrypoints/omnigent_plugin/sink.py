@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.ports.events import Event, GateOpened
@@ -14,6 +15,12 @@ from agy_harness.ports.protocols import GateAnswer
 
 #: asks the human through the current omnigent turn; None when no turn can ask (wait for the next)
 GateAsker = Callable[[GateOpened], Awaitable[GateAnswer | None]]
+
+
+class CardAsker(Protocol):
+    """A :data:`GateAsker` that can also show the card with a note saying why it is shown again."""
+
+    def __call__(self, gate: GateOpened, *, note: str = "") -> Awaitable[GateAnswer | None]: ...
 
 
 class PluginSink:

@@ -1,4 +1,4 @@
-"""``agy-harness doctor``'s command line; the probe itself (:mod:`.doctor`) is imported when it runs."""
+"""``agy-harness doctor``'s command line; the probe itself (:mod:`.probe`) is imported when it runs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from .cli_args import add_cascade, add_port, command
+from ..cli_args import add_cascade, add_port, command
 
 DESCRIPTION = """\
 Probe a live agy, read-only: its version, which RPC methods this project uses are present or
@@ -23,7 +23,7 @@ examples:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    from .doctor import run
+    from .probe import run
 
     return asyncio.run(run(args))  # a failure is one explained line from cli.main (exit 1)
 

@@ -1,4 +1,4 @@
-"""``agy-harness doctor``: a read-only probe of a live agy (the command line: :mod:`.doctor_command`).
+"""``agy-harness doctor``: a read-only probe of a live agy (the command line: :mod:`.command`).
 
 It reports agy's version, which RPC methods this project uses are present or missing, and every
 field, step type and enum value it saw that the project does not know (a drift report a user can
@@ -14,18 +14,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from agy_harness.core.steps import as_dict, as_str, steps_from_update
 from agy_harness.ports.errors import AgyAmbiguous, AgyCallFailed, AgyNotBound
 
-from ..root.container import bind_endpoint, make_container
-from ..root.surface import probe_surface
-from . import doctor_schema as K
-from .doctor_environment import Check, environment
-from .doctor_gates import gate_report, render_gates
-from .errors import EXIT_FAILURE, EXIT_OK
+from ...root.container import bind_endpoint, make_container
+from ...root.surface import probe_surface
+from ..errors import EXIT_FAILURE, EXIT_OK
+from ..fit import say
+from . import schema as K
+from .environment import Check, environment
+from .gates import gate_report, render_gates
 
 
 @dataclass
@@ -132,8 +134,15 @@ async def diagnose(client: Any, cascade_id: str | None, version_text: str | None
         "cascade": surface.cascade,
         "steps": len(surface.steps),
         "drift": [{"where": w, "what": x, "example": e} for (w, x), e in sorted(drift.seen.items())],
-        "gates": gate_report(surface.steps),
+        "gates": gate_report(surface.steps, await asyncio.to_thread(_kind_tally)),
     }
+
+
+def _kind_tally() -> dict[str, dict[str, int]]:
+    """Per gate kind, the answers this agy took and refused (this install's decision ledger)."""
+    from agy_harness.composition.root.audit_ledger import kind_tally
+
+    return kind_tally()
 
 
 def parse_version(text: str | None) -> dict[str, str] | None:
@@ -169,7 +178,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    """The ``doctor`` command (its arguments: :mod:`.doctor_command`): this machine's checks, then
+    """The ``doctor`` command (its arguments: :mod:`.command`): this machine's checks, then
     agy's probe; exit 1 when no agy could be probed (everything else is still checked and shown)."""
     checks = await asyncio.to_thread(environment)
     container = make_container(port=args.port, cascade_id=args.cascade, version_text=args.agy_version)
@@ -201,7 +210,7 @@ def _print(args: argparse.Namespace, checks: list[Check], report: dict[str, Any]
         out["agy_found"] = report is not None
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return
-    print("this machine:")
-    print("\n".join(c.line() for c in checks))
+    text = "this machine:\n" + "\n".join(c.line() for c in checks)
     if report is not None:
-        print(render(report))
+        text += "\n" + render(report)
+    say(text, sys.stdout)  # fitted to the terminal (a pipe gets whole lines)
