@@ -243,6 +243,9 @@ def canned_output(command: str, workspace: str) -> str:
         return "On branch main\r\nYour branch is up to date with 'origin/main'.\r\n\r\nnothing to commit, working tree clean\r\n"
     if command.startswith("git log"):
         return "5be046c0 (HEAD -> main) Initial commit\r\n"
+    if command.startswith("pip install"):  # a progress bar redrawn with a bare CR, as pip draws it
+        bar = "".join(f"\rDownloading {pct:>3}%" for pct in (10, 55, 100))
+        return f"Collecting rich\r\n{bar}\r\nSuccessfully installed rich\r\n"
     return f"(simulated) {command}: ok\n"
 
 

@@ -42,6 +42,7 @@ from agy_harness.adapters.sinks.terminal_answers import (
     parse_choice,
     parse_permission,
 )
+from agy_harness.adapters.sinks.terminal_asked import ClosedCards, asked, call_key, is_asked
 from agy_harness.adapters.sinks.terminal_cards import (
     crlf,
     gate_card,
@@ -53,6 +54,7 @@ from agy_harness.adapters.sinks.terminal_cards import (
 from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen, StreamWrap
 from agy_harness.adapters.sinks.terminal_stream import Kind, MarkdownStream, StreamedText
 from agy_harness.core.decided_line import decided_line
+from agy_harness.core.elicitation import TIMED_OUT
 from agy_harness.core.turns import Replies, TurnEnded, Turns, TurnStarted
 from agy_harness.ports.events import (
     AssistantMessage,
@@ -134,6 +136,8 @@ class TerminalSink(StreamedText):
         self._running_since: float | None = None
         #: the tool and request a gate card just showed: its call is not shown again as a card
         self._asked: tuple[str, str] | None = None
+        self._last_call = ""  # the call_key of the last tool call shown
+        self._cards = ClosedCards()  # the cards on screen, and one agy closed unanswered
         self._doing = "working"
         self._ticker: asyncio.Task[None] | None = None
 
@@ -231,16 +235,23 @@ class TerminalSink(StreamedText):
             case AssistantMessage():
                 self._assistant(event)
             case UserMessage():
+                self._last_call = ""  # a new turn: its calls are its own
+                self._cards.turn()
                 self._print(Text.assemble(("❯ ", "bold green"), (event.text, "bold")))
             case ToolCall():
                 self._set_doing(f"running {event.name.replace('_', ' ')}")
                 self._end_thinking()
-                if self._asked is not None and _is_asked(self._asked, event):  # the card above asked it
+                key, self._last_call = self._last_call, call_key(event)
+                self._cards.call(event)
+                if self._asked is not None and is_asked(self._asked, event):  # the card above asked it
                     self._print(Text(f"⚙ {visible(event.name)} (as asked above)", style="dim"))
+                elif key == self._last_call:  # agy's retry of the call just above: its card once
+                    self._print(Text(f"⚙ {visible(event.name)} again (the same call as above)", style="dim"))
                 else:
                     self._print(tool_card(event))
                 self._asked = None
             case ToolResult():
+                self._cards.result(event)
                 self._set_doing("working")
                 self._print(result_card(event, self.max_output_lines, getattr(raw, "output", None)))
             case StatusChanged():
@@ -251,10 +262,7 @@ class TerminalSink(StreamedText):
                 self._turns.feed(event)
                 self._print(Text(f"model → {visible(self.model_label(event.model))}", style="magenta"))
             case GateWithdrawn():
-                if event.reason and event.reason != "answered":  # an answer was already echoed
-                    self._print(Text(f"the gate closed: {event.reason}", style="yellow"))
-                if event.decided_by is not None:  # who decided it, where (the decision ledger's)
-                    self._print(Text(f"· {decided_line(event.decided_by)}", style="dim"))
+                self._withdrawn(event)
             case Rotation():
                 self._print(Text("↻ agy started a new conversation (/clear); following it", style="cyan"))
             case SubagentStarted():
@@ -267,6 +275,19 @@ class TerminalSink(StreamedText):
                 pass  # rendered by ask(), which is where the human answers it
             case other:
                 assert_never(other)
+
+    def _withdrawn(self, event: GateWithdrawn) -> None:
+        decided = decided_line(event.decided_by) if event.decided_by is not None else ""
+        if event.reason and event.reason != "answered":  # an answer was already echoed
+            gate = self._cards.closed(event.gate_id, timed_out=event.reason == TIMED_OUT)
+            if gate is not None:  # its card is above: its call is not shown again as a card
+                self._asked = asked(gate)
+            if decided.startswith(event.reason):  # "timed out" and "timed out, 04:18": one line
+                self._print(Text(f"the gate closed: {decided}", style="yellow"))
+                return
+            self._print(Text(f"the gate closed: {event.reason}", style="yellow"))
+        if decided:  # who decided it, where (the decision ledger's)
+            self._print(Text(f"· {decided}", style="dim"))
 
     def _usage(self, event: Usage) -> None:
         self._turns.feed(event)
@@ -328,28 +349,34 @@ class TerminalSink(StreamedText):
         shown = visible_event(gate)  # displayed; answers are read against the gate as agy sent it
         async with self._prompt_lock:
             self._end_thinking()  # agy asks: the thought before it is over (its end shown as it is)
+            again = self._cards.shown(gate)  # the same as the card or call above: a re-ask, said once
+            if again:
+                self._print(Text(f"↻ agy asks again ({again}):", style="yellow"))
             self._print(gate_card(gate, keys=self.auto_answer is None))  # it neutralises what it shows
             if self.auto_answer is not None:
                 answer = self.auto_answer(gate)
                 self._print(
                     Text(f"auto-answer → {visible(describe_answer(shown, answer))}", style="bold magenta")
                 )
-                self._asked = _asked(gate)
+                self._asked = asked(gate)
+                self._cards.ended(gate.gate_id)
                 return answer
             asked_at = time.monotonic()
             try:
                 answer = await self._ask_keyboard(gate)
             except asyncio.CancelledError:
                 self._prompt = None
-                self._print(
-                    Text("(agy no longer waits for this answer: the prompt is closed)", style="yellow")
-                )
+                if not self._cards.ended(gate.gate_id):  # (else "the gate closed: ..." said it)
+                    self._print(
+                        Text("(agy no longer waits for this answer: the prompt is closed)", style="yellow")
+                    )
                 raise
             finally:
                 if self._running_since is not None:  # the human's thinking is not agy's working time
                     self._running_since += time.monotonic() - asked_at
+            self._cards.ended(gate.gate_id)
             self._print(Text(f"→ {visible(describe_answer(shown, answer))}", style="bold"))
-            self._asked = _asked(gate)
+            self._asked = asked(gate)
             return answer
 
     async def _ask_keyboard(self, gate: GateOpened) -> GateAnswer:
@@ -397,29 +424,3 @@ class TerminalSink(StreamedText):
     def _bottom_is_turn_prompt(self) -> bool:
         bottom = self._bottom()
         return bottom is not None and bottom.plain == "❯ "
-
-
-def _asked(gate: GateOpened) -> tuple[str, str]:
-    """What a gate card showed: its tool and its request (the command, or the first question)."""
-    p = gate.permission
-    request = (p.command_line if p is not None else "") or (
-        gate.questions[0].question if gate.questions else ""
-    )
-    return gate.tool_name, request
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list | tuple):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
-def _is_asked(asked: tuple[str, str], call: ToolCall) -> bool:
-    """The call is the one the gate card showed: the same tool, its request among its arguments
-    (another call of the same tool still gets its own card)."""
-    name, request = asked
-    return bool(request) and name == call.name and request in _strings(call.arguments)

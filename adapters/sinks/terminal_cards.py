@@ -26,6 +26,7 @@ from agy_harness.adapters.sinks.edits import PATH_KEYS, edit_rows, first
 from agy_harness.adapters.sinks.escape import visible_value
 from agy_harness.core import code_review, safejson
 from agy_harness.core.answers import carries_reason
+from agy_harness.core.carriage import printed_event
 from agy_harness.core.display import MARKER, command_view, label_notes, path_notes, visible
 from agy_harness.core.kinds import describe, in_words
 from agy_harness.core.scopes import allow_choices, deny_label, scope_label, scope_word
@@ -294,18 +295,8 @@ def humane(text: str) -> str:
     return _IDS.sub("", text)
 
 
-_TEXT_FIELDS = {
-    "text_delta": "delta",
-    "reasoning_delta": "delta",
-    "assistant_message": "text",
-    "tool_result": "output",
-}
-
-
 def crlf(event: Event) -> Event:
-    """CRLF line ends (a command's output, agy quoting it) are line ends, not a visible ``\\r``."""
-    field = _TEXT_FIELDS.get(event.type)
-    value = getattr(event, field, "") if field else ""
-    if field and "\r\n" in value:
-        return event.model_copy(update={field: value.replace("\r\n", "\n")})
-    return event
+    """CRLF line ends (a command's output, agy quoting it) are line ends, and a bare ``\\r`` (a
+    progress line) overwrites its line as in a terminal, not a visible ``\\r``
+    (:mod:`agy_harness.core.carriage`, the board's rule too)."""
+    return printed_event(event)

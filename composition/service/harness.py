@@ -171,6 +171,7 @@ class Harness:
             turn_senders=turn_senders,
             interrupter=interrupter,
             stats=self.stats,
+            snapshot=self.snapshot,
         )
 
     # -- the adapters, as the roles hold them ----------------------------------------------

@@ -2,17 +2,29 @@
 
 Turn senders are tried in preference order (RPC, then tmux); one that says it cannot serve this agy
 (:class:`~agy_harness.ports.errors.MethodMissing`) is dropped for good with one log line. An interrupt denies a parked gate
-first (agy's cancel does not free it), then cancels the running steps, and reports what it did.
+first (agy's cancel does not free it), then cancels the running steps, and reports what it did: what
+agy's own steps say once the turn's end has reached the user (:mod:`agy_harness.core.interrupt_outcome`),
+never the harness's lagging view (at ``--pace 0`` agy had often finished the reply already, and its
+last text arrived after a notice that said it was cancelled: issue 47).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agy_harness.core.interrupt_outcome import TurnEnd, turn_end
 from agy_harness.ports.errors import MethodMissing, NoTurnSender
-from agy_harness.ports.protocols import DecidedBy, GateAnswer, Interrupter, TurnSender
+from agy_harness.ports.protocols import (
+    DecidedBy,
+    GateAnswer,
+    Interrupter,
+    StepSnapshot,
+    StepSnapshotFrom,
+    TurnSender,
+)
 
 from .conversation import Conversation, HarnessStats
 from .deciders import local_user
@@ -23,6 +35,14 @@ log = logging.getLogger("agy_harness.harness")
 
 #: An interrupt denies a parked gate but does not wait for an unreachable agy longer than this.
 INTERRUPT_DENY_DEADLINE = 5.0
+#: After the cancel, agy's steps are read until the turn has ended and its end reached the user, at
+#: most this long (then the notice says agy has not stopped yet); one read every poll interval.
+INTERRUPT_SETTLE_DEADLINE = 5.0
+INTERRUPT_SETTLE_POLL = 0.05
+
+STOPPED = "interrupted: agy cancelled the running steps"
+FINISHED = "agy had already finished the reply: nothing was left to interrupt"
+NOT_YET = "asked agy to cancel the running steps; its turn has not ended yet"
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,7 @@ class TurnControl:
         turn_senders: Sequence[TurnSender] = (),
         interrupter: Interrupter | None = None,
         stats: HarnessStats | None = None,
+        snapshot: StepSnapshot | None = None,
     ) -> None:
         self.conversation = conversation
         self.gates = gates
@@ -49,6 +70,7 @@ class TurnControl:
         self.turn_senders = list(turn_senders)
         self.interrupter = interrupter
         self.stats = stats or HarnessStats()
+        self.snapshot = snapshot  # agy's steps, read after a cancel (None: the harness's view is said)
         self._interrupts = 0
         self._turn_at_send: object = None  # the turn agy showed when we last sent one (None: none sent)
 
@@ -99,12 +121,44 @@ class TurnControl:
             log.warning("interrupt: %s", detail)
             await self.emitter.notice(notice_id, detail, "warning")
             return InterruptReport(False, tuple(denied), detail)
+        if not busy and not denied:  # the cancel was sent all the same (harmless), but nothing ran: say so
+            detail = "nothing to interrupt: agy is idle"
+        else:
+            detail = await self._what_agy_did()
         if denied:
             plural = "s" if len(denied) > 1 else ""
-            detail = f"cancelled the running steps; denied the parked gate{plural} {', '.join(denied)}"
-        elif busy:
-            detail = "cancelled the running steps"
-        else:  # the cancel was sent all the same (harmless), but nothing ran: say so
-            detail = "nothing to interrupt: agy is idle"
-        await self.emitter.notice(notice_id, detail)
+            detail = f"{detail}; denied the parked gate{plural} {', '.join(denied)}"
+        await self.emitter.notice(notice_id, detail, "warning" if detail == NOT_YET else "info")
         return InterruptReport(True, tuple(denied), detail)
+
+    async def _what_agy_did(self) -> str:
+        """Read agy's steps until the turn has ended and the reader has shown its end (its last text
+        before this notice); say whether agy stopped something or had finished already."""
+        if self.snapshot is None:
+            return "cancelled the running steps"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + INTERRUPT_SETTLE_DEADLINE
+        end, offset = TurnEnd("open"), 0
+        while loop.time() < deadline:
+            try:
+                end = turn_end(await self._read_steps(offset))
+                offset += end.turn_at  # the next read starts at the turn (a long conversation is not re-read)
+            except Exception as exc:  # agy unreachable: the next read, or the deadline, says so
+                log.info("interrupt: reading agy's steps failed: %s: %s", type(exc).__name__, exc)
+                end = TurnEnd("open")
+            if end.outcome != "open" and end.seen_by(self.conversation.reconciler.state.committed):
+                break
+            await asyncio.sleep(INTERRUPT_SETTLE_POLL)
+        else:
+            if end.outcome == "open":
+                return NOT_YET
+        if self.emitter.inflight:  # the turn's last events still on their way to the sink
+            await asyncio.wait(set(self.emitter.inflight), timeout=INTERRUPT_SETTLE_DEADLINE)
+        return STOPPED if end.outcome == "stopped" else FINISHED
+
+    async def _read_steps(self, offset: int) -> list[object]:
+        snapshot, cascade = self.snapshot, self.conversation.cascade_id
+        if offset and isinstance(snapshot, StepSnapshotFrom):
+            return list(await snapshot.read_steps_from(cascade, offset))
+        assert snapshot is not None
+        return list(await snapshot.read_steps(cascade))

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError
+from acp.connection import StreamDirection, StreamEvent
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
@@ -20,8 +21,8 @@ from .helpers import RecordingClient, acp_agent, agy_harness_command, prompt
 PACE = ("--sim-pace", "0.05")
 
 
-async def _new(conn: Any) -> str:
-    return str((await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id)
+async def _new(conn: Any, cwd: str = "/tmp") -> str:
+    return str((await conn.new_session(cwd=cwd, mcp_servers=[])).session_id)
 
 
 def _calls(client: RecordingClient, sid: str) -> dict[str, list[Any]]:
@@ -209,31 +210,90 @@ class _Observer(list):  # type: ignore[type-arg]
 async def test_session_load_replays_and_resumes() -> None:
     client = RecordingClient()
     async with acp_agent(client, *PACE) as conn:
-        sid = await _new(conn)
-        await prompt(conn, sid, "Say hello in one short sentence.")
-        # the open session lives until the load is accepted (a refused load leaves it open): its
-        # title, sent once agy gave one, comes before the replay
-        await client.wait_for(lambda: bool(client.of(sid, "session_info_update")))
-        before = len(client.updates)
-        await conn.load_session(cwd="/tmp", session_id=sid, mcp_servers=[])
-        replay = [u for s, u in client.updates[before:] if s == sid]
-        kinds = [u.session_update for u in replay]
-        assert (
-            kinds[0] == "user_message_chunk" and replay[0].content.text == "Say hello in one short sentence."
-        )
-        assert (
-            "".join(u.content.text for u in replay if u.session_update == "agent_message_chunk") == GREETING
-        )
-        # the live session continues after the replay: the next turn streams once, nothing replayed twice
-        after = len(client.updates)
-        assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
-        again = [u for s, u in client.updates[after:] if s == sid]
-        assert "".join(u.content.text for u in again if u.session_update == "agent_message_chunk") == GREETING
-        assert not [u for u in again if u.session_update == "user_message_chunk"]
+        await _load_replays_and_resumes(conn, client, await _new(conn), "/tmp")
 
-        with pytest.raises(RequestError) as err:
-            await conn.load_session(cwd="/tmp", session_id="no-such-conversation", mcp_servers=[])
-        assert err.value.code == -32002
+
+async def test_session_load_after_agys_title_came_late() -> None:
+    """The ordering that made test_session_load_replays_and_resumes flaky under load, forced with a
+    simulator the test runs: agy lists the conversation's title only once the prompt's answer reached
+    the editor, and the calls a session/load makes reach agy only once the editor has that title. Were
+    the load sent before the open session's title arrived, that title would come first in the load's
+    updates (it did, every time, before the wait was for the title)."""
+    async with Simulator(pace=0.05) as agy:
+        client = TitleWatch()
+        answered = asyncio.Event()  # the first prompt's answer reached the editor
+        rpc = agy._rpc
+
+        async def ordered(method: str, request: dict[str, Any]) -> dict[str, Any]:
+            if answered.is_set() and method != "GetAllCascadeTrajectories":
+                await client.titled.wait()  # (the load's calls) only once the editor has the title
+            answer = await rpc(method, request)
+            if method == "GetAllCascadeTrajectories" and any(
+                s.get("summary") for s in answer["trajectorySummaries"].values()
+            ):
+                await answered.wait()  # the title, listed only once the prompt was answered
+            return answer
+
+        agy._rpc = ordered  # type: ignore[method-assign]
+        async with acp_agent(client, where=("--port", str(agy.port)), observe=Answers(answered)) as conn:
+            await _load_replays_and_resumes(conn, client, await _new(conn, agy.workspace), agy.workspace)
+
+
+class TitleWatch(RecordingClient):
+    """Also says when agy's title for the conversation reached the editor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.titled = asyncio.Event()
+
+    async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
+        await super().session_update(session_id, update, **kw)
+        if update.session_update == "session_info_update" and update.title:
+            self.titled.set()
+
+
+class Answers(list[StreamEvent]):
+    """What the editor read and wrote; sets ``answered`` once a session/prompt's answer was read."""
+
+    def __init__(self, answered: asyncio.Event) -> None:
+        super().__init__()
+        self.answered = answered
+        self.prompts: set[Any] = set()
+
+    def append(self, event: StreamEvent) -> None:
+        super().append(event)
+        m = event.message
+        if event.direction == StreamDirection.OUTGOING and m.get("method") == "session/prompt":
+            self.prompts.add(m["id"])
+        elif (
+            event.direction == StreamDirection.INCOMING and "method" not in m and m.get("id") in self.prompts
+        ):
+            self.answered.set()
+
+
+async def _load_replays_and_resumes(conn: Any, client: RecordingClient, sid: str, cwd: str) -> None:
+    await prompt(conn, sid, "Say hello in one short sentence.")
+    # the open session lives until the load is accepted (a refused load leaves it open): its title,
+    # sent once agy gave one, comes before the replay. Waited for by the title itself: the untitled
+    # update session/new sent (agy's last activity) said nothing of it, and a title agy listed late
+    # fell into the load's updates (test_session_load_after_agys_title_came_late)
+    await client.wait_for(lambda: any(u.title for u in client.of(sid, "session_info_update")))
+    before = len(client.updates)
+    await conn.load_session(cwd=cwd, session_id=sid, mcp_servers=[])
+    replay = [u for s, u in client.updates[before:] if s == sid]
+    kinds = [u.session_update for u in replay]
+    assert kinds[0] == "user_message_chunk" and replay[0].content.text == "Say hello in one short sentence."
+    assert "".join(u.content.text for u in replay if u.session_update == "agent_message_chunk") == GREETING
+    # the live session continues after the replay: the next turn streams once, nothing replayed twice
+    after = len(client.updates)
+    assert (await prompt(conn, sid, "Say hello in one short sentence.")).stop_reason == "end_turn"
+    again = [u for s, u in client.updates[after:] if s == sid]
+    assert "".join(u.content.text for u in again if u.session_update == "agent_message_chunk") == GREETING
+    assert not [u for u in again if u.session_update == "user_message_chunk"]
+
+    with pytest.raises(RequestError) as err:
+        await conn.load_session(cwd=cwd, session_id="no-such-conversation", mcp_servers=[])
+    assert err.value.code == -32002
 
 
 async def test_two_sessions_at_once() -> None:

@@ -27,7 +27,37 @@ def test_auto_cards_show_no_keys_and_no_second_card_and_the_interrupt_is_announc
     assert "╭─ ⚙ run_command" not in out and "╭─ ⚙ ask_question" not in out  # the gate's card showed it
     assert out.count("⚙ run_command (as asked above)") == 2
     announced = out.index("the demo interrupts agy while it writes")
-    assert announced < out.index("cancelled the running steps")
+    # (at --pace 0 agy may have finished the reply already: the notice says which, issue 47)
+    assert announced < max(out.find(STOPPED), out.find(FINISHED))
+
+
+STOPPED = "ℹ interrupted: agy cancelled the running steps"
+FINISHED = "ℹ agy had already finished the reply: nothing was left to interrupt"
+
+
+def test_the_interrupt_notice_at_pace_0_comes_after_the_reply_and_says_what_agy_did() -> None:
+    """Issue 47: at --pace 0 the notice "cancelled the running steps" came while agy's reply still
+    streamed in: the reply's tail followed it (an indented continuation line), and agy had often
+    finished the reply. Now the notice comes after the reply's end and says what agy's steps say:
+    cancelled (the story cut short) or finished (the story whole). Fails before the fix (the old
+    notice, and the tail after it)."""
+    run = subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", "demo", "--auto", "--pace", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    story = run.stdout[run.stdout.index("❯ Write a long story") :]
+    lines = story.splitlines()
+    notices = [line for line in lines if line.startswith("ℹ")]
+    assert notices in ([STOPPED], [FINISHED]), story
+    after = lines[lines.index(notices[0]) + 1 :]
+    assert not any(line.startswith("  ") for line in after), story  # nothing of the reply after it
+    shown = " ".join(line.removeprefix("◆ ").strip() for line in lines if line.startswith(("◆", "  ")))
+    whole = shown.endswith("how the glass must be cleaned.")
+    assert whole == (notices[0] == FINISHED), story  # what it says is what the screen shows
 
 
 def test_the_elapsed_time_does_not_count_the_humans_thinking(terminal: Terminal) -> None:

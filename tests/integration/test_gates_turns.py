@@ -158,7 +158,45 @@ async def test_interrupt_during_generation() -> None:
             assert len(of(sink.events, "text_delta")) == n  # the model stopped writing
     [planner] = [s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"]
     assert planner["status"] == "CORTEX_STEP_STATUS_CANCELED"
-    assert "cancelled the running steps" in of(sink.events, "notice")[0].text
+    [notice] = of(sink.events, "notice")
+    assert notice.text == "interrupted: agy cancelled the running steps"
+    # the notice follows the reply's last text (it came after it at --pace 0: issue 47)
+    assert sink.events.index(notice) > sink.events.index(of(sink.events, "text_delta")[-1])
+
+
+class CancelAfterTheTurn:
+    """agy's cancel held until agy has finished the turn (what ``--pace 0`` makes likely): the
+    harness decided to interrupt from its view, which lags behind agy."""
+
+    def __init__(self, sim: Simulator, real: Any) -> None:
+        self.sim, self.real = sim, real
+
+    async def interrupt(self, cascade_id: str) -> None:
+        while not any(
+            s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE" and s["status"] == "CORTEX_STEP_STATUS_DONE"
+            for s in self.sim.steps()
+        ):
+            await asyncio.sleep(0.01)
+        await self.real.interrupt(cascade_id)
+
+
+async def test_an_interrupt_that_reaches_agy_after_the_reply_says_agy_had_finished() -> None:
+    """Issue 47: at --pace 0 the notice said "cancelled the running steps" while agy had finished
+    the reply, whose last text then arrived after the notice. Fails before the fix (it said cancelled,
+    before the reply's end)."""
+    async with Simulator(pace=0) as sim:
+        sink = RecordingSink()
+        async with harness_on(sim, sink) as session:
+            turns = session.harness.turns
+            turns.interrupter = CancelAfterTheTurn(sim, turns.interrupter)
+            await session.send("Say hello in one short sentence.")
+            report = await session.interrupt()
+            assert report.detail == "agy had already finished the reply: nothing was left to interrupt"
+            [notice] = of(sink.events, "notice")
+            assert notice.text == report.detail
+            assert sink.events.index(notice) > sink.events.index(of(sink.events, "assistant_message")[-1])
+    [planner] = [s for s in sim.steps() if s["type"] == "CORTEX_STEP_TYPE_PLANNER_RESPONSE"]
+    assert planner["status"] == "CORTEX_STEP_STATUS_DONE"  # nothing was cancelled: the notice is true
 
 
 async def test_interrupt_during_a_parked_gate_denies_it(sim: Simulator) -> None:

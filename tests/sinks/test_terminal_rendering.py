@@ -137,6 +137,13 @@ def test_crlf_output_is_lines_and_other_controls_stay_visible() -> None:
     assert "\\r" not in out and "\\x1b[2J" in out  # a CRLF is a line end; an escape is still shown
 
 
+def test_a_progress_line_redrawn_with_bare_crs_shows_its_last_state_as_a_terminal_does() -> None:
+    """Issue 47 (the board's rule, core/carriage.py, on the terminal too): fails before (``\\rDown…``)."""
+    out = card(result("run_command", "get\r\nDownloading  10%\rDownloading 100%\r\ndone\r\n"))
+    rows = [row.strip("│ ") for row in out.splitlines()]
+    assert "Downloading 100%" in rows and "\\r" not in out and "10%" not in out
+
+
 def test_no_internal_ids_in_notices() -> None:
     gate = "2e9d93ee-d22a-4df0-907e-e8ff5c590f6d/da18ba41-6b2f-4b28-b55a-f8b0404b39a6/10"
     assert humane(f"gate {gate} is gone; the answer was not delivered") == (

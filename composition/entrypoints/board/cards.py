@@ -35,6 +35,7 @@ from agy_harness.adapters.sinks.terminal_cards import COMMAND_KEYS, CWD_KEYS, re
 from agy_harness.composition.root.policy import RuleError, approval_key, propose_rule
 from agy_harness.core import code_review
 from agy_harness.core.answers import carries_reason
+from agy_harness.core.carriage import as_printed, printed_event
 from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, label_notes, one_line, path_notes, request_hash
 from agy_harness.core.kinds import describe
@@ -184,7 +185,7 @@ def event_view(event: Event, card: dict[str, Any] | None = None) -> dict[str, An
     """``event`` as the page gets it: its JSON form, every string made visible, plus the layout of a
     tool card (command, cwd, path, diff rows) or a tool result (trimmed output). A gate's card is
     ``card`` where the caller built it already (:func:`card_of`)."""
-    data: dict[str, Any] = visible_value(event_to_json(event))
+    data: dict[str, Any] = visible_value(event_to_json(printed_event(event)))  # \r as a terminal shows it
     match event:
         case GateOpened():
             data["card"] = card if card is not None else gate_card(event)
@@ -200,7 +201,7 @@ def event_view(event: Event, card: dict[str, Any] | None = None) -> dict[str, An
                 "diff": [[kind, visible(line)] for kind, line in edit_rows(args) or []],
             }
         case ToolResult():
-            result = event.model_copy(update={"output": event.output.replace("\r\n", "\n")})
+            result = event.model_copy(update={"output": as_printed(event.output)})
             data["output"] = "\n".join(visible(text) for _, text in result_lines(result, MAX_OUTPUT_LINES))
         case GateWithdrawn() if event.decided_by is not None:
             data["decided"] = decided_line(event.decided_by)  # who answered it, where (issue #36)
