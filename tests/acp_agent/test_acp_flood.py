@@ -64,7 +64,7 @@ async def test_a_flood_of_bogus_gates_is_set_aside_and_the_real_request_is_asked
     real = next(i for i, t in enumerate(asked) if "touch real" in t)
     assert len(bogus[:real]) <= POISON + 2  # each once before it (more of them than the asks shown at once)
     assert len(set(bogus)) <= len(bogus) <= len(set(bogus)) + 2, Counter(bogus)
-    told = [re.search(r"to gate (\S+)", u.content.text).group(1) for u in aside()]  # type: ignore[union-attr]
+    told = [re.search(r"\(gate ([^)\s]+)\)", u.content.text).group(1) for u in aside()]  # type: ignore[union-attr]
     assert len(told) == len(set(told)) == len(set(bogus))  # one "set aside" notice per bogus gate asked
     assert len(failed()) == len(set(bogus))  # and its card ends "failed", never left "in progress"
 

@@ -92,25 +92,30 @@ async def test_with_the_editors_fs_the_buffer_decides_what_the_diff_is() -> None
     )
 
 
-async def test_a_file_permission_is_a_card_that_says_to_answer_in_agys_terminal() -> None:
-    """filePermission's answer message is not evidenced: like the file-write review, its card names the
-    path and says to answer in agy's terminal; nobody is asked and nothing of ours reaches agy."""
+async def test_a_file_permission_is_asked_with_its_path_and_its_deny_reaches_agy() -> None:
+    """filePermission's answer message is evidenced (the IDE's descriptors, issue 45): the editor is
+    asked, the card names the path (its location), the options are allow once, allow for this
+    conversation (naming the path) and Deny, and the deny reaches agy as ``{allow: false}`` with the
+    path. (It was a card that said to answer in agy's terminal, nobody asked.)"""
     async with Simulator(pace=0.05) as agy:
-        client = RecordingClient()
+        client = RecordingClient(permission=lambda _call, _options: _deny())
         async with acp_agent(client, where=("--port", str(agy.port))) as conn:
             sid = (await conn.new_session(cwd=agy.workspace, mcp_servers=[])).session_id
-            turn = asyncio.create_task(prompt(conn, sid, "kind: filePermission file:///etc"))
-            await client.wait_for(
-                lambda: any(u.status == "pending" and u.locations for u in client.of(sid, "tool_call"))
-            )
-            card = next(u for u in client.of(sid, "tool_call") if u.status == "pending" and u.locations)
-            assert [loc.path for loc in card.locations] == ["/etc"]
-            assert "answer it there" in card.content[0].content.text
-            assert client.permission_requests == [] and agy.received == []
-            await agy.resolve_in_terminal(sid)  # agy's own terminal answers it
-            assert (await turn).stop_reason == "end_turn"
-            [(_, sent)] = agy.received  # agy's terminal's answer, the only one
-            assert sent["filePermission"]["allow"] is True
+            assert (await prompt(conn, sid, "kind: filePermission file:///etc")).stop_reason == "end_turn"
+            [(_, tool_call, options)] = client.permission_requests
+            assert tool_call.title == "agy asks to access file:///etc (a directory) outside the workspace"
+            assert [loc.path for loc in tool_call.locations] == ["/etc"]
+            assert [(o.option_id, o.name) for o in options] == [
+                ("allow", "Allow once"),
+                ("allow:conversation", "Allow for this conversation: 'file:///etc'"),
+                ("deny", "Deny"),
+            ]
+            [(_, sent)] = agy.received
+            assert sent["filePermission"] == {"allow": False, "absolutePathUri": "file:///etc"}
+
+
+async def _deny() -> str:
+    return "deny"
 
 
 class _SlowEditor(RecordingClient):

@@ -264,43 +264,6 @@ async def test_an_edited_command_is_what_the_card_shows_and_what_runs() -> None:
             assert page.errors == []
 
 
-async def test_each_kind_has_its_named_card() -> None:
-    from agy_harness.core.kinds import describe
-
-    async with Simulator(pace=0, gate_timeout=None) as sim:
-        browse = await sim.start_cascade()
-        await sim.submit_user_turn("kind: openBrowserUrl https://example.com/", cascade_id=browse)
-        async with board_on(sim) as (board, page):
-            card = page.locator("#cards .card")
-            await card.wait_for()
-            gate = next(g for g, _ in board.board.live[browse].gates.values())
-            named = describe(gate)
-            assert named.startswith("agy asks to open https://example.com/ in a browser")
-            assert await card.locator(".ask").inner_text() == named
-            assert await card.locator("button[data-act=allow]").count() == 0  # nothing here answers it
-            assert page.errors == []
-
-
-async def test_a_file_permission_card_names_its_path_and_offers_no_answer() -> None:
-    """filePermission's answer message is not evidenced: a named card (the path through the display
-    rule), no allow button, nothing sent to agy."""
-    async with Simulator(pace=0, gate_timeout=None) as sim:
-        await sim.submit_user_turn("kind: filePermission file:///etc/hosts")
-        async with board_on(sim) as (board, page):
-            card = page.locator("#cards .card")
-            await card.wait_for()
-            [gate] = [g for live in board.board.live.values() for g, _ in live.gates.values()]
-            assert gate.interaction == "filePermission" and gate.kind == "other" and not gate.answerable
-            from agy_harness.core.kinds import describe
-
-            named = describe(gate)
-            assert "file:///etc/hosts" in named and named.endswith("answer in agy's terminal")
-            assert await card.locator(".ask").inner_text() == named
-            assert await card.locator("button[data-act=allow]").count() == 0  # nothing here answers it
-            assert sim.received == []
-            assert page.errors == []
-
-
 async def test_a_notification_link_names_its_card() -> None:
     async with Simulator(pace=0, gate_timeout=None) as sim:
         other = await sim.start_cascade()

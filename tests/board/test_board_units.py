@@ -101,3 +101,27 @@ def test_a_digest_reads_the_waiting_gate_model_and_title() -> None:
     assert d.title == "run: make test"
     assert d.waiting == 1 and not d.failed
     assert d.model and d.tokens_in > 0
+
+
+def test_a_typed_content_is_an_accept_carrying_it_and_nothing_else_is() -> None:
+    assert answer_value({"accept": ' {"account": "me"} '}) == GateAnswer(
+        allow=True, content='{"account": "me"}'
+    )
+    for bad in ({"accept": ""}, {"accept": "  "}, {"accept": {"account": "me"}}, {"accept": "x", "deny": ""}):
+        with pytest.raises(AnswerError):
+            answer_value(bad)
+
+
+def test_a_command_asking_to_leave_the_sandbox_says_so_on_its_card_and_in_the_editor() -> None:
+    """The step asks for agy's sandbox override: the board's card flags it (the page says an allow does
+    not grant it) and the editor's title says it; a plain command carries no such flag."""
+    from agy_harness.composition.entrypoints.acp.mapping import gate_title
+    from tests.gates.test_kinds import opened, waiting_step
+
+    raw = waiting_step("runCommand", "make deploy")
+    raw["runCommand"]["sandboxOverride"] = True
+    gate, _ = opened(raw)
+    plain, _ = opened(waiting_step("runCommand", "make deploy"))
+    assert gate_card(gate)["sandbox"] is True and gate_card(plain)["sandbox"] is False
+    assert "outside agy's sandbox (an allow here does not grant that" in gate_title(gate)
+    assert "sandbox" not in gate_title(plain)

@@ -97,3 +97,26 @@ async def test_a_command_answered_in_agys_terminal_leaves_no_card(chat: Chat) ->
     mark = await chat.turn("Say hello in one short sentence.")
     await chat.wait(GREETING, since=mark)
     await chat.idle()
+
+
+@pytest.mark.parametrize(
+    ("key", "sent"),
+    [("y", {"cancel": False, "deployTarget": {"name": "my-site"}}), ("n", {"cancel": True})],
+    ids=["deploy", "cancel"],
+)
+async def test_a_deploy_answered_in_the_chat_reaches_agy_in_its_shape(
+    chat: Chat, key: str, sent: dict[str, Any]
+) -> None:
+    """issue 45: the chat's legend names the kind's own answers; ``n`` cancels the deploy with
+    ``cancel: true`` (an empty deploy would proceed), ``y`` deploys the one target shown."""
+    mark = await chat.turn("kind: deploy my-site")
+    screen = " ".join((await chat.wait(CARD, since=mark)).split())
+    assert "y = Deploy, n = Cancel the deploy" in screen
+    before = len(chat.sim.received)
+    chat.type(key)
+    async with asyncio.timeout(WAIT):
+        while len(chat.sim.received) == before:
+            await asyncio.sleep(0.05)
+    [(_, interaction)] = chat.sim.received[before:]
+    assert interaction["deploy"] == sent
+    await chat.idle()

@@ -14,9 +14,12 @@ import pytest
 from rich.console import Console
 
 from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.simulator.interactions import proceeds
+from agy_harness.adapters.simulator.kind_steps import FIELD_OF
 from agy_harness.adapters.sinks.terminal import TerminalSink
 from agy_harness.composition.root.session import open_session
 from tests.binding.helpers import FAST
+from tests.gates.test_kind_answers import CASES
 
 
 def screen() -> Console:
@@ -85,3 +88,22 @@ async def test_agys_refusal_is_said_once_and_sends_the_human_to_agys_terminal(si
     out = console.export_text(clear=False)
     assert out.count("agy refused the answer to: agy asks to read https://example.com/r") == 1
     assert out.count("answer it in agy's terminal") == 1
+
+
+@pytest.mark.parametrize("allow", [True, False], ids=["y", "n"])
+@pytest.mark.parametrize("field", list(CASES))
+async def test_every_kind_is_carded_in_words_and_answered_in_its_shape_at_the_prompt(
+    sim: Simulator, field: str, allow: bool
+) -> None:
+    """Every kind of the gates' CASES table (tests/gates/test_kind_answers.py), ``y`` and ``n``: the card
+    text in words on the screen, the kind's own labels, and what agy received in the descriptor's
+    shape, a deny never in a shape that proceeds."""
+    subject, words, allowed, denied = CASES[field]
+    asked = FIELD_OF.get(field, field)
+    out, message = await answered(sim, f"kind: {field} {subject}".strip(), "y" if allow else "n")
+    assert message == {asked: allowed if allow else denied}
+    assert proceeds(asked, message) is allow
+    assert words in " ".join(out.split())  # (the screen may wrap the card text)
+    allow_word = {"deploy": "deploy", "plainElicitation": "accept"}.get(field, "allow")
+    deny_word = {"deploy": "cancel the deploy", "plainElicitation": "decline"}.get(field, "deny")
+    assert f"y {allow_word} · n {deny_word}" in out

@@ -29,8 +29,11 @@ agy's file-edit review (:mod:`agy_harness.core.code_review`) is offered "Reject"
 medium shows a whole diff, so an accept here would approve what no one saw; the card says where to
 accept it.
 
-The choices (:func:`choices`): "Allow once" first (the chat's ``y``), then each lasting scope the
-gate lists and the harness can honour (``GateOpened.scopes``, labelled by the core), then "Deny".
+The choices (:func:`choices`): "Allow once" (or the kind's own: "Deploy", "Accept") first (the chat's
+``y``), then each lasting scope the gate lists and the harness can honour (``GateOpened.scopes``,
+labelled by the core), then the deny in the kind's words (:func:`~agy_harness.core.scopes.deny_label`:
+"Deny", "Cancel the deploy", "Decline"). None of the allows where the gate says why (``no_allow``):
+its card says it (an elicitation asking for content: where to give it; the buttons carry none).
 Nothing else is offered: omnigent's own agy buttons (``always_allow_pattern``) are never asked for.
 """
 
@@ -44,7 +47,7 @@ from rich.markup import escape as escape_markup
 from agy_harness.core import code_review
 from agy_harness.core.display import MARKER, command_view, one_line, path_notes
 from agy_harness.core.kinds import describe
-from agy_harness.core.scopes import SCOPES, Scope, allow_choices, scope_label
+from agy_harness.core.scopes import SCOPES, Scope, allow_choices, deny_label, scope_label
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
@@ -58,6 +61,11 @@ NO_ACCEPT = (
     "agy's terminal; Reject is the only answer here"
 )
 POINTER = "agy asks for permission: the request is shown below"
+#: an MCP server asks for content: omnigent's buttons carry none, so its accept is given elsewhere
+NO_CONTENT = (
+    "omnigent's buttons carry no content: to accept, type the content it asks for (a JSON object) on "
+    "the agy board or in agy-harness attach (accept: <JSON object>), or answer in agy's terminal"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,14 +80,15 @@ def choices(gate: GateOpened) -> tuple[Choice, ...]:
     if code_review.is_review(gate):  # its card cannot show a diff whole: no accept here (said on it)
         return (Choice(REJECT, GateAnswer(allow=False)),)
     out: list[Choice] = []
+    deny = deny_label(gate)
     allowed = allow_choices(gate)
     if "once" in allowed:
         out.append(Choice(scope_label(gate, "once"), GateAnswer(allow=True)))
     for scope in allowed:
         label = scope_label(gate, scope)
-        if scope in SCOPES and scope != "once" and label not in (c.label for c in out) and label != DENY:
+        if scope in SCOPES and scope != "once" and label not in (c.label for c in out) and label != deny:
             out.append(Choice(label, GateAnswer(allow=True, scope=cast(Scope, scope))))
-    out.append(Choice(DENY, GateAnswer(allow=False)))
+    out.append(Choice(deny, GateAnswer(allow=False)))  # the kind's own words ("Cancel the deploy")
     return tuple(out)
 
 
@@ -134,9 +143,12 @@ def permission_fields(gate: GateOpened) -> dict[str, Any]:
     web += [mark] if mark else []
     picks = choices(gate)
     others = len(picks) - 2
-    legend = f"y = {picks[0].label}, n = {DENY}" + (
+    legend = f"y = {picks[0].label}, n = {picks[-1].label}" + (
         f"; {others} more choice{'s' if others != 1 else ''} on omnigent's web card" if others > 0 else ""
     )
+    if gate.interaction == "elicitation" and gate.no_allow:  # (core.gates.no_allow)
+        web.append(NO_CONTENT)
+        legend += f" · {NO_CONTENT}"
     if code_review.is_review(gate):
         web.append(NO_ACCEPT)
         legend = f"y / n = {REJECT} · {NO_ACCEPT}"

@@ -17,9 +17,15 @@
   (:mod:`.changes`) and the options are "Accept" (``allow_once``) and "Reject" (``reject_once``);
   the choice reaches agy by ``AcknowledgeCodeActionStep`` (a reject carries no written feedback:
   ACP's options carry no text).
-* A gate of another kind (a file-write review, a file permission, a plan approval: no known answer
-  payload) is shown as a pending card that says to answer in agy's terminal; agy withdraws it when
-  it moves on.
+* issue 45's kinds (browser actions, an MCP tool, a URL, a file permission, a deploy, an MCP
+  elicitation...: :mod:`agy_harness.core.kinds`) are permission gates: the title says in words what
+  agy asks (:func:`agy_harness.core.kinds.describe`, with why no allow is offered where ``no_allow``),
+  the body its exact subject whole, the options its allows (``allow_once``; a file permission's
+  conversation grant ``allow_always``) and its deny named by :func:`~agy_harness.core.scopes.deny_label`
+  ("Cancel the deploy", "Decline"). An elicitation asking for content offers no accept here (ACP's
+  options carry no content): the card says where to give it.
+* A gate of another kind (no evidenced answer message) is shown as a pending card that says to
+  answer in agy's terminal; agy withdraws it when it moves on.
 * A question gate otherwise -> one ``session/request_permission`` per question whose options are the
   question's options plus "Decline to answer". A multi-select question is answered with the one
   option picked (the title says so); a question without options (write-in only) cannot be answered
@@ -54,7 +60,7 @@ from acp.schema import (
 from agy_harness.core import code_review
 from agy_harness.core.answers import AnswerError, parse_answer
 from agy_harness.core.display import flagged, path_notes
-from agy_harness.core.scopes import allow_choices, scope_label, scope_word
+from agy_harness.core.scopes import allow_choices, deny_label, scope_label, scope_word
 from agy_harness.ports.events import GateOpened, Question
 from agy_harness.ports.protocols import GateAnswer
 
@@ -79,6 +85,12 @@ CancelOutgoing = Callable[[str, str], Awaitable[bool]]
 
 
 SCOPE_PREFIX = "allow:"
+#: an MCP server asks for content: ACP's options carry none, so the accept is given elsewhere
+NO_CONTENT_HERE = (
+    "This editor's options carry no content: to accept, type the content it asks for (a JSON object) "
+    "on the agy board (agy-harness board) or in agy-harness attach (accept: <JSON object>), or answer "
+    "in agy's terminal; Decline here."
+)
 
 
 def scope_option_id(scope: str) -> str:
@@ -98,7 +110,8 @@ def permission_options(gate: GateOpened) -> list[PermissionOption]:
     ]
     return [
         *allows,
-        PermissionOption(option_id=DENY, name="Reject" if review else "Deny", kind="reject_once"),
+        # the deny in the kind's own words ("Cancel the deploy", "Decline"): never a shape that proceeds
+        PermissionOption(option_id=DENY, name="Reject" if review else deny_label(gate), kind="reject_once"),
     ]
 
 
@@ -238,11 +251,15 @@ class GateAsker:
             content += text_content(f"in {code_span(p.cwd)}")
             content += [c for note in path_notes(p.cwd) for c in text_content(code_span(note, visible=True))]
         elif p is not None and p.target:  # a path or a URL: its look-alikes flagged, as a cwd's
+            if gate.interaction not in ("", "permission"):  # issue 45's kinds: the exact subject, whole
+                content += command_content(p.target)
             content += [
                 c for note in path_notes(p.target) for c in text_content(code_span(note, visible=True))
             ]
-        if p is not None and p.description:
+        if p is not None and p.description:  # (an MCP tool's arguments, the fields asked for: whole)
             content += text_content(p.description)
+        if gate.interaction == "elicitation" and gate.no_allow:
+            content += text_content(NO_CONTENT_HERE)
         content += change
         return ToolCallUpdate(
             tool_call_id=gate.step_key,

@@ -368,11 +368,18 @@ def gate_title(gate: GateOpened) -> str:
     p = gate.permission
     if p is None:
         return f"Allow {gate.tool_name or 'this tool'}?"
+    if gate.interaction not in ("", "permission", "runCommand"):  # issue 45's kinds, in words
+        return describe(gate)
     if p.command_line:  # its first line (and how many more), beside the options, as the terminal does
         # the command alone in its code span, its hash (and warnings) after it: inside, `ls #1a2b3c4d`
         # would read as a shell comment of the command
         view = command_view(p.command_line, COMMAND_LINES)
-        return f"Run {code_span(view.title().removesuffix(view.tail), visible=True)}{view.tail}"
+        sandbox = (
+            " outside agy's sandbox (an allow here does not grant that: sandboxOverride is not sent)"
+            if p.sandbox_override
+            else ""
+        )
+        return f"Run {code_span(view.title().removesuffix(view.tail), visible=True)}{view.tail}{sandbox}"
     what = " ".join(x for x in (p.action, p.target) if x)
     return flagged(what or p.description or f"Allow {gate.tool_name or 'this tool'}?")
 

@@ -14,6 +14,8 @@ and the three things a human does: answer a gate, send a turn, interrupt.
     POST /api/s/{cascade}/answer           {"gate_id", "shown", ["ticket",] "answer": "allow"|"deny"|"decline"
                                             | {"allow": {"scope": s, "command": edited}}
                                             | {"deny": reason}
+                                            | {"accept": content}  (an MCP server's request for input:
+                                              the JSON object the human typed, checked by the core)
                                             | {"questions": [{"choices": [ids], "write_in": text}]}}
     POST /api/s/{cascade}/rule             {"gate_id", "rule"}: save a proposed rule the human confirmed
     POST /api/s/{cascade}/send             {"text"}
@@ -62,17 +64,15 @@ from starlette.routing import Route
 
 from agy_harness.core import safejson
 from agy_harness.core.answers import AnswerError
-from agy_harness.core.scopes import SCOPES
 from agy_harness.ports.events import GateOpened
 from agy_harness.ports.protocols import GateAnswer
 
 from ...root.policy import RuleError, save_proposed
-from ...root.session import AnswerLike
 from .guard import BodyTooLarge, Guard
 from .hub import Board
 from .live import LiveSession
 from .open_links import LinkRefused, OpenLinks
-from .outcomes import GateGone, NotLoaded, NotTaken, StaleCard, unreadable
+from .outcomes import GateGone, NotLoaded, NotTaken, StaleCard, answer_value, unreadable
 
 log = logging.getLogger("agy_harness.board")
 
@@ -87,44 +87,6 @@ def _asset(name: str) -> str:
         .joinpath("static", name)
         .read_text("utf-8")
     )
-
-
-def answer_value(raw: Any) -> AnswerLike:
-    """The page's answer as a value for ``Session.answer``; AnswerError for any other shape."""
-    if raw == "allow":
-        return True
-    if isinstance(raw, dict) and set(raw) == {"allow"}:  # a scope the card offered, an edited command
-        how = raw["allow"]
-        if not isinstance(how, dict) or not set(how) <= {"scope", "command"}:
-            raise AnswerError("an allow names its scope and, edited, its command")
-        scope = next((s for s in SCOPES if s == how.get("scope", "once")), None)
-        command = how.get("command", "")
-        if scope is None or not isinstance(command, str):
-            raise AnswerError("an allow's scope is one of the card's, its command text")
-        return GateAnswer(allow=True, scope=None if scope == "once" else scope, edited_command=command)
-    if raw == "deny":
-        return False
-    if raw == "decline":
-        return "decline"
-    if isinstance(raw, dict) and set(raw) == {"deny"}:  # deny, and tell agy why (userDenyInstruction)
-        reason = raw["deny"]
-        if not isinstance(reason, str):
-            raise AnswerError("a denial's reason is text")
-        return GateAnswer(allow=False, deny_reason=reason.strip())
-    if isinstance(raw, dict) and isinstance(raw.get("questions"), list) and raw["questions"]:
-        selections: list[tuple[str, ...]] = []
-        write_ins: list[str] = []
-        for item in raw["questions"]:
-            choices = item.get("choices", []) if isinstance(item, dict) else None
-            write_in = item.get("write_in", "") if isinstance(item, dict) else None
-            if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
-                raise AnswerError("each question's choices are a list of option ids")
-            if not isinstance(write_in, str):
-                raise AnswerError("a write-in is text")
-            selections.append(tuple(choices))
-            write_ins.append(write_in)
-        return GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins))
-    raise AnswerError("an answer is 'allow', 'deny', {'deny': reason}, 'decline' or {'questions': [...]}")
 
 
 def _error(status: int, text: str) -> JSONResponse:
@@ -273,6 +235,7 @@ class _Handlers:
         return JSONResponse({"rows": rows})
 
     async def answer(self, request: Request) -> Response:
+        body: dict[str, Any] = {}
         try:
             live = self._live(request)
             body = await _body(request)
@@ -295,6 +258,8 @@ class _Handlers:
         except _Refused as exc:
             return _error(exc.status, exc.text)
         except AnswerError as exc:  # the fail-closed parser's own refusal (the page never sends one)
+            if isinstance(body.get("answer"), dict) and "accept" in body["answer"]:  # typed content
+                return _error(400, f"not sent: {exc}; correct the content and Accept again, or Decline")
             return _error(
                 400, f"not sent: agy could not read this answer ({exc}); reload the page and answer again"
             )

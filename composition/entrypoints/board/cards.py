@@ -38,8 +38,9 @@ from agy_harness.core.answers import carries_reason
 from agy_harness.core.carriage import as_printed, printed_event
 from agy_harness.core.decided_line import decided_line
 from agy_harness.core.display import command_view, label_notes, one_line, path_notes, request_hash
+from agy_harness.core.kind_cards import elicitation_fields, schema_of
 from agy_harness.core.kinds import describe
-from agy_harness.core.scopes import allow_choices, scope_label
+from agy_harness.core.scopes import allow_choices, deny_label, scope_label
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -139,6 +140,14 @@ def card_of(gate: GateOpened) -> tuple[dict[str, Any], str | None]:
         if code_review.is_review(gate):  # accept / reject (with written feedback): its only answers
             shown["review"] = True
             shown["allows"] = [{"scope": a["scope"], "label": "Accept"} for a in shown["allows"]]
+        # the deny in the kind's own words ("Cancel the deploy", "Decline"; a review's "Reject")
+        shown["deny_label"] = "Reject" if code_review.is_review(gate) else deny_label(gate)
+        shown["no_allow"] = visible(gate.no_allow)  # why no allow is offered ("": the buttons say it)
+        shown["sandbox"] = p.sandbox_override  # agy asks to run it outside its sandbox (never granted here)
+        content = content_box(gate)
+        if content:  # an MCP server asks for content: the human types it (core checks it; never guessed)
+            shown["content"] = content
+            shown["no_allow"] = ""
         if gate.editable and p.command_line and shown["allows"]:  # (an edit is an allow)
             if text is None and len(p.command_line) <= INLINE_CHARS:
                 shown["edit_from"] = p.command_line  # agy's text, to edit (the page shows edits visibly)
@@ -160,13 +169,31 @@ def card_of(gate: GateOpened) -> tuple[dict[str, Any], str | None]:
     else:
         shown["what"] = visible(gate.interaction or gate.tool_name or "an action")
     shown["request"] = gate.digest  # the request the harness binds the answer to (core/binding.py)
-    shown["ask"] = ask_line(gate)  # the request on one line: the tab's title, the browser notification
+    # (a card with a content box is accepted here: its one line says what is asked, not "elsewhere")
+    asked = gate.model_copy(update={"no_allow": ""}) if "content" in shown else gate
+    shown["ask"] = ask_line(asked)  # the request on one line: the tab's title, the browser notification
     shown["anchor"] = gate.digest[:8]  # a notification's link names the card by it (never shown)
     digest = hashlib.sha256(json.dumps(shown, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
     return {
         **shown, "gate_id": gate.gate_id, "cascade_id": gate.cascade_id, "shown": digest[:32],
         **proposal(gate),
     }, text  # fmt: skip
+
+
+def content_box(gate: GateOpened) -> dict[str, str]:
+    """An MCP elicitation that asks for content (its ``no_allow`` says so): the box the page offers
+    for it -- the fields asked for in words, the requested schema whole, the accept button's label --
+    so the human types the content (``{"accept": text}``; :func:`agy_harness.core.content.checked_content`
+    checks it against the schema before anything is sent). {} for every other gate, and for a schema
+    that cannot be read (its accept is answered in agy's terminal)."""
+    if gate.interaction != "elicitation" or not gate.no_allow or "unreadable" in schema_of(gate.request):
+        return {}
+    raw = gate.request.get("requestedSchemaJson")
+    return {
+        "asks": visible(elicitation_fields(gate.request)),
+        "schema": visible(raw if isinstance(raw, str) else ""),
+        "label": scope_label(gate, "once"),
+    }
 
 
 def proposal(gate: GateOpened) -> dict[str, str]:

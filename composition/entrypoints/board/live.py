@@ -31,6 +31,7 @@ from agy_harness.core.steps import turn_of_user_key
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.errors import AnswerNotDelivered
 from agy_harness.ports.events import (
+    AGY_REFUSED,
     AssistantMessage,
     Event,
     GateOpened,
@@ -330,9 +331,12 @@ class LiveSession:
                     gate_id, "set aside"
                 ):
                     await self._news.wait()
+        notice = self.refusals.get(gate_id, "")
+        if notice.startswith(AGY_REFUSED):  # agy refused it: its card text, and where to answer it
+            return GateGone(f"{notice}; nothing was delivered")
         if gate_id in self.withdrawn:
             return withdrawn(self.withdrawn[gate_id])
-        return refused(self.refusals.get(gate_id, ""))
+        return refused(notice)
 
     def _tell(self) -> None:
         self._news.set()

@@ -1,4 +1,5 @@
-"""Why an answer from the board did not reach agy, in words a person acts on.
+"""Reading the page's answer (:func:`answer_value`, :func:`unreadable`), and why an answer from the
+board did not reach agy, in words a person acts on.
 
 The harness refuses an answer that would not reach the request it was given for (the gate's
 digest): another front end answered it first, agy stopped waiting, or agy now asks something else.
@@ -13,7 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from agy_harness.adapters.sinks.escape import visible
+from agy_harness.core.answers import AnswerError
+from agy_harness.core.scopes import SCOPES
 from agy_harness.ports.events import GATE_SET_ASIDE, GateOpened
+from agy_harness.ports.protocols import GateAnswer
+
+from ...root.session import AnswerLike
 
 ANSWERED_ELSEWHERE = (
     "answered elsewhere (in agy's terminal, on ACP, in omnigent or on another board): "
@@ -47,7 +53,9 @@ def withdrawn(reason: str) -> Exception:
     if reason == "timed out":
         return GateGone("agy stopped waiting for this (the request timed out); nothing was sent")
     if reason == GATE_SET_ASIDE:
-        return GateGone("agy refused the answer to this request: it is set aside; nothing was sent")
+        return GateGone(
+            "agy refused the answer to this request: it is set aside; nothing was sent; answer it in agy's terminal"
+        )
     if reason:
         return GateGone(f"agy no longer waits for this ({reason}); nothing was sent")
     return GateGone("no such request waits on this board; nothing was sent")
@@ -78,6 +86,12 @@ def refused(notice: str) -> Exception:
 def unreadable(gate: GateOpened, raw: Any) -> str | None:
     """What to do, in words, when the page's answer ``raw`` cannot be an answer to ``gate`` (None:
     it may be; the fail-closed parser still reads it). Nothing is sent for an answer refused here."""
+    if isinstance(raw, dict) and set(raw) == {"accept"}:  # content typed for an MCP server's request
+        if gate.interaction != "elicitation":
+            return "content goes only with an MCP server's request for input: use the card's buttons"
+        if not isinstance(raw["accept"], str) or not raw["accept"].strip():
+            return "type the content it asks for (a JSON object), or Decline"
+        return None
     if raw in ("allow", "deny", "decline") or (isinstance(raw, dict) and set(raw) in ({"deny"}, {"allow"})):
         if gate.kind == "question" and raw != "decline":
             return "this is a question: pick an option or write your own answer, or Decline"
@@ -118,3 +132,48 @@ def unreadable(gate: GateOpened, raw: Any) -> str | None:
                 return f"{name} takes one answer: pick an option or write your own, not both"
             return f"{name} takes one answer: pick one option"
     return None
+
+
+def answer_value(raw: Any) -> AnswerLike:
+    """The page's answer as a value for ``Session.answer``; AnswerError for any other shape."""
+    if raw == "allow":
+        return True
+    if isinstance(raw, dict) and set(raw) == {"allow"}:  # a scope the card offered, an edited command
+        how = raw["allow"]
+        if not isinstance(how, dict) or not set(how) <= {"scope", "command"}:
+            raise AnswerError("an allow names its scope and, edited, its command")
+        scope = next((s for s in SCOPES if s == how.get("scope", "once")), None)
+        command = how.get("command", "")
+        if scope is None or not isinstance(command, str):
+            raise AnswerError("an allow's scope is one of the card's, its command text")
+        return GateAnswer(allow=True, scope=None if scope == "once" else scope, edited_command=command)
+    if isinstance(raw, dict) and set(raw) == {"accept"}:  # content the human typed (never guessed)
+        content = raw["accept"]
+        if not isinstance(content, str) or not content.strip():
+            raise AnswerError("an accept carries the content typed: a JSON object")
+        return GateAnswer(allow=True, content=content.strip())
+    if raw == "deny":
+        return False
+    if raw == "decline":
+        return "decline"
+    if isinstance(raw, dict) and set(raw) == {"deny"}:  # deny, and tell agy why (userDenyInstruction)
+        reason = raw["deny"]
+        if not isinstance(reason, str):
+            raise AnswerError("a denial's reason is text")
+        return GateAnswer(allow=False, deny_reason=reason.strip())
+    if isinstance(raw, dict) and isinstance(raw.get("questions"), list) and raw["questions"]:
+        selections: list[tuple[str, ...]] = []
+        write_ins: list[str] = []
+        for item in raw["questions"]:
+            choices = item.get("choices", []) if isinstance(item, dict) else None
+            write_in = item.get("write_in", "") if isinstance(item, dict) else None
+            if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+                raise AnswerError("each question's choices are a list of option ids")
+            if not isinstance(write_in, str):
+                raise AnswerError("a write-in is text")
+            selections.append(tuple(choices))
+            write_ins.append(write_in)
+        return GateAnswer(selections=tuple(selections), write_ins=tuple(write_ins))
+    raise AnswerError(
+        "an answer is 'allow', 'deny', {'deny': reason}, {'accept': content}, 'decline' or {'questions': [...]}"
+    )

@@ -282,6 +282,13 @@
       } catch (e) {
         msg.textContent = e.message;
         unlock();
+        // agy refused the answer: its card retires with the gate, so what agy did and where to answer
+        // (agy's terminal) stays on the page until the person dismisses it
+        if (e.message.startsWith("agy refused the answer")) {
+          const note = el("div", { class: "proposal note refused", role: "alert", "data-refused": c.gate_id }, e.message + " ");
+          note.append(el("button", { type: "button", class: "ghost", on: { click: () => note.remove() } }, "Dismiss"));
+          $("proposals").append(note);
+        }
       }
     };
     const head = el("div", { class: "card-head" },
@@ -356,6 +363,18 @@
       if (c.cwd) node.append(el("div", { class: "cwd" }, "in " + c.cwd));
       for (const line of c.cwd_notes || []) node.append(el("div", { class: "cwd-note" }, line));
       if (c.description) node.append(el("div", { class: "note" }, c.description));
+      if (c.sandbox) node.append(el("div", { class: "note sandbox" },
+        "agy asks to run it outside its sandbox: an allow here does not grant that (sandboxOverride is not sent)"));
+      // an MCP server asks for content (c.content): the human types it; the core checks it against the
+      // server's schema before anything is sent, and nothing is ever filled in for them
+      let content = null;
+      if (c.content) {
+        if (c.content.schema) node.append(el("div", { class: "note" }, "the schema it asks with:"),
+          el("pre", { class: "cmd schema" }, c.content.schema));
+        content = el("textarea", { class: "content-json", rows: "3", spellcheck: "false",
+          "aria-label": "the content to send (a JSON object)", placeholder: '{"field": "value"}' });
+        node.append(content);
+      }
       // a reason only where agy's answer carries one (c.deny_reason): agy's runCommand answer has none
       const why = c.deny_reason ? el("input", { class: "deny-reason", type: "text", maxlength: "2000",
         "aria-label": c.review ? "why you reject (optional, agy is told)" : "why you deny (optional, agy is told)",
@@ -400,12 +419,18 @@
         node.append(proposalBox(c, `You approved this exact command ${seen} times in this session: ` +
           "a rule could answer it for you. Edit it if you like; nothing is saved unless you click Save."));
       }
+      const accept = () => {
+        if (!content.value.trim()) { msg.textContent = "not sent: type the content it asks for (a JSON object), or " + (c.deny_label || "Decline"); return; }
+        send({ accept: content.value });
+      };
       node.append(el("div", { class: "actions" },
         allows.map((a, i) => el("button", { type: "button", class: i === 0 ? "allow" : "allow lasting", "data-act": "allow",
           "data-scope": a.scope, disabled: locked(), on: { click: () => allow(a.scope) } }, a.label)),
-        el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, c.review ? "Reject" : "Deny"),
+        content ? el("button", { type: "button", class: "allow", "data-act": "allow", "data-scope": "content",
+          on: { click: accept } }, c.content.label || "Accept") : null,
+        el("button", { type: "button", class: "deny", "data-act": "deny", on: { click: deny } }, c.deny_label || (c.review ? "Reject" : "Deny")),
         why,
-        allows.length ? el("span", { class: "key" }, "a") : null, el("span", { class: "key" }, "d")), msg);
+        allows.length || content ? el("span", { class: "key" }, "a") : null, el("span", { class: "key" }, "d")), msg);
       node.addEventListener("submit", (ev) => ev.preventDefault());
       return node;
     }
