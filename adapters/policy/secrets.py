@@ -17,7 +17,8 @@ stay readable):
   ``az login -p PW``, ``redis-cli -a PW``, ``ldapsearch``… ``-w PW``, ``curl -u``/``--user``/``-U``/
   ``--proxy-user user:PW`` (the part after the first colon), ``--oauth2-bearer T``, ``smbclient -U
   user%PW``, ``openssl … pass:PW`` and ``-k PW``, ``htpasswd -b … PW`` (its last word), ``zip -P``,
-  ``7z -pPW``, ``ssh-keygen -N``/``-P``, ``gh secret set --body``, ``kubectl --from-literal=KEY=PW``;
+  ``7z -pPW``, ``ssh-keygen -N``/``-P``, ``gh secret set --body``, ``kubectl --from-literal=KEY=PW``
+  (the table of those programs and options: :mod:`.password_options`);
 * the value of a secret key a configuration command sets: ``git config user.password PW``, ``npm config
   set …:_authToken=PW``, ``aws configure set aws_secret_access_key PW``;
 * what ``echo``/``printf``, a here-string or a here-document feed a command that reads a password
@@ -43,6 +44,7 @@ from tree_sitter import Language, Node, Parser
 
 from agy_harness.core.decision_record import mask_spans, redact
 
+from .password_options import PROGRAMS, Span, by_program
 from .shell import _ASCII, _SOURCE, MAX_TEXT, _text, _unescape, _unescape_double
 
 MAX_DEPTH = 4  # quoted command lines read inside each other
@@ -63,46 +65,6 @@ _SECRET_OPTION = re.compile(rf"(?i)^--(?!no-)(?:[a-z0-9]+[-_])*{_SECRET_WORD}$")
 _SECRET_NAME = re.compile(
     r"(?i)^(?:\w*(?:password|passwd|secret|token|api_?key|access_?key|private_?key|credentials?)\w*|\w+_pwd|\w+_pass)$"
 )
-_MYSQL = frozenset(
-    [
-        "mysql",
-        "mysqldump",
-        "mysqladmin",
-        "mysqlimport",
-        "mysqlcheck",
-        "mysqlshow",
-        "mysqlpump",
-        "mysqlsh",
-        "mariadb",
-        "mariadb-dump",
-        "mariadb-admin",
-        "mariadb-import",
-        "mariadb-check",
-        "mariadb-show",
-    ]
-)
-_MONGO = frozenset(
-    ["mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongostat", "mongotop"]
-)
-_LOGIN = frozenset(
-    ["docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras", "crane", "finch", "az"]
-)
-_LDAP = frozenset(
-    [
-        "ldapsearch",
-        "ldapmodify",
-        "ldapadd",
-        "ldapdelete",
-        "ldappasswd",
-        "ldapwhoami",
-        "ldapcompare",
-        "ldapmodrdn",
-    ]
-)
-_PROGRAMS = _MYSQL | _MONGO | _LOGIN | _LDAP | {
-    "sshpass", "redis-cli", "7z", "7za", "7zr", "rar", "unrar", "zip", "unzip", "zipcloak", "ssh-keygen",
-    "openssl", "gh", "curl", "smbclient", "htpasswd",
-}  # fmt: skip
 #: a word every rule above needs (a secret's name, a program of the table, ``config``, ``stdin``,
 #: ``sudo``...): a line without one is not parsed (most are not: the parse costs ~0.1-0.5 ms)
 _MAY_HOLD = re.compile(
@@ -110,9 +72,6 @@ _MAY_HOLD = re.compile(
     r"|(?<![\w-])(?:mysql[\w-]*|mariadb[\w-]*|mongo\w*|docker|podman|nerdctl|buildah|skopeo|helm|oras|crane|finch"
     r"|az|redis-cli|ldap\w+|7z\w*|u?n?rar|u?n?zip|zipcloak|ssh-keygen|openssl|gh|curl|smbclient)(?![\w-])"
 )
-_CURL_USER = frozenset({"-u", "--user", "-U", "--proxy-user"})
-
-Span = tuple[int, int]
 
 
 def redact_command(text: str) -> str:
@@ -348,62 +307,5 @@ def _command(node: Node, depth: int) -> Iterator[Span]:
                     yield inner + start, inner + end
     for i, value in enumerate(values):
         program = value.rsplit("/", 1)[-1]
-        if program in _PROGRAMS:
-            yield from _by_program(program, words[i + 1 :], values[i + 1 :])
-
-
-def _by_program(program: str, words: list[_Word], values: list[str]) -> Iterator[Span]:
-    """The short options of ``program`` that carry a password (see the module doc)."""
-    short: tuple[str, ...] = ()
-    if (
-        program in _MYSQL
-        or program in _MONGO
-        or program == "sshpass"
-        or (program in _LOGIN and "login" in values)
-    ):
-        short = ("-p",)
-    elif program == "redis-cli":
-        short = ("-a",)
-    elif program in _LDAP:
-        short = ("-w",)
-    elif program in ("7z", "7za", "7zr", "rar", "unrar"):
-        short = ("-p",)
-    elif program in ("zip", "unzip", "zipcloak"):
-        short = ("-P",)
-    elif program == "ssh-keygen":
-        short = ("-N", "-P")
-    elif program == "openssl":
-        short = ("-k",)
-    elif program == "gh" and "secret" in values:
-        short = ("-b",)
-    for i, (word, value) in enumerate(zip(words, values, strict=True)):
-        nxt = words[i + 1] if i + 1 < len(words) else None
-        for flag in short:
-            if value == flag and nxt is not None and not nxt.value.startswith("-"):
-                yield nxt.after("")
-            elif value.startswith(flag) and not value.startswith("--") and len(value) > len(flag):
-                yield word.after(flag)
-        if program == "curl":
-            if value in _CURL_USER and nxt is not None and ":" in nxt.value:
-                yield nxt.after(nxt.value.split(":", 1)[0] + ":")
-            elif value.startswith("-u") and not value.startswith("--") and ":" in value:
-                yield word.after(value.split(":", 1)[0] + ":")
-            elif value == "--oauth2-bearer" and nxt is not None:
-                yield nxt.after("")
-            elif value.startswith(("--user=", "--proxy-user=")) and ":" in value:
-                yield word.after(value.split(":", 1)[0] + ":")
-        elif program == "smbclient" and value in ("-U", "--user") and nxt is not None and "%" in nxt.value:
-            yield nxt.after(nxt.value.split("%", 1)[0] + "%")
-        elif program == "gh" and value == "--body" and nxt is not None and "secret" in values:
-            yield nxt.after("")
-        elif program == "gh" and value.startswith("--body=") and "secret" in values:
-            yield word.after("--body=")
-        elif program == "openssl" and value.startswith("pass:"):
-            yield word.after("pass:")
-    if (
-        program == "htpasswd"
-        and any(v.startswith("-") and "b" in v and not v.startswith("--") for v in values)
-        and words
-        and not values[-1].startswith("-")
-    ):
-        yield words[-1].after("")
+        if program in PROGRAMS:
+            yield from by_program(program, words[i + 1 :], values[i + 1 :])

@@ -22,7 +22,8 @@ never read), a frame still over it is skipped as a bad frame and the stream goes
 Every unary call runs under ``asyncio.timeout(deadline)`` around the whole exchange (connect, send,
 headers, body), so it meets its deadline whatever else is open. A stream's opening (up to its
 response headers) has the client's timeout; after that it has no read deadline (the caller owns
-idleness), and leaving it early - break, cancel, ``aclose`` - closes its connection.
+idleness), and leaving it early - break, cancel, ``aclose`` - closes its connection. The connections
+themselves (the pool, each peer checked before a byte is sent) are :mod:`.connections`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from .codec import (
     decode_payload,
     encode_envelope,
 )
+from .connections import Pool, new_pool
 from .errors import (
     CodecError,
     CompressedFrameRefused,
@@ -60,7 +62,7 @@ from .errors import (
     RpcUnreachable,
     StreamBroken,
 )
-from .listeners import is_loopback_host, listener_problem, peer_problem
+from .listeners import is_loopback_host
 
 log = logging.getLogger(__name__)
 
@@ -68,28 +70,12 @@ SERVICE = "exa.language_server_pb.LanguageServerService"
 PROBE_TIMEOUT = 2.0
 DEFAULT_TIMEOUT = 30.0
 CSRF_HEADER = "x-codeium-csrf-token"
-KEEPALIVE = 15.0  # seconds an idle pooled connection is kept for the next unary call
 ERROR_BYTES = 64 * 1024  # of an error answer's body: its code and message
 MAX_TRAILER = 1 << 20  # bytes of an end-of-stream trailer a probe reads
 
 # connect protocol: HTTP status -> code, for error bodies that carry no code
 # The transport failures aiohttp raises (ClientError covers connect, TLS, disconnects, payload errors).
 _TRANSPORT_ERRORS = (aiohttp.ClientError, OSError, ssl.SSLError)
-
-_ssl_context: ssl.SSLContext | None = None
-
-
-def _insecure_context() -> ssl.SSLContext:
-    """agy's certificate is self-signed and the peer is loopback-only: no verification (built once)."""
-    global _ssl_context
-    if _ssl_context is None:
-        # (not create_default_context: it loads the system's CA certificates, 40 ms of CPU per
-        # process, for a verification that is off)
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        _ssl_context = ctx
-    return _ssl_context
 
 
 def check_loopback(base_url: str) -> URL:
@@ -123,8 +109,8 @@ class RpcClient:
         self._base = check_loopback(base_url)
         self._csrf = csrf_token
         self._timeout = timeout
-        self._pool: _Pool | None = None
-        self._retired: list[_Pool] = []
+        self._pool: Pool | None = None
+        self._retired: list[Pool] = []
         self._closed = False  # by aclose: no new connection pool after it (nobody would close it)
         self.http_version = ""  # of the last response, e.g. "HTTP/1.1"
         #: limits on what agy sends (adapters/rpc/bounded.py): an answer or frame, one string in it
@@ -132,32 +118,8 @@ class RpcClient:
         self.max_string = MAX_STRING
         self.pool_resets = 0
 
-    def _new_pool(self) -> _Pool:
-        port, host = self._base.port, self._base.host
-
-        async def check_peer(*_args: object) -> None:  # before each new connection, not a byte sent
-            # the kernel is asked (blocking: netlink, or /proc): off the loop, which keeps serving
-            problem = await asyncio.to_thread(listener_problem, port, host) if port is not None else None
-            if problem is not None:
-                log.error("not connecting to %s: %s", self.base_url, problem)
-                raise PeerRefused(problem)
-
-        trace = aiohttp.TraceConfig()
-        trace.on_connection_create_start.append(check_peer)
-        connector = _CheckedConnector(
-            base_url=self.base_url,
-            limit=0,  # no cap: a call never queues behind open streams
-            ssl=_insecure_context(),
-            keepalive_timeout=KEEPALIVE,
-        )
-        return _Pool(
-            aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=PROBE_TIMEOUT * 2),
-                auto_decompress=True,
-                trace_configs=[trace],
-            )
-        )
+    def _new_pool(self) -> Pool:
+        return new_pool(self._base, sock_connect=PROBE_TIMEOUT * 2)
 
     def reset_pool(self) -> None:
         """Stop reusing the pooled connection(s): the next call dials afresh.
@@ -385,41 +347,6 @@ class RpcClient:
         await self.aclose()
 
 
-class _CheckedConnector(aiohttp.TCPConnector):
-    """A connector that checks each new connection's other end once it is made, before the request
-    (the csrf token) goes out: the socket that accepted it must be the user's
-    (:func:`~.listeners.peer_problem`; the listener check before dialling cannot see a socket that
-    took the connection meanwhile)."""
-
-    def __init__(self, *, base_url: str, **kw: Any) -> None:
-        super().__init__(**kw)
-        self._url = base_url
-
-    async def _create_connection(self, req: Any, traces: Any, timeout: Any) -> Any:
-        proto = await super()._create_connection(req, traces, timeout)
-        transport = getattr(proto, "transport", None)
-        if transport is not None:
-            ends = transport.get_extra_info("sockname"), transport.get_extra_info("peername")
-            problem = await asyncio.to_thread(peer_problem, *ends)  # blocking (the kernel): off the loop
-            if problem is not None:
-                log.error("not using the connection to %s: %s", self._url, problem)
-                proto.close()
-                raise PeerRefused(problem)
-        return proto
-
-
-class PeerRefused(aiohttp.ClientConnectionError):
-    """The port's listening socket is not the current user's (agy restarted, another user took the
-    port): nothing is sent there, not even the TLS handshake."""
-
-
 @dataclass
 class StreamProgress:
     received: int = 0  # bytes of the stream so far
-
-
-@dataclass(eq=False)
-class _Pool:
-    http: aiohttp.ClientSession
-    inflight: int = 0
-    retired: bool = False

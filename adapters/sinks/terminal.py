@@ -10,7 +10,8 @@
 * Thinking is shown dimmed under ``thinking``; tool calls and results are cards (:mod:`.terminal_cards`:
   the command and cwd, paths and diffs, a question and its options, outputs cut head-and-tail).
 * While agy works, a status line at the bottom shows a spinner, what it is doing, the elapsed time,
-  the tokens of this turn and the model's display name (``model_names``, from agy's catalog).
+  the tokens of this turn and the model's display name (``model_names``, from agy's catalog;
+  :mod:`.terminal_status`).
   Prompts and the status line are never overwritten by output or log lines (:mod:`.terminal_screen`).
 * No internal ids on screen: gates, conversations and sub-agents are described, not numbered.
 * Gates (:meth:`TerminalSink.ask`) are numbered prompts: a question's options are ``1``..``N``
@@ -23,7 +24,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -51,11 +51,12 @@ from agy_harness.adapters.sinks.terminal_cards import (
     tool_card,
     truncate_output,
 )
-from agy_harness.adapters.sinks.terminal_screen import SPINNER, Screen, StreamWrap
+from agy_harness.adapters.sinks.terminal_screen import Screen, StreamWrap
+from agy_harness.adapters.sinks.terminal_status import TurnStatus
 from agy_harness.adapters.sinks.terminal_stream import Kind, MarkdownStream, StreamedText
 from agy_harness.core.decided_line import decided_line
 from agy_harness.core.elicitation import TIMED_OUT
-from agy_harness.core.turns import Replies, TurnEnded, Turns, TurnStarted
+from agy_harness.core.turns import Replies, Turns
 from agy_harness.ports.events import (
     AssistantMessage,
     Event,
@@ -87,7 +88,7 @@ __all__ = [
 log = logging.getLogger("agy_harness.adapters.sinks.terminal")
 
 
-class TerminalSink(StreamedText):
+class TerminalSink(StreamedText, TurnStatus):
     """An :class:`~agy_harness.ports.protocols.EventSink` for a human at a terminal (see module doc)."""
 
     #: one prompt at a time: the harness shows the newest request first (the older ones come back)
@@ -158,15 +159,7 @@ class TerminalSink(StreamedText):
         if typed:  # typed while agy works: shown where it is typed, never inside the reply
             return Text.assemble(("❯ ", "bold green"), typed)
         if self._running_since is not None and self._status_line:
-            elapsed = time.monotonic() - self._running_since
-            spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
-            parts = [f"{spin} {self._doing}", f"{elapsed:.0f}s"]
-            turn = self._turns.spent()
-            if self._turns.reported and turn is not None:
-                parts.append(f"{turn.input + turn.output:,} tokens")
-            if self._turns.usage.model:
-                parts.append(visible(self.model_label(self._turns.usage.model)))
-            return Text(" · ".join(parts), style="dim")
+            return self._status_text(self._running_since)
         if self.turn_prompt:
             return Text("❯ ", style="bold green")
         return None
@@ -177,18 +170,6 @@ class TerminalSink(StreamedText):
             self.screen.redraw()
         else:
             self.screen.show()
-
-    def _set_doing(self, doing: str) -> None:
-        self._doing = doing
-
-    async def _tick(self) -> None:
-        while self._running_since is not None:
-            await asyncio.sleep(0.1)
-            if self._prompt is None and (self._open is None or self._wrap is not None):
-                if self.screen.drawn:
-                    self.screen.redraw()
-                else:
-                    self.screen.show()
 
     def close(self) -> None:
         """Leave the terminal clean: the status line and any prompt cleared, an open line ended."""
@@ -289,53 +270,12 @@ class TerminalSink(StreamedText):
         if decided:  # who decided it, where (the decision ledger's)
             self._print(Text(f"· {decided}", style="dim"))
 
-    def _usage(self, event: Usage) -> None:
-        self._turns.feed(event)
-        if not self._status_line:  # no live status line: one summary line per model call
-            model = f" · {self.model_label(event.model)}" if event.model else ""
-            self._print(
-                Text(
-                    f"tokens · in {event.cumulative_input_tokens:,} · out {event.cumulative_output_tokens:,}"
-                    f" · cache {event.cumulative_cache_read_input_tokens:,}{model}",
-                    style="dim",
-                )
-            )
-
     # -- output ---------------------------------------------------------------------------------
 
     def _print(self, renderable: RenderableType) -> None:
         self.screen.hide()
         self._close_line()
         self.console.print(renderable)
-
-    def _status(self, event: StatusChanged) -> None:
-        boundary = self._turns.feed(event)
-        if isinstance(boundary, TurnStarted):
-            self._running_since = time.monotonic()
-            self._doing = "working"
-            if not self._status_line:
-                self._print(Text("● running", style="dim green"))
-            elif self._ticker is None or self._ticker.done():
-                with contextlib.suppress(RuntimeError):  # no running loop (render() called directly)
-                    self._ticker = asyncio.get_running_loop().create_task(self._tick())
-            return
-        if not isinstance(boundary, TurnEnded):
-            return
-        elapsed = time.monotonic() - self._running_since if self._running_since is not None else None
-        self._running_since = None
-        self._end_thinking()
-        took = ""
-        if elapsed is not None and self._status_line:  # the status line's figures, kept
-            took = f" · {elapsed:.1f}s"
-            if boundary.reported and boundary.spent is not None:
-                took += f" · {boundary.spent.input + boundary.spent.output:,} tokens"
-            if self._turns.usage.model:
-                took += f" · {visible(self.model_label(self._turns.usage.model))}"
-        if boundary.status == "idle":
-            self._print(Text(f"○ idle{took}", style="dim"))
-        else:
-            reason = f": {humane(boundary.reason)}" if boundary.reason else ""
-            self._print(Text(f"✗ failed{reason}", style="bold red"))
 
     # -- gates ----------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ for the disk, and a record never waits behind the flush of the ones before it. A
 cut back off the file and raises :class:`~agy_harness.ports.errors.LedgerUnavailable`. A kill at any
 point leaves a ledger that verifies: at most the record being written is torn, and the next writer
 cuts a torn final line off (it was never acknowledged, so the answer it recorded was never sent).
+Reading the files (a verifier's, an audit's) is :mod:`.ledger_read`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from agy_harness.adapters.private_state import UnsafeStateError, create_file, open_dir, read_own_file
+from agy_harness.adapters.private_state import create_file, open_dir, read_own_file
 from agy_harness.ports.errors import LedgerUnavailable
 from agy_harness.ports.protocols import LedgerEntry
 
@@ -44,17 +45,17 @@ from . import ledger_chain as C
 from .ledger_place import ENV_LEDGER_DIR as ENV_LEDGER_DIR
 from .ledger_place import default_dir as default_dir
 from .ledger_place import moved_once
+from .ledger_read import CHECKPOINTS as CHECKPOINTS
+from .ledger_read import FLAGS, locked
+from .ledger_read import LEDGER as LEDGER
 
 log = logging.getLogger("agy_harness.ledger")
 
-LEDGER = "ledger.jsonl"
-CHECKPOINTS = "checkpoints.jsonl"
 PRIVATE_KEY = "ed25519.key"
 PUBLIC_KEY = "ed25519.pub"
 KEY_BYTES = 4096
 TAIL_READ = 1 << 20  # what is read back to find the last record (a record is far smaller)
 SEEN_KEPT = 4096  # gate ids whose decision this ledger holds (an "unless decided" record is skipped)
-_FLAGS = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def now() -> str:
@@ -84,89 +85,6 @@ def load_keys(directory: Path, *, create: bool) -> tuple[Ed25519PrivateKey | Non
             return private, private.public_key()
         pub = read_own_file(PUBLIC_KEY, dir_fd=fd, limit=KEY_BYTES)
         return None, (Ed25519PublicKey.from_public_bytes(pub) if pub is not None and len(pub) == 32 else None)
-
-
-def read_file(directory: Path, name: str, limit: int = 1 << 31) -> bytes:
-    """A ledger file's bytes (b"" when it does not exist); refuses a symlink or a file not ours."""
-    with open_dir(directory) as fd:
-        try:
-            f = os.open(name, os.O_RDONLY | _FLAGS, dir_fd=fd)
-        except FileNotFoundError:
-            return b""
-        try:
-            info = os.fstat(f)
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-                raise UnsafeStateError(1, f"{directory / name} is not a regular file of yours")
-            chunks = []
-            while chunk := os.read(f, 1 << 20):
-                chunks.append(chunk)
-                limit -= len(chunk)
-                if limit < 0:
-                    raise LedgerUnavailable(f"{directory / name} is too large to read")
-            return b"".join(chunks)
-        finally:
-            os.close(f)
-
-
-def read_both(directory: Path) -> tuple[bytes, bytes]:
-    """The ledger's and its checkpoints' bytes, read under the writers' lock (shared: readers do not
-    wait for each other), so never between a record and its checkpoint: what a verifier reads is a
-    state some writer left, not one half-written (b"" for a file that does not exist). The lock is
-    taken through the turnstile (:func:`_locked`): a flood of records cannot keep a reader out."""
-    with open_dir(directory) as fd:
-        try:
-            f = os.open(LEDGER, os.O_RDONLY | _FLAGS, dir_fd=fd)
-        except FileNotFoundError:
-            return b"", read_file(directory, CHECKPOINTS)
-        try:
-            _locked(fd, f, fcntl.LOCK_SH)
-            return read_file(directory, LEDGER), read_file(directory, CHECKPOINTS)
-        finally:
-            os.close(f)  # (the lock goes with it)
-
-
-def _locked(dir_fd: int, ledger: int, mode: int) -> bool:
-    """``flock(ledger, mode)`` taken through a turnstile, the directory's own ``flock``: each taker
-    passes it (held only until the ledger's lock is had), so a reader waiting for the lock holds the
-    turnstile and the next writer waits behind it -- a writer appending record after record would
-    otherwise take the lock again each time before the woken reader ran (seen: ``audit verify``
-    waiting for ever beside a writer in a loop). False when ``mode`` has LOCK_NB and either is held."""
-    try:
-        fcntl.flock(dir_fd, fcntl.LOCK_EX | (mode & fcntl.LOCK_NB))
-    except BlockingIOError:
-        return False
-    try:
-        fcntl.flock(ledger, mode)
-    except BlockingIOError:
-        return False
-    finally:
-        fcntl.flock(dir_fd, fcntl.LOCK_UN)
-    return True
-
-
-def read_tail(directory: Path, name: str, limit: int) -> tuple[bytes, bool]:
-    """The last ``limit`` bytes of a ledger file, starting at a line (b"" when it does not exist), and
-    whether that is the whole file; refuses a symlink or a file not ours."""
-    with open_dir(directory) as fd:
-        try:
-            f = os.open(name, os.O_RDONLY | _FLAGS, dir_fd=fd)
-        except FileNotFoundError:
-            return b"", True
-        try:
-            info = os.fstat(f)
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-                raise UnsafeStateError(1, f"{directory / name} is not a regular file of yours")
-            start = max(0, info.st_size - limit)
-            chunks, at = [], start
-            while at < info.st_size and (chunk := os.pread(f, min(1 << 20, info.st_size - at), at)):
-                chunks.append(chunk)
-                at += len(chunk)
-            data = b"".join(chunks)
-            if start:  # the first line is only the end of a record: dropped
-                data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
-            return data, start == 0
-        finally:
-            os.close(f)
 
 
 class FileLedger:
@@ -269,7 +187,7 @@ class FileLedger:
                 self._key_id = C.key_id(self._key.public_key()) if self._key is not None else ""
                 with open_dir(self.directory) as fd:
                     dir_fd = os.dup(fd)
-                flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | _FLAGS
+                flags = os.O_RDWR | os.O_CREAT | os.O_APPEND | FLAGS
                 ledger = os.open(LEDGER, flags, 0o600, dir_fd=dir_fd)
                 checkpoints = os.open(CHECKPOINTS, flags, 0o600, dir_fd=dir_fd)
             except OSError as exc:
@@ -367,7 +285,7 @@ class FileLedger:
         with self._writing:  # (a record appended at once on the loop's thread changes what is read)
             dir_fd, ledger, _checkpoints = self._open()
             try:
-                _locked(dir_fd, ledger, fcntl.LOCK_EX)
+                locked(dir_fd, ledger, fcntl.LOCK_EX)
             except OSError as exc:
                 raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc
             try:
@@ -382,7 +300,7 @@ class FileLedger:
         """Append one record under the writers' lock (``wait``: for it; else None when it is held)."""
         dir_fd, ledger, checkpoints = self._open()
         try:
-            if not _locked(dir_fd, ledger, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB):
+            if not locked(dir_fd, ledger, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB):
                 return None
         except OSError as exc:
             raise LedgerUnavailable(f"the decision ledger cannot be locked: {exc}") from exc

@@ -37,7 +37,7 @@ from pathlib import Path
 from agy_harness.adapters.private_state import durable_root, open_dir, private_dir, transient_roots
 from agy_harness.ports.errors import LedgerUnavailable
 
-from . import ledger_chain as C
+from . import ledger_verify as V
 
 log = logging.getLogger("agy_harness.ledger")
 
@@ -126,7 +126,7 @@ def _report(files: dict[str, bytes]) -> list[str]:
 
     raw = files.get("ed25519.pub")
     public = Ed25519PublicKey.from_public_bytes(raw) if raw is not None and len(raw) == 32 else None
-    return C.verify(files.get(LEDGER, b""), files.get(CHECKPOINTS, b""), public).problems
+    return V.verify(files.get(LEDGER, b""), files.get(CHECKPOINTS, b""), public).problems
 
 
 def _move(old: Path, new: Path) -> None:

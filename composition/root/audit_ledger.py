@@ -10,18 +10,17 @@ from typing import Any
 
 from agy_harness.adapters.store import ledger_aat as A
 from agy_harness.adapters.store import ledger_chain as C
+from agy_harness.adapters.store import ledger_verify as V
 from agy_harness.adapters.store.ledger_file import (
     CHECKPOINTS,
     LEDGER,
     default_dir,
     load_keys,
-    read_both,
-    read_file,
-    read_tail,
 )
 from agy_harness.adapters.store.ledger_place import moved_once
+from agy_harness.adapters.store.ledger_read import read_both, read_file, read_tail
 
-Report = C.Report
+Report = V.Report
 log = logging.getLogger("agy_harness.ledger")
 
 __all__ = ["Report", "aat_trail", "conversation_history", "default_dir", "found", "kind_tally", "load", "this_install"]
@@ -41,14 +40,14 @@ def found(directory: Path) -> bool:
     )
 
 
-def load(directory: Path) -> tuple[list[dict[str, Any]], C.Report]:
-    """The intact records of the ledger in ``directory`` and what :func:`ledger_chain.verify` found;
+def load(directory: Path) -> tuple[list[dict[str, Any]], V.Report]:
+    """The intact records of the ledger in ``directory`` and what :func:`ledger_verify.verify` found;
     both files read under the writers' lock (never between a record and its checkpoint)."""
     if not directory.exists():
-        return [], C.Report()
+        return [], V.Report()
     _, public = load_keys(directory, create=False)
     data, checkpoints = read_both(directory)
-    report = C.verify(data, checkpoints, public)
+    report = V.verify(data, checkpoints, public)
     lines, _ = C.split_lines(data)
     records = [r for r, broken in map(C.parse_record, lines) if r is not None and not broken]
     return records, report

@@ -75,30 +75,18 @@ from agy_harness.ports.protocols import (
     EventSink,
     ModelCatalog,
     ShowsModelNames,
-    StepSnapshot,
-    StepSource,
-    TurnSender,
 )
 
 from ..service.bus import SessionBus
 from ..service.clock import LoopClock
 from ..service.conversation import Conversation
 from ..service.harness import Harness, HarnessOptions
+from . import lazy_adapters as L
+from .lazy_adapters import default_ledger as default_ledger  # (entry points import it from here)
+from .lazy_adapters import default_tmux_server as default_tmux_server
+from .lazy_adapters import pane_process as pane_process
 from .version_gate import Capabilities, choose_adapters, detect_capabilities
 from .version_gate import subagent_source as subagent_source_for
-
-
-def _transcript_tail(caps: Capabilities) -> StepSource:
-    from agy_harness.adapters.transcript.tail import TranscriptTailSource
-
-    assert caps.transcript_root is not None  # selected only when the version gate found one
-    return TranscriptTailSource(caps.transcript_root)
-
-
-def _tmux_sender(target: str, server: Any, step_reader: StepSnapshot) -> TurnSender:
-    from agy_harness.adapters.tmux.sender import TmuxTurnSender
-
-    return TmuxTurnSender(target, server=server, step_reader=step_reader)
 
 
 def _shown_models(sink: EventSink, catalog: ModelCatalog) -> EventSink:
@@ -117,40 +105,6 @@ def _model_resolver(
     resolver = PlanModelResolver(snapshot, catalog, choice)
     bus.on_delivered(resolver.observe)
     return resolver
-
-
-def _tui_keys(target: str | None, server: Any) -> Any:
-    """agy's pane, to close its prompt after an RPC answer and to type "allow always" (None: unknown)."""
-    if not target:
-        return None
-    from agy_harness.adapters.tmux.keys import TmuxKeys
-
-    return TmuxKeys(target, server)
-
-
-def _tui_screen(target: str | None, server: Any) -> Any:
-    """agy's pane, read to tell our terminal's /clear from another client's conversation (None: unknown)."""
-    if not target:
-        return None
-    from agy_harness.adapters.tmux.pane_screen import TmuxScreen
-
-    return TmuxScreen(target, server)
-
-
-def default_ledger() -> DecisionLedger:
-    """This install's file ledger (this process's one writer for it)."""
-    from agy_harness.adapters.store.ledger_file import shared_ledger
-
-    return shared_ledger()
-
-
-def _rules(workspace: str | None) -> GatePolicy:
-    """The rules that answer gates for the human, read once for the session from their tiers
-    (:mod:`agy_harness.adapters.policy.files`; the project tier is ``workspace``, default the current
-    directory). Files that fail turn the rules off: everything is asked, and the session says why."""
-    from agy_harness.adapters.policy.files import load_policy
-
-    return load_policy(Path(workspace) if workspace else None)
 
 
 def _given(value: Any) -> bool:
@@ -172,7 +126,7 @@ class AgyContainer(containers.DeclarativeContainer):
     options: providers.Object[HarnessOptions | None] = providers.Object(None)
     tmux_server: providers.Object[Any] = providers.Object(None)  # a libtmux.Server, None: the default
     #: the decision ledger (issue 36): this install's file ledger, made when a session first records
-    ledger = providers.Singleton(default_ledger)
+    ledger = providers.Singleton(L.default_ledger)
 
     # -- agy: where it listens, the conversation, what it can do (filled in by bind()) -----
     discovery = providers.Singleton(
@@ -204,7 +158,7 @@ class AgyContainer(containers.DeclarativeContainer):
         idle_timeout=config.stream_idle_timeout.as_float(),
         is_running=conversation.provided.producing,
     )
-    transcript = providers.Singleton(_transcript_tail, capabilities)
+    transcript = providers.Singleton(L.transcript_tail, capabilities)
     step_sources = providers.Selector(
         version_gate.provided.read,
         stream_poll=providers.List(stream, poll),
@@ -222,7 +176,7 @@ class AgyContainer(containers.DeclarativeContainer):
     model_resolver = providers.Singleton(_model_resolver, snapshot, model_catalog, model_choice, bus)
     rpc_turns = providers.Singleton(RpcTurnSender, client, model_resolver)
     tmux_turns = providers.Singleton(
-        _tmux_sender, config.tmux_target, server=tmux_server, step_reader=snapshot
+        L.tmux_sender, config.tmux_target, server=tmux_server, step_reader=snapshot
     )
     turn_senders = providers.Selector(
         version_gate.provided.turns,
@@ -232,15 +186,15 @@ class AgyContainer(containers.DeclarativeContainer):
         none=providers.List(),
     )
     interaction_delivery = providers.Singleton(RpcInteractionDelivery, client)
-    tui_keys = providers.Singleton(_tui_keys, config.tmux_target, tmux_server)
-    tui_screen = providers.Singleton(_tui_screen, config.tmux_target, tmux_server)
+    tui_keys = providers.Singleton(L.tui_keys, config.tmux_target, tmux_server)
+    tui_screen = providers.Singleton(L.tui_screen, config.tmux_target, tmux_server)
     interrupter = providers.Singleton(RpcInterrupter, client)
     directory = providers.Singleton(RpcCascadeDirectory, client)
     starter = providers.Singleton(RpcCascadeStarter, client)  # a new conversation (the ACP agent)
     # the other sessions' conversations, in a private per-user directory (never our /clear)
     claims = providers.Singleton(ClaimRegistry)
     # the rules that answer gates (``make_container(policy=...)`` or an override replaces them)
-    policy = providers.Singleton(_rules, config.workspace)
+    policy = providers.Singleton(L.session_rules, config.workspace)
 
     # -- the harness: its roles share one clock and one bus ----------------------------------
     clock = providers.Singleton(LoopClock)
@@ -345,22 +299,6 @@ def resuming_from(cursor: Cursor | None) -> CursorStore:
     if cursor is not None:
         store.save(cursor)
     return store
-
-
-def pane_process(tmux_target: str) -> int:
-    """The process running in agy's tmux pane ``tmux_target`` (``pane_pid=`` narrows discovery to
-    it); raises when there is no such pane."""
-    from agy_harness.adapters.tmux import find_pane_pid
-
-    return find_pane_pid(tmux_target)
-
-
-def default_tmux_server() -> Any:
-    """The user's default tmux server named by its socket (a libtmux.Server), whatever ``TMUX`` this
-    process inherited: where an entry point starts agy for the user (``tmux attach`` reaches it)."""
-    from agy_harness.adapters.tmux.plumbing import default_server
-
-    return default_server()
 
 
 async def bind_endpoint(container: AgyContainer, *, version: bool = True) -> bool:

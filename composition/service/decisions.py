@@ -11,7 +11,8 @@
 * What ran: the tool result of a decided gate's step as an ``outcome`` record: whether it failed, a
   digest and the last lines of its output, and its command as agy's step shows it ran, read after
   the answer -- with what agy proposed and what the human approved where either differs (an edit, a
-  hook's rewrite: :func:`~agy_harness.core.decision_record.ran_fields`).
+  hook's rewrite: :func:`~agy_harness.core.decision_record.ran_fields`; the record is built in
+  :mod:`.outcome_record`).
 
 An answer agy took at its re-ask of the gate (the gate timed out while the human thought,
 :meth:`answered_at`) is that step's decision: the re-ask's withdrawal names the human's decider (not
@@ -29,7 +30,6 @@ has one writer), and a failure is logged.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
 import logging
 import time
@@ -39,11 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agy_harness.core.answers import CheckedAnswer
-from agy_harness.core.approvals import approved_command, ran_command
+from agy_harness.core.approvals import approved_command
 from agy_harness.core.decision_record import (
     decision_body,
-    output_tail,
-    ran_fields,
     recorded_command,
     recorded_verdict,
     redact,
@@ -61,12 +59,12 @@ from agy_harness.ports.protocols import (
 )
 
 from .deciders import LOOKUP, decider_now, local_user, recorded_decider, recorded_response
+from .outcome_record import outcome_body, ran_at
 
 log = logging.getLogger("agy_harness.ledger")
 
 KEPT = 1024  # gates remembered (open times, decided steps)
 DRAIN = 5.0  # seconds a stop waits for the background records
-OUTPUT_TAIL = 400  # characters of a tool's output kept in its outcome record
 
 
 def _no_secrets(text: str) -> list[str]:
@@ -344,41 +342,14 @@ class DecisionRecorder:
         decided.written = True
         if self._steps.get(result.step_key) is decided:
             del self._steps[result.step_key]
-        output = result.output
         proposed = proposed_command(gate)
         ran, why = (None, "")
         if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
-            ran, why = await self._ran(gate, result.step_key)
-        secrets = [
-            s for line in {proposed, decided.approved or "", ran or ""} for s in self._secrets_of(line)
-        ]
-        body: dict[str, Any] = {
-            "conversation": gate.cascade_id,
-            "gate_id": gate.gate_id,
-            "decision": seq,
-            "tool": result.name,
-            "command": "",
-            "error": result.is_error,
-            "output_sha256": hashlib.sha256(output.encode("utf-8", "replace")).hexdigest(),
-            "output_chars": len(output),
-            "output_tail": output_tail(output, secrets, OUTPUT_TAIL),
-        }
-        if proposed or decided.approved is not None:
-            body.update(ran_fields(proposed, decided.approved, ran, why, self.redact_command))
+            ran, why = await ran_at(self.read_steps, gate, result.step_key)
+        body = outcome_body(
+            gate, seq, result, decided.approved, (ran, why), self._secrets_of, self.redact_command
+        )
         await self._write(LedgerEntry(type="outcome", body=body))
-
-    async def _ran(self, gate: GateOpened, step_key: str) -> tuple[str | None, str]:
-        """The command line the step that took ``gate``'s answer shows it ran (agy's
-        ``runCommand.commandLine`` once it settled, after any edit or hook), or None and why it could
-        not be read."""
-        trajectory, _, index = step_key.rpartition("/")
-        try:
-            ran = ran_command(await self.read_steps(gate), trajectory, int(index))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            return None, f"agy's steps could not be read ({type(exc).__name__}: {exc})"
-        return ran, "" if ran is not None else "agy's step shows no command line that ran"
 
     # -- background writes -------------------------------------------------------------------------
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal
 from weakref import WeakKeyDictionary
 
 from agy_harness.core.elicitation import asks_still, step_of, with_poll_details
-from agy_harness.core.mapper_state import LiveText
-from agy_harness.core.reconciler import MapperState, Reconciler
+from agy_harness.core.reconciler import Reconciler
 from agy_harness.core.steps import parse_step
 from agy_harness.ports.events import COMMITTED_TYPES, GATE_SET_ASIDE, Event, GateOpened, GateWithdrawn, Notice
 from agy_harness.ports.protocols import (
@@ -37,6 +35,7 @@ from . import eager
 from .bus import SessionBus
 from .clock import LoopClock
 from .conversation import Conversation, HarnessOptions, HarnessStats
+from .journal_state import journal_state
 
 #: What a sink raises when it cannot take an event for its content (not because it is down):
 #: encoding, value and type errors (pydantic's serialization and validation errors are ValueErrors).
@@ -371,41 +370,6 @@ class Emitter:
                 )
             ]
         )
-
-
-def journal_state(st: MapperState) -> dict[str, Any]:
-    """``st.model_dump(mode="json")`` without ``committed``, as the journal diffs it, made from the
-    state's own values (a dump per delivery was most of what the journal cost an attach: 10,000
-    deliveries). Every field but ``committed``, ``gates`` and ``live`` holds a str, an int or None
-    (:data:`_PLAIN_FIELDS` checks it once, from the model's annotations), shared as they are; ``gates``
-    and ``live`` are copied (the journal keeps the last state it wrote to diff the next one against).
-    Should a field of another type appear, every delivery goes through ``model_dump`` instead."""
-    if not _PLAIN_FIELDS:
-        return st.model_dump(mode="json", exclude={"committed"})
-    state = dict(vars(st))
-    del state["committed"]
-    gates, live = state["gates"], state["live"]
-    state["gates"] = dict(gates) if gates else {}
-    state["live"] = {k: dict(v) for k, v in live.items()} if live else {}  # LiveText: str/int fields
-    return state
-
-
-def _plain(annotation: Any) -> bool:
-    """Whether a field of this type dumps to itself: str, int, None, a Literal of those, or a union of them."""
-    if annotation in (str, int, type(None)):
-        return True
-    if get_origin(annotation) is Literal:
-        return all(type(a) in (str, int) for a in get_args(annotation))
-    if get_origin(annotation) in (Union, UnionType):
-        return all(_plain(a) for a in get_args(annotation))
-    return False
-
-
-_PLAIN_FIELDS = all(
-    _plain(f.annotation)
-    for name, f in MapperState.model_fields.items()
-    if name not in ("committed", "gates", "live")
-) and all(_plain(f.annotation) for f in LiveText.model_fields.values())
 
 
 def _other_cascade(raw: Any, ours: str) -> str:

@@ -11,6 +11,7 @@ waits in the backlog instead), and the backlog serves it before those (issue #35
 no running turn appended after the real one pushed it off the ACP client and the terminal, and
 the human's answer to it, given meanwhile, was dropped). A gate is re-checked against agy before it is
 asked (answered elsewhere or superseded: not asked), and a gate withdrawn while asked cancels the ask.
+The ask itself is :mod:`.gate_asking`.
 
 :meth:`GateBridge.answer` is the one way an answer reaches agy (the human's, through the sink; the API's
 ``Session.answer``; the interrupt's denial). It claims the gate first: a gate takes one answer, and a
@@ -28,9 +29,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agy_harness.core.answers import AnswerError, CheckedAnswer, parse_answer
-from agy_harness.core.display import one_line
-from agy_harness.core.elicitation import Refused, delivery_target
-from agy_harness.core.kinds import describe
 from agy_harness.core.steps import turn_of_user_key
 from agy_harness.ports.errors import LedgerUnavailable
 from agy_harness.ports.events import Event, GateOpened, GateWithdrawn, UserMessage
@@ -50,6 +48,7 @@ from agy_harness.ports.tasks import reap
 from .conversation import HarnessOptions
 from .decisions import DecisionRecorder
 from .emitter import Emitter
+from .gate_asking import HumanAsking
 from .gate_delivery import AnswerDelivery
 from .gate_rules import RuleAnswers
 from .gate_watch import GateWatch
@@ -58,19 +57,9 @@ log = logging.getLogger("agy_harness.harness")
 
 MAX_ASKS = 16  # asks a sink shows at once unless it says otherwise (``max_concurrent_asks``)
 CLOSED_KEPT = 1024  # closed gates remembered (their answers are refused, their re-asks followed)
-ASK_AGAIN = 2  # an answer that was refused while agy still waits is asked again, this many times
 
 
-def unasked_text(gate: GateOpened, exc: Exception) -> str:
-    """What the human is told when the surface could not put ``gate`` to them (the sink's ask failed)."""
-    why = one_line(f"{type(exc).__name__}: {exc}")[:300]
-    return (
-        f"{describe(gate)}: this surface could not show the request ({why}); nothing was answered and "
-        "agy still waits: answer it in agy's terminal (agy-harness attach)"
-    )
-
-
-class GateBridge:
+class GateBridge(HumanAsking):
     def __init__(
         self,
         *,
@@ -247,69 +236,7 @@ class GateBridge:
             self._asks.pop(gate_id).cancel()
         self._backlog.clear()
 
-    # -- asking ----------------------------------------------------------------------------
-
-    async def _ask(self, gate: GateOpened) -> None:
-        me = asyncio.current_task()
-        try:
-            try:
-                target = delivery_target(gate, await self._send.steps_from(gate))
-                if isinstance(target, Refused) or target.moved:
-                    return  # answered elsewhere, or superseded by a re-ask that is a gate of its own
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # cannot check now: ask anyway, delivery re-reads agy
-                log.info("gate %s: could not re-read steps before asking (%s)", gate.gate_id, exc)
-            for attempt in range(ASK_AGAIN + 1):
-                try:
-                    answer = await self.sink.ask(gate)
-                except asyncio.CancelledError:
-                    if me is not None and me.cancelling() and self._asks.get(gate.gate_id) is me:
-                        raise  # the harness stops
-                    log.info("gate %s withdrawn from the human", gate.gate_id)
-                    return
-                except Exception as exc:  # the surface could not put it to the human: say so, once
-                    log.warning("gate %s: the sink could not ask it (%s)", gate.gate_id, exc)
-                    await self.emitter.notice(f"{gate.id}/unasked", unasked_text(gate, exc), "error")
-                    return
-                if self._asks.get(gate.gate_id) is me:
-                    del self._asks[gate.gate_id]  # answered: the delivery no longer holds a place
-                if await self.answer(gate, answer, decided_by=self._sink_decider()):
-                    return
-                # not delivered (a notice said why) while agy still waits for it: asked again
-                again = gate.gate_id in self._open and gate.gate_id not in self._claimed
-                again = again and gate.gate_id not in self._aside
-                if not again or self._stopped or attempt == ASK_AGAIN:
-                    return
-                if len(self._asks) >= self.max_asks:
-                    self._backlog[gate.gate_id] = gate
-                    return
-                assert me is not None
-                self._asks[gate.gate_id] = me
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("gate %s: handling failed", gate.gate_id)
-        finally:
-            if self._asks.get(gate.gate_id) is me:
-                del self._asks[gate.gate_id]
-            self._refill()
-
     # -- delivering ------------------------------------------------------------------------
-
-    def _sink_decider(self) -> DecidedBy:
-        """Who decided an answer the sink gave: its human on its surface, or, for a sink that answers
-        by a policy of its own (``auto_policy``: the policy's name; the demo's ``--auto``), that policy
-        (kind ``auto``): the ledger never records an automatic answer as a human's."""
-        policy = str(getattr(self.sink, "auto_policy", "") or "")
-        if not policy:
-            return self.decisions.by(surface=self._surface)
-        return self.decisions.by(kind="auto", surface=self._surface).model_copy(update={"rule_id": policy})
-
-    @property
-    def _surface(self) -> str:
-        """The front end whose human answers through the sink (its ``surface``, else its class)."""
-        return str(getattr(self.sink, "surface", "") or type(self.sink).__name__)
 
     async def answer(
         self,

@@ -13,7 +13,6 @@ from acp.connection import StreamDirection, StreamEvent
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTION_OPTIONS
-from agy_harness.adapters.simulator.simulator import DEFAULT_WORKSPACE
 from agy_harness.core.display import request_hash
 
 from .helpers import RecordingClient, acp_agent, agy_harness_command, prompt
@@ -404,9 +403,11 @@ async def test_the_version_is_the_bound_agys_not_the_one_on_the_path(tmp_path: P
     fake.write_text("#!/bin/sh\necho 'agy 1.2.7'\n")
     fake.chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    project = tmp_path / "project"
+    project.mkdir()
     sim = await asyncio.create_subprocess_exec(
         *agy_harness_command(), "sim", "--profile", "1.0.4", "--pace", "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, cwd=project,
     )  # fmt: skip
     try:
         assert sim.stdout is not None
@@ -420,7 +421,7 @@ async def test_the_version_is_the_bound_agys_not_the_one_on_the_path(tmp_path: P
         log: list[str] = []
         client = RecordingClient()
         async with acp_agent(client, where=("--port", port), env=env, log=log, verbose=True) as conn:
-            await conn.new_session(cwd=DEFAULT_WORKSPACE, mcp_servers=[])  # that agy's workspace
+            await conn.new_session(cwd=str(project), mcp_servers=[])  # that agy's workspace: where it started
         assert "version gate: agy 1.0.4: polls its steps" in log[0]
         assert "1.2.7" not in log[0]
     finally:

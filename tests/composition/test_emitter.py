@@ -205,7 +205,7 @@ async def test_the_journal_resumes_the_very_state_the_session_had(tmp_path: Any)
     import copy
 
     from agy_harness.adapters.store.cursor_file import FileCursorStore
-    from agy_harness.composition.service.emitter import journal_state
+    from agy_harness.composition.service.journal_state import journal_state
     from tests.core.fixtures import names
 
     store = FileCursorStore(tmp_path)
@@ -247,7 +247,7 @@ def test_journal_state_takes_the_fields_as_they_are_only_when_they_dump_to_thems
     from datetime import datetime
     from typing import Literal
 
-    from agy_harness.composition.service import emitter as E
+    from agy_harness.composition.service import journal_state as E
 
     assert E._PLAIN_FIELDS  # the mapper state as it is: the fast way
     for plain in (str, int, type(None), Literal["a", "b"] | None, Literal[1, 2], str | None):

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agy_harness.adapters.store import ledger_chain as C
-from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, load_keys, read_file
+from agy_harness.adapters.store import ledger_verify as V
+from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, load_keys
+from agy_harness.adapters.store.ledger_read import read_file
 
 
 def records(directory: Path, kind: str | None = None) -> list[dict[str, Any]]:
@@ -24,6 +25,6 @@ def decisions(directory: Path, gate_id: str | None = None) -> list[dict[str, Any
     ]
 
 
-def verified(directory: Path) -> C.Report:
+def verified(directory: Path) -> V.Report:
     _, public = load_keys(directory, create=False)
-    return C.verify(read_file(directory, LEDGER), read_file(directory, CHECKPOINTS), public)
+    return V.verify(read_file(directory, LEDGER), read_file(directory, CHECKPOINTS), public)

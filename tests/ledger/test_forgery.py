@@ -141,12 +141,12 @@ def test_a_record_written_between_verifys_two_reads_is_no_truncated_tail(
 ) -> None:
     """The race made certain: right after verify has read the records, another writer appends one (and
     its checkpoint) -- or tries to: under the lock it waits until verify has read both files."""
-    from agy_harness.adapters.store import ledger_file
+    from agy_harness.adapters.store import ledger_read
     from agy_harness.composition.root import audit_ledger
 
     directory = tmp_path / "ledger"
     write(directory, 2)
-    real = ledger_file.read_file
+    real = ledger_read.read_file
     appended = threading.Event()
 
     def read_file(where: Path, name: str, limit: int = 1 << 31) -> bytes:
@@ -156,7 +156,7 @@ def test_a_record_written_between_verifys_two_reads_is_no_truncated_tail(
             appended.wait(2.0)  # (a bound: under the lock the writer cannot append before verify read)
         return data
 
-    monkeypatch.setattr(ledger_file, "read_file", read_file)
+    monkeypatch.setattr(ledger_read, "read_file", read_file)
     monkeypatch.setattr(audit_ledger, "read_file", read_file, raising=False)
     code, out, _ = verify(capsys, directory)
     assert appended.wait(60)

@@ -11,7 +11,9 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from agy_harness.adapters.store import ledger_chain as C
-from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys, now, read_file
+from agy_harness.adapters.store import ledger_verify as V
+from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys, now
+from agy_harness.adapters.store.ledger_read import read_file
 from agy_harness.ports.protocols import LedgerEntry
 
 KEY = Ed25519PrivateKey.generate()  # (a writer signs each record: its line is measured signed)
@@ -37,7 +39,7 @@ def write(directory: Path, body: dict[str, Any]) -> list[dict[str, Any]]:
     other.close()
     data = read_file(directory, LEDGER)
     _, public = load_keys(directory, create=False)
-    report = C.verify(data, read_file(directory, CHECKPOINTS), public)
+    report = V.verify(data, read_file(directory, CHECKPOINTS), public)
     assert report.ok, report.problems
     lines = data.split(b"\n")[:-1]
     assert all(len(line) + 1 <= C.MAX_RECORD for line in lines)

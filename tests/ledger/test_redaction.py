@@ -165,8 +165,9 @@ def test_the_quick_look_never_skips_a_program_of_the_table() -> None:
     """A line is parsed only when it holds a word some rule needs (``_MAY_HOLD``): every program of
     the table is one, wherever it stands."""
     from agy_harness.adapters.policy import secrets
+    from agy_harness.adapters.policy.password_options import PROGRAMS
 
-    for program in sorted(secrets._PROGRAMS):
+    for program in sorted(PROGRAMS):
         assert secrets._MAY_HOLD.search(f"cd /x && /usr/bin/{program} -x"), program
     assert not secrets._MAY_HOLD.search("git status && npm test -- --watch")
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agy_harness.adapters.store import ledger_chain as C
-from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys, read_file
+from agy_harness.adapters.store import ledger_verify as V
+from agy_harness.adapters.store.ledger_file import CHECKPOINTS, LEDGER, FileLedger, load_keys
+from agy_harness.adapters.store.ledger_read import read_file
 from agy_harness.ports.protocols import LedgerEntry
 
 TRIALS = 1000
@@ -31,8 +32,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes, obj
     return read_file(directory, LEDGER), read_file(directory, CHECKPOINTS), public
 
 
-def check(data: bytes, checkpoints: bytes, public: object) -> C.Report:
-    return C.verify(data, checkpoints, public)  # type: ignore[arg-type]
+def check(data: bytes, checkpoints: bytes, public: object) -> V.Report:
+    return V.verify(data, checkpoints, public)  # type: ignore[arg-type]
 
 
 def test_the_ledger_as_written_verifies(written: tuple[bytes, bytes, object]) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from agy_harness.adapters.store.ledger_file import LEDGER, FileLedger, read_file
+from agy_harness.adapters.store.ledger_file import LEDGER, FileLedger
+from agy_harness.adapters.store.ledger_read import read_file
 from agy_harness.composition.service.decisions import DecisionRecorder
 from agy_harness.ports.protocols import LedgerEntry
 

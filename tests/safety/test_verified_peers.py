@@ -131,10 +131,10 @@ async def test_a_connection_accepted_by_another_users_socket_is_dropped_before_a
     """The listener check runs before dialling; if another user's socket takes the connection anyway
     (here: that check is made to pass), the accepted connection's other end is checked once connected
     and the request -- the csrf token -- never goes out."""
-    from agy_harness.adapters.rpc import client as client_module
+    from agy_harness.adapters.rpc import connections
 
     hostile_port, got = hostile_agy
-    monkeypatch.setattr(client_module, "listener_problem", lambda *_: None)
+    monkeypatch.setattr(connections, "listener_problem", lambda *_: None)
     async with RpcClient(f"https://127.0.0.1:{hostile_port}", csrf_token=SECRET) as client:
         with pytest.raises(RpcUnreachable, match="accepted by uid"):
             await client.call("Heartbeat", {})
