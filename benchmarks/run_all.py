@@ -6,7 +6,7 @@ Each script runs in its own process (so CPU figures do not mix) with a time cap,
 figures, and leaves its key numbers in a temporary JSON file that the summary is built from. The
 last section prints every target (``goals.py``) with its measured value, its ratio's median and
 spread over the repetitions, and its verdict. A whole run is kept in ``last_run.json``; ``--readme``
-also writes its table into README.md (``tests/test_benchmark_table.py`` checks the two agree).
+also writes its table into docs/benchmarks.md (``tests/test_benchmark_table.py`` checks the two agree).
 Exits 0 when every script ran (a missed target is a finding, printed as such, not a crash).
 """
 
@@ -138,7 +138,7 @@ def table(data: dict[str, Any]) -> list[tuple[str, str]]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--readme", action="store_true", help="write the targets table into README.md")
+    p.add_argument("--readme", action="store_true", help="write the targets table into docs/benchmarks.md")
     p.add_argument("--only", nargs="*", help="run only these scripts (the table then lacks the others)")
     args = p.parse_args()
     failed: list[str] = []
@@ -184,15 +184,15 @@ def main() -> int:
         print(f"(kept in {LAST_RUN.relative_to(HERE.parent)})")
         if args.readme:
             write_readme(run)
-            print("README.md's benchmark table written from this run")
+            print("docs/benchmarks.md's benchmark table written from this run")
     if failed:
         print("failed: " + ", ".join(failed))
     return 1 if failed else 0
 
 
 def write_readme(run: dict[str, Any]) -> None:
-    """Replace the README's table (between goals.BEGIN and goals.END) by this run's."""
-    readme = HERE.parent / "README.md"
+    """Replace the docs' table (docs/benchmarks.md, between goals.BEGIN and goals.END) by this run's."""
+    readme = HERE.parent / "docs" / "benchmarks.md"
     text = readme.read_text()
     start, end = text.index(goals.BEGIN), text.index(goals.END) + len(goals.END)
     readme.write_text(text[:start] + goals.table(run) + text[end:])

@@ -1,4 +1,4 @@
-"""The import rules of the layers (README, "How it is built"), read from the source: who may import
+"""The import rules of the layers (docs/architecture.md, "How it is built"), read from the source: who may import
 whom, and no import circle. (core's and ports' own rules are in tests/test_static.py.)
 
     core/                   ports, pydantic, the standard library (no I/O)

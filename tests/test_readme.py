@@ -1,6 +1,6 @@
-"""The README's promises: exactly two set-up commands, .ci/run runs the same test command, and its
-two Python examples (the API's, the composition root's) run against the simulator and print what
-they say."""
+"""The README's promises: exactly two set-up commands, .ci/run runs the same test command; and the
+two Python examples of the docs (docs/python-api.md's, docs/architecture.md's composition root) run
+against the simulator and print what they say."""
 
 from __future__ import annotations
 
@@ -13,10 +13,14 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def section(title: str) -> str:
-    start = README.index(f"## {title}")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end > 0 else None]
+def page(name: str) -> str:
+    return (ROOT / "docs" / name).read_text(encoding="utf-8")
+
+
+def section(title: str, text: str = README) -> str:
+    start = text.index(f"## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else None]
 
 
 def blocks(text: str, lang: str) -> list[str]:
@@ -34,7 +38,7 @@ def test_two_setup_commands_and_ci_runs_the_same_test_command() -> None:
 
 
 def printed_by(code: str, tmp_path: Path) -> list[str]:
-    """The lines a README example prints, run as a script of its own (it must exit 0)."""
+    """The lines a docs example prints, run as a script of its own (it must exit 0)."""
     script = tmp_path / "example.py"
     script.write_text(code)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
@@ -43,7 +47,7 @@ def printed_by(code: str, tmp_path: Path) -> list[str]:
 
 
 def test_the_python_api_example_runs(tmp_path: Path) -> None:
-    [code] = blocks(section("Python API"), "python")
+    [code] = blocks(page("python-api.md"), "python")
     lines = printed_by(code, tmp_path)
     assert lines[0] == "agy asks: git status"
     assert "output: On branch main" in lines
@@ -51,9 +55,9 @@ def test_the_python_api_example_runs(tmp_path: Path) -> None:
 
 
 def test_the_composition_root_example_runs(tmp_path: Path) -> None:
-    """The README's entry-point example: a container whose capabilities are overridden runs on the
-    sources the version gate picks for them (the poll alone, for an agy without the stream)."""
-    [code] = [b for b in blocks(README, "python") if "make_container" in b]
+    """docs/architecture.md's entry-point example: a container whose capabilities are overridden runs
+    on the sources the version gate picks for them (the poll alone, for an agy without the stream)."""
+    [code] = blocks(section("The composition root", page("architecture.md")), "python")
     lines = printed_by(code, tmp_path)
     assert lines[0] == "sources: ['poll']"
     assert len(lines) == 2 and lines[1].startswith("agy: ") and len(lines[1]) > len("agy: ")

@@ -1,4 +1,4 @@
-"""The README's editor set-up, taken at its word: each JSON snippet of the ACP section parses, names
+"""The editor set-up of docs/acp.md, taken at its word: each JSON snippet of the page parses, names
 an absolute command, and that command line (the path replaced by this checkout's script, ``--sim``
 added) starts an agent the SDK's client initializes and opens a session on."""
 
@@ -15,18 +15,18 @@ from acp.schema import ClientCapabilities, Implementation
 
 from .helpers import RecordingClient, agy_harness_command
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "acp.md"
 
 
 def _snippets() -> list[dict[str, Any]]:
-    text = README.read_text()
-    section = text[text.index("## agy in an editor") : text.index("### What maps to what")]
+    text = PAGE.read_text()
+    section = text[text.index("# agy in an editor") : text.index("## What maps to what")]
     return [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, re.S)]
 
 
 def test_the_snippets_name_an_absolute_path_and_the_install_line_works_from_a_clone() -> None:
-    text = README.read_text()
-    section = text[text.index("## agy in an editor") : text.index("### What maps to what")]
+    text = PAGE.read_text()
+    section = text[text.index("# agy in an editor") : text.index("## What maps to what")]
     assert "pip install -e '.[acp]'" in section and "agy-harness[acp]" not in section
     servers = [s["agent_servers"]["agy"] for s in _snippets()]
     assert len(servers) == 2  # Zed, JetBrains

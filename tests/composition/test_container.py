@@ -153,8 +153,8 @@ def test_replay_builds_its_reconciler_from_the_container() -> None:
 
 
 def test_the_readme_entry_point_example_runs(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### The composition root") : readme.index("### The harness and its roles")]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page[page.index("## The composition root") : page.index("## The harness and its roles")]
     [code] = re.findall(r"```python\n(.*?)```", section, re.S)
     script = tmp_path / "entry_point.py"
     script.write_text(code)

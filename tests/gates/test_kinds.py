@@ -170,7 +170,7 @@ async def test_the_simulator_refuses_malformed_answers_as_agy_does(sim: Simulato
 def test_the_readme_table_agrees_with_the_code() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "conventions.md").read_text(encoding="utf-8")
     for kind in KINDS:
         [row] = [
             line for line in readme.splitlines() if line.startswith(f"| {kind.number} | `{kind.field}` |")

@@ -1,4 +1,4 @@
-"""omnigent's own terminal chat, driven as a person would: ``omnigent run <the README's agent> --server
+"""omnigent's own terminal chat, driven as a person would: ``omnigent run <docs/omnigent.md's agent> --server
 URL`` (no ``-p``) in a tmux pane, keys typed with send-keys, the screen read with capture-pane. omnigent's
 server, host daemon, runner, harness process and chat are all omnigent 0.19.1's own; agy is the
 simulator. What is asserted is what the user sees (the chat's screen, the session's pending cards) and

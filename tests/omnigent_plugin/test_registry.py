@@ -59,10 +59,10 @@ print(json.dumps({
 
 
 def readme_spec() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "omnigent.md").read_text()
     section = text.split("## omnigent harness plugin", 1)[1]
     match = re.search(r"```yaml\n(.*?)```", section, re.S)
-    assert match, "the README's plugin section shows an agent spec"
+    assert match, "docs/omnigent.md's plugin section shows an agent spec"
     return match.group(1)
 
 

@@ -6,7 +6,7 @@
   the base's packages (a ``.pth``) and adds agy-harness's runtime dependencies omnigent lacks;
 * per test run, a fresh venv that sees both and into which the wheel built from this checkout is
   installed with its ``omnigent`` extra (built once for all of the run's xdist workers, under a lock:
-  ``shared_plugin_environment``), as the README's ``pip install './[omnigent]'`` does (pip,
+  ``shared_plugin_environment``), as docs/omnigent.md's ``pip install './[omnigent]'`` does (pip,
   ``--no-index``: the extra and every dependency must already be satisfied by omnigent 0.19.1's
   environment and the overlay, or the install fails); omnigent's own registry then finds the plugin
   through the wheel's entry point.

@@ -50,9 +50,9 @@ def test_only_explicit_allows_allow(value: Any) -> None:
 
 
 def test_the_readme_lists_exactly_the_words_that_allow_and_deny() -> None:
-    """The README's permission bullet is the user's list of what allows: no word allows that it does
-    not name, and the error message lists the same words."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    """The permission bullet of docs/python-api.md is the user's list of what allows: no word allows
+    that it does not name, and the error message lists the same words."""
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "python-api.md").read_text(encoding="utf-8")
     bullet = readme[readme.index("- for a permission: only") :]
     allow_part, deny_part = bullet[: bullet.index(" allow (")], bullet[: bullet.index(" deny;")]
     quoted = re.compile(r'`"(\w+)"`')
