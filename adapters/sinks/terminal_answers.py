@@ -107,7 +107,7 @@ def describe_answer(gate: GateOpened, answer: GateAnswer) -> str:
                 .replace("Allow", "allow", 1)
                 .replace("Always", "always", 1)
             )
-        said = "allow" if answer.allow else (deny_label(gate).lower() if gate.deny_label else "deny")
+        said = "allow" if answer.allow else (visible(deny_label(gate).lower()) if gate.deny_label else "deny")
         return f"{said}: {answer.deny_reason}" if answer.deny_reason and answer.allow is False else said
     parts: list[str] = []
     for i, question in enumerate(gate.questions):

@@ -270,7 +270,7 @@ def choice_lines(gate: GateOpened) -> list[str]:
         tail += " · n: <reason> deny and tell agy why"
     if gate.editable and choices:  # (an edit is an allow: none where no allow is offered)
         tail += " · edit: <command> run your edit instead"
-    return [*lines, tail]
+    return [visible(line) for line in (*lines, tail)]  # (labels name agy's text: shown by the one rule)
 
 
 def prompt_label(gate: GateOpened) -> str:
