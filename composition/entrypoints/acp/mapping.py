@@ -360,7 +360,7 @@ def _fenced(output: str) -> str:
 
 def gate_title(gate: GateOpened) -> str:
     if gate.kind == "other" or not gate.answerable:  # the core's card text; the card's body says
-        return without_pointer(describe(gate))  # "answer it there" (once: issue 45)
+        return flagged(without_pointer(describe(gate)))  # "answer it there" (once: issue 45)
     if gate.kind == "question":
         return flagged(gate.questions[0].question) if gate.questions else "agy asks a question"
     if code_review.is_review(gate):  # agy's file-edit review
@@ -369,7 +369,7 @@ def gate_title(gate: GateOpened) -> str:
     if p is None:
         return f"Allow {gate.tool_name or 'this tool'}?"
     if gate.interaction not in ("", "permission", "runCommand"):  # issue 45's kinds, in words
-        return describe(gate)
+        return flagged(describe(gate))
     if p.command_line:  # its first line (and how many more), beside the options, as the terminal does
         # the command alone in its code span, its hash (and warnings) after it: inside, `ls #1a2b3c4d`
         # would read as a shell comment of the command
