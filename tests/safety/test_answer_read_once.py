@@ -10,7 +10,7 @@ import pytest
 
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.root.session import open_session
-from agy_harness.core import answers
+from agy_harness.core import answer_questions
 from agy_harness.ports.events import GateOpened
 from tests.integration.helpers import FAST
 
@@ -19,13 +19,13 @@ async def test_a_question_answer_is_read_once_from_the_api_to_agy(
     sim: Simulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reads: list[str] = []
-    resolve = answers.resolve_question
+    resolve = answer_questions.resolve_question  # (where the one parser reads a question's answer)
 
     def counted(question, choices, write_in=""):  # type: ignore[no-untyped-def]
         reads.append(question.question)
         return resolve(question, choices, write_in)
 
-    monkeypatch.setattr(answers, "resolve_question", counted)
+    monkeypatch.setattr(answer_questions, "resolve_question", counted)
     async with open_session(pids=[os.getpid()], cascade_id=sim.cascade_id, options=FAST) as s:
         await s.send("ask: which part should we work on first?")
         async for event in s.events():
