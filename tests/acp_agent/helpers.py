@@ -133,7 +133,10 @@ async def acp_agent(
             *where,
             *args,
             env=env,
-            transport_kwargs={"stderr": stderr.fileno()},
+            # the SDK waits 2 s by default for the agent to end after stdin's EOF, then terminates it:
+            # on a loaded machine the agent's clean stop (its sessions closed) takes longer, and the SDK's
+            # terminate() then raced the exit (ProcessLookupError in teardown, seen under xdist)
+            transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": 30.0},
             use_unstable_protocol=forms,
             observers=observers,
         ) as (conn, _process):
