@@ -18,26 +18,9 @@ from typing import Any, assert_never
 
 from agy_harness.ports.events import GateOpened
 
-from .scopes import PERMISSION_SCOPE
+from .scopes import CONFIRM_KINDS, PERMISSION_SCOPE
 from .verdicts import Allow, Choose, Deny, Refuse, Verdict
 
-#: the kinds answered by ``{confirm}`` (the IDE's descriptors)
-CONFIRM_KINDS = frozenset(
-    {
-        "openBrowserUrl",
-        "runExtensionCode",
-        "executeBrowserJavascript",
-        "captureBrowserScreenshot",
-        "clickBrowserPixel",
-        "browserAction",
-        "openBrowserSetup",
-        "confirmBrowserSetup",
-        "sendCommandInput",
-        "readUrlContent",
-        "mcp",
-        "approvalInteraction",
-    }
-)
 BUILT_HERE = CONFIRM_KINDS | {"filePermission", "deploy", "elicitation"}
 
 

@@ -59,11 +59,9 @@ SCOPE_WORDS: dict[str, Scope] = {
 PERSIST_SUGGESTED = "PERSIST_SUGGESTION_TYPE_SUGGESTED"
 #: interactions answered with a PermissionScope (the others, if answerable, are once only)
 SCOPED_INTERACTIONS = frozenset({"permission", "filePermission"})
-#: the kinds answered by a one-time allow (no scope field): :mod:`.kinds`
-ONCE_ONLY = frozenset(
+#: the kinds answered by ``{confirm}`` (the IDE's descriptors)
+CONFIRM_KINDS = frozenset(
     {
-        "runCommand",
-        "deploy",
         "openBrowserUrl",
         "runExtensionCode",
         "executeBrowserJavascript",
@@ -75,10 +73,11 @@ ONCE_ONLY = frozenset(
         "sendCommandInput",
         "readUrlContent",
         "mcp",
-        "elicitation",
         "approvalInteraction",
     }
 )
+#: the kinds answered by a one-time allow (no scope field): :mod:`.kinds`
+ONCE_ONLY = CONFIRM_KINDS | {"runCommand", "deploy", "elicitation"}
 
 
 def _text(value: Any) -> str:
