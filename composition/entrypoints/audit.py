@@ -304,6 +304,12 @@ def _list(directory: Path, args: argparse.Namespace) -> int:
 def _export(directory: Path, args: argparse.Namespace) -> int:
     if args.format is None:
         raise BadInput("export needs --format aat or --format jsonl")
+    if args.format == "aat" and args.out is None:
+        raise BadInput("export --format aat needs --out DIR (it writes trail.jsonl and keystore.json)")
+    if args.out is not None and not args.out.parent.is_dir():  # a usage error first (exit 2), as before
+        raise BadInput(f"--out {args.out}: no such file or directory; name a file or directory of yours")
+    if args.format == "aat" and args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise BadInput(f"--out {args.out} is not a directory")
     if _missing(directory):
         return EXIT_FAILURE
     records, report = _load(directory)
@@ -323,10 +329,7 @@ def _export(directory: Path, args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise _OutError from exc
         return EXIT_OK
-    if args.out is None:
-        raise BadInput("export --format aat needs --out DIR (it writes trail.jsonl and keystore.json)")
-    if args.out.exists() and not args.out.is_dir():
-        raise BadInput(f"--out {args.out} is not a directory")
+    assert args.out is not None  # (checked above)
     return _export_aat(directory, args.out, records)
 
 
