@@ -13,7 +13,8 @@ from agy_harness.adapters.store.ledger_read import read_file
 
 def records(directory: Path, kind: str | None = None) -> list[dict[str, Any]]:
     data = read_file(directory, LEDGER)
-    out = [json.loads(line) for line in data.splitlines() if line.strip()]
+    whole = data.split(b"\n")[:-1]  # whole lines: a torn last one (a killed writer's) is no record
+    out = [json.loads(line) for line in whole if line.strip()]
     return [r for r in out if kind is None or r["type"] == kind]
 
 
