@@ -64,7 +64,9 @@ async def test_session_list_resume_and_close() -> None:
             await conn.list_sessions(cursor="not-ours")
         assert err.value.code == -32602
 
-        # resume: nothing replayed, the live session goes on
+        # resume: nothing replayed, the live session goes on (once the live session has told agy's
+        # title, which it does after the turn: on a loaded machine that came after the resume's mark)
+        await client.wait_for(lambda: any(s == sid and getattr(u, "title", None) for s, u in client.updates))
         before = len(client.updates)
         resumed = await conn.resume_session(cwd=workspace, session_id=sid, mcp_servers=[])
         assert resumed.config_options[0].id == "model"
