@@ -157,7 +157,13 @@ def b64u(data: bytes) -> str:
 
 
 def b64u_dec(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    """``text`` decoded, only where it is the one encoding :func:`b64u` makes of its bytes (ValueError
+    else): Python's decoder takes '/' and '+' for '_' and '-' and ignores a last character's unused
+    bits, so a changed byte of a signature could still verify (tests/ledger/test_tamper.py)."""
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if b64u(data) != text:
+        raise ValueError("not the canonical base64url of its bytes")
+    return data
 
 
 def key_id(public: Ed25519PublicKey) -> str:
