@@ -41,7 +41,9 @@ def test_a_reasked_question_is_one_card_each_time_and_its_call_is_never_a_second
     # read back from agy's history: the call's card once, each retry one line
     again = terminal.run(cli("attach", "--cascade", match.group(1)))
     again.wait(lambda _s: again.visible()[-1:] == ["❯"])
-    history = again.screen()
+    # the history is drawn above the prompt as it is read (the prompt can come first): wait for its end,
+    # agy's closing reply to the unanswered question
+    history = again.wait("Nobody answered the question in time.")
     assert history.count(CALL_CARD) == 1, history
     assert history.count("⚙ ask_question again (the same call as above)") == cards - 1, history
     again.key("C-d")
