@@ -40,9 +40,9 @@ def test_the_suite_runs_from_a_bare_clone(tmp_path: Path) -> None:
     shutil.copytree(ROOT, clone, ignore=IGNORE)
     assert not (tmp_path / "shared").exists()
 
-    collected = _pytest(clone, "--collect-only")
+    collected = _pytest(clone, "--collect-only", "-n", "0")  # (one process: the same collection, once)
     assert collected.returncode == 0, collected.stdout[-3000:] + collected.stderr[-3000:]
 
-    ran = _pytest(clone, *USES_FIXTURES)
+    ran = _pytest(clone, "-n", "0", *USES_FIXTURES)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert " passed" in ran.stdout and " skipped" not in ran.stdout

@@ -32,8 +32,9 @@ def test_never_runs():
     pass
 """
 
-#: one process, and two workers (each worker collects the skipped module: reported once)
-MODES = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+#: one process (``-n 0``: the project's addopts would start ``-n auto`` workers), and two workers
+#: (each worker collects the skipped module: reported once)
+MODES = pytest.mark.parametrize("workers", [["-n", "0"], ["-n", "2"]], ids=["serial", "xdist"])
 
 
 def _run(

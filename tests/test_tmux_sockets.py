@@ -33,7 +33,8 @@ def test_another_in_the_same_module():
     pass
 """
 
-MODES = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+#: one process (``-n 0``: the project's addopts would start ``-n auto`` workers), and two workers
+MODES = pytest.mark.parametrize("workers", [["-n", "0"], ["-n", "2"]], ids=["serial", "xdist"])
 
 
 def _run(tmp_path: Path, *, remove: bool, workers: list[str]) -> subprocess.CompletedProcess[str]:
