@@ -1,6 +1,6 @@
 """What a parent's step says about the sub-agents it started: each child's role and type. Pure.
 
-Two shapes name a child (see the README's conventions table):
+Two shapes name a child (see docs/conventions.md):
 
 * the typed ``invokeSubagent`` body: ``subagents[i] = {role, typeName, ...}`` paired positionally with
   ``results[i] = {conversationId, ...}`` (the reference's ``reader.py _subagent_pairs`` and

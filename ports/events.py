@@ -268,7 +268,7 @@ COMMITTED_TYPES = frozenset(
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
-    """The stable JSON form of an event (field names documented in the README)."""
+    """The stable JSON form of an event (field names documented in docs/events.md)."""
     return event.model_dump(mode="json")
 
 

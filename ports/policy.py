@@ -1,4 +1,4 @@
-"""The ports of rules that answer gates for the human (README, "Rules that answer for you").
+"""The ports of rules that answer gates for the human (docs/rules.md).
 
 * :class:`CommandParser` turns a command line into a :class:`ParsedCommand`: every simple command a
   shell would run for it (chains, pipes, substitutions, wrappers such as ``bash -c``/``env``/``xargs``

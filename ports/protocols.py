@@ -342,7 +342,7 @@ class DecisionLedger(Protocol):
 
     ``record`` returns the record's sequence number once it is written to the ledger's file (a killed
     process no longer loses it; the fsync follows off the caller's path, so an operating-system crash
-    can still lose the newest records: the README's decision ledger section); it raises
+    can still lose the newest records: docs/ledger.md); it raises
     :class:`~agy_harness.ports.errors.LedgerUnavailable` when it could not be written (then the
     answer it records is not sent). It never blocks the event loop. A ``decision`` whose body holds
     ``"unless_decided": true`` (agy's terminal, as the stream showed it) is skipped, returning 0, when

@@ -4,7 +4,7 @@ A ``permission`` allowed with ``PERMISSION_SCOPE_CONVERSATION`` covers the same 
 resource action and agy's suggested pattern: for a command, commands whose first word is the pattern)
 in that conversation; ``_WORKSPACE``, ``_PROJECT`` and ``_GLOBAL`` cover it in every conversation (the
 simulator has one workspace and one project). A covered request runs without asking. What agy does
-with a scope is read from the descriptors only (README conventions table): this is the simulator's
+with a scope is read from the descriptors only (docs/conventions.md): this is the simulator's
 model of it, and ``Faults.forget_grants`` models an agy that does not keep them (it asks again).
 """
 

@@ -187,8 +187,8 @@ def _permission(step: dict[str, Any], perm: dict[str, Any], response: dict[str, 
     response["permission"] = {"allow": True} if allow else {}
     if allow and scope:
         response["permission"]["scope"] = scope  # kept as agy's proto-JSON does: the enum's name
-    # "deny and tell agy why": public clients of agy's language server send it (see the README's
-    # conventions table); that agy's CLI records it like this is a guess
+    # "deny and tell agy why": public clients of agy's language server send it (see the table of
+    # docs/conventions.md); that agy's CLI records it like this is a guess
     why = perm.get("userDenyInstruction")
     if not allow and isinstance(why, str) and why.strip():
         response["permission"]["userDenyInstruction"] = why

@@ -39,7 +39,7 @@ one final text reply summarises):
 * ``make a plan`` / ``make a task list`` — agy's task artifact: WRITE_TO_FILE (no gate: agy writes
   its own artifacts) of ``<brain>/<cascade>/task.md``, a Markdown checklist (``[/]`` in progress,
   ``[ ]`` pending), then the same file again with the first item ``[x]`` done. Where agy keeps the
-  artifact and its checklist marks follow public Antigravity material (README conventions table);
+  artifact and its checklist marks follow public Antigravity material (docs/conventions.md);
   that it is written with ``write_to_file`` and without a review is a guess. Nothing is written to disk.
 * ``subagent`` / ``sub-agent`` — a GENERIC ``invoke_subagent`` step, and a CHILD cascade (listed by
   GetAllCascadeTrajectories with ``trajectoryMetadata.parentConversationId``) that runs its own

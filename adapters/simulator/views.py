@@ -19,7 +19,7 @@ def summary_of(c: Cascade, workspace: str) -> dict[str, Any]:
     # sub-agents alike; trajectoryMetadata.rootConversationId is the root itself, or for a
     # child its parent, with parentConversationId.
     # ``workspaces[].workspaceFolderAbsoluteUri`` and ``summary`` (the title): what public
-    # language-server clients read from these summaries (README conventions table). That the
+    # language-server clients read from these summaries (docs/conventions.md). That the
     # title is the first checkpoint's ``userIntent`` is a guess.
     summary: dict[str, Any] = {
         "trajectoryType": "CORTEX_TRAJECTORY_TYPE_CASCADE",

@@ -9,8 +9,8 @@ quoted in issue #13; peer tools read the same lines. One JSON object per line::
      "input_tokens": 0, "cache_read_tokens": 0, "output_tokens": 0}     # on PLANNER_RESPONSE
 
 There is no trajectory id and no execution id; tool args are JSON strings; a long field is cut to
-``<truncated N bytes>``. What we do not know and therefore GUESS (documented in the README's
-conventions table): ``type``/``status`` may or may not carry the ``CORTEX_STEP_TYPE_``/
+``<truncated N bytes>``. What we do not know and therefore GUESS (documented in the table of
+docs/conventions.md): ``type``/``status`` may or may not carry the ``CORTEX_STEP_TYPE_``/
 ``CORTEX_STEP_STATUS_`` prefixes (both are read); ``content`` is the user's text on a USER_INPUT, the
 reply on a PLANNER_RESPONSE and the tool's output on a tool step; a tool step names its own call in
 ``tool_calls[0]``.

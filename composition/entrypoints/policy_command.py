@@ -28,7 +28,7 @@ from .cli_args import command
 from .errors import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, BadInput
 
 DESCRIPTION = """\
-Rules that answer gates for you (README, "Rules that answer for you"): check rule files and their
+Rules that answer gates for you (docs/rules.md): check rule files and their
 examples, explain what the rules decide for a command or a gate, propose the narrowest rule."""
 
 EPILOG = """\

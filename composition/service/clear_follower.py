@@ -2,7 +2,7 @@
 
 agy's ``/clear`` starts a new conversation on the same language server, and nothing agy exposes says
 which terminal started it. So :meth:`ClearFollower.target` names one only on positive evidence (the
-README's rotation rule): following is enabled, exactly one new root conversation with fresh user
+docs/conventions.md's /clear rule): following is enabled, exactly one new root conversation with fresh user
 input appeared since binding (:func:`~agy_harness.core.rotation.rotation_candidates`), no other
 session of this library claimed it (the ``Claims`` port), and, when agy's terminal is known
 (``screen``), what was typed in it shows there. It never names a conversation the session left.

@@ -29,7 +29,7 @@ class HarnessOptions:
     #: WAITs and agy fails transiently (5xx, unreachable, timeouts, failed re-reads); a notice says so
     #: when it runs out. A proven shape error or a step that left WAITING ends it at once.
     answer_deadline: float = 600.0
-    #: Follow agy's ``/clear`` to the new conversation, on positive evidence only (the README's
+    #: Follow agy's ``/clear`` to the new conversation, on positive evidence only (docs/conventions.md's
     #: rotation rule). False: the session stays on the conversation it bound, whatever happens.
     follow_clear: bool = True
     subagent_poll: float = 0.25  # a sub-agent's cascade is polled at this interval

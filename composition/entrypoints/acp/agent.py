@@ -52,7 +52,7 @@ except Exception:  # running from a checkout that is not installed
 
 
 def mcp_notice(servers: Any) -> list[str]:
-    """The editor's MCP servers are not used: agy has no public way to take them (see the README)."""
+    """The editor's MCP servers are not used: agy has no public way to take them (see docs/acp.md)."""
     if not servers:
         return []
     names = ", ".join(str(getattr(s, "name", "?")) for s in servers)

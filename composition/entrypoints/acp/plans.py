@@ -3,7 +3,7 @@
 agy has no structured plan channel: it keeps its task list and implementation plan as Markdown
 artifacts in its brain directory, ``<brain>/<conversation>/task.md`` and ``implementation_plan.md``
 (brain roots ``~/.gemini/antigravity-cli/brain`` and ``~/.gemini/antigravity/brain``), written with
-its own file tools, checklist items marked ``[ ]`` / ``[/]`` / ``[x]`` (README: sources). So the plan
+its own file tools, checklist items marked ``[ ]`` / ``[/]`` / ``[x]`` (docs/acp.md: sources). So the plan
 a client sees is the checklist of the plan artifact agy last wrote:
 
 * ``write_to_file`` of such a file: its ``CodeContent``;

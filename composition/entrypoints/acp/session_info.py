@@ -1,7 +1,7 @@
 """``session_info_update``: agy's own title for the conversation, and its last activity.
 
 agy names each conversation itself: ``GetAllCascadeTrajectories`` lists it with a ``summary`` (the
-title) and a ``lastModifiedTime`` (README: conventions). The harness lists agy's conversations
+title) and a ``lastModifiedTime`` (docs/conventions.md). The harness lists agy's conversations
 anyway (its directory watcher: rotation, the run-status backstop, sub-agents; every 0.5 s while a
 turn runs, backing off to 3 s when idle). The session's directory is wrapped by a
 :class:`SessionInfoFollower` that reads those listings as they pass, so the title costs no call of

@@ -18,7 +18,7 @@ from agy_harness.core.steps import TOOL_NAMES_BY_TYPE
 #: Subtrees whose key names are values (a tool's own arguments, a model catalog's keys...).
 FREE_FORM = ("generic.args", "metadata.toolCall.argumentsJson")
 
-#: Step fields read by the code where the recordings are silent (source in the README table).
+#: Step fields read by the code where the recordings are silent (source in docs/conventions.md).
 EXTRA_STEP_PATHS = frozenset(
     {
         "plannerResponse.thinking",  # GENERATING planner (simulator + the reference's reader)
@@ -56,7 +56,7 @@ SUMMARY_FIELDS = frozenset(
         "trajectoryMetadata.nestingDepth",
         "trajectoryMetadata.subagentSpec",
         "rootConversationId",
-        "summary",  # the title (public language-server clients; see the README's conventions)
+        "summary",  # the title (public language-server clients; see docs/conventions.md)
         "workspaces",
         "workspaces[]",
         "workspaces[].workspaceFolderAbsoluteUri",

@@ -189,7 +189,7 @@ class AgyConversation:
 
         omnigent 0.19.1's executor interface can only speak inside a turn it started: a turn typed in
         agy and agy's /clear are posted to the omnigent session by the mirror when the harness process
-        can reach omnigent's server, and logged (README: "Activity outside omnigent's turns"). What
+        can reach omnigent's server, and logged (docs/omnigent.md, "Activity outside omnigent's turns"). What
         is left over from omnigent's own turns (the tail of a stopped reply) is not re-posted.
         """
         self.outside_events += 1

@@ -91,7 +91,7 @@ class AgyExecutor(Executor):
         system_prompt: str,
         config: ExecutorConfig | None = None,
     ) -> AsyncIterator[ExecutorEvent]:
-        del tools, system_prompt  # agy runs its own tools under its own rules (README)
+        del tools, system_prompt  # agy runs its own tools under its own rules (docs/omnigent.md)
         key = session_key(messages)
         try:
             conv = await self._conversation(key)
