@@ -95,10 +95,14 @@ class _Shown(dict[str, str]):
 _SHOWN = _Shown()
 
 
-def visible(text: str) -> str:
-    """``text`` with every control, format or invisible character shown as an escape (module doc)."""
-    if _PLAIN.fullmatch(text):
-        return text  # the common case: printable ASCII, line breaks and tabs, no backslash
+#: a run of plain characters long enough to be skipped as a whole (it needs no escape); it starts
+#: where a plain run starts, so a search never rescans a short run from each of its characters
+_PLAIN_RUN = re.compile(r"(?<![ -\[\]-~\n\t])([ -\[\]-~\n\t]{16,})")
+
+
+def _shown(text: str, after: str) -> str:
+    """``text`` shown character by character; ``after`` is the character that follows it ("" at the
+    end), which decides whether a last backslash is doubled."""
     shown = _SHOWN
     if "\\" not in text:
         return "".join([shown[c] for c in text])
@@ -107,11 +111,26 @@ def visible(text: str) -> str:
     last = len(parts) - 1
     for k in range(1, len(parts)):
         part = parts[k]
-        follows = part[:1] if part else ("" if k == last else "\\")
+        follows = part[:1] if part else (after if k == last else "\\")
         # a backslash that would read as the start of an escape (or an escaped backslash) is doubled
         out.append("\\\\" if follows and follows in _ESCAPE_LEADS else "\\")
         out.append(part)
     return "".join(out)
+
+
+def visible(text: str) -> str:
+    """``text`` with every control, format or invisible character shown as an escape (module doc)."""
+    if _PLAIN.fullmatch(text):
+        return text  # the common case: printable ASCII, line breaks and tabs, no backslash
+    # long plain runs are kept as they are (a regex skips them); only what lies between them is
+    # looked at character by character: a 4 MiB command with one marker in it costs a scan, not a
+    # Python step per character (0.25 s -> 0.04 s), and text with no long plain run costs as before
+    pieces = _PLAIN_RUN.split(text)  # [other, plain, other, plain, ..., other]
+    last = len(pieces) - 1
+    for i in range(0, last + 1, 2):
+        if pieces[i]:  # what follows it is a plain run's first character (or nothing)
+            pieces[i] = _shown(pieces[i], pieces[i + 1][:1] if i < last else "")
+    return "".join(pieces)
 
 
 _BLANK = re.compile(r"^[ \t]*$")
@@ -119,7 +138,17 @@ _SPACES = re.compile(r"[ \t]{24,}")
 NEWLINE, TAB = "⏎", "⇥"  # line breaks and tabs on one line (a title)
 LABEL_CHARS = 120  # the first line beside the prompt is cut past this (with a marker)
 #: the glyphs a rendering adds: escaped where the text itself holds them, so they cannot be forged
-_GLYPHS = str.maketrans({g: _escape(g) for g in (MARKER, NEWLINE, TAB)})
+_GLYPHS = tuple((g, _escape(g)) for g in (MARKER, NEWLINE, TAB))
+
+
+def _unforgeable(text: str) -> str:
+    """``text`` (already :func:`visible`) with the glyphs a rendering adds escaped. (Three C-level
+    replaces: ``str.translate`` with a mapping takes a Python-level lookup per character, 0.45 s on a
+    4 MiB command, and the board renders one on every card it builds.)"""
+    for glyph, escaped in _GLYPHS:
+        if glyph in text:
+            text = text.replace(glyph, escaped)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +244,7 @@ def _wide(line: str, max_chars: int) -> str:
 
 
 def _note_line(note: str) -> str:
-    return f"{MARKER} {visible(note).translate(_GLYPHS)} {MARKER}"
+    return f"{MARKER} {_unforgeable(visible(note))} {MARKER}"
 
 
 def _drawn(char: str) -> bool:
@@ -259,7 +288,7 @@ def flagged(text: str) -> str:
 def command_view(command: str, max_lines: int = 12, max_chars: int = 400) -> CommandView:
     """``command`` as a card shows it (see the module doc): at most ``max_lines`` lines of at most
     about ``max_chars`` characters (longer ones cut in the middle with a marker)."""
-    raw = visible(command).translate(_GLYPHS).split("\n")
+    raw = _unforgeable(visible(command)).split("\n")
     rows: list[str] = []
     blanks = 0
     for line in raw:
@@ -288,4 +317,4 @@ def command_view(command: str, max_lines: int = 12, max_chars: int = 400) -> Com
 
 def one_line(text: str) -> str:
     """``text`` for a one-line title: visible, its line breaks shown as ``⏎`` and tabs as ``⇥``."""
-    return visible(text).translate(_GLYPHS).replace("\n", NEWLINE).replace("\t", TAB)
+    return _unforgeable(visible(text)).replace("\n", NEWLINE).replace("\t", TAB)

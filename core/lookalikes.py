@@ -28,6 +28,10 @@ MAX_TOKENS = 4  # mixed-script tokens named one by one
 TOKEN_CHARS = 60  # a named token is cut past this
 WARN = "⚠"
 _PUNYCODE = re.compile(r"(?i)(?<![0-9a-z-])xn--[0-9a-z-]{1,63}")
+#: found by a regex, not a Python step per character: a 4 MiB command with a few non-ASCII
+#: characters is read in C (0.3 s -> 0.02 s), and the board builds its card on every snapshot
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 
 
 def script(char: str) -> str:
@@ -56,11 +60,9 @@ def notes(text: str, shown_as_itself: Callable[[str], bool] | None = None) -> li
     if text.isascii():
         return out
     keep = shown_as_itself or (lambda char: True)
-    chars: dict[str, None] = {}
-    for char in text:
-        if not char.isascii() and char not in chars and keep(char):
-            chars[char] = None
-    named = list(chars)[:MAX_CHARS]
+    # each distinct non-ASCII character, in the order it first appears
+    chars = [char for char in dict.fromkeys(_NON_ASCII.findall(text)) if keep(char)]
+    named = chars[:MAX_CHARS]
     for char in named:
         out.append(f"{WARN} non-ASCII: {describe(char)}")
     if len(chars) > len(named):
@@ -69,7 +71,10 @@ def notes(text: str, shown_as_itself: Callable[[str], bool] | None = None) -> li
     for token in text.split():
         if token.isascii():
             continue
-        found = {s for s in map(script, token) if s}
+        # an ASCII character's script is LATIN for a letter, none otherwise (:func:`script`)
+        found = {s for s in map(script, set(_NON_ASCII.findall(token))) if s}
+        if _ASCII_LETTER.search(token):
+            found.add("LATIN")
         if len(found) > 1:
             mixed.append((token, sorted(found)))
     for token, names in mixed[:MAX_TOKENS]:

@@ -23,7 +23,9 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=600, deadline=None)
+# 200: an encoder that escapes non-ASCII, or leaves keys unsorted, fails within 100 examples (5 seeds
+# of 5); the 600 this had found nothing more (a fast path kept for keys beyond the BMP: 0 of 5 either way)
+@settings(max_examples=200, deadline=None)
 @given(values)
 def test_the_fast_encoder_writes_rfc8785s_bytes(value: Any) -> None:
     kept = C.clean({"v": value})

@@ -1,4 +1,4 @@
-"""Issue #35 case 3, a neighbour: a conversation of 5,000 finished steps of ~3 KB each is over the
+"""Issue #35 case 3, a neighbour: a conversation of 1,250 finished steps of ~3 KB each is over the
 poll's body limit as a whole, while no string in it is long enough for a harder cut to help. The
 poll said once that it "cannot be read by polling" and stopped there: with the stream down, a later
 approval (`run ls -la`) never reached the human.
@@ -6,7 +6,7 @@ approval (`run ls -la`) never reached the human.
 Now the poll follows the conversation from the first step offset whose read fits
 (``stepOffset``), says once which earlier steps it could not read (never showing them as read), and
 the next approval arrives and runs. On the simulator with the stream down and the body limit lowered
-to 12 MiB (as tests/safety/test_oversize_conversation.py does), through the public API."""
+to 3 MiB (the real limit is 64 MiB: the same arithmetic with more steps), through the public API."""
 
 from __future__ import annotations
 
@@ -23,10 +23,14 @@ from agy_harness.adapters.simulator.hostile import flood_gates
 from agy_harness.ports.events import Notice
 from tests.binding.helpers import waiting, watched
 from tests.rpc.helpers import polled
-from tests.safety.test_oversize_conversation import LIMIT, SLOW_POLL, ended, next_gate, stream_down
+from tests.safety.test_oversize_conversation import SLOW_POLL, ended, next_gate, stream_down
 
-STEPS = 5000
-SIZE = 3000  # bytes of each message: under the hardest string cut (4 KiB), 15 MB in all
+#: a quarter of the 5,000 steps over 12 MiB this test had: the same shape (about a third of the list
+#: unreadable, every string under the hardest cut) at a quarter of the bytes every read moves (each
+#: probe of the doubling and the bisection is a whole read of the simulator's list)
+LIMIT = 3 << 20
+STEPS = 1250
+SIZE = 3000  # bytes of each message: under the hardest string cut (4 KiB), 4.6 MB of JSON in all
 
 
 async def test_a_conversation_of_many_steps_over_the_limit_is_followed_and_the_next_approval_arrives(
@@ -57,7 +61,7 @@ async def test_a_conversation_of_many_steps_over_the_limit_is_followed_and_the_n
 async def test_the_poll_goes_past_steps_it_cannot_read_and_never_shows_them_as_read(
     sim: Simulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Mid-conversation: 5,000 steps arrive between two polls. The poll names the steps it could not
+    """Mid-conversation: 1,250 steps arrive between two polls. The poll names the steps it could not
     read, and what it delivers from there on is exactly agy's steps from that index (the same content
     and step index as the whole list holds them); the list from there, re-read whole every
     ``FULL_EVERY`` polls, fits and names nothing again."""

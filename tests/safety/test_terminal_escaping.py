@@ -9,6 +9,8 @@ import json
 import os
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 from agy_harness.adapters.simulator import Simulator
@@ -58,6 +60,31 @@ def test_visible_shows_every_control() -> None:
     for _ in range(5000):
         deep = [deep]
     assert "nested deeper than" in str(visible_value(deep))
+
+
+def _one_at_a_time(text: str) -> str:
+    """The rendering rule character by character: each character as :func:`visible` shows it alone,
+    a backslash doubled where the character after it would read as (the start of) an escape."""
+    out = []
+    for i, char in enumerate(text):
+        after = text[i + 1 : i + 2]
+        if char == "\\":
+            out.append("\\\\" if after and (after in "\\xuUrvf" or visible(after) != after) else "\\")
+        else:
+            out.append(visible(char))
+    return "".join(out)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["x" * 15, "x" * 16, "ab" * 20, "\\", "é", "\x1b", "\u202e", "u", "\n"]), max_size=12
+    )
+)
+def test_long_plain_runs_are_shown_as_every_character_is(pieces: list[str]) -> None:
+    """visible skips long runs of plain characters whole: what it shows is still the rule applied to
+    every character, a backslash before such a run included (``é\\`` then ``xxx...``: doubled)."""
+    text = "".join(pieces)
+    assert visible(text) == _one_at_a_time(text)
 
 
 async def test_every_event_type_is_rendered_without_raw_controls() -> None:
