@@ -36,3 +36,12 @@ def test_the_awkward_ascii_cases() -> None:
     for value in ('\x00\x1f\x7f"\\/\b\f\n\r\t', 2**53 - 1, -(2**53) + 1, {"B": 1, "a": 2, "_": 3, "": 4}):
         kept = C.clean({"v": value})
         assert C._canonical_clean(kept) == C.canonical(kept), value
+
+
+def test_keys_beyond_the_bmp_sort_by_utf16_code_units() -> None:
+    """RFC 8785 sorts keys by UTF-16 code units: U+1F600 (D83D DE00) before U+FFFF, where Python's own
+    order (code points) puts U+FFFF first; random values rarely hold such a pair, so it is asked here."""
+    value = {"\uffff": 1, "\U0001f600": 2, "a": {"\U0001f600": 3, "\ufb01": 4}}
+    kept = C.clean({"v": value})
+    assert C._canonical_clean(kept) == C.canonical(kept)
+    assert C.canonical(kept).index("\U0001f600".encode()) < C.canonical(kept).index("\uffff".encode())
