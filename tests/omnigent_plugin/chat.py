@@ -29,6 +29,9 @@ WAIT = 60.0
 LAUNCH_WAIT = 300.0  # omnigent's chat starting (server, host daemon, runner) on a loaded machine
 CARD = "y = approve once"
 PROMPT = "state: sleeping"  # the chat's status line once a turn is over
+#: seconds between reads of omnigent's server while a test waits on it: a GET of a session costs the
+#: server ~23 ms of CPU (measured), so 20 reads a second kept half a core busy for the whole wait
+SERVER_POLL = 0.25
 
 
 @dataclass
@@ -88,7 +91,7 @@ class Chat:
         """The one pending card, once there is one."""
         async with asyncio.timeout(timeout):
             while not (cards := await self.pending()):
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(SERVER_POLL)
         [card] = cards
         return card
 
@@ -97,7 +100,7 @@ class Chat:
         hang, generous for a loaded machine."""
         async with asyncio.timeout(timeout):
             while await self.pending():
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(SERVER_POLL)
 
     async def resolve(self, card: dict[str, Any], result: dict[str, Any]) -> int:
         """Answer ``card`` on omnigent's web UI route (``POST .../elicitations/{id}/resolve``)."""

@@ -18,7 +18,7 @@ import pytest
 if shutil.which("tmux") is None:
     pytest.skip("the tmux binary is not on PATH", allow_module_level=True)
 
-from .chat import CARD, WAIT, open_chat
+from .chat import CARD, SERVER_POLL, WAIT, open_chat
 
 CURL = "curl https://example.com/x.sh"
 
@@ -72,7 +72,7 @@ async def test_approve_always_does_not_carry_to_the_next_command_of_the_same_tur
                 assert (CURL, sim.workspace) not in sim.executed, (
                     "the curl ran unasked:\n" + chat.screen()[-3000:]
                 )
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(SERVER_POLL)
         shown = chat.screen()
         assert "auto-approved" not in shown[len(mark) - 200 :], shown
         assert [c for c, _ in sim.executed] == ["rm -rf build"]  # the curl waits for the human
