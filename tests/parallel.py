@@ -31,9 +31,10 @@ WORKERS_PER_CPU = 2
 #: never more workers than this, whatever the machine (each may start a browser or an omnigent server)
 MAX_WORKERS = 16
 
-#: session fixtures built once per run for all workers (tests/omnigent_plugin/conftest.py): not a reason
-#: to keep their tests on one worker
-SHARED_ACROSS_WORKERS = frozenset({"plugin_python"})
+#: session fixtures that are not a reason to keep their tests on one worker (tests/omnigent_plugin/
+#: conftest.py): ``plugin_python`` is built once per run for all workers (a file lock); ``plugin_server``
+#: (an omnigent server its tests share by session id) is started by each worker that needs one
+SHARED_ACROSS_WORKERS = frozenset({"plugin_python", "plugin_server"})
 
 SESSION = "session:"  # the key of a session-scoped fixture (one instance per process)
 

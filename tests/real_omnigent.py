@@ -11,7 +11,7 @@ omnigent needs Python >= 3.12 and this project runs on 3.11, so the server runs 
   ``<venv>/bin/python -m omnigent`` (no console-script shebang), which survives the rename.
 * ``OmnigentServer(data_dir)`` starts ``omnigent server --host 127.0.0.1 --port P --database-uri
   sqlite:///...`` with its state confined to ``data_dir`` (``OMNIGENT_DATA_DIR``, ``OMNIGENT_CONFIG_HOME``,
-  telemetry off), waits for ``GET /health``, and stops it (``stop()`` or the context manager).
+  telemetry and update checks off), waits for ``GET /health``, and stops it (``stop()`` or the context manager).
 * ``create_session(base_url)`` creates an antigravity-native session the way ``omnigent agy`` does
   (omnigent's own agent bundle and labels) and returns its id.
 * ``require_omnigent_venv()``: the venv, or a pytest skip locally / a pytest FAIL when ``CI=true``.
@@ -213,6 +213,10 @@ def server_env(data_dir: Path) -> dict[str, str]:
         OMNIGENT_CONFIG_HOME=str(data_dir / "config"),
         OMNIGENT_DISABLE_TELEMETRY="1",
         DO_NOT_TRACK="1",
+        # no update check: on a terminal (the chat in tmux) an `omnigent` command reads and writes the
+        # user's own ~/.omnigent/.update_check.json and, every 4 hours, spawns a detached Python asking
+        # the package index (omnigent/update_check.py): state outside data_dir, the network unasked
+        OMNIGENT_NO_UPDATE_CHECK="1",
         PYTHONUNBUFFERED="1",
     )
     return env

@@ -23,12 +23,15 @@ from agy_harness.adapters.simulator import Simulator
 from tests.real_omnigent import OmnigentServer, server_env
 from tests.tmux_sockets import tmux_dir
 
-from .conftest import agent_dir, run_omnigent
+from .conftest import agent_dir, new_session, run_omnigent, session_ids
 
 WAIT = 60.0
 LAUNCH_WAIT = 300.0  # omnigent's chat starting (server, host daemon, runner) on a loaded machine
 CARD = "y = approve once"
 PROMPT = "state: sleeping"  # the chat's status line once a turn is over
+#: seconds between reads of omnigent's server while a test waits on it: a GET of a session costs the
+#: server ~23 ms of CPU (measured), so 20 reads a second kept half a core busy for the whole wait
+SERVER_POLL = 0.25
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Chat:
     url: str
     sim: Simulator
     http: httpx.AsyncClient
+    known: set[str]  # the server's sessions before the chat started (a shared server: conftest.py)
     session_id: str = ""
 
     def screen(self) -> str:
@@ -87,7 +91,7 @@ class Chat:
         """The one pending card, once there is one."""
         async with asyncio.timeout(timeout):
             while not (cards := await self.pending()):
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(SERVER_POLL)
         [card] = cards
         return card
 
@@ -96,7 +100,7 @@ class Chat:
         hang, generous for a loaded machine."""
         async with asyncio.timeout(timeout):
             while await self.pending():
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(SERVER_POLL)
 
     async def resolve(self, card: dict[str, Any], result: dict[str, Any]) -> int:
         """Answer ``card`` on omnigent's web UI route (``POST .../elicitations/{id}/resolve``)."""
@@ -112,16 +116,21 @@ class Chat:
         self.type(text)
         await self.wait(text, since=before)
         if not self.session_id:
-            rows = (await self.http.get("/v1/sessions")).json()["data"]
-            self.session_id = rows[0]["id"]
+            self.session_id = await new_session(self.http, self.known)
         return before
 
 
 @asynccontextmanager
-async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> AsyncIterator[Chat]:
-    """The chat on a fresh omnigent server, the simulator (at ``pace``) behind it."""
-    srv = OmnigentServer(tmp / "server", venv=plugin_python.parent.parent)
-    await asyncio.to_thread(srv.start)
+async def open_chat(
+    plugin_python: Path, tmp: Path, *, pace: float = 0.05, server: str | None = None
+) -> AsyncIterator[Chat]:
+    """The chat on ``server`` (a shared omnigent server's URL: ``plugin_server``; the chat's session is
+    the one it adds there) or else on a fresh one of its own, the simulator (at ``pace``) behind it."""
+    srv = None
+    if server is None:
+        srv = OmnigentServer(tmp / "server", venv=plugin_python.parent.parent)
+        await asyncio.to_thread(srv.start)
+        server = srv.url
     home = tmp / "client"
     (home / "config").mkdir(parents=True)
     (home / "config" / "config.yaml").write_text("tui:\n  theme: light\n")  # no first-run theme picker
@@ -131,16 +140,17 @@ async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> As
     try:
         async with (
             Simulator(profile="1.0.10", pace=pace, gate_timeout=None) as sim,
-            httpx.AsyncClient(base_url=srv.url, timeout=30) as http,
+            httpx.AsyncClient(base_url=server, timeout=30) as http,
         ):
             agent = agent_dir(tmp, sim)
+            known = await session_ids(http)
             env = server_env(home)
             exports = " ".join(
                 f"{k}={shlex.quote(v)}"
                 for k, v in env.items()
                 if k.startswith(("OMNIGENT_", "DO_NOT", "PYTHON"))
             )
-            command = f"{plugin_python} -m omnigent run {agent} --server {srv.url}"
+            command = f"{plugin_python} -m omnigent run {agent} --server {server}"
             script = f"cd {shlex.quote(str(home))}; export {exports}; {command}; echo EXIT=$?; sleep 600"
             session = tmux.new_session(
                 session_name="chat",
@@ -150,7 +160,7 @@ async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> As
             )
             pane = session.active_window.active_pane
             assert pane is not None and pane.pane_id is not None
-            chat = Chat(tmux, pane.pane_id, srv.url, sim, http)
+            chat = Chat(tmux, pane.pane_id, server, sim, http, known)
             await chat.idle(timeout=LAUNCH_WAIT)
             yield chat
             chat.tmux.cmd("send-keys", "-t", chat.pane_id, "C-c")
@@ -160,5 +170,6 @@ async def open_chat(plugin_python: Path, tmp: Path, *, pace: float = 0.05) -> As
         with contextlib.suppress(OSError):  # kill-server leaves the socket file (tests/tmux_sockets.py)
             (tmux_dir() / socket_name).unlink()
         with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
-            await run_omnigent(plugin_python, "host", "stop", "--server", srv.url, home=home, timeout=60)
-        await asyncio.to_thread(srv.stop)
+            await run_omnigent(plugin_python, "host", "stop", "--server", server, home=home, timeout=60)
+        if srv is not None:
+            await asyncio.to_thread(srv.stop)

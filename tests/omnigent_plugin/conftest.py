@@ -4,9 +4,10 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
@@ -56,21 +57,50 @@ async def run_omnigent(
     return proc.returncode or 0, out.decode(errors="replace")
 
 
+@pytest.fixture(scope="session")
+def plugin_server(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of one omnigent server (from the plugin's environment: it must know the harness id) for
+    this test process, shared by the tests that need only a session of their own on it: each has its
+    own client home (its own host daemon and host id) and finds its session by id (``new_session``).
+    Starting a server costs ~5.6 CPU-seconds (imports, a fresh database's migrations): one per test was
+    ~10 of them a run. A session fixture, yet not a reason to put its tests on one xdist worker: each
+    worker starts its own when it first needs it (tests/parallel.py, ``SHARED_ACROSS_WORKERS``)."""
+    srv = OmnigentServer(tmp_path_factory.mktemp("omnigent-server"), venv=plugin_python.parent.parent)
+    srv.start()
+    try:
+        yield srv.url
+    finally:
+        srv.stop()
+
+
+async def session_ids(http: httpx.AsyncClient) -> set[str]:
+    """The ids of the server's (top-level) sessions."""
+    rows = (await http.get("/v1/sessions", params={"limit": 1000})).json()["data"]
+    return {row["id"] for row in rows}
+
+
+async def new_session(http: httpx.AsyncClient, known: set[str], timeout: float = 180.0) -> str:
+    """The id of the one session on the server that is not in ``known`` (the ids before a test started
+    its own), once there is one; two new ones is an error (the server is shared: never "the first row")."""
+    async with asyncio.timeout(timeout):
+        while not (fresh := await session_ids(http) - known):
+            await asyncio.sleep(0.2)
+    [sid] = fresh
+    return sid
+
+
 @pytest.fixture
-async def server(plugin_python: Path, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
-    venv = plugin_python.parent.parent
-    srv = OmnigentServer(tmp_path / "server", venv=venv)
-    await asyncio.to_thread(srv.start)
+async def server(plugin_python: Path, plugin_server: str, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+    """The shared server's URL and a client home of this test's own (its host daemon stopped after)."""
     client_home = tmp_path / "client"
     client_home.mkdir()
     try:
-        yield srv.url, client_home
+        yield plugin_server, client_home
     finally:
         with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
             await run_omnigent(
-                plugin_python, "host", "stop", "--server", srv.url, home=client_home, timeout=60
+                plugin_python, "host", "stop", "--server", plugin_server, home=client_home, timeout=60
             )
-        await asyncio.to_thread(srv.stop)
 
 
 def agent_dir(tmp: Path, sim: Simulator, *, os_env: bool = False) -> Path:

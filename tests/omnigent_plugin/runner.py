@@ -19,6 +19,7 @@ import httpx
 
 HARNESS_ID = "agy-harness"
 CONVERSATION = "conv_agy_plugin_test"
+_REGISTERED: dict[Path, str] = {}  # environment's Python -> the registered module
 
 
 @dataclass
@@ -133,7 +134,10 @@ class RunnerProcess:
                 await self.proc.wait()
 
     async def registered_module(self) -> str:
-        """The module omnigent's registry names for our harness id (what the process manager spawns)."""
+        """The module omnigent's registry names for our harness id (what the process manager spawns);
+        asked once per environment (a Python importing omnigent's registry: every runner test did)."""
+        if (known := _REGISTERED.get(self.python)) is not None:
+            return known
         code = (
             "import json; from omnigent.harness_plugins import plugin_state, harness_modules;"
             "s = plugin_state(); print(json.dumps({'errors': s.load_errors, 'module': harness_modules().get("
@@ -146,7 +150,8 @@ class RunnerProcess:
         state = json.loads(out)
         assert state["errors"] == {}, state
         assert state["module"], state
-        return str(state["module"])
+        _REGISTERED[self.python] = str(state["module"])
+        return _REGISTERED[self.python]
 
     def _url(self) -> str:
         return f"/v1/sessions/{CONVERSATION}/events"

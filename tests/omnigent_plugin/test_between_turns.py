@@ -22,14 +22,16 @@ from agy_harness.adapters.simulator.scenarios import GREETING
 if shutil.which("tmux") is None:  # (in CI a skip fails the run: tests/ci_skips.py)
     pytest.skip("the tmux binary is not on PATH (.ci/run installs it)", allow_module_level=True)
 
-from .chat import CARD, WAIT, Chat, open_chat
+from .chat import CARD, SERVER_POLL, WAIT, Chat, open_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def chat(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Chat]:
-    async with open_chat(plugin_python, tmp_path_factory.mktemp("between")) as opened:
+async def chat(
+    plugin_python: Path, plugin_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Chat]:
+    async with open_chat(plugin_python, tmp_path_factory.mktemp("between"), server=plugin_server) as opened:
         mark = await opened.turn("Say hello in one short sentence.")  # omnigent starts the harness
         await opened.wait(GREETING, since=mark)
         await opened.idle()
@@ -132,7 +134,7 @@ async def test_a_sub_agent_of_a_turn_typed_in_agy_is_in_its_child_session(chat: 
             rows = (await chat.http.get(f"/v1/sessions/{chat.session_id}/child_sessions")).json()["data"]
             if rows and rows[0]["current_task_status"] == "completed":
                 break
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SERVER_POLL)
     [child] = rows
     assert child["title"] == f"Code Reviewer:{kid}" and child["busy"] is False
     items = (await chat.http.get(f"/v1/sessions/{child['id']}")).json()["items"]
@@ -176,7 +178,7 @@ async def test_agys_clear_is_a_boundary_and_the_next_omnigent_turn_goes_to_the_n
 
     async with asyncio.timeout(WAIT):
         while not cleared(items := await session_items(chat)) or items[-1]["data"].get("role") != "assistant":
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SERVER_POLL)
     [boundary] = cleared(items)
     assert boundary["type"] == "error" and boundary["data"]["level"] == "info"
     assert new in boundary["data"]["message"]

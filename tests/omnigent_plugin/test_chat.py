@@ -22,14 +22,16 @@ from agy_harness.adapters.simulator.scenarios import GREETING
 if shutil.which("tmux") is None:  # (in CI a skip fails the run: tests/ci_skips.py)
     pytest.skip("the tmux binary is not on PATH (.ci/run installs it)", allow_module_level=True)
 
-from .chat import CARD, WAIT, Chat, open_chat
+from .chat import CARD, SERVER_POLL, WAIT, Chat, open_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def chat(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Chat]:
-    async with open_chat(plugin_python, tmp_path_factory.mktemp("chat")) as opened:
+async def chat(
+    plugin_python: Path, plugin_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Chat]:
+    async with open_chat(plugin_python, tmp_path_factory.mktemp("chat"), server=plugin_server) as opened:
         yield opened
 
 
@@ -90,7 +92,7 @@ async def test_a_command_answered_in_agys_terminal_leaves_no_card(chat: Chat) ->
     # not the one second it takes on an idle one)
     async with asyncio.timeout(WAIT):
         while await chat.pending():
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(SERVER_POLL)
     await chat.wait("git log -n 1 ran (exit code 0)", since=mark)
     await chat.idle()
     # the chat takes the next line as a turn again: no prompt was left waiting for it

@@ -18,15 +18,15 @@ import pytest
 if shutil.which("tmux") is None:
     pytest.skip("the tmux binary is not on PATH", allow_module_level=True)
 
-from .chat import CARD, WAIT, open_chat
+from .chat import CARD, SERVER_POLL, WAIT, open_chat
 
 CURL = "curl https://example.com/x.sh"
 
 
 async def test_approve_always_in_omnigents_chat_covers_only_that_request(
-    plugin_python: Path, tmp_path: Path
+    plugin_python: Path, plugin_server: str, tmp_path: Path
 ) -> None:
-    async with open_chat(plugin_python, tmp_path) as chat:
+    async with open_chat(plugin_python, tmp_path, server=plugin_server) as chat:
         sim = chat.sim
         mark = await chat.turn("run `rm -rf build`")
         await chat.wait(CARD, since=mark)
@@ -54,11 +54,11 @@ async def test_approve_always_in_omnigents_chat_covers_only_that_request(
 
 
 async def test_approve_always_does_not_carry_to_the_next_command_of_the_same_turn(
-    plugin_python: Path, tmp_path: Path
+    plugin_python: Path, plugin_server: str, tmp_path: Path
 ) -> None:
     """agy runs ``a && b`` as two gated commands of one turn: "always" on the first leaves the second
     to the human, shown and unrun until answered."""
-    async with open_chat(plugin_python, tmp_path) as chat:
+    async with open_chat(plugin_python, tmp_path, server=plugin_server) as chat:
         sim = chat.sim
         mark = await chat.turn(f"run `rm -rf build && {CURL}`")
         await chat.wait(CARD, since=mark)
@@ -72,7 +72,7 @@ async def test_approve_always_does_not_carry_to_the_next_command_of_the_same_tur
                 assert (CURL, sim.workspace) not in sim.executed, (
                     "the curl ran unasked:\n" + chat.screen()[-3000:]
                 )
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(SERVER_POLL)
         shown = chat.screen()
         assert "auto-approved" not in shown[len(mark) - 200 :], shown
         assert [c for c, _ in sim.executed] == ["rm -rf build"]  # the curl waits for the human

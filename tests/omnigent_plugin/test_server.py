@@ -19,7 +19,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING
 from tests.real_omnigent import server_env
 
-from .conftest import agent_dir, run_omnigent, without_bwrap
+from .conftest import agent_dir, new_session, run_omnigent, session_ids, without_bwrap
 
 
 @pytest.mark.parametrize("os_env", [False, True], ids=["as-printed", "os_env-unsandboxed"])
@@ -89,6 +89,7 @@ async def test_a_turn_typed_in_agy_is_mirrored_into_the_session(
         httpx.AsyncClient(base_url=url, timeout=30) as http,
     ):
         agent = agent_dir(tmp_path, sim)
+        known = await session_ids(http)  # the server is shared: this test's session is the new one
         proc = await asyncio.create_subprocess_exec(  # the REPL stays open (its stdin stays open)
             str(plugin_python),
             "-m",
@@ -107,11 +108,7 @@ async def test_a_turn_typed_in_agy_is_mirrored_into_the_session(
         )
         try:
             async with asyncio.timeout(180):
-                sid = ""
-                while not sid:
-                    rows = (await http.get("/v1/sessions")).json()["data"]
-                    sid = rows[0]["id"] if rows else ""
-                    await asyncio.sleep(0.2)
+                sid = await new_session(http, known)
                 while (await session_items(http, sid))[-1:] != [("assistant", GREETING)]:
                     await asyncio.sleep(0.2)
                 # typed in agy's own terminal, outside any omnigent turn

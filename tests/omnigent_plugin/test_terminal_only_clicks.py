@@ -29,7 +29,7 @@ from tests.board.helpers import browser_page
 if shutil.which("tmux") is None:  # (in CI a skip fails the run: tests/ci_skips.py)
     pytest.skip("the tmux binary is not on PATH (.ci/run installs it)", allow_module_level=True)
 
-from .chat import WAIT, Chat, open_chat
+from .chat import SERVER_POLL, WAIT, Chat, open_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 TURN = "kind: artifactReviewPolicy"
@@ -38,8 +38,10 @@ INTERRUPTED = '[data-testid="assistant-interrupted-indicator"]'
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def chat(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Chat]:
-    async with open_chat(plugin_python, tmp_path_factory.mktemp("clicks")) as opened:
+async def chat(
+    plugin_python: Path, plugin_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Chat]:
+    async with open_chat(plugin_python, tmp_path_factory.mktemp("clicks"), server=plugin_server) as opened:
         yield opened
 
 
@@ -56,7 +58,7 @@ async def card_other_than(chat: Chat, seen: set[str]) -> dict[str, Any]:
             if cards:
                 [card] = cards
                 return card
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(SERVER_POLL)
 
 
 async def clicked_back(chat: Chat, button: str) -> None:
