@@ -23,13 +23,13 @@ import asyncio
 import contextlib
 import os
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import pytest
 import pytest_asyncio
 
-T = TypeVar("T")
+T = TypeVar("T", bound=Callable[..., Any])
 
 CHROMIUM = os.environ.get("AGY_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
