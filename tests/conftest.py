@@ -71,6 +71,7 @@ from .real_omnigent import OmnigentServer, require_omnigent_venv  # noqa: E402
 
 pytest_plugins = [
     "tests.ci_skips",  # in CI a skipped test fails the run
+    "tests.chromium",  # one chromium per worker for the browser tests
     "tests.parallel",  # the workers (-n auto) and which tests share one (xdist groups)
     "tests.tmux_sockets",  # no test leaves a tmux socket file behind
 ]

@@ -14,8 +14,9 @@ pyproject.toml's ``addopts``). Two things are decided here:
   its tests would start it again. So the tests that share such a fixture -- transitively: a test that
   uses two joins both groups -- get one ``xdist_group`` and ``--dist loadgroup`` sends each group to
   one worker. Fixtures that are cheap to share across workers by design are left out
-  (:data:`SHARED_ACROSS_WORKERS`: built once per run under a file lock). Tests with function-scoped
-  fixtures only (a simulator, a chromium page, a tmux server of their own) spread freely.
+  (:data:`SHARED_ACROSS_WORKERS`: built once per run under a file lock), and so are the ones each
+  worker starts for whichever tests it gets (:data:`PER_WORKER`: the worker's chromium). Tests with
+  function-scoped fixtures only (a simulator, a chromium page, a tmux server of their own) spread freely.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ MAX_WORKERS = 16
 #: conftest.py): ``plugin_python`` is built once per run for all workers (a file lock); ``plugin_server``
 #: (an omnigent server its tests share by session id) is started by each worker that needs one
 SHARED_ACROSS_WORKERS = frozenset({"plugin_python", "plugin_server"})
+#: fixtures each worker starts for whichever of their tests it runs (tests/chromium.py: the worker's
+#: chromium, a module's): one per process by design, so not a reason to keep their tests on one worker
+#: (the ~30 browser tests of tests/board would run on one worker, one after another)
+PER_WORKER = frozenset({"chromium_per_worker", "chromium_per_module"})
 
 SESSION = "session:"  # the key of a session-scoped fixture (one instance per process)
 
@@ -77,8 +82,8 @@ def _shared_keys(item: pytest.Item) -> list[str]:
     keys = []
     for name in info.names_closure:
         for fixturedef in info.name2fixturedefs.get(name, ()):
-            if fixturedef.scope == "function" or name in SHARED_ACROSS_WORKERS:
-                continue  # per test, or shared across workers by design
+            if fixturedef.scope == "function" or name in SHARED_ACROSS_WORKERS | PER_WORKER:
+                continue  # per test, or shared across workers or one per worker by design
             if not _the_suites(fixturedef, root):
                 continue  # a plugin's own
             if fixturedef.scope in ("module", "class"):

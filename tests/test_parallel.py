@@ -77,6 +77,49 @@ def test_a_shared_fixture_is_started_once_on_one_worker(tmp_path: Path) -> None:
     assert names == ["built-a", "server"], started  # each once, whichever worker it was
 
 
+PER_WORKER_SUITE = """
+import os
+from pathlib import Path
+import pytest
+
+@pytest.fixture(scope="session")
+def chromium_per_worker():
+    with open(Path(__file__).parent / "started.txt", "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    return "up"
+
+""" + "\n".join(
+    f"def test_page_{i}(chromium_per_worker):\n    assert chromium_per_worker == 'up'\n" for i in range(6)
+)
+
+
+def test_the_workers_own_chromium_does_not_pull_its_tests_onto_one_worker(tmp_path: Path) -> None:
+    """tests/chromium.py's session fixture is one per worker by design (PER_WORKER): its tests spread
+    over the workers, each starting its own (before, they were one group: all on one worker)."""
+    (tmp_path / "test_pages.py").write_text(PER_WORKER_SUITE)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.parallel",
+            *XDIST,
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0 and "6 passed" in out.stdout, out.stdout
+    workers = set((tmp_path / "started.txt").read_text().split())
+    assert len(workers) > 1, workers
+
+
 def test_auto_is_two_workers_a_cpu_unless_told() -> None:
     assert auto_workers({}) == max(1, min(MAX_WORKERS, WORKERS_PER_CPU * cpus()))
     assert auto_workers({"PYTEST_XDIST_AUTO_NUM_WORKERS": "3"}) == 3

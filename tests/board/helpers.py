@@ -6,27 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-
 from agy_harness.adapters.simulator import Simulator
-
-CHROMIUM = os.environ.get("AGY_CHROMIUM", "/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.chromium import new_context
+from tests.chromium import require_chromium as require_chromium  # (the board tests import it from here)
 
 #: records every browser notification the page raises (the real API is granted, and wrapped)
 NOTIFICATION_SPY = """
@@ -43,41 +29,22 @@ NOTIFICATION_SPY = """
 """
 
 
-def require_chromium() -> str:
-    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.skip(f"Debian's chromium is not installed ({CHROMIUM}); apt-get install chromium")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        pytest.skip("the playwright package is missing (pip install -e '.[test]')")
-    return CHROMIUM
-
-
 @contextlib.asynccontextmanager
 async def browser_page(url: str, *, width: int = 1360, height: int = 860) -> AsyncIterator[Any]:
-    """A page of headless chromium at ``url``, notifications granted and recorded."""
-    from playwright.async_api import async_playwright
-
-    executable = require_chromium()
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=executable, args=FLAGS)
-        try:
-            origin = "/".join(url.split("/")[:3])  # scheme://host:port (a link may have a path)
-            context = await browser.new_context(
-                viewport={"width": width, "height": height}, color_scheme="light"
-            )
-            await context.grant_permissions(["notifications"], origin=origin)
-            await context.add_init_script(NOTIFICATION_SPY)
-            page = await context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.errors = errors
-            await page.goto(url)
-            yield page
-        finally:
-            await browser.close()
-
+    """A page of headless chromium at ``url`` in a browser context of its own (cookies, storage,
+    permissions), notifications granted and recorded: the worker's shared chromium on the session's
+    loop (``tests/chromium.py``), else one launched for it."""
+    origin = "/".join(url.split("/")[:3])  # scheme://host:port (a link may have a path)
+    async with new_context(viewport={"width": width, "height": height}, color_scheme="light") as context:
+        await context.grant_permissions(["notifications"], origin=origin)
+        await context.add_init_script(NOTIFICATION_SPY)
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.errors = errors
+        await page.goto(url)
+        yield page
 
 
 @contextlib.asynccontextmanager

@@ -16,8 +16,11 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.composition.entrypoints.board.notify import Notifier
+from tests.chromium import SHARED
 
 from .helpers import answer_in_terminal, board_on, browser_page, receivers, require_chromium, until
+
+pytestmark = SHARED  # the worker's chromium, on the session's loop
 
 PERMISSION = "run: git status"
 QUESTION = "ask: which part should we work on first?"

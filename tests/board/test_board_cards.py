@@ -12,6 +12,7 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.core.display import request_hash
+from tests.chromium import SHARED
 
 from .helpers import (
     answer_in_terminal,
@@ -23,6 +24,8 @@ from .helpers import (
     until,
     waiting_step,
 )
+
+pytestmark = SHARED  # the worker's chromium, on the session's loop
 
 LONG = "Write a long story about a lighthouse keeper."
 SHORT_HASH = re.compile(r"#[0-9a-f]{8}(?![0-9a-f])")  # a card's short hash (a hidden part's has 16 hex)

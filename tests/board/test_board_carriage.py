@@ -9,8 +9,11 @@ from __future__ import annotations
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
+from tests.chromium import SHARED
 
 from .helpers import answer_in_terminal, board_on, require_chromium
+
+pytestmark = SHARED  # the worker's chromium, on the session's loop
 
 
 @pytest.fixture(autouse=True)

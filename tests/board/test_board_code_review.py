@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
+from tests.chromium import SHARED
 
 from .helpers import board_on, require_chromium, until
+
+pytestmark = SHARED  # the worker's chromium, on the session's loop
 
 EDIT = "edit the file notes.txt"
 

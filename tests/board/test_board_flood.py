@@ -21,6 +21,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.hostile import flood_gates
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.ports.events import GATE_SET_ASIDE
+from tests.chromium import shared
 
 from .helpers import board_on, require_chromium, until
 
@@ -94,6 +95,7 @@ async def test_bogus_cards_are_answered_once_retired_and_the_real_one_runs() -> 
     assert sorted(retired) == sorted(bogus)  # each bogus card retired once
 
 
+@shared  # the worker's chromium, on the session's loop
 async def test_on_the_page_a_flood_shown_before_the_turn_never_stacks_above_the_real_card() -> None:
     """In chromium, as a human sees it: 20 bogus approvals and 20 requests only agy's terminal can
     answer (``other``) are on the page when the human starts a turn whose request agy then waits on.

@@ -8,8 +8,11 @@ from __future__ import annotations
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
+from tests.chromium import SHARED
 
 from .helpers import answer_in_terminal, board_on, require_chromium, until
+
+pytestmark = SHARED  # the worker's chromium, on the session's loop
 
 
 def _outcome_written(cascade_id: str) -> bool:

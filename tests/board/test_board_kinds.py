@@ -22,11 +22,12 @@ from agy_harness.core.display import command_view
 from agy_harness.core.kinds import describe
 from agy_harness.core.scopes import allow_choices, deny_label, scope_label
 from agy_harness.ports.events import GateOpened
+from tests.chromium import SHARED
 from tests.gates.test_kind_answers import CASES
 
 from .helpers import browser_page, require_chromium, until
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = SHARED  # the worker's chromium, on the session's loop (the module's board too)
 
 
 class Board:
@@ -53,8 +54,8 @@ class Board:
         ]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def on() -> AsyncIterator[Board]:
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def on(chromium_per_worker: Any) -> AsyncIterator[Board]:
     require_chromium()
     async with (
         Simulator(pace=0, gate_timeout=None) as sim,

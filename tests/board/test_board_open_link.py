@@ -13,6 +13,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.composition.entrypoints.board.notify import Notifier
 from agy_harness.composition.entrypoints.board.open_links import LinkRefused, OpenLinks
+from tests.chromium import shared
 
 from .helpers import answer_in_terminal, browser_page, receivers, until
 
@@ -23,6 +24,7 @@ def _link(post: dict[str, object]) -> str:
     return str(json.loads(str(post["body"]))["message"]).splitlines()[-1]
 
 
+@shared  # the worker's chromium, on the session's loop
 async def test_a_notifications_link_opens_its_card_once_and_carries_no_token() -> None:
     async with receivers("healthy") as (hook,), Simulator(pace=0, gate_timeout=None) as sim:
         notifier = Notifier((f"json://127.0.0.1:{hook.port}/agy",), ("gate",))
@@ -34,7 +36,7 @@ async def test_a_notifications_link_opens_its_card_once_and_carries_no_token() -
             posts = await hook.wait_for(2)
             links = [_link(p) for p in posts]  # the first: `ls -la`'s card, the second: `make test`'s
             link = links[1]
-            async with browser_page(link) as page:  # a cold open: this browser never saw the board
+            async with browser_page(link) as page:  # a cold open: a browser context that never saw the board
                 card = page.locator("#cards .card.named")
                 await card.wait_for()
                 assert await card.count() == 1 and "make test" in await card.locator("pre.cmd").inner_text()

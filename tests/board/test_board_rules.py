@@ -13,8 +13,11 @@ import pytest
 from agy_harness.adapters.policy.files import Tier, load_policy
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.ports.events import GateOpened, PermissionRequest
+from tests.chromium import SHARED
 
 from .helpers import board_on, require_chromium, until
+
+pytestmark = SHARED  # the worker's chromium, on the session's loop
 
 
 @pytest.fixture(autouse=True)

@@ -24,6 +24,7 @@ from agy_harness.adapters.simulator.hostile import rewrite_waiting
 from agy_harness.composition.entrypoints.board.cards import COMMAND_LINES
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.core.display import command_view
+from tests.chromium import shared
 
 from .helpers import browser_page, require_chromium, until, waiting_step
 
@@ -162,6 +163,7 @@ def _chromium() -> None:
     require_chromium()
 
 
+@shared  # the worker's chromium, on the session's loop
 @pytest.mark.usefixtures("_chromium")
 async def test_allow_is_usable_only_once_the_whole_text_is_on_the_page_and_runs_exactly_it() -> None:
     async with Simulator(pace=0, gate_timeout=None) as sim:

@@ -25,13 +25,14 @@ import pytest_asyncio
 
 from agy_harness.adapters.simulator.scenarios import GREETING
 from tests.board.helpers import browser_page
+from tests.chromium import SHARED_IN_MODULE
 
 if shutil.which("tmux") is None:  # (in CI a skip fails the run: tests/ci_skips.py)
     pytest.skip("the tmux binary is not on PATH (.ci/run installs it)", allow_module_level=True)
 
 from .chat import SERVER_POLL, WAIT, Chat, open_chat
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = SHARED_IN_MODULE  # on the module's loop, one chromium for the module
 TURN = "kind: artifactReviewPolicy"
 PENDING = '[data-testid="approval-card"][data-state="pending"]'
 INTERRUPTED = '[data-testid="assistant-interrupted-indicator"]'

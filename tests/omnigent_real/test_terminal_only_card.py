@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from tests.board.helpers import browser_page
+from tests.chromium import SHARED_IN_MODULE
 
 from .helpers import Omnigent, mirrored, until
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = SHARED_IN_MODULE  # on the module's loop, one chromium for the module
 WAIT = 120.0  # a ceiling on condition waits (a loaded machine), never a timed assertion
 PENDING = '[data-testid="approval-card"][data-state="pending"]'
 

@@ -17,10 +17,11 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.core.display import request_hash
 from tests.board.helpers import browser_page
+from tests.chromium import SHARED_IN_MODULE
 
 from .helpers import Omnigent, mirrored
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = SHARED_IN_MODULE  # on the module's loop, one chromium for the module
 WAIT = 120.0  # a ceiling on condition waits (a loaded machine), never a timed assertion
 COMMAND = "pip install -e '.[test]'"
 
