@@ -202,8 +202,9 @@ async def test_the_command_prints_its_url_serves_and_stops_on_ctrl_c() -> None:
 
 
 async def test_a_timed_out_gate_retires_and_its_late_answer_reaches_nothing() -> None:
-    # (each ask lasts 3 s: room for a loaded machine's board to show the re-ask before it times out)
-    async with Simulator(pace=0, gate_timeout=3.0, gate_reasks=1) as sim:
+    # Each ask lasts 3 s and agy asks again 20 times: a loaded machine's board, polled here, always sees
+    # a re-ask (with one re-ask, a poll that came after both asks timed out found no card at all).
+    async with Simulator(pace=0, gate_timeout=3.0, gate_reasks=20) as sim:
         await sim.submit_user_turn("run: make deploy")
         async with running_board(agy_ports=[sim.port], tick=0.1) as board, httpx.AsyncClient() as client:
             base = _base(board.url)
@@ -221,9 +222,10 @@ async def test_a_timed_out_gate_retires_and_its_late_answer_reaches_nothing() ->
             )
             assert response.status_code == 410
             assert response.json()["error"].startswith("agy stopped waiting for this (the request timed out)")
-            assert waiting_step(sim, sim.cascade_id)[1] == int(
-                cards[0]["gate_id"].split("/")[-2]
-            )  # .../<step>/<digest>
+            assert sim.received == []  # the late allow reached neither the old step nor the re-ask
+            step = lambda gate_id: int(gate_id.split("/")[-2])  # noqa: E731  (.../<step>/<digest>)
+            # agy waits on the card's step (or, 3 s on, on a later re-ask), never the first one's
+            assert waiting_step(sim, sim.cascade_id)[1] >= step(cards[0]["gate_id"]) > step(first["gate_id"])
 
 
 class _ScriptTags(HTMLParser):
