@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from agy_harness.core.turns import RUN_IDLE, RUN_RUNNING
 from agy_harness.ports.protocols import CascadeDirectory
@@ -42,3 +43,19 @@ async def listed_running(
     if entry.status == RUN_IDLE:
         return False
     return None
+
+
+RUN_RECHECK = 0.1  # while agy lists the run RUNNING after its reply: how often to ask again
+
+
+async def run_over(
+    directory: CascadeDirectory,
+    cascade_id: Callable[[], str],
+    *,
+    stop: Callable[[], bool] = lambda: False,
+    every: float = RUN_RECHECK,
+) -> None:
+    """Until agy no longer lists the run of ``cascade_id()`` RUNNING (at once where it does not say),
+    or ``stop()``; asks every ``every`` seconds."""
+    while not stop() and await listed_running(directory, cascade_id()) is True:
+        await asyncio.sleep(every)

@@ -22,7 +22,7 @@ from dependency_injector import providers
 
 from agy_harness.composition.root.container import AgyContainer, make_container
 from agy_harness.composition.root.session import Session, session_from
-from agy_harness.composition.service.run_status import listed_running
+from agy_harness.composition.service.run_status import RUN_RECHECK, listed_running
 from agy_harness.ports.events import (
     Event,
     GateOpened,
@@ -46,7 +46,6 @@ from .translate import TurnTranslator, UsageTotals, turn_usage
 log = logging.getLogger("agy_harness.omnigent_plugin")
 
 STEER_GRACE = 5.0  # after agy's idle, how long a steered message may take to start its turn
-RUN_RECHECK = 0.1  # after agy's final reply, while agy still lists the run RUNNING: how often to ask again
 SUBAGENT_GRACE = 5.0  # after agy's idle, how long a quiet sub-agent may take to be listed / to finish
 
 
