@@ -41,6 +41,7 @@ from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 
 from ...root.container import AgyContainer, resuming_from
 from ...root.session import Session, session_from
+from ...service.run_status import run_over
 from . import commands
 from .changes import gate_change
 from .gates import CancelOutgoing, GateAsker
@@ -258,6 +259,13 @@ class AcpSession:
                 raise RequestError.internal_error({"details": f"agy did not take the turn: {exc}"}) from exc
             try:
                 status, reason = await turn.done
+                if status == "idle" and self.info is not None:
+                    # agy's reply is not its run's end (a first turn's checkpoint follows it): the
+                    # prompt ends once agy lists the run idle (a cancel ends it at once); asked of the
+                    # harness's directory itself, so the session info follows only the harness's listings
+                    session = self.session
+                    directory = self.info.directory
+                    await run_over(directory, lambda: session.cascade_id, stop=lambda: turn.cancelled)
             except asyncio.CancelledError:
                 if turn.cancelled:
                     return self._response("cancelled", turn)

@@ -3,7 +3,9 @@ on a queue, its gates put to the current omnigent turn, its per-turn usage.
 
 Turn boundaries: after our ``send`` the turn begins with the first ``user_message`` (agy's USER_INPUT
 step for the text we sent) and ends with ``status idle`` once every message we sent into it (the turn
-and any steering) has been seen; ``status failed`` ends it with an error. Events before that first
+and any steering) has been seen and agy no longer lists the run RUNNING (the mapper's idle is agy's
+final reply, after which agy may still work: a first turn's checkpoint; ``service/run_status.py``);
+``status failed`` ends it with an error. Events before that first
 ``user_message`` belong to activity outside omnigent's turns (see :meth:`AgyConversation.outside`).
 """
 
@@ -20,6 +22,7 @@ from dependency_injector import providers
 
 from agy_harness.composition.root.container import AgyContainer, make_container
 from agy_harness.composition.root.session import Session, session_from
+from agy_harness.composition.service.run_status import RUN_RECHECK, listed_running
 from agy_harness.ports.events import (
     Event,
     GateOpened,
@@ -262,13 +265,17 @@ class AgyConversation:
             translator = TurnTranslator(self.session.cascade_id)
             idle_wait: float | None = None
             parent_idle = False
+            ending = False  # agy replied, every message seen: the turn ends once agy lists the run idle
             while True:
                 event = await self._next(idle_wait)
                 if event is None:
                     if self.interrupted.is_set():
                         yield TurnCancelled(reason="user_cancelled")
                         return
-                    break  # the steered message never started, or the sub-agent never showed up
+                    if ending and await self._runs(translator.cascade_id):
+                        idle_wait = RUN_RECHECK
+                        continue
+                    break  # agy's run is over, the steered message never started, or the sub-agent never showed up
                 self._track(event)
                 if isinstance(event, Rotation):
                     translator.cascade_id = event.new_cascade_id
@@ -282,7 +289,7 @@ class AgyConversation:
                     continue
                 if isinstance(event, UserMessage) and event.cascade_id == translator.cascade_id:
                     seen += 1
-                    idle_wait, parent_idle = None, False
+                    idle_wait, parent_idle, ending = None, False, False
                     continue
                 if self.mirror is not None:  # what began between omnigent's turns goes on there
                     if isinstance(event, GateWithdrawn):
@@ -294,7 +301,8 @@ class AgyConversation:
                 for out in translator.feed(event):
                     yield out
                 if parent_idle and not translator.awaiting_subagents:
-                    break
+                    ending, idle_wait, parent_idle = True, 0, False  # (asks agy at once)
+                    continue
                 if translator.failed is not None:
                     yield ExecutorError(
                         message=f"agy: {translator.failed}",
@@ -312,7 +320,9 @@ class AgyConversation:
                     elif translator.awaiting_subagents:
                         parent_idle, idle_wait = True, SUBAGENT_GRACE
                     else:
-                        break
+                        ending, idle_wait = True, 0  # (asks agy at once)
+                elif isinstance(event, StatusChanged) and event.status == "running" and ending:
+                    ending, idle_wait = False, None  # agy went on: its next reply (or idle) ends the turn
             yield TurnComplete(
                 response="".join(translator.text) or None,
                 usage=turn_usage(before, self.usage, await self.model_label(self.usage.model)),
@@ -323,6 +333,13 @@ class AgyConversation:
             self.sink.set_asker(None)
             self.sink.to_queue = False
             self._drain()  # what came after the turn's end (the tail of a stopped reply)
+
+    async def _runs(self, cascade_id: str) -> bool:
+        """agy still lists ``cascade_id``'s run RUNNING (after its final reply: its checkpoint, say).
+        Where agy does not say (no listing, not listed), the reply ended the turn, as before."""
+        if self._container is None:
+            return False
+        return await listed_running(self._container.directory(), cascade_id) is True
 
     async def steer(self, text: str) -> bool:
         """A message typed into omnigent while a turn runs: agy queues it as the next turn."""
