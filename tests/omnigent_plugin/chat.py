@@ -88,6 +88,7 @@ class Chat:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while True:
+            self.dismiss_tokenizer_stall()
             screen = self.screen()
             if screen.count(what) > since.count(what):
                 return screen
@@ -96,7 +97,9 @@ class Chat:
             await asyncio.sleep(0.1)
 
     def status(self) -> list[str]:
-        """The chat's bottom rows (its status line), as shown now."""
+        """The chat's bottom rows (its status line), as shown now (past omnigent's offline tokenizer
+        stall, dismissed first: :meth:`dismiss_tokenizer_stall`)."""
+        self.dismiss_tokenizer_stall()
         rows = [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
         return [r for r in rows[-3:] if r]
 
