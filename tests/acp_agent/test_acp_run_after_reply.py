@@ -10,8 +10,8 @@ import asyncio
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.adapters.simulator.engine import Engine
-from agy_harness.adapters.simulator.scenarios import GREETING, Plan
+from agy_harness.adapters.simulator.scenarios import GREETING
+from tests.held_reply import hold_after_reply
 
 from .helpers import RecordingClient, acp_agent, prompt
 
@@ -20,15 +20,7 @@ WAIT = 60.0
 
 
 async def test_the_prompt_ends_when_agys_run_does_not_at_its_reply(monkeypatch: pytest.MonkeyPatch) -> None:
-    replied, release = asyncio.Event(), asyncio.Event()
-    final = Engine.final
-
-    async def reply_then_work_on(self: Engine, plan: Plan) -> None:
-        await final(self, plan)
-        replied.set()
-        await release.wait()  # agy's work after its reply (its checkpoint follows)
-
-    monkeypatch.setattr(Engine, "final", reply_then_work_on)
+    replied, release = hold_after_reply(monkeypatch)
     client = RecordingClient()
     async with (
         Simulator(pace=0.05, gate_timeout=None) as agy,

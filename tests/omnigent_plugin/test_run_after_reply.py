@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
-from agy_harness.adapters.simulator.engine import Engine
-from agy_harness.adapters.simulator.scenarios import GREETING, Plan
+from agy_harness.adapters.simulator.scenarios import GREETING
+from tests.held_reply import hold_after_reply
 
 from .test_runner import runner_for
 
@@ -28,15 +28,7 @@ WAIT = 60.0
 async def test_the_turn_ends_when_agys_run_does_not_at_its_reply(
     plugin_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    replied, release = asyncio.Event(), asyncio.Event()
-    final = Engine.final
-
-    async def reply_then_work_on(self: Engine, plan: Plan) -> None:
-        await final(self, plan)
-        replied.set()
-        await release.wait()  # agy's work after its reply (its checkpoint follows)
-
-    monkeypatch.setattr(Engine, "final", reply_then_work_on)
+    replied, release = hold_after_reply(monkeypatch)
     async with (
         Simulator(profile="1.0.10", pace=0.05, gate_timeout=None) as sim,
         runner_for(plugin_python, sim, tmp_path) as runner,
