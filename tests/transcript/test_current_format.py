@@ -151,8 +151,16 @@ async def test_a_compaction_rewrite_in_place_re_emits_nothing_and_the_tail_goes_
             assert committed(r.feed_all(c.steps)) == []  # the compacted copies are the same steps
             await sim.submit_user_turn("Say hello in one short sentence.")
             await sim.wait_idle(timeout=10.0)
-            await c.until(lambda: sum(s["type"].endswith("USER_INPUT") for s in c.steps) >= 3)
-            later = committed(r.feed_all(c.steps))
+            # the tail reads the file as it is at each poll: the turn's input and its reply can come in
+            # separate polls, so wait for the reply itself (waiting for the input alone lost the race
+            # on a loaded machine: ['user_message'] only)
+            later: list[Any] = []
+
+            def replied() -> bool:
+                later.extend(committed(r.feed_all(c.steps)))
+                return any(e.type == "assistant_message" for e in later)
+
+            await c.until(replied, timeout=30.0)
         writer.close()
     assert [e.type for e in later if e.type in ("user_message", "assistant_message")] == [
         "user_message",
