@@ -7,9 +7,9 @@ CPU-seconds a run with them, 0.3 without; ``-n 2`` (three processes) 5.5 against
 are the plugins of libtmux (imports all of libtmux), Hypothesis (imports all of hypothesis at the
 terminal summary), anyio (imports trio where it is installed) and pytest-benchmark; the project's own
 ``addopts`` turns off all but Hypothesis's for the suite (no test uses a fixture of theirs), but a
-sample run outside the project's directory does not read them. The samples use none of them, and what the tests check is the
-project's own plugins (tests/ci_skips.py, tests/tmux_sockets.py, tests/parallel.py) and pytest's cache
-with pytest-xdist, which stay on. ``-p no:NAME`` reaches the xdist workers too (they are started with
+sample run outside the project's directory does not read them. The samples use none of them, and what
+the tests check is the project's own plugins (tests/ci_skips.py, tests/tmux_sockets.py,
+tests/parallel.py) and pytest's cache with pytest-xdist, which stay on. ``-p no:NAME`` reaches the xdist workers too (they are started with
 the controller's arguments).
 """
 
