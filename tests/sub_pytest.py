@@ -19,9 +19,15 @@ import sys
 
 #: the plugins the sample runs turn off (entry-point names: ``importlib.metadata`` group ``pytest11``)
 UNUSED = ("libtmux", "hypothesispytest", "anyio", "benchmark", "platformdirs")
+#: and, where the run does not read the project's settings (``asyncio_mode``, ``timeout``: pytest
+#: warns of an option no plugin knows), pytest-asyncio's and pytest-timeout's (no sample is a coroutine
+#: or needs a timeout: the test's own ``subprocess.run(timeout=...)`` bounds it): 0.1 CPU-s a process
+UNUSED_OUTSIDE_THE_PROJECT = ("asyncio", "timeout")
 
 
-def pytest_command(*args: str) -> list[str]:
-    """``python -m pytest`` with ``args``, the unused plugins off."""
-    off = [arg for name in UNUSED for arg in ("-p", f"no:{name}")]
+def pytest_command(*args: str, project_settings: bool = False) -> list[str]:
+    """``python -m pytest`` with ``args``, the unused plugins off (``project_settings``: the run reads
+    pyproject.toml's pytest settings, ``-c``)."""
+    names = UNUSED if project_settings else UNUSED + UNUSED_OUTSIDE_THE_PROJECT
+    off = [arg for name in names for arg in ("-p", f"no:{name}")]
     return [sys.executable, "-m", "pytest", *off, *args]

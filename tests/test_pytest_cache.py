@@ -28,7 +28,9 @@ def _pytest(where: Path, *args: str) -> str:
     # the sample has two tests
     env = os.environ | {"PYTEST_XDIST_AUTO_NUM_WORKERS": "2"}
     out = subprocess.run(
-        pytest_command("-c", str(ROOT / "pyproject.toml"), "--rootdir", str(where), *args),
+        pytest_command(
+            "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(where), *args, project_settings=True
+        ),
         cwd=where,
         env=env,
         capture_output=True,
