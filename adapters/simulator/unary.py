@@ -44,7 +44,8 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
         c = sim._cascades.get(str(request.get("cascadeId") or ""))
         if c is None:
             raise not_found()
-        offset = request.get("stepOffset")  # agy's reference: GetCascadeTrajectorySteps {cascadeId, stepOffset}
+        # agy's reference: GetCascadeTrajectorySteps {cascadeId, stepOffset}
+        offset = request.get("stepOffset")
         start = offset if type(offset) is int and offset > 0 else 0
         # the steps themselves, not a deep copy: the server encodes the answer as soon as this returns
         # (server.py's _http, no await between), before any step can change; a copy per poll was most
