@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.sub_pytest import pytest_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +48,7 @@ def _run(
     env = {k: v for k, v in os.environ.items() if k != "CI"} | ({"CI": ci} if ci else {})
     plugins = ["-p", "no:cacheprovider", "-p", "tests.ci_skips", *workers]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *plugins, str(tmp_path)],
+        pytest_command("-q", *plugins, str(tmp_path)),
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -89,7 +90,7 @@ def test_no_test_run_is_not_a_pass(tmp_path: Path, workers: list[str]) -> None:
     env = os.environ | {"CI": "true"}
     plugins = ["-p", "no:cacheprovider", "-p", "tests.ci_skips", *workers]
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *plugins, str(tmp_path)],
+        pytest_command("-q", *plugins, str(tmp_path)),
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -17,8 +17,9 @@ counted. Imports inside functions (lazy ones) are.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -67,16 +68,25 @@ def _resolve(module: str, path: Path, node: ast.ImportFrom) -> list[str]:
 
 def imports_of(module: str) -> Iterator[str]:
     """The modules ``module`` imports at run time (ours resolved to module names)."""
+    return iter(_imports_of(module, _type_checking_blocks))
+
+
+@functools.cache
+def _imports_of(module: str, type_checking_blocks: Callable[[ast.AST], set[int]]) -> tuple[str, ...]:
+    """:func:`imports_of`, read once per process for each way of telling type-only imports (the
+    tests here read every module several times; walking the trees was most of their CPU)."""
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = _type_checking_blocks(tree)
+    typing_only = type_checking_blocks(tree)
+    found: list[str] = []
     for node in ast.walk(tree):
         if id(node) in typing_only:
             continue
         if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
+            found.extend(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            yield from _resolve(module, path, node)
+            found.extend(_resolve(module, path, node))
+    return tuple(found)
 
 
 def _ours(name: str) -> str | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from tests.parallel import MAX_WORKERS, WORKERS_PER_CPU, auto_workers, cpus
+from tests.sub_pytest import pytest_command
 
 ROOT = Path(__file__).resolve().parents[1]
 XDIST = ("-n", "3", "--dist", "loadgroup")
@@ -54,18 +54,7 @@ def _suite(where: Path) -> None:
 def test_a_shared_fixture_is_started_once_on_one_worker(tmp_path: Path) -> None:
     _suite(tmp_path)
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "tests.parallel",
-            *XDIST,
-            str(tmp_path),
-        ],
+        pytest_command("-q", "-p", "no:cacheprovider", "-p", "tests.parallel", *XDIST, str(tmp_path)),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -98,18 +87,7 @@ def test_the_workers_own_chromium_does_not_pull_its_tests_onto_one_worker(tmp_pa
     over the workers, each starting its own (before, they were one group: all on one worker)."""
     (tmp_path / "test_pages.py").write_text(PER_WORKER_SUITE)
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "tests.parallel",
-            *XDIST,
-            str(tmp_path),
-        ],
+        pytest_command("-q", "-p", "no:cacheprovider", "-p", "tests.parallel", *XDIST, str(tmp_path)),
         cwd=ROOT,
         capture_output=True,
         text=True,

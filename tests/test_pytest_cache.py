@@ -4,11 +4,13 @@ the source tree (``cache_dir`` in pyproject.toml)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
+
+from tests.sub_pytest import pytest_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,9 +24,15 @@ def test_fails():
 
 
 def _pytest(where: Path, *args: str) -> str:
+    # the project's `-n auto` on two workers whatever the machine (tests/parallel.py: two a CPU, up to 16):
+    # the sample has two tests
+    env = os.environ | {"PYTEST_XDIST_AUTO_NUM_WORKERS": "2"}
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(where), *args],
+        pytest_command(
+            "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(where), *args, project_settings=True
+        ),
         cwd=where,
+        env=env,
         capture_output=True,
         text=True,
     )

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.sub_pytest import pytest_command
 from tests.tmux_sockets import left_behind, tmux_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def _run(tmp_path: Path, *, remove: bool, workers: list[str]) -> subprocess.Comp
     env = os.environ | {"TMUX_TMPDIR": str(tmp_path)}  # (the sample's sockets: this test's own)
     plugins = ["-p", "no:cacheprovider", "-p", "tests.tmux_sockets", *workers]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *plugins, str(tmp_path / "test_sample.py")],
+        pytest_command("-q", *plugins, str(tmp_path / "test_sample.py")),
         cwd=ROOT,
         env=env,
         capture_output=True,

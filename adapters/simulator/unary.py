@@ -5,7 +5,6 @@ Proto-JSON: unknown request fields are ignored (only the known ones are read).
 
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any, Protocol
 
@@ -45,9 +44,13 @@ async def handle(sim: UnaryHost, method: str, request: dict[str, Any]) -> dict[s
         c = sim._cascades.get(str(request.get("cascadeId") or ""))
         if c is None:
             raise not_found()
-        offset = request.get("stepOffset")  # agy's reference: GetCascadeTrajectorySteps {cascadeId, stepOffset}
+        # agy's reference: GetCascadeTrajectorySteps {cascadeId, stepOffset}
+        offset = request.get("stepOffset")
         start = offset if type(offset) is int and offset > 0 else 0
-        steps = copy.deepcopy(c.steps[start:])
+        # the steps themselves, not a deep copy: the server encodes the answer as soon as this returns
+        # (server.py's _http, no await between), before any step can change; a copy per poll was most
+        # of the simulator's CPU on big conversations (a 4 MiB step copied on every poll)
+        steps = c.steps[start:]
         c.reads += 1
         c.last_read = time.monotonic()
         c.steps_sent += len(steps)

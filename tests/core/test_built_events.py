@@ -18,6 +18,7 @@ import copy
 import hashlib
 import json
 import random
+import re
 from datetime import UTC
 from typing import Any
 
@@ -274,3 +275,23 @@ def test_time_key_fast_path_equals_the_round_trip() -> None:
             + "Z"
         )
     assert [stamps.time_key(c) for c in cases] == [round_trip_key(c) for c in cases]
+
+
+SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.characters() | SURROGATES | st.sampled_from("xé…"), max_size=40),
+    st.sampled_from([1, 2, 3, 1 << 20]),
+)
+@example("é\ud800", 1)  # a surrogate in the second slice
+@example("\udfff" + "x" * 10, 4)
+def test_the_surrogate_check_equals_the_regex(text: str, chunk: int) -> None:
+    """safejson.has_surrogate (the UTF-8 encoder, in slices of ``chunk`` characters) tells a surrogate
+    exactly as the regex ``[\\ud800-\\udfff]`` does; clean_text replaces them as before."""
+    regex = re.compile("[\ud800-\udfff]")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(safejson, "_CHUNK", chunk)
+        assert safejson.has_surrogate(text) == bool(regex.search(text))
+        assert safejson.clean_text(text) == regex.sub("\ufffd", text)
