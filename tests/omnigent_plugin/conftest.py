@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -13,6 +12,7 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from tests.real_omnigent import OmnigentServer, server_env
 
+from .host import stop_host
 from .test_registry import readme_spec
 from .venv import shared_plugin_environment
 
@@ -97,10 +97,7 @@ async def server(plugin_python: Path, plugin_server: str, tmp_path: Path) -> Asy
     try:
         yield plugin_server, client_home
     finally:
-        with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
-            await run_omnigent(
-                plugin_python, "host", "stop", "--server", plugin_server, home=client_home, timeout=60
-            )
+        await stop_host(plugin_server, client_home)  # the host daemon `omnigent run --server` left behind
 
 
 def agent_dir(tmp: Path, sim: Simulator, *, os_env: bool = False) -> Path:
