@@ -18,12 +18,11 @@ from .venv import shared_plugin_environment
 
 
 @pytest.fixture(scope="session")
-def plugin_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def plugin_python() -> Path:
     """Python of omnigent's environment with this checkout's agy-harness (and its plugin) installed:
-    one for the whole run (an xdist worker's temp directory is in the run's: the workers share it)."""
-    base = tmp_path_factory.getbasetemp()
-    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    return shared_plugin_environment(run)
+    cached by what it is made of, one for every xdist worker of a run and for the runs after while the
+    checkout's wheel inputs are unchanged (``venv.shared_plugin_environment``)."""
+    return shared_plugin_environment()
 
 
 def without_bwrap(env: dict[str, str]) -> dict[str, str]:
