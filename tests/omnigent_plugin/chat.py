@@ -24,8 +24,7 @@ from agy_harness.adapters.simulator import Simulator
 from tests.real_omnigent import server_env
 from tests.tmux_sockets import tmux_dir
 
-from .conftest import agent_dir, new_session, session_ids
-from .host import stop_host
+from .conftest import agent_dir, new_session, session_ids, stop_new_sessions
 
 WAIT = 60.0
 LAUNCH_WAIT = 300.0  # omnigent's chat starting (server, host daemon, runner) on a loaded machine
@@ -182,16 +181,16 @@ class Chat:
 
 @asynccontextmanager
 async def open_chat(
-    plugin_python: Path, tmp: Path, *, server: str, pace: float = 0.05
+    plugin_python: Path, tmp: Path, *, server: str, home: Path, pace: float = 0.05
 ) -> AsyncIterator[Chat]:
     """The chat on ``server`` (a shared omnigent server's URL: ``plugin_server``; the chat's session is
-    the one it adds there), the simulator (at ``pace``) behind it."""
-    home = tmp / "client"
-    (home / "config").mkdir(parents=True)
-    (home / "config" / "config.yaml").write_text("tui:\n  theme: light\n")  # no first-run theme picker
+    the one it adds there) from the client home ``home`` (``plugin_host``, whose host daemon hosts the
+    session; the chat's session, and so its runner, is stopped after), the simulator (at ``pace``)
+    behind it."""
     (tmp / "tmux.conf").write_text("set -g history-limit 100000\n")  # the whole conversation stays readable
     socket_name = f"agyh-chat-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmux = libtmux.Server(socket_name=socket_name, config_file=str(tmp / "tmux.conf"))
+    known: set[str] | None = None
     try:
         async with (
             Simulator(profile="1.0.10", pace=pace, gate_timeout=None) as sim,
@@ -224,4 +223,6 @@ async def open_chat(
         tmux.kill()
         with contextlib.suppress(OSError):  # kill-server leaves the socket file (tests/tmux_sockets.py)
             (tmux_dir() / socket_name).unlink()
-        await stop_host(server, home)  # the host daemon `omnigent run --server` left behind
+        if known is not None:  # the chat's session on the shared host: its runner stopped
+            async with httpx.AsyncClient(base_url=server, timeout=60) as http:
+                await stop_new_sessions(http, known)
