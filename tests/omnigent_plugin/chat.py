@@ -21,10 +21,10 @@ import httpx
 import libtmux
 
 from agy_harness.adapters.simulator import Simulator
-from tests.real_omnigent import OmnigentServer, server_env
+from tests.real_omnigent import server_env
 from tests.tmux_sockets import tmux_dir
 
-from .conftest import agent_dir, new_session, run_omnigent, session_ids
+from .conftest import agent_dir, new_session, session_ids, stop_new_sessions
 
 WAIT = 60.0
 LAUNCH_WAIT = 300.0  # omnigent's chat starting (server, host daemon, runner) on a loaded machine
@@ -37,6 +37,8 @@ TOKENIZER = (
 #: seconds between reads of omnigent's server while a test waits on it: a GET of a session costs the
 #: server ~23 ms of CPU (measured), so 20 reads a second kept half a core busy for the whole wait
 SERVER_POLL = 0.25
+#: seconds between reads of the chat's pane while a test waits on it (each read is a tmux client process)
+SCREEN_POLL = 0.2
 
 
 @dataclass
@@ -53,12 +55,16 @@ class Chat:
         out = self.tmux.cmd("capture-pane", "-p", "-J", "-S", "-5000", "-t", self.pane_id).stdout
         return "\n".join(row.rstrip() for row in out)
 
+    def rows(self) -> list[str]:
+        """The pane's rows as shown now (no history)."""
+        return [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
+
     def type(self, text: str) -> None:
         self.dismiss_tokenizer_stall()
         self.tmux.cmd("send-keys", "-t", self.pane_id, "-l", "--", text)
         self.tmux.cmd("send-keys", "-t", self.pane_id, "Enter")
 
-    def dismiss_tokenizer_stall(self) -> None:
+    def dismiss_tokenizer_stall(self, rows: list[str] | None = None) -> None:
         """Press Enter where omnigent's chat stopped on its own offline tokenizer error, as a person would.
 
         When a turn goes idle or waits on a card before the harness reported the turn's usage,
@@ -67,20 +73,21 @@ class Chat:
         Without network the download fails in a background task, and prompt_toolkit prints the
         exception and waits: "Press ENTER to continue...", eating the keys typed next (a turn or a
         card's answer was lost: test_terminal_only_clicks failed so). Only that error is dismissed
-        (the screen names ``cl100k_base``); any other stops the test as before."""
-        if not self.stalled():
+        (the screen names ``cl100k_base``); any other stops the test as before. ``rows``: the pane's
+        rows just read (:meth:`rows`), else read here."""
+        if not self.stalled(rows):
             return
         self.tmux.cmd("send-keys", "-t", self.pane_id, "Enter")
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            rows = [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
-            if not any(STALL in r for r in rows[-4:]):
+            if not any(STALL in r for r in self.rows()[-4:]):
                 return
             time.sleep(0.05)
 
-    def stalled(self) -> bool:
-        """omnigent's chat waits for Enter after its offline tokenizer error (:meth:`dismiss_tokenizer_stall`)."""
-        rows = [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
+    def stalled(self, rows: list[str] | None = None) -> bool:
+        """omnigent's chat waits for Enter after its offline tokenizer error (:meth:`dismiss_tokenizer_stall`);
+        ``rows``: the pane's rows just read, else read here."""
+        rows = self.rows() if rows is None else rows
         return any(STALL in r for r in rows[-4:]) and TOKENIZER in self.screen()[-8000:]
 
     async def wait(self, what: str, *, since: str = "", timeout: float = WAIT) -> str:
@@ -88,19 +95,25 @@ class Chat:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         while True:
-            self.dismiss_tokenizer_stall()
+            # one read of the pane a poll (each is a tmux client process): the stall, when the screen's
+            # end shows its prompt (the whole history ends with the visible rows), dismissed first
             screen = self.screen()
+            if STALL in screen[-2000:]:
+                self.dismiss_tokenizer_stall()
+                screen = self.screen()
             if screen.count(what) > since.count(what):
                 return screen
             if loop.time() > end:
                 raise AssertionError(f"the chat never showed {what!r}:\n{screen[-6000:]}")
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SCREEN_POLL)
 
     def status(self) -> list[str]:
         """The chat's bottom rows (its status line), as shown now (past omnigent's offline tokenizer
         stall, dismissed first: :meth:`dismiss_tokenizer_stall`)."""
-        self.dismiss_tokenizer_stall()
-        rows = [r.rstrip() for r in self.tmux.cmd("capture-pane", "-p", "-t", self.pane_id).stdout]
+        rows = self.rows()
+        if any(STALL in r for r in rows[-4:]):
+            self.dismiss_tokenizer_stall(rows)
+            rows = self.rows()
         return [r for r in rows[-3:] if r]
 
     def sleeping(self) -> bool:
@@ -114,7 +127,7 @@ class Chat:
         while not self.sleeping():
             if loop.time() > end:
                 raise AssertionError("the chat's turn never ended:\n" + "\n".join(self.status()))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SCREEN_POLL)
 
     async def pending(self) -> list[dict[str, Any]]:
         """The session's pending cards, as omnigent's web UI lists them."""
@@ -168,21 +181,16 @@ class Chat:
 
 @asynccontextmanager
 async def open_chat(
-    plugin_python: Path, tmp: Path, *, pace: float = 0.05, server: str | None = None
+    plugin_python: Path, tmp: Path, *, server: str, home: Path, pace: float = 0.05
 ) -> AsyncIterator[Chat]:
     """The chat on ``server`` (a shared omnigent server's URL: ``plugin_server``; the chat's session is
-    the one it adds there) or else on a fresh one of its own, the simulator (at ``pace``) behind it."""
-    srv = None
-    if server is None:
-        srv = OmnigentServer(tmp / "server", venv=plugin_python.parent.parent)
-        await asyncio.to_thread(srv.start)
-        server = srv.url
-    home = tmp / "client"
-    (home / "config").mkdir(parents=True)
-    (home / "config" / "config.yaml").write_text("tui:\n  theme: light\n")  # no first-run theme picker
+    the one it adds there) from the client home ``home`` (``plugin_host``, whose host daemon hosts the
+    session; the chat's session, and so its runner, is stopped after), the simulator (at ``pace``)
+    behind it."""
     (tmp / "tmux.conf").write_text("set -g history-limit 100000\n")  # the whole conversation stays readable
     socket_name = f"agyh-chat-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmux = libtmux.Server(socket_name=socket_name, config_file=str(tmp / "tmux.conf"))
+    known: set[str] | None = None
     try:
         async with (
             Simulator(profile="1.0.10", pace=pace, gate_timeout=None) as sim,
@@ -215,7 +223,6 @@ async def open_chat(
         tmux.kill()
         with contextlib.suppress(OSError):  # kill-server leaves the socket file (tests/tmux_sockets.py)
             (tmux_dir() / socket_name).unlink()
-        with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
-            await run_omnigent(plugin_python, "host", "stop", "--server", server, home=home, timeout=60)
-        if srv is not None:
-            await asyncio.to_thread(srv.stop)
+        if known is not None:  # the chat's session on the shared host: its runner stopped
+            async with httpx.AsyncClient(base_url=server, timeout=60) as http:
+                await stop_new_sessions(http, known)

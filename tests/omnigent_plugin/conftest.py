@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -13,17 +13,17 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from tests.real_omnigent import OmnigentServer, server_env
 
+from .host import stop_host
 from .test_registry import readme_spec
 from .venv import shared_plugin_environment
 
 
 @pytest.fixture(scope="session")
-def plugin_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def plugin_python() -> Path:
     """Python of omnigent's environment with this checkout's agy-harness (and its plugin) installed:
-    one for the whole run (an xdist worker's temp directory is in the run's: the workers share it)."""
-    base = tmp_path_factory.getbasetemp()
-    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    return shared_plugin_environment(run)
+    cached by what it is made of, one for every xdist worker of a run and for the runs after while the
+    checkout's wheel inputs are unchanged (``venv.shared_plugin_environment``)."""
+    return shared_plugin_environment()
 
 
 def without_bwrap(env: dict[str, str]) -> dict[str, str]:
@@ -60,17 +60,35 @@ async def run_omnigent(
 @pytest.fixture(scope="session")
 def plugin_server(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of one omnigent server (from the plugin's environment: it must know the harness id) for
-    this test process, shared by the tests that need only a session of their own on it: each has its
-    own client home (its own host daemon and host id) and finds its session by id (``new_session``).
-    Starting a server costs ~5.6 CPU-seconds (imports, a fresh database's migrations): one per test was
-    ~10 of them a run. A session fixture, yet not a reason to put its tests on one xdist worker: each
-    worker starts its own when it first needs it (tests/parallel.py, ``SHARED_ACROSS_WORKERS``)."""
+    this test process, shared by the tests that need only a session of their own on it: each finds its
+    session by id (``new_session``). Starting a server costs ~5.6 CPU-seconds (imports, a fresh
+    database's migrations): one per test was ~10 of them a run. A session fixture, yet not a reason to
+    put its tests on one xdist worker: each worker starts its own when it first needs it
+    (tests/parallel.py, ``SHARED_ACROSS_WORKERS``)."""
     srv = OmnigentServer(tmp_path_factory.mktemp("omnigent-server"), venv=plugin_python.parent.parent)
     srv.start()
     try:
         yield srv.url
     finally:
         srv.stop()
+
+
+@pytest.fixture(scope="session")
+def plugin_host(plugin_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One client home for ``plugin_server``'s tests: the host daemon the first ``omnigent run --server``
+    starts there (with its runner zygote) hosts every later test's session too, as one machine's
+    daemon hosts all its sessions -- each test still has its own session, agent spec, simulator and
+    runner (:func:`stop_new_sessions` stops that runner after it). A daemon of its own cost each test
+    ~4-5 CPU-seconds (measured: the daemon ~2.3, its zygote and the warm runner it forks ahead ~2.5).
+    Its daemon is stopped, as ``omnigent host stop`` stops it, when the process's tests are done.
+    Shared across workers as its server is (``SHARED_ACROSS_WORKERS``: each worker has its own).
+    Its host has a name of its own (:func:`client_home`)."""
+    home = tmp_path_factory.mktemp("omnigent-client")
+    client_home(home, "tui:\n  theme: light\n")  # (the chat's: no first-run theme picker)
+    try:
+        yield home
+    finally:
+        asyncio.run(stop_host(plugin_server, home))
 
 
 async def session_ids(http: httpx.AsyncClient) -> set[str]:
@@ -89,18 +107,51 @@ async def new_session(http: httpx.AsyncClient, known: set[str], timeout: float =
     return sid
 
 
+def client_home(home: Path, config: str = "") -> Path:
+    """``home`` made an omnigent client home whose host has a name of its own: omnigent's server keeps
+    one host a name (``(owner, name)`` is unique in its hosts table: omnigent 0.19.1's
+    server/managed_hosts.py), and every home here would be named after this machine, so a test's own
+    daemon took the shared host's place and the shared daemon's sessions could no longer start ("did
+    not come online within 30s": seen when test_server's own-host tests ran between tests on the
+    shared host). ``config``: more of omnigent's config.yaml."""
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.yaml").write_text(
+        f"host:\n  name: agy-harness-tests-{uuid.uuid4().hex[:12]}\n{config}"
+    )
+    return home
+
+
+async def stop_new_sessions(http: httpx.AsyncClient, known: set[str]) -> None:
+    """Stop the sessions on the server that are not in ``known`` (a test's own, on the shared host):
+    omnigent's ``stop_session`` event, which for a host-bound session has the host stop its runner
+    (and the harness process the runner started) and answers once the host acknowledged it
+    (omnigent 0.19.1: server/routes/sessions/routes_events.py, ``_stop_host_runner_intentionally``)."""
+    for sid in sorted(await session_ids(http) - known):
+        response = await http.post(f"/v1/sessions/{sid}/events", json={"type": "stop_session", "data": {}})
+        assert response.status_code < 300, (sid, response.status_code, response.text[:500])
+
+
 @pytest.fixture
-async def server(plugin_python: Path, plugin_server: str, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
-    """The shared server's URL and a client home of this test's own (its host daemon stopped after)."""
-    client_home = tmp_path / "client"
-    client_home.mkdir()
+async def server(plugin_server: str, plugin_host: Path) -> AsyncIterator[tuple[str, Path]]:
+    """The shared server's URL and the shared client home (``plugin_host``); the sessions this test
+    added there are stopped after it."""
+    async with httpx.AsyncClient(base_url=plugin_server, timeout=60) as http:
+        known = await session_ids(http)
+        try:
+            yield plugin_server, plugin_host
+        finally:
+            await stop_new_sessions(http, known)
+
+
+@pytest.fixture
+async def server_own_host(plugin_server: str, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+    """The shared server's URL and a client home of this test's own: the host daemon ``omnigent run``
+    starts there is this test's (its environment the test's), stopped after it."""
+    home = client_home(tmp_path / "client")
     try:
-        yield plugin_server, client_home
+        yield plugin_server, home
     finally:
-        with contextlib.suppress(Exception):  # the host daemon `omnigent run --server` left behind
-            await run_omnigent(
-                plugin_python, "host", "stop", "--server", plugin_server, home=client_home, timeout=60
-            )
+        await stop_host(plugin_server, home)  # the host daemon `omnigent run --server` left behind
 
 
 def agent_dir(tmp: Path, sim: Simulator, *, os_env: bool = False) -> Path:

@@ -29,9 +29,14 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def chat(
-    plugin_python: Path, plugin_server: str, tmp_path_factory: pytest.TempPathFactory
+    plugin_python: Path,
+    plugin_server: str,
+    plugin_host: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Chat]:
-    async with open_chat(plugin_python, tmp_path_factory.mktemp("chat"), server=plugin_server) as opened:
+    async with open_chat(
+        plugin_python, tmp_path_factory.mktemp("chat"), server=plugin_server, home=plugin_host
+    ) as opened:
         yield opened
 
 

@@ -24,9 +24,9 @@ CURL = "curl https://example.com/x.sh"
 
 
 async def test_approve_always_in_omnigents_chat_covers_only_that_request(
-    plugin_python: Path, plugin_server: str, tmp_path: Path
+    plugin_python: Path, plugin_server: str, plugin_host: Path, tmp_path: Path
 ) -> None:
-    async with open_chat(plugin_python, tmp_path, server=plugin_server) as chat:
+    async with open_chat(plugin_python, tmp_path, server=plugin_server, home=plugin_host) as chat:
         sim = chat.sim
         mark = await chat.turn("run `rm -rf build`")
         await chat.wait(CARD, since=mark)
@@ -54,11 +54,11 @@ async def test_approve_always_in_omnigents_chat_covers_only_that_request(
 
 
 async def test_approve_always_does_not_carry_to_the_next_command_of_the_same_turn(
-    plugin_python: Path, plugin_server: str, tmp_path: Path
+    plugin_python: Path, plugin_server: str, plugin_host: Path, tmp_path: Path
 ) -> None:
     """agy runs ``a && b`` as two gated commands of one turn: "always" on the first leaves the second
     to the human, shown and unrun until answered."""
-    async with open_chat(plugin_python, tmp_path, server=plugin_server) as chat:
+    async with open_chat(plugin_python, tmp_path, server=plugin_server, home=plugin_host) as chat:
         sim = chat.sim
         mark = await chat.turn(f"run `rm -rf build && {CURL}`")
         await chat.wait(CARD, since=mark)

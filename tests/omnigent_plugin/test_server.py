@@ -24,11 +24,13 @@ from .conftest import agent_dir, new_session, run_omnigent, session_ids, without
 
 @pytest.mark.parametrize("os_env", [False, True], ids=["as-printed", "os_env-unsandboxed"])
 async def test_omnigent_run_with_the_readme_agent_reaches_agy(
-    plugin_python: Path, server: tuple[str, Path], tmp_path: Path, os_env: bool
+    plugin_python: Path, server_own_host: tuple[str, Path], tmp_path: Path, os_env: bool
 ) -> None:
     """The README's spec as printed, and with its commented ``os_env`` line taken in, on a PATH with no
-    ``bwrap`` (bubblewrap): the turn reaches agy and its reply comes back."""
-    url, home = server
+    ``bwrap`` (bubblewrap): the turn reaches agy and its reply comes back. A host daemon of its own:
+    the daemon ``omnigent run`` starts, and the runner it spawns, see that PATH (a shared one would
+    have the PATH of whichever test started it)."""
+    url, home = server_own_host
     env = without_bwrap(server_env(home))
     assert shutil.which("bwrap", path=env["PATH"]) is None
     async with Simulator(profile="1.0.10", pace=0.05) as sim:

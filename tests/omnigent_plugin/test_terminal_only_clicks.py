@@ -40,9 +40,14 @@ INTERRUPTED = '[data-testid="assistant-interrupted-indicator"]'
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def chat(
-    plugin_python: Path, plugin_server: str, tmp_path_factory: pytest.TempPathFactory
+    plugin_python: Path,
+    plugin_server: str,
+    plugin_host: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Chat]:
-    async with open_chat(plugin_python, tmp_path_factory.mktemp("clicks"), server=plugin_server) as opened:
+    async with open_chat(
+        plugin_python, tmp_path_factory.mktemp("clicks"), server=plugin_server, home=plugin_host
+    ) as opened:
         yield opened
 
 

@@ -25,9 +25,9 @@ TURN = "list the directory and autorun `git status`"
 
 
 async def test_the_chat_says_the_turn_is_over_only_once_agys_turn_ended(
-    plugin_python: Path, tmp_path: Path
+    plugin_python: Path, plugin_server: str, plugin_host: Path, tmp_path: Path
 ) -> None:
-    async with open_chat(plugin_python, tmp_path, pace=0.3) as chat:
+    async with open_chat(plugin_python, tmp_path, pace=0.3, server=plugin_server, home=plugin_host) as chat:
         sim = chat.sim
         mark = await chat.turn(TURN)
         loop = asyncio.get_running_loop()

@@ -4,10 +4,10 @@
   builds and caches (a skip locally, a FAILURE with ``CI=true``, when it cannot); never modified;
 * a shared, cached overlay venv (``~/.cache/agy-harness/agy-plugin-deps-py3.12-<key>``) that sees
   the base's packages (a ``.pth``) and adds agy-harness's runtime dependencies omnigent lacks;
-* per test run, a fresh venv that sees both and into which the wheel built from this checkout is
-  installed with its ``omnigent`` extra (built once for all of the run's xdist workers, under a lock:
-  ``shared_plugin_environment``), as docs/omnigent.md's ``pip install './[omnigent]'`` does (pip,
-  ``--no-index``: the extra and every dependency must already be satisfied by omnigent 0.19.1's
+* a venv that sees both and into which the wheel built from this checkout is installed with its
+  ``omnigent`` extra, cached by what it is made of (``shared_plugin_environment``: built once under a
+  lock for all xdist workers and the runs after, built anew when the checkout's wheel inputs change),
+  as docs/omnigent.md's ``pip install './[omnigent]'`` does (pip, ``--no-index``: the extra and every dependency must already be satisfied by omnigent 0.19.1's
   environment and the overlay, or the install fails); omnigent's own registry then finds the plugin
   through the wheel's entry point.
 
@@ -18,9 +18,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,18 +161,71 @@ def plugin_environment(tmp: Path) -> Path:
     return python
 
 
-def shared_plugin_environment(run: Path) -> Path:
-    """:func:`plugin_environment` in ``run/agy-plugin``, built by the first process that asks (a file
-    lock; a stamp once complete) and reused by the others: the xdist workers of one run share it."""
-    where = run / "agy-plugin"
+def wheel_inputs(root: Path = ROOT) -> list[Path]:
+    """The files this checkout's wheel is built from: ``pyproject.toml``, the readme it names, and every
+    file under the directories its ``[tool.setuptools] package-dir`` maps (as the source copy holds
+    them: :data:`SOURCE_IGNORE`). Read from ``pyproject.toml`` itself: a package it maps anew is an
+    input at once."""
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    readme = config["project"].get("readme")
+    files = [root / "pyproject.toml", *([root / readme] if isinstance(readme, str) else [])]
+    for top in sorted(set(config["tool"]["setuptools"]["package-dir"].values())):
+        for folder, dirs, names in os.walk(root / top):
+            ignored = SOURCE_IGNORE(folder, [*dirs, *names])
+            dirs[:] = sorted(d for d in dirs if d not in ignored)
+            files.extend(Path(folder) / n for n in sorted(names) if n not in ignored)
+    return sorted(set(files))
+
+
+def environment_key(base_python: Path, root: Path = ROOT) -> str:
+    """What the plugin's environment is made of: omnigent's venv, the overlay's dependencies, and the
+    path and content of every :func:`wheel_inputs` file."""
+    digest = hashlib.sha256(f"{base_python.resolve()}\n{_overlay_key(base_python)}\n".encode())
+    for path in wheel_inputs(root):
+        digest.update(f"{path.relative_to(root)}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+#: a cached plugin environment not used for this long is removed by the next run that builds one
+UNUSED_FOR = 3 * 24 * 3600.0
+
+
+def shared_plugin_environment(root: Path = ROOT) -> Path:
+    """:func:`plugin_environment`, cached in ``~/.cache/agy-harness/agy-plugin-env-py3.12-<key>`` by
+    :func:`environment_key` (built by the first process that asks, under a file lock, a stamp once
+    complete): the xdist workers of a run, and the runs after it, reuse it while the checkout's wheel
+    inputs, the overlay and omnigent's venv are the same; any change to them is another key, and so a
+    fresh build (building one cost ~8 CPU-seconds a run, measured: the wheel, a venv, pip)."""
+    base = omnigent_base_python()
+    key = environment_key(base, root)
+    where = CACHE / f"agy-plugin-env-py3.12-{key}"
     stamp = where / ".complete"
-    with _locked(run / "agy-plugin.lock"):
+    with _locked(CACHE / f".agy-plugin-env-{key}.lock"):
         if not stamp.exists():
             shutil.rmtree(where, ignore_errors=True)  # (a build that failed half-way)
             where.mkdir(parents=True)
             plugin_environment(where)
             stamp.write_text("ok\n")
+            _prune(keep=where)
+        stamp.touch()  # in use: kept by the pruning
     return where / "venv" / "bin" / "python"
+
+
+def _prune(keep: Path) -> None:
+    """Remove the cached plugin environments no run used for :data:`UNUSED_FOR` (each under its lock)."""
+    now = time.time()
+    for other in CACHE.glob("agy-plugin-env-py3.12-*"):
+        key = other.name.rsplit("-", 1)[-1]
+        if other == keep:
+            continue
+        with _locked(CACHE / f".agy-plugin-env-{key}.lock"):
+            try:
+                unused = now - (other / ".complete").stat().st_mtime > UNUSED_FOR
+            except OSError:
+                unused = True  # never completed (or already gone)
+            if unused:
+                shutil.rmtree(other, ignore_errors=True)  # (its lock file stays: another may hold it)
 
 
 def build_ahead(*, plugin: bool) -> None:
