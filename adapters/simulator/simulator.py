@@ -285,6 +285,17 @@ class Simulator(CascadeHost):
         await self.handle_interaction(c.id, interaction, terminal=True)
         return int(interaction["stepIndex"])
 
+    def time_out_gate(self, cascade_id: str | None = None) -> int:
+        """The waiting gate times out now, as it does after ``gate_timeout`` seconds (its step goes
+        ERROR and it is re-asked, at most ``gate_reasks`` times): a test's timeout that does not race a
+        busy machine. Returns the step index; KeyError if none waits."""
+        c = self._cascade(cascade_id)
+        for index, gate in sorted(c.gates.items()):
+            if not gate.future.done():
+                gate.future.set_exception(TimeoutError())
+                return index
+        raise KeyError("no gate waits")
+
     async def send_agent_message(self, cascade_id: str, text: str) -> None:
         """``SendAgentMessage``: a SYSTEM_MESSAGE step (not a user turn; the model does not run)."""
         c = self._cascade(cascade_id)

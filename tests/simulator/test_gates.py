@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agy_harness.adapters.simulator import Simulator
 
 from .helpers import call, client, interaction, ok, short, until, waiting_index
@@ -183,6 +185,26 @@ async def test_gate_timeout_errors_and_reasks_at_a_higher_index() -> None:
 async def test_gate_timeout_gives_up_after_the_reasks() -> None:
     async with Simulator(gate_timeout=0.05, gate_reasks=1, pace=0.0) as sim:
         await sim.submit_user_turn("run: pwd")
+        await until(lambda: not sim.is_running(), timeout=5)
+        runs = [s for s in sim.steps() if short(s) == "RUN_COMMAND"]
+        assert [s["status"] for s in runs] == ["CORTEX_STEP_STATUS_ERROR"] * 2
+        assert "in time" in reply(sim)
+
+
+async def test_a_gate_timed_out_by_the_test_is_re_asked_as_after_gate_timeout() -> None:
+    async with Simulator(gate_timeout=None, gate_reasks=1, pace=0.0) as sim:
+        with pytest.raises(KeyError):
+            sim.time_out_gate()  # nothing waits yet
+        await sim.submit_user_turn("run: pwd")
+        await sim.wait_idle()
+        first = waiting_index(sim)
+        assert sim.time_out_gate() == first
+        await until(lambda: len(sim.steps()) > first + 1 and sim.steps()[-1]["status"] == WAITING)
+        second = waiting_index(sim)
+        old, new = sim.steps()[first], sim.steps()[second]
+        assert second > first and statuses(old) == ["PENDING", "WAITING", "ERROR"]
+        assert new["requestedInteraction"] == old["requestedInteraction"]
+        assert sim.time_out_gate() == second  # the last re-ask: the turn gives up, as after the timeouts
         await until(lambda: not sim.is_running(), timeout=5)
         runs = [s for s in sim.steps() if short(s) == "RUN_COMMAND"]
         assert [s["status"] for s in runs] == ["CORTEX_STEP_STATUS_ERROR"] * 2
