@@ -1,11 +1,11 @@
-"""One ``agy-harness acp`` process for a module's tests, as an editor runs one agent for many sessions.
+"""One ``agy-harness acp`` process for many tests, as an editor runs one agent for many sessions.
 
 An editor starts ONE ``agy-harness acp`` and opens a session per conversation: a test whose subject is
 a session (its turns, gates, cards, load/resume/close, errors) gets the same observation from a shared
 agent as from one of its own, as long as it has its own session, its own recorder and asserts only
 its own session's updates. Starting the agent costs ~1.3 CPU-seconds (its Python imports: the ACP
-SDK's pydantic schema, the composition root) before it serves anything; a module's tests sharing one
-pay it once.
+SDK's pydantic schema, the composition root) before it serves anything; the tests sharing one pay
+it once.
 
 :class:`SharedAgent` is such a process: ``async with agent.editor(RecordingClient(...)) as conn`` gives
 a test the SDK connection, with every session the test opens (``session/new``) or names
@@ -13,9 +13,11 @@ a test the SDK connection, with every session the test opens (``session/new``) o
 permission requests, reads and forms, with the test's own policies. The sessions a test opened are
 closed when it ends (an editor closing its tabs: agy keeps the conversations).
 
-Tests about the process itself (its flags, stdin/stdout/stderr, environment, exit, cold start, peers)
-keep a process of their own (:func:`.helpers.acp_agent`). The module-scoped fixture using this lives in
-the test module's ``conftest.py``; tests/parallel.py then keeps the module's tests on one xdist worker.
+Tests about the process itself (its flags, stdin/stdout/stderr, environment, exit, cold start, peers,
+the client capabilities it was initialized with) keep a process of their own
+(:func:`.helpers.acp_agent`). The package's shared agents are fixtures of this package's
+``conftest.py`` (``@SHARED``); a module may share one of its own (``@SHARED_IN_MODULE``, a
+module-scoped fixture). tests/parallel.py keeps the tests sharing one on one xdist worker.
 """
 
 from __future__ import annotations
@@ -72,7 +74,10 @@ class SessionRouter:
         raise RequestError.resource_not_found(path)  # (never offered: see ``files``)
 
     async def create_elicitation(self, message: str, mode: Any, **kw: Any) -> Any:
-        owner = await self._owner(mode.session_id)  # (only with forms: never offered here)
+        session_id = getattr(mode, "session_id", None)  # (the agent asks session-scoped forms)
+        if session_id is None:
+            raise RequestError.invalid_params({"details": "a shared test agent routes forms by session"})
+        owner = await self._owner(session_id)
         return await owner.create_elicitation(message, mode, **kw)
 
 
@@ -128,11 +133,25 @@ class SharedAgent:
 
 
 @contextlib.asynccontextmanager
-async def shared_agent(*args: str) -> AsyncIterator[SharedAgent]:
+async def shared_agent(
+    *args: str, forms: bool = False, where: tuple[str, ...] = ("--sim",)
+) -> AsyncIterator[SharedAgent]:
+    """``agy-harness acp`` with ``args`` (``where``: ``--sim`` or ``--port N``), initialized by an
+    editor without fs (``forms``: with forms)."""
     router, stderr, observed = SessionRouter(), [], []
-    async with acp_agent(router, *args, observe=observed, stderr=stderr) as conn:  # type: ignore[arg-type]
+    async with acp_agent(
+        router,  # type: ignore[arg-type]
+        *args,
+        forms=forms,
+        where=where,
+        observe=observed,
+        stderr=stderr,
+    ) as conn:
         yield SharedAgent(conn, router, stderr[0], observed)
 
 
-#: the mark of a test using the module's shared agent: it runs in the module's event loop (the agent's)
-SHARED = pytest.mark.asyncio(loop_scope="module")
+#: the mark of a test using the package's shared agent (conftest.py): it runs in the package's event
+#: loop, the agent's
+SHARED = pytest.mark.asyncio(loop_scope="package")
+#: the same for a module's own shared agent (a module-scoped fixture of its own)
+SHARED_IN_MODULE = pytest.mark.asyncio(loop_scope="module")

@@ -104,14 +104,17 @@ async def test_a_question_answered_with_a_permission_request(sim_agent: SharedAg
         assert client.text(sid).endswith("You chose: Type checking.")
 
 
-async def test_a_question_answered_with_a_form_refused_answers_asked_again() -> None:
+@SHARED
+async def test_a_question_answered_with_a_form_refused_answers_asked_again(
+    sim_agent_forms: SharedAgent,
+) -> None:
     answers = iter([{"q1": []}, {"q1": ["1", "3"], "q1_write_in": "and docs"}])
 
     async def fill(message: str, mode: Any) -> dict[str, Any]:
         return next(answers)
 
     client = RecordingClient(form=fill)
-    async with acp_agent(client, *PACE, forms=True) as conn:
+    async with sim_agent_forms.editor(client) as conn:
         sid = await _new(conn)
         assert (await prompt(conn, sid, "ask multiple: which checks?")).stop_reason == "end_turn"
         assert len(client.forms) == 2  # the empty answer was refused by the one parser, then asked again

@@ -184,12 +184,15 @@ async def test_an_answered_question_shows_the_answer_on_its_card(sim_agent: Shar
         assert done.content[0].content.text == f"→ {QUESTION_OPTIONS[1]}"  # not agy's raw JSON
 
 
-async def test_a_form_answer_with_several_options_and_a_write_in_shows_on_the_card() -> None:
+@SHARED
+async def test_a_form_answer_with_several_options_and_a_write_in_shows_on_the_card(
+    sim_agent_forms: SharedAgent,
+) -> None:
     async def fill(message: str, mode: Any) -> dict[str, Any]:
         return {"q1": ["1", "3"], "q1_write_in": "and docs"}
 
     client = RecordingClient(form=fill)
-    async with acp_agent(client, *PACE, forms=True) as conn:
+    async with sim_agent_forms.editor(client) as conn:
         sid = await _new(conn)
         await prompt(conn, sid, "ask multiple: which checks?")
         (_, mode) = client.forms[0]

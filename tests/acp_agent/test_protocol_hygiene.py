@@ -13,6 +13,7 @@ from acp import RequestError
 from agy_harness.adapters.simulator.scenarios import GREETING
 
 from .helpers import RecordingClient, acp_agent, prompt
+from .shared_agent import SHARED, SharedAgent
 
 PACE = ("--sim-pace", "0.05")
 
@@ -21,9 +22,12 @@ async def _new(conn: Any) -> str:
     return str((await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id)
 
 
-async def test_a_session_that_is_not_open_is_32002_and_a_second_close_succeeds() -> None:
+@SHARED
+async def test_a_session_that_is_not_open_is_32002_and_a_second_close_succeeds(
+    sim_agent: SharedAgent,
+) -> None:
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         with pytest.raises(RequestError) as err:
             await prompt(conn, "never-opened", "hello")
         assert err.value.code == -32002 and err.value.data["reason"] == "unknown_session"
@@ -76,11 +80,12 @@ async def test_cancel_request_for_a_running_prompt_cancels_it() -> None:
         assert client.text(sid).endswith(GREETING)
 
 
-async def test_a_prompt_over_4_mib_ends() -> None:
+@SHARED
+async def test_a_prompt_over_4_mib_ends(sim_agent: SharedAgent) -> None:
     """agy's echo of a long prompt is not the prompt's text (cut where agy or the harness cuts
     strings): the prompt is tied to its turn by order, not by comparing texts, and ends."""
     client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "0") as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         text = "Say hello in one short sentence.\n" + "x" * (4 * 1024 * 1024 + 512 * 1024)
         async with asyncio.timeout(120):  # a bound for a hang, not a speed measure
