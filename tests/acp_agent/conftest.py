@@ -26,3 +26,10 @@ async def sim_agent_forms() -> AsyncIterator[SharedAgent]:
     """The same for an editor that takes forms (``elicitation/create``): questions come as forms."""
     async with shared_agent(*PACE, forms=True) as agent:
         yield agent
+
+
+@pytest_asyncio.fixture(scope="package", loop_scope="package")
+async def sim_agent_slow() -> AsyncIterator[SharedAgent]:
+    """``--sim-pace 1``: a reply takes ~6 s, like a person reads (room to cancel it mid-way)."""
+    async with shared_agent("--sim-pace", "1") as agent:
+        yield agent

@@ -131,9 +131,10 @@ async def test_a_question_answered_with_a_form_refused_answers_asked_again(
         assert not client.permission_requests
 
 
-async def test_cancel_mid_reply() -> None:
+@SHARED
+async def test_cancel_mid_reply(sim_agent_slow: SharedAgent) -> None:
     client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "1") as conn:  # a ~6 s reply: room to cancel it
+    async with sim_agent_slow.editor(client) as conn:  # a ~6 s reply: room to cancel it
         sid = await _new(conn)
         turn = asyncio.create_task(prompt(conn, sid, "Write a long story about a lighthouse keeper."))
         await client.wait_for(lambda: bool(client.of(sid, "agent_message_chunk")))

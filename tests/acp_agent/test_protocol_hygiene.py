@@ -65,14 +65,19 @@ async def test_a_notification_nobody_takes_is_a_debug_line_not_a_traceback() -> 
     assert "notification $/cancel_request not taken (no such request)" in log[0]
 
 
-async def test_cancel_request_for_a_running_prompt_cancels_it() -> None:
-    sent: list[Any] = []
+@SHARED
+async def test_cancel_request_for_a_running_prompt_cancels_it(sim_agent_slow: SharedAgent) -> None:
+    sent = sim_agent_slow.observed  # what the editor sent and read (this session's: by its id)
     client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "1", observe=sent) as conn:  # a ~6 s reply
+    async with sim_agent_slow.editor(client) as conn:  # a ~6 s reply
         sid = await _new(conn)
         turn = asyncio.create_task(prompt(conn, sid, "Write a long story about a lighthouse keeper."))
         await client.wait_for(lambda: bool(client.of(sid, "agent_message_chunk")))
-        (request,) = [e.message for e in sent if e.message.get("method") == "session/prompt"]
+        (request,) = [
+            e.message
+            for e in sent
+            if e.message.get("method") == "session/prompt" and e.message["params"]["sessionId"] == sid
+        ]
         await conn._conn.send_notification("$/cancel_request", {"requestId": request["id"]})
         assert (await turn).stop_reason == "cancelled"
         # the session takes the next turn
