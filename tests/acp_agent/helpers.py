@@ -118,12 +118,16 @@ async def acp_agent(
     wrap: tuple[str, ...] = (),
     log: list[str] | None = None,
     verbose: bool | int = False,
+    stderr: list[Any] | None = None,
 ) -> AsyncIterator[Any]:
     """``agy-harness acp --sim ...`` (or ``where=("--port", N)``) spawned and initialized; yields the
     SDK's ClientSideConnection. ``wrap`` is a command line the agent runs under (``unshare ...``);
-    ``log`` gets what the agent wrote to stderr (``verbose``: with ``-v``, 2: ``-vv``), once it has ended."""
+    ``log`` gets what the agent wrote to stderr (``verbose``: with ``-v``, 2: ``-vv``), once it has ended;
+    ``stderr`` gets the file it writes to (to read while it runs)."""
     command = [*wrap, *agy_harness_command(), *(["-v"] * int(verbose))]
-    with tempfile.TemporaryFile("w+") as stderr:
+    with tempfile.TemporaryFile("w+") as errors:
+        if stderr is not None:
+            stderr.append(errors)
         observers = [observe.append] if observe is not None else []
         async with spawn_agent_process(
             client,
@@ -136,7 +140,7 @@ async def acp_agent(
             # the SDK waits 2 s by default for the agent to end after stdin's EOF, then terminates it:
             # on a loaded machine the agent's clean stop (its sessions closed) takes longer, and the SDK's
             # terminate() then raced the exit (ProcessLookupError in teardown, seen under xdist)
-            transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": 30.0},
+            transport_kwargs={"stderr": errors.fileno(), "shutdown_timeout": 30.0},
             use_unstable_protocol=forms,
             observers=observers,
         ) as (conn, _process):
@@ -154,12 +158,12 @@ async def acp_agent(
                 )
                 yield conn
             except BaseException:
-                stderr.seek(0)
-                print("---- agy-harness acp stderr ----\n" + stderr.read()[-6000:], file=sys.stderr)
+                errors.seek(0)
+                print("---- agy-harness acp stderr ----\n" + errors.read()[-6000:], file=sys.stderr)
                 raise
         if log is not None:
-            stderr.seek(0)
-            log.append(stderr.read())
+            errors.seek(0)
+            log.append(errors.read())
 
 
 async def prompt(conn: Any, session_id: str, text: str) -> Any:

@@ -16,6 +16,7 @@ from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT, QUESTI
 from agy_harness.core.display import request_hash
 
 from .helpers import RecordingClient, acp_agent, agy_harness_command, prompt
+from .shared_agent import SHARED, SharedAgent
 
 PACE = ("--sim-pace", "0.05")
 
@@ -33,9 +34,10 @@ def _calls(client: RecordingClient, sid: str) -> dict[str, list[Any]]:
     return out
 
 
-async def test_a_text_turn_streams() -> None:
+@SHARED
+async def test_a_text_turn_streams(sim_agent: SharedAgent) -> None:
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         response = await prompt(conn, sid, "Say hello in one short sentence.")
         assert response.stop_reason == "end_turn"
@@ -47,12 +49,13 @@ async def test_a_text_turn_streams() -> None:
         assert response.usage is not None and response.usage.input_tokens > 0
 
 
-async def test_an_allowed_and_a_denied_command() -> None:
+@SHARED
+async def test_an_allowed_and_a_denied_command(sim_agent: SharedAgent) -> None:
     async def policy(tool_call: Any, options: list[Any]) -> str:
         return "deny" if "rm " in tool_call.title else "allow"
 
     client = RecordingClient(permission=policy)
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         assert (await prompt(conn, sid, "run: git status")).stop_reason == "end_turn"
         (_, asked, options) = client.permission_requests[0]
@@ -78,12 +81,13 @@ async def test_an_allowed_and_a_denied_command() -> None:
         assert "You denied permission to run `rm -rf build`" in client.text(sid)
 
 
-async def test_a_question_answered_with_a_permission_request() -> None:
+@SHARED
+async def test_a_question_answered_with_a_permission_request(sim_agent: SharedAgent) -> None:
     async def pick(tool_call: Any, options: list[Any]) -> str:
         return options[1].option_id  # the second option
 
     client = RecordingClient(permission=pick)
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         response = await prompt(conn, sid, "ask: which part should we work on first?")
         assert response.stop_reason == "end_turn"
@@ -100,14 +104,17 @@ async def test_a_question_answered_with_a_permission_request() -> None:
         assert client.text(sid).endswith("You chose: Type checking.")
 
 
-async def test_a_question_answered_with_a_form_refused_answers_asked_again() -> None:
+@SHARED
+async def test_a_question_answered_with_a_form_refused_answers_asked_again(
+    sim_agent_forms: SharedAgent,
+) -> None:
     answers = iter([{"q1": []}, {"q1": ["1", "3"], "q1_write_in": "and docs"}])
 
     async def fill(message: str, mode: Any) -> dict[str, Any]:
         return next(answers)
 
     client = RecordingClient(form=fill)
-    async with acp_agent(client, *PACE, forms=True) as conn:
+    async with sim_agent_forms.editor(client) as conn:
         sid = await _new(conn)
         assert (await prompt(conn, sid, "ask multiple: which checks?")).stop_reason == "end_turn"
         assert len(client.forms) == 2  # the empty answer was refused by the one parser, then asked again
@@ -124,9 +131,10 @@ async def test_a_question_answered_with_a_form_refused_answers_asked_again() -> 
         assert not client.permission_requests
 
 
-async def test_cancel_mid_reply() -> None:
+@SHARED
+async def test_cancel_mid_reply(sim_agent_slow: SharedAgent) -> None:
     client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "1") as conn:  # a ~6 s reply: room to cancel it
+    async with sim_agent_slow.editor(client) as conn:  # a ~6 s reply: room to cancel it
         sid = await _new(conn)
         turn = asyncio.create_task(prompt(conn, sid, "Write a long story about a lighthouse keeper."))
         await client.wait_for(lambda: bool(client.of(sid, "agent_message_chunk")))
@@ -142,7 +150,8 @@ async def test_cancel_mid_reply() -> None:
         assert client.text(sid).endswith(GREETING)
 
 
-async def test_cancel_denies_a_parked_gate() -> None:
+@SHARED
+async def test_cancel_denies_a_parked_gate(sim_agent: SharedAgent) -> None:
     cancelled = asyncio.Event()
 
     async def wait_for_cancel(tool_call: Any, options: list[Any]) -> str | None:
@@ -150,7 +159,7 @@ async def test_cancel_denies_a_parked_gate() -> None:
         return None  # what ACP asks of a client: answer pending requests "cancelled"
 
     client = RecordingClient(permission=wait_for_cancel)
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         turn = asyncio.create_task(prompt(conn, sid, "run: rm -rf build"))
         await client.wait_for(lambda: bool(client.permission_requests))
@@ -206,9 +215,10 @@ class _Observer(list):  # type: ignore[type-arg]
         self.fn(item)
 
 
-async def test_session_load_replays_and_resumes() -> None:
+@SHARED
+async def test_session_load_replays_and_resumes(sim_agent: SharedAgent) -> None:
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         await _load_replays_and_resumes(conn, client, await _new(conn), "/tmp")
 
 
@@ -295,12 +305,13 @@ async def _load_replays_and_resumes(conn: Any, client: RecordingClient, sid: str
     assert err.value.code == -32002
 
 
-async def test_two_sessions_at_once() -> None:
+@SHARED
+async def test_two_sessions_at_once(sim_agent: SharedAgent) -> None:
     async def allow(tool_call: Any, options: list[Any]) -> str:
         return "allow"
 
     client = RecordingClient(permission=allow)
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         a, b = await asyncio.gather(_new(conn), _new(conn))
         assert a != b
         ra, rb = await asyncio.gather(
@@ -313,9 +324,10 @@ async def test_two_sessions_at_once() -> None:
         assert [s for s, _, _ in client.permission_requests] == [b]
 
 
-async def test_model_selection_from_agys_catalog() -> None:
+@SHARED
+async def test_model_selection_from_agys_catalog(sim_agent: SharedAgent) -> None:
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         new = await conn.new_session(cwd="/tmp", mcp_servers=[])
         (option,) = new.config_options
         assert option.id == "model" and option.category == "model"

@@ -6,16 +6,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .helpers import RecordingClient, acp_agent, prompt
-from .test_acp_agent import PACE, _calls, _new
+from .helpers import RecordingClient, prompt
+from .shared_agent import SHARED, SharedAgent
+from .test_acp_agent import _calls, _new
 
 
-async def test_the_final_update_says_who_allowed_and_who_denied() -> None:
+@SHARED
+async def test_the_final_update_says_who_allowed_and_who_denied(sim_agent: SharedAgent) -> None:
     async def policy(tool_call: Any, options: list[Any]) -> str:
         return "deny" if "rm " in str(tool_call.raw_input) else "allow"
 
     client = RecordingClient(permission=policy)
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         await prompt(conn, sid, "run: git status")
         await prompt(conn, sid, "run: rm -rf build")

@@ -16,6 +16,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, QUESTION_OPTIONS
 
 from .helpers import RecordingClient, acp_agent, prompt
+from .shared_agent import SHARED, SharedAgent
 
 PACE = ("--sim-pace", "0.05")
 
@@ -33,11 +34,10 @@ def _card(client: RecordingClient, sid: str, call_id: str) -> list[Any]:
     ]
 
 
-async def test_initialize_advertises_what_works_and_nothing_else() -> None:
-    observed: list[Any] = []
-    client = RecordingClient()
-    async with acp_agent(client, *PACE, observe=observed):
-        answer = next(e.message for e in observed if e.message.get("id") == 0 and "result" in e.message)
+@SHARED
+async def test_initialize_advertises_what_works_and_nothing_else(sim_agent: SharedAgent) -> None:
+    observed = sim_agent.observed  # (the agent was initialized by the module's editor)
+    answer = next(e.message for e in observed if e.message.get("id") == 0 and "result" in e.message)
     caps = answer["result"]["agentCapabilities"]
     assert caps["loadSession"] is True
     assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}}  # no fork, no delete
@@ -45,9 +45,10 @@ async def test_initialize_advertises_what_works_and_nothing_else() -> None:
     assert not any(caps.get("mcpCapabilities", {}).values())  # the client's MCP servers are not used
 
 
-async def test_session_list_resume_and_close() -> None:
+@SHARED
+async def test_session_list_resume_and_close(sim_agent: SharedAgent) -> None:
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         await prompt(conn, sid, "Say hello in one short sentence.")
         listed = await conn.list_sessions()
@@ -88,11 +89,12 @@ async def test_session_list_resume_and_close() -> None:
         await conn.load_session(cwd=workspace, session_id=sid, mcp_servers=[])  # and can be loaded again
 
 
-async def test_agys_title_and_last_activity_are_the_session_info() -> None:
+@SHARED
+async def test_agys_title_and_last_activity_are_the_session_info(sim_agent: SharedAgent) -> None:
     """``session_info_update``: agy's title for the conversation (``summary``) once it gave one, and
     its last activity (``lastModifiedTime``) when a turn is over, as ``session/list`` shows them."""
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         infos = lambda: client.of(sid, "session_info_update")  # noqa: E731
         await client.wait_for(lambda: bool(infos()))
@@ -113,9 +115,10 @@ async def test_agys_title_and_last_activity_are_the_session_info() -> None:
         assert len(shown) <= 5  # not on every step of a turn (each one moves lastModifiedTime)
 
 
-async def test_available_commands_and_the_model_command() -> None:
+@SHARED
+async def test_available_commands_and_the_model_command(sim_agent: SharedAgent) -> None:
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         await client.wait_for(lambda: bool(client.of(sid, "available_commands_update")))
         (update,) = client.of(sid, "available_commands_update")
@@ -131,9 +134,10 @@ async def test_available_commands_and_the_model_command() -> None:
         assert loaded.config_options[0].current_value == "MODEL_PLACEHOLDER_M71"
 
 
-async def test_agys_task_list_is_the_plan() -> None:
+@SHARED
+async def test_agys_task_list_is_the_plan(sim_agent: SharedAgent) -> None:
     client = RecordingClient(permission=lambda tc, o: _allow())
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         assert (await prompt(conn, sid, "make a task list and run: pytest")).stop_reason == "end_turn"
         plans = client.of(sid, "plan")
@@ -151,12 +155,13 @@ async def _allow() -> str:
     return "allow"
 
 
-async def test_a_denied_command_goes_from_pending_to_failed() -> None:
+@SHARED
+async def test_a_denied_command_goes_from_pending_to_failed(sim_agent: SharedAgent) -> None:
     async def deny(tool_call: Any, options: list[Any]) -> str:
         return "deny"
 
     client = RecordingClient(permission=deny)
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         await prompt(conn, sid, "run: rm -rf build")
         (_, asked, _) = client.permission_requests[0]
@@ -164,12 +169,13 @@ async def test_a_denied_command_goes_from_pending_to_failed() -> None:
         assert statuses == ["pending", "failed"]  # never "in_progress" after a denial
 
 
-async def test_an_answered_question_shows_the_answer_on_its_card() -> None:
+@SHARED
+async def test_an_answered_question_shows_the_answer_on_its_card(sim_agent: SharedAgent) -> None:
     async def second(tool_call: Any, options: list[Any]) -> str:
         return str(options[1].option_id)
 
     client = RecordingClient(permission=second)
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         await prompt(conn, sid, "ask: which part should we work on first?")
         (_, asked, _) = client.permission_requests[0]
@@ -178,12 +184,15 @@ async def test_an_answered_question_shows_the_answer_on_its_card() -> None:
         assert done.content[0].content.text == f"→ {QUESTION_OPTIONS[1]}"  # not agy's raw JSON
 
 
-async def test_a_form_answer_with_several_options_and_a_write_in_shows_on_the_card() -> None:
+@SHARED
+async def test_a_form_answer_with_several_options_and_a_write_in_shows_on_the_card(
+    sim_agent_forms: SharedAgent,
+) -> None:
     async def fill(message: str, mode: Any) -> dict[str, Any]:
         return {"q1": ["1", "3"], "q1_write_in": "and docs"}
 
     client = RecordingClient(form=fill)
-    async with acp_agent(client, *PACE, forms=True) as conn:
+    async with sim_agent_forms.editor(client) as conn:
         sid = await _new(conn)
         await prompt(conn, sid, "ask multiple: which checks?")
         (_, mode) = client.forms[0]
@@ -263,7 +272,8 @@ async def test_a_conversation_agy_does_not_have_is_gone_and_a_session_binds_agy_
             assert agy.calls.count("GetConversationMetadata") == before + 1
 
 
-async def test_the_editors_mcp_servers_are_not_used_and_the_editor_is_told() -> None:
+@SHARED
+async def test_the_editors_mcp_servers_are_not_used_and_the_editor_is_told(sim_agent: SharedAgent) -> None:
     """agy takes MCP servers only from its own config at start: none is advertised, and a session
     given some says so to the editor (it was a log line only)."""
     from acp.schema import HttpMcpServer, McpServerStdio
@@ -273,7 +283,7 @@ async def test_the_editors_mcp_servers_are_not_used_and_the_editor_is_told() -> 
         HttpMcpServer(name="docs", url="http://127.0.0.1:9/mcp", headers=[], type="http"),
     ]
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         sid = (await conn.new_session(cwd="/tmp", mcp_servers=servers)).session_id
         said = "agy-harness: this editor's MCP servers (files, docs) are not used"
         await client.wait_for(lambda: said in client.text(sid))
@@ -285,13 +295,14 @@ async def test_the_editors_mcp_servers_are_not_used_and_the_editor_is_told() -> 
         await client.wait_for(lambda: "MCP servers (files) are not used" in client.text(sid))
 
 
-async def test_the_permission_body_flags_a_look_alike_working_directory() -> None:
+@SHARED
+async def test_the_permission_body_flags_a_look_alike_working_directory(sim_agent: SharedAgent) -> None:
     """The ACP permission's body says where the command runs, its look-alikes flagged
     (core.display.path_notes): a Cyrillic "і" (U+0456) in the cwd is named; the ASCII one is not."""
     bodies = []
     for cwd in ("/tmp/wiki", "/tmp/w\u0456ki"):
         client = RecordingClient()  # no answer: the request is cancelled (fails closed)
-        async with acp_agent(client, *PACE) as conn:
+        async with sim_agent.editor(client) as conn:
             sid = await _new(conn)
             await prompt(conn, sid, f"run: `ls -la` in {cwd}")
             (_, asked, _) = client.permission_requests[0]

@@ -15,6 +15,7 @@ from acp import RequestError
 from agy_harness.adapters.simulator import Simulator
 
 from .helpers import RecordingClient, acp_agent, prompt
+from .shared_agent import SHARED, SharedAgent
 
 
 def _state(tmp_path: Path) -> dict[str, str]:
@@ -25,9 +26,10 @@ async def _allow(tool_call: Any, options: list[Any]) -> str:
     return "allow"
 
 
-async def test_a_relative_cwd_is_invalid_params(tmp_path: Path) -> None:
-    client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "0", env=_state(tmp_path)) as conn:
+@SHARED
+async def test_a_relative_cwd_is_invalid_params(sim_agent: SharedAgent) -> None:
+    client = RecordingClient()  # (refused before agy is bound: no state is kept)
+    async with sim_agent.editor(client) as conn:
         with pytest.raises(RequestError) as err:
             await conn.new_session(cwd="project", mcp_servers=[])
         assert err.value.code == -32602 and "absolute" in str(err.value.data)

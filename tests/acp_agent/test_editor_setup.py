@@ -40,10 +40,15 @@ async def test_the_documented_command_line_serves_an_editor(index: int, tmp_path
     server = _snippets()[index]["agent_servers"]["agy"]
     command = [*agy_harness_command(), *server["args"], "--sim", "--sim-pace", "0"]
     client = RecordingClient()
-    async with spawn_agent_process(client, command[0], *command[1:], env=server.get("env") or None) as (
-        conn,
-        _process,
-    ):
+    # (the SDK's 2 s wait for the agent's clean stop after stdin's EOF raced its exit on a loaded
+    # machine: ProcessLookupError in teardown; tests/acp_agent/helpers.py waits as long)
+    async with spawn_agent_process(
+        client,
+        command[0],
+        *command[1:],
+        env=server.get("env") or None,
+        transport_kwargs={"shutdown_timeout": 30.0},
+    ) as (conn, _process):
         await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(),

@@ -13,6 +13,7 @@ from acp import RequestError
 from agy_harness.adapters.simulator.scenarios import GREETING
 
 from .helpers import RecordingClient, acp_agent, prompt
+from .shared_agent import SHARED, SharedAgent
 
 PACE = ("--sim-pace", "0.05")
 
@@ -21,9 +22,12 @@ async def _new(conn: Any) -> str:
     return str((await conn.new_session(cwd="/tmp", mcp_servers=[])).session_id)
 
 
-async def test_a_session_that_is_not_open_is_32002_and_a_second_close_succeeds() -> None:
+@SHARED
+async def test_a_session_that_is_not_open_is_32002_and_a_second_close_succeeds(
+    sim_agent: SharedAgent,
+) -> None:
     client = RecordingClient()
-    async with acp_agent(client, *PACE) as conn:
+    async with sim_agent.editor(client) as conn:
         with pytest.raises(RequestError) as err:
             await prompt(conn, "never-opened", "hello")
         assert err.value.code == -32002 and err.value.data["reason"] == "unknown_session"
@@ -61,14 +65,19 @@ async def test_a_notification_nobody_takes_is_a_debug_line_not_a_traceback() -> 
     assert "notification $/cancel_request not taken (no such request)" in log[0]
 
 
-async def test_cancel_request_for_a_running_prompt_cancels_it() -> None:
-    sent: list[Any] = []
+@SHARED
+async def test_cancel_request_for_a_running_prompt_cancels_it(sim_agent_slow: SharedAgent) -> None:
+    sent = sim_agent_slow.observed  # what the editor sent and read (this session's: by its id)
     client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "1", observe=sent) as conn:  # a ~6 s reply
+    async with sim_agent_slow.editor(client) as conn:  # a ~6 s reply
         sid = await _new(conn)
         turn = asyncio.create_task(prompt(conn, sid, "Write a long story about a lighthouse keeper."))
         await client.wait_for(lambda: bool(client.of(sid, "agent_message_chunk")))
-        (request,) = [e.message for e in sent if e.message.get("method") == "session/prompt"]
+        (request,) = [
+            e.message
+            for e in sent
+            if e.message.get("method") == "session/prompt" and e.message["params"]["sessionId"] == sid
+        ]
         await conn._conn.send_notification("$/cancel_request", {"requestId": request["id"]})
         assert (await turn).stop_reason == "cancelled"
         # the session takes the next turn
@@ -76,11 +85,12 @@ async def test_cancel_request_for_a_running_prompt_cancels_it() -> None:
         assert client.text(sid).endswith(GREETING)
 
 
-async def test_a_prompt_over_4_mib_ends() -> None:
+@SHARED
+async def test_a_prompt_over_4_mib_ends(sim_agent: SharedAgent) -> None:
     """agy's echo of a long prompt is not the prompt's text (cut where agy or the harness cuts
     strings): the prompt is tied to its turn by order, not by comparing texts, and ends."""
     client = RecordingClient()
-    async with acp_agent(client, "--sim-pace", "0") as conn:
+    async with sim_agent.editor(client) as conn:
         sid = await _new(conn)
         text = "Say hello in one short sentence.\n" + "x" * (4 * 1024 * 1024 + 512 * 1024)
         async with asyncio.timeout(120):  # a bound for a hang, not a speed measure

@@ -76,3 +76,20 @@ async def test_a_cancel_request_whose_cancel_fails_is_logged_and_read(caplog: An
         await transport.close()
         for fd in (client_in, client_out):
             os.close(fd)
+
+
+async def test_stdin_at_dev_null_is_an_end_not_a_hang() -> None:
+    """``agy-harness acp < /dev/null`` (a script, a service with no input): a character device epoll
+    refuses. asyncio registered it only after ``connect_read_pipe`` had returned, so the refusal
+    (EPERM) went to the loop's exception handler and nothing was ever read: the agent waited for good
+    instead of ending at the end of its input. Read on a thread like a regular file, it ends."""
+    our_in = os.open(os.devnull, os.O_RDONLY)
+    client_in, our_out = os.pipe()
+    transport = await StdioTransport(our_in, our_out).start()
+    try:
+        async with asyncio.timeout(30):  # a bound for a hang, not a speed measure
+            assert await transport.receive() is None  # the end of the input
+    finally:
+        await transport.close()
+        for fd in (client_in, our_in):
+            os.close(fd)

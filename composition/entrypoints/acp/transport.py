@@ -32,6 +32,7 @@ import functools
 import json
 import logging
 import os
+import stat
 import sys
 import threading
 from collections.abc import Callable, Coroutine
@@ -57,6 +58,15 @@ def _error(id_: Any, code: int, message: str, details: str) -> dict[str, Any]:
 
 def _usable_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _watchable(fd: int) -> bool:
+    """A pipe, a socket or a terminal: what the event loop can watch for input. Other character
+    devices (``< /dev/null``) are refused by epoll (EPERM), and asyncio registers a read pipe only
+    after ``connect_read_pipe`` returned: the refusal went to the loop's exception handler and the
+    agent waited for good instead of ending at the end of its input."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 def check_envelope(message: Any) -> dict[str, Any] | None:
@@ -136,10 +146,12 @@ class StdioTransport:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=self._limit)
         try:
+            if not _watchable(self._in_fd):
+                raise ValueError("not a pipe, a socket or a terminal")
             await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(self._in_fd, "rb", buffering=0)
             )
-        except (ValueError, OSError):  # a regular file: read it on a thread
+        except (ValueError, OSError):  # a regular file, /dev/null: read it on a thread
             threading.Thread(target=self._feed, args=(loop, reader), daemon=True).start()
         self._reader = reader
         try:
