@@ -31,12 +31,18 @@ NOTIFICATION_SPY = """
 
 @contextlib.asynccontextmanager
 async def browser_page(
-    url: str, *, width: int = 1360, height: int = 860, own_context: bool = False
+    url: str, *, width: int = 1360, height: int = 860, own_context: bool = False, motion: bool = False
 ) -> AsyncIterator[Any]:
     """A new page of headless chromium at ``url``, notifications granted and recorded: on the worker's
     shared chromium on the session's loop, in a context no earlier page at ``url``'s origin used
     (cookies cleared; storage and permissions are kept per origin: ``tests/chromium.py``), or in a
-    context of its own (``own_context``); else on a chromium launched for it."""
+    context of its own (``own_context``); else on a chromium launched for it.
+
+    The page is for a person who asked for reduced motion unless ``motion``: the board's animations
+    (a working row's pulse, a streaming reply's cursor) are off. Headless chromium draws every frame
+    of them in software: ~0.3 CPU-seconds for every second a page with a working row is open
+    (measured: renderer, browser and GPU processes), and no test but the one about them looks at
+    them (test_board_browser.py checks both ways)."""
     async with new_page(
         url,
         width=width,
@@ -45,6 +51,7 @@ async def browser_page(
         init_script=NOTIFICATION_SPY,
         own_context=own_context,
         color_scheme="light",
+        reduced_motion="no-preference" if motion else "reduce",
     ) as page:
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
