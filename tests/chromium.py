@@ -8,6 +8,19 @@ costs ~0.35 s. So the browser tests of a worker share one driver and one chromiu
 script (documented: playwright.dev/python/docs/api/class-browsercontext, "multiple independent browser
 sessions", each an "incognito" context; tests/board/test_shared_chromium.py checks it here).
 
+A browser context per page is itself the dearest part of a board test's page: measured here (a board
+with one card, loaded and answered by Deny, six times; chromium's CPU with every renderer it reaped),
+~1.7 CPU-seconds a page in a context of its own, ~0.7 as a new page of one context kept open with a
+first page (about:blank) left open in it (~1.2 without that page: each new page then starts its
+renderer anew). So a test's page (:func:`new_page`) is a new page of the shared chromium's one *page
+context*, as long as no earlier page of that context was at the same origin: every board test serves
+its own board on a port of its own, so its origin is new, and what a page stores is kept per origin
+(localStorage, IndexedDB, the HTTP cache's entries, granted permissions). Cookies are kept per host,
+not per port: they are cleared before each page. A page at an origin the context already saw (a
+second page of one server, or a port used again) gets a new context, so nothing one page stored
+reaches another (tests/board/test_shared_chromium.py checks both cases); ``own_context`` asks for a
+context of its own (a "cold open" test).
+
 Playwright's objects belong to the event loop that started the driver, so the sharing tests run on
 pytest-asyncio's session loop: a module marks them ``pytestmark = SHARED`` (that loop, and the
 fixture; ``@shared`` marks one test). A module whose tests run on the module's loop (they share a
@@ -23,7 +36,7 @@ import asyncio
 import contextlib
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -63,23 +76,75 @@ class SharedChromium:
         self.playwright: Any = None
         self.chromium: Any = None
         self.launches = 0
+        self.contexts = 0  # page contexts made (:meth:`new_page`)
         self._lock = asyncio.Lock()
+        self._pages: Any = None  # the page context, its setup, and the origins its pages were at
+        self._setup: tuple[Any, ...] = ()
+        self._origins: set[str] = set()
 
     async def new_context(self, **options: Any) -> Any:
+        async with self._lock:
+            return await self._new_context(**options)
+
+    async def _new_context(self, **options: Any) -> Any:
         from playwright.async_api import Error
 
+        for again in (False, True):
+            if self.chromium is None or not self.chromium.is_connected():
+                await self.close()
+                await self._launch()
+            try:
+                return await self.chromium.new_context(**options)
+            except Error:
+                if again:
+                    raise  # a fresh chromium refuses it too: the test's to see
+                await self.close()  # (the driver gone: launched anew)
+        raise AssertionError("unreachable")
+
+    async def new_page(self, origin: str, *, init_script: str = "", **options: Any) -> Any:
+        """A new page in the page context (module doc), made anew when a page of it was at ``origin``
+        already, when its setup differs (``options``, ``init_script``), or when it is gone (chromium
+        or its driver died: launched again). Its cookies are cleared first."""
+        from playwright.async_api import Error
+
+        setup = (init_script, sorted(options.items(), key=lambda kv: kv[0]))
         async with self._lock:
             for again in (False, True):
-                if self.chromium is None or not self.chromium.is_connected():
-                    await self.close()
-                    await self._launch()
+                context = self._pages
+                if context is None or origin in self._origins or self._setup != setup:
+                    await self._drop_pages()
+                    context = await self._new_context(**options)
+                    if init_script:
+                        await context.add_init_script(init_script)
+                    await context.new_page()  # kept open: pages after it cost a third less (module doc)
+                    self._pages, self._setup, self._origins = context, setup, set()
+                    self.contexts += 1
                 try:
-                    return await self.chromium.new_context(**options)
+                    await context.clear_cookies()
+                    page = await context.new_page()
                 except Error:
                     if again:
-                        raise  # a fresh chromium refuses it too: the test's to see
-                    await self.close()  # (the driver gone: launched anew)
+                        raise
+                    self._pages = None  # (chromium or the driver gone: a new context, launched anew)
+                    continue
+                self._origins.add(origin)
+                return page
         raise AssertionError("unreachable")
+
+    async def _drop_pages(self) -> None:
+        """The page context no longer given out: closed now, or once its last test's page is (its first
+        page, about:blank, is the context's own)."""
+        context, self._pages, self._origins = self._pages, None, set()
+        if context is not None and len(context.pages) <= 1:
+            with contextlib.suppress(Exception):  # (gone with its chromium: nothing to close)
+                await context.close()
+
+    async def page_closed(self, page: Any) -> None:
+        """``page`` closed; its context too when it is no longer given out and no test's page is open."""
+        with contextlib.suppress(Exception):  # (chromium gone mid-test: the test says what failed)
+            await page.close()
+            if page.context is not self._pages and len(page.context.pages) <= 1:
+                await page.context.close()
 
     async def _launch(self) -> None:
         from playwright.async_api import async_playwright
@@ -90,6 +155,7 @@ class SharedChromium:
 
     async def close(self) -> None:
         """The chromium closed and the driver stopped (either may be gone already)."""
+        self._pages, self._origins = None, set()
         chromium, driver, self.chromium, self.playwright = self.chromium, self.playwright, None, None
         if chromium is not None:
             with contextlib.suppress(Exception):  # (a crashed one, or its driver gone: nothing to close)
@@ -122,6 +188,40 @@ async def new_context(**options: Any) -> AsyncIterator[Any]:
             yield await own.new_context(**options)
         finally:
             await own.close()
+
+
+@contextlib.asynccontextmanager
+async def new_page(
+    url: str,
+    *,
+    width: int,
+    height: int,
+    permissions: Sequence[str] = (),
+    init_script: str = "",
+    own_context: bool = False,
+    **options: Any,
+) -> AsyncIterator[Any]:
+    """A new page (``width`` x ``height``, ``permissions`` granted to ``url``'s origin, ``init_script``
+    run in every frame), closed after: on the running loop's shared chromium in its page context
+    (module doc), else (or ``own_context``) in a browser context of its own."""
+    origin = "/".join(url.split("/")[:3])  # scheme://host:port (a link may have a path)
+    shared = _SHARED.get(asyncio.get_running_loop())
+    if shared is None or own_context:
+        async with new_context(viewport={"width": width, "height": height}, **options) as context:
+            if permissions:
+                await context.grant_permissions(list(permissions), origin=origin)
+            if init_script:
+                await context.add_init_script(init_script)
+            yield await context.new_page()
+        return
+    page = await shared.new_page(origin, init_script=init_script, **options)
+    try:
+        if permissions:
+            await page.context.grant_permissions(list(permissions), origin=origin)
+        await page.set_viewport_size({"width": width, "height": height})
+        yield page
+    finally:
+        await shared.page_closed(page)
 
 
 @contextlib.asynccontextmanager

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agy_harness.adapters.simulator import Simulator
-from tests.chromium import new_context
+from tests.chromium import new_page
 from tests.chromium import require_chromium as require_chromium  # (the board tests import it from here)
 
 #: records every browser notification the page raises (the real API is granted, and wrapped)
@@ -30,15 +30,29 @@ NOTIFICATION_SPY = """
 
 
 @contextlib.asynccontextmanager
-async def browser_page(url: str, *, width: int = 1360, height: int = 860) -> AsyncIterator[Any]:
-    """A page of headless chromium at ``url`` in a browser context of its own (cookies, storage,
-    permissions), notifications granted and recorded: the worker's shared chromium on the session's
-    loop (``tests/chromium.py``), else one launched for it."""
-    origin = "/".join(url.split("/")[:3])  # scheme://host:port (a link may have a path)
-    async with new_context(viewport={"width": width, "height": height}, color_scheme="light") as context:
-        await context.grant_permissions(["notifications"], origin=origin)
-        await context.add_init_script(NOTIFICATION_SPY)
-        page = await context.new_page()
+async def browser_page(
+    url: str, *, width: int = 1360, height: int = 860, own_context: bool = False, motion: bool = False
+) -> AsyncIterator[Any]:
+    """A new page of headless chromium at ``url``, notifications granted and recorded: on the worker's
+    shared chromium on the session's loop, in a context no earlier page at ``url``'s origin used
+    (cookies cleared; storage and permissions are kept per origin: ``tests/chromium.py``), or in a
+    context of its own (``own_context``); else on a chromium launched for it.
+
+    The page is for a person who asked for reduced motion unless ``motion``: the board's animations
+    (a working row's pulse, a streaming reply's cursor) are off. Headless chromium draws every frame
+    of them in software: ~0.3 CPU-seconds for every second a page with a working row is open
+    (measured: renderer, browser and GPU processes), and no test but the one about them looks at
+    them (test_board_browser.py checks both ways)."""
+    async with new_page(
+        url,
+        width=width,
+        height=height,
+        permissions=["notifications"],
+        init_script=NOTIFICATION_SPY,
+        own_context=own_context,
+        color_scheme="light",
+        reduced_motion="no-preference" if motion else "reduce",
+    ) as page:
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)

@@ -7,6 +7,7 @@ first), send a turn, interrupt, and get notified (Apprise json://). Asserts what
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agy_harness.adapters.simulator import Simulator
+from agy_harness.adapters.simulator.engine import Engine
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.composition.entrypoints.board.notify import Notifier
 from tests.chromium import SHARED
@@ -183,3 +185,59 @@ async def test_deny_and_tell_agy_why() -> None:
         said = page.locator("#stream .msg.assistant", has_text="you said: use make clean instead")
         await said.first.wait_for()
         assert page.errors == []
+
+
+#: what moves on the page: each running animation's element classes and pseudo-element
+ANIMATING = """() => document.getAnimations().filter(a => a.playState === 'running')
+  .map(a => `${a.effect.target.className}${a.effect.pseudoElement || ''}`).sort()"""
+
+
+def hold_mid_reply(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """agy stops streaming its reply once some of it is out, until the returned event is set."""
+    release = asyncio.Event()
+    pause = Engine.pause
+
+    async def held(self: Engine, seconds: float) -> None:
+        if self.current is not None and self.current["plannerResponse"].get("modifiedResponse"):
+            await release.wait()
+        await pause(self, seconds)
+
+    monkeypatch.setattr(Engine, "pause", held)
+    return release
+
+
+async def test_the_page_moves_only_while_agy_works_and_never_for_reduced_motion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing moves on a board where nothing works (a headless chromium draws every frame of an
+    animation in software: ~0.3 CPU-s a second); while agy streams a reply its row pulses and the
+    reply shows a blinking cursor; for a person who asked for reduced motion (the other board tests'
+    pages) nothing moves. Fails before the fix: the header's "working 0" chip pulsed on every open
+    board, and the streaming cursor blinked under reduced motion."""
+    release = hold_mid_reply(monkeypatch)
+    moving: dict[str, list[str]] = {}
+    async with (
+        Simulator(pace=0, gate_timeout=None) as sim,
+        running_board(agy_ports=[sim.port], tick=0.1) as board,
+    ):
+        await sim.submit_user_turn(PERMISSION)  # parked on its gate: a card, nothing works
+        await sim.wait_idle(timeout=10)
+        async with browser_page(board.url, motion=True) as page:
+            await page.locator("#cards .card").wait_for()
+            moving["nothing works"] = await page.evaluate(ANIMATING)
+        streaming = await sim.start_cascade()
+        await sim.submit_user_turn(HELLO, cascade_id=streaming)
+        for motion in (True, False):
+            async with browser_page(board.url, motion=motion) as page:
+                await page.locator(".row", has_text=HELLO).click()
+                await page.locator("#stream .msg.assistant.streaming").wait_for()
+                moving[f"streams, motion {motion}"] = await page.evaluate(ANIMATING)
+                assert page.errors == []
+        assert sim.is_running(streaming)  # (still streaming while both pages looked)
+        release.set()
+    assert moving == {
+        "nothing works": [],
+        # the header's "working 1" and the open conversation's state, and the reply's cursor
+        "streams, motion True": ["chip st-working::before"] * 2 + ["msg assistant streaming::after"],
+        "streams, motion False": [],
+    }

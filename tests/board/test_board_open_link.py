@@ -36,7 +36,9 @@ async def test_a_notifications_link_opens_its_card_once_and_carries_no_token() -
             posts = await hook.wait_for(2)
             links = [_link(p) for p in posts]  # the first: `ls -la`'s card, the second: `make test`'s
             link = links[1]
-            async with browser_page(link) as page:  # a cold open: a browser context that never saw the board
+            async with browser_page(
+                link, own_context=True
+            ) as page:  # cold: a browser context that never saw the board
                 card = page.locator("#cards .card.named")
                 await card.wait_for()
                 assert await card.count() == 1 and "make test" in await card.locator("pre.cmd").inner_text()

@@ -1,7 +1,8 @@
-"""The worker's one chromium (tests/chromium.py), shared by the browser tests: each page is in a browser
-context of its own (nothing one test's page stored reaches the next; its viewport, granted
-notifications and notification spy are its own), one chromium serves them, a chromium or driver that
-died is launched again for the next page, and nothing is left running when the worker's session ends."""
+"""The worker's one chromium (tests/chromium.py), shared by the browser tests: nothing one test's page
+stored reaches the next (a page at a new origin is a new page of the one page context, its cookies
+cleared; a page at an origin that context saw is in a new one), its viewport, granted notifications
+and notification spy are its own, one chromium serves them, a chromium or driver that died is
+launched again for the next page, and nothing is left running when the worker's session ends."""
 
 from __future__ import annotations
 
@@ -65,36 +66,51 @@ STATE = "() => ({cookie: document.cookie, stored: localStorage.getItem('k'), not
 STATE += " permission: Notification.permission, width: innerWidth, height: innerHeight})"
 
 
+STORE = "() => { document.cookie = 'k=1; max-age=3600'; localStorage.setItem('k', '1') }"
+STORED = {
+    "cookie": "k=1",
+    "stored": "1",
+    "notes": True,
+    "permission": "granted",
+    "width": 1360,
+    "height": 860,
+}
+FRESH = {"cookie": "", "stored": None, "notes": True, "permission": "granted", "width": 800, "height": 600}
+
+
 @shared
-async def test_each_page_is_a_context_of_its_own_on_the_one_chromium(
+async def test_a_page_at_an_origin_seen_before_is_a_context_of_its_own_on_the_one_chromium(
     chromium_per_worker: SharedChromium,
 ) -> None:
     async with site() as url:
         async with browser_page(url) as page:
-            await page.evaluate(
-                "() => { document.cookie = 'k=1; max-age=3600'; localStorage.setItem('k', '1') }"
-            )
+            await page.evaluate(STORE)
             first = await page.evaluate(STATE)
-            launches = chromium_per_worker.launches
+            launches, contexts = chromium_per_worker.launches, chromium_per_worker.contexts
         async with browser_page(url, width=800, height=600) as page:
             second = await page.evaluate(STATE)
-    assert first == {
-        "cookie": "k=1",
-        "stored": "1",
-        "notes": True,
-        "permission": "granted",
-        "width": 1360,
-        "height": 860,
-    }
-    assert second == {
-        "cookie": "",
-        "stored": None,
-        "notes": True,
-        "permission": "granted",
-        "width": 800,
-        "height": 600,
-    }
+    assert first == STORED
+    assert second == FRESH
+    assert chromium_per_worker.contexts == contexts + 1  # a context of its own
     assert chromium_per_worker.launches == launches  # the same chromium
+
+
+@shared
+async def test_a_page_at_a_new_origin_of_the_same_host_shares_the_context_and_sees_nothing_stored(
+    chromium_per_worker: SharedChromium,
+) -> None:
+    """Another port is another origin (storage, permissions) but the same host for cookies: the page
+    context's cookies are cleared before each page (else the first page's cookie is the second's)."""
+    async with site() as url, site() as other:
+        async with browser_page(url) as page:
+            await page.evaluate(STORE)
+            first = await page.evaluate(STATE)
+            contexts = chromium_per_worker.contexts
+        async with browser_page(other, width=800, height=600) as page:
+            second = await page.evaluate(STATE)
+    assert first == STORED
+    assert second == FRESH
+    assert chromium_per_worker.contexts == contexts  # the one page context: the case cookies could leak in
 
 
 @shared
