@@ -5,6 +5,7 @@ and --version, and `replay` that says what is wrong with its input (or that it h
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -124,6 +125,58 @@ def test_help_and_version_import_nothing_heavy(args: list[str]) -> None:
     if "--help" in args:  # the help is laid out by rich-argparse (to the terminal's width): rich only
         heavy.discard("rich")
     assert not heavy & imported, heavy & imported
+
+
+#: what no command here uses: the board's web stack, the ACP SDK, the browser driver, and the optional
+#: integrations dependency-injector imports when they are installed (composition/root/dependency_injection.py)
+NEVER = {"starlette", "acp", "playwright", "pydantic_settings", "yaml", "werkzeug", "fastapi", "fast_depends"}
+#: what reaches agy (its transport, the simulator's server, tmux) and what runs a session
+AGY = {"aiohttp", "hypercorn", "libtmux", "agy_harness.composition.service.harness"}
+SHAPE = str(ROOT / "adapters/simulator/shapes/user_input.json")
+#: ``python -c LOADED FILE ARGS...``: the command with ARGS, writing the modules it loaded to FILE at exit
+LOADED = (
+    "import atexit, runpy, sys; out = sys.argv.pop(1); "
+    "atexit.register(lambda: open(out, 'w').write(' '.join(sys.modules))); "
+    "runpy.run_module('agy_harness.composition.cli', run_name='__main__')"
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "unused"),
+    [
+        (["replay", SHAPE], 0, NEVER | AGY),  # the reconciler alone, from the container
+        (["policy", "test"], 0, NEVER | AGY),  # the rules over the recorded gates (replay's)
+        (["policy", "explain", "ls"], 0, NEVER | AGY),
+        (["audit", "--ledger", "{tmp}/ledger"], 0, NEVER | AGY),
+        (["doctor", "--port", "1"], 1, NEVER | {"hypercorn", "agy_harness.composition.service.harness"}),
+        (["record", "--port", "1", "--out", "{tmp}/r.jsonl"], 1, NEVER | {"hypercorn", "libtmux"}),
+        (["attach", "--port", "1"], 1, NEVER | {"hypercorn"}),
+    ],
+)
+def test_each_command_imports_only_what_it_uses(
+    tmp_path: Path, args: list[str], code: int, unused: set[str]
+) -> None:
+    """Every start of a command paid for the whole harness: ``replay`` and ``policy test`` imported
+    aiohttp and the harness (0.75 CPU-s), and every command that builds the container imported
+    pydantic-settings, PyYAML and Werkzeug for dependency-injector integrations never used (0.1 s)."""
+    # PyYAML is installed here (mkdocs's, a test dependency), else this would check less
+    assert importlib.util.find_spec("yaml") is not None
+    loaded = tmp_path / "modules.txt"  # (-X importtime would list the refused imports too)
+    run = subprocess.run(
+        [sys.executable, "-c", LOADED, str(loaded), *(a.format(tmp=tmp_path) for a in args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "XDG_CONFIG_HOME": str(tmp_path),
+            "AGY_HARNESS_LEDGER_DIR": str(tmp_path / "ledger"),
+        },
+    )
+    assert run.returncode == code, run.stderr[-2000:]
+    imported = set(loaded.read_text().split())
+    assert not unused & imported, unused & imported
+    assert "Traceback" not in run.stderr
 
 
 # -- replay: what is wrong with the input, in words ------------------------------------------
