@@ -16,9 +16,15 @@ from pathlib import Path
 import pytest
 
 from agy_harness.composition.entrypoints.cli import build_parser
+from tests.in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["demo", "attach", "replay", "sim", "acp", "doctor", "record", "board", "audit", "policy"]
+
+
+# ``agy_harness``: the command as a process of its own, where the process is the subject (its imports,
+# exit codes, one line and no traceback); ``run_cli`` (tests/in_process.py): the same command in this
+# process, where what it prints is.
 
 
 def agy_harness(*args: str, stdin: str = "", extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -47,7 +53,7 @@ def shown_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_has_one_help_style(command: str) -> None:
-    run = agy_harness(command, "--help")
+    run = run_cli(command, "--help")
     assert run.returncode == 0 and run.stderr == ""
     usage, _, rest = run.stdout.partition("\n\n")
     description, _, rest = rest.partition("\n\n")
@@ -91,7 +97,7 @@ def test_the_readme_command_table_names_every_option() -> None:
 
 
 def test_no_command_shows_the_help_and_exits_2() -> None:
-    run = agy_harness()
+    run = run_cli()
     assert run.returncode == 2 and run.stdout == ""
     assert (
         run.stderr.startswith("usage: agy-harness") and "examples:" in run.stderr and "COMMAND" in run.stderr
@@ -107,7 +113,7 @@ def test_a_bad_option_is_reported_by_its_own_command() -> None:
 
 def test_a_port_out_of_range_is_bad_input_for_every_command() -> None:
     for command in ("doctor", "attach", "acp", "board"):
-        run = agy_harness(command, "--port", "99999")
+        run = run_cli(command, "--port", "99999")
         assert run.returncode == 2, command
         assert f"usage: agy-harness {command}" in run.stderr and "a port is 1-65535, not 99999" in run.stderr
         assert "NonLoopbackError" not in run.stderr and "Traceback" not in run.stderr
@@ -146,7 +152,6 @@ LOADED = (
     [
         (["replay", SHAPE], 0, NEVER | AGY),  # the reconciler alone, from the container
         (["policy", "test"], 0, NEVER | AGY),  # the rules over the recorded gates (replay's)
-        (["policy", "explain", "ls"], 0, NEVER | AGY),
         (["audit", "--ledger", "{tmp}/ledger"], 0, NEVER | AGY),
         (["doctor", "--port", "1"], 1, NEVER | {"hypercorn", "agy_harness.composition.service.harness"}),
         (["record", "--port", "1", "--out", "{tmp}/r.jsonl"], 1, NEVER | {"hypercorn", "libtmux"}),
@@ -184,7 +189,7 @@ def test_each_command_imports_only_what_it_uses(
 
 def test_replay_reads_standard_input() -> None:
     step = (ROOT / "adapters/simulator/shapes/user_input.json").read_text()
-    run = agy_harness("replay", "-", stdin=step)
+    run = run_cli("replay", "-", stdin=step)
     assert run.returncode == 0, run.stderr
     events = [json.loads(line) for line in run.stdout.splitlines()]
     assert "user_message" in [e["type"] for e in events]
@@ -201,7 +206,7 @@ def test_replay_reads_standard_input() -> None:
 )
 def test_replay_names_what_is_wrong_with_a_file(tmp_path: Path, content: str, said: str) -> None:
     (tmp_path / "empty.json").write_text(content)
-    run = agy_harness("replay", str(tmp_path / "empty.json"))
+    run = run_cli("replay", str(tmp_path / "empty.json"))
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr == f"agy-harness replay: {tmp_path}/{said}\n"
 
@@ -219,7 +224,7 @@ def test_replay_says_so_when_the_input_holds_no_step(tmp_path: Path) -> None:
     (tmp_path / "status.jsonl").write_text(
         '{"update": {"conversationId": "c", "status": "CASCADE_RUN_STATUS_IDLE"}}\n'
     )
-    run = agy_harness("replay", str(tmp_path / "status.jsonl"))
+    run = run_cli("replay", str(tmp_path / "status.jsonl"))
     assert run.returncode == 0 and run.stdout == ""
     assert (
         run.stderr
