@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 from agy_harness.composition.cli import main
 
@@ -75,10 +76,11 @@ def _text(raw: bytes) -> str:
 
 
 def run_cli(
-    *args: str, stdin: str = "", env: Mapping[str, str] | None = None
+    *args: str, stdin: str = "", env: Mapping[str, str] | None = None, cwd: Path | str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``agy-harness ARGS`` in this process, as :func:`subprocess.run` with ``capture_output=True,
-    text=True`` reports it (``env``: variables set on top of this process's environment)."""
+    text=True`` reports it (``env``: variables set on top of this process's environment; ``cwd``: the
+    directory it runs in, this process's own restored after)."""
     argv = list(args)
     out, err = io.BytesIO(), io.BytesIO()
     streams = [
@@ -86,7 +88,8 @@ def run_cli(
         for raw in (io.BytesIO(stdin.encode()), out, err)
     ]
     saved = sys.stdin, sys.stdout, sys.stderr
-    with _environment(env), _fresh_logging(), _signals_kept():
+    where = contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext()
+    with _environment(env), _fresh_logging(), _signals_kept(), where:
         sys.stdin, sys.stdout, sys.stderr = streams
         try:
             code = main(argv)
