@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-import psutil
-
 _LISTEN = "0A"
 #: what is read of one ``/proc/net/tcp[6]`` table (about 55,000 sockets); a longer table is not read
 #: whole, and nothing it would have said is taken as known (:class:`TablesTooLarge`)
@@ -249,6 +247,8 @@ def my_uid() -> int:
 
 def process_uid(pid: int) -> int | None:
     """The (effective) uid of process ``pid``; None when it cannot be read."""
+    import psutil  # (here: the simulator, which writes agy's log lines through this module, needs none)
+
     try:
         return int(psutil.Process(pid).uids().effective)
     except (psutil.Error, OSError, AttributeError):
@@ -257,6 +257,8 @@ def process_uid(pid: int) -> int | None:
 
 def is_mine(pid: int) -> bool:
     """Process ``pid`` runs as the current user (real and effective uid)."""
+    import psutil
+
     try:
         uids = psutil.Process(pid).uids()
     except (psutil.Error, OSError, AttributeError):
