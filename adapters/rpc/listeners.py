@@ -11,8 +11,7 @@ Only the socket a connection will reach counts (issue #35 case 6: another user l
 port number at ``127.0.0.2`` or ``[::1]`` made the harness refuse the user's own agy on
 ``127.0.0.1``): the listener bound to the exact address dialled, else a wildcard one (``0.0.0.0``,
 ``::``), as the kernel picks (:func:`reached`). And once connected, the connection's other end is
-checked too (:func:`peer_problem`): the kernel's entry for the socket that accepted it must be the
-user's.
+checked too (:func:`peer_problem`): the kernel's entry for the socket that accepted it must be the user's.
 """
 
 from __future__ import annotations
@@ -247,7 +246,7 @@ def my_uid() -> int:
 
 def process_uid(pid: int) -> int | None:
     """The (effective) uid of process ``pid``; None when it cannot be read."""
-    import psutil  # (here: the simulator, which writes agy's log lines through this module, needs none)
+    import psutil  # (here: the simulator writes agy's log lines through this module, needing none)
 
     try:
         return int(psutil.Process(pid).uids().effective)
