@@ -153,6 +153,7 @@ LOADED = (
         (["replay", SHAPE], 0, NEVER | AGY),  # the reconciler alone, from the container
         (["policy", "test"], 0, NEVER | AGY),  # the rules over the recorded gates (replay's)
         (["audit", "--ledger", "{tmp}/ledger"], 0, NEVER | AGY),
+        (["audit", "verify", "--ledger", "{tmp}/ledger"], 0, NEVER | AGY | {"pydantic"}),  # no event read
         (["doctor", "--port", "1"], 1, NEVER | {"hypercorn", "agy_harness.composition.service.harness"}),
         (["record", "--port", "1", "--out", "{tmp}/r.jsonl"], 1, NEVER | {"hypercorn", "libtmux"}),
         (["attach", "--port", "1"], 1, NEVER | {"hypercorn"}),
@@ -167,6 +168,13 @@ def test_each_command_imports_only_what_it_uses(
     # PyYAML is installed here (mkdocs's, a test dependency), else this would check less
     assert importlib.util.find_spec("yaml") is not None
     loaded = tmp_path / "modules.txt"  # (-X importtime would list the refused imports too)
+    if args[0] == "audit":  # a ledger with a record in it
+        from agy_harness.adapters.store.ledger_file import FileLedger
+        from agy_harness.ports.protocols import LedgerEntry
+
+        ledger = FileLedger(tmp_path / "ledger")
+        ledger.record_now(LedgerEntry(type="decision", body={"gate_id": "g", "verdict": "allow"}))
+        ledger.close()
     run = subprocess.run(
         [sys.executable, "-c", LOADED, str(loaded), *(a.format(tmp=tmp_path) for a in args)],
         capture_output=True,
