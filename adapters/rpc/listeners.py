@@ -11,8 +11,7 @@ Only the socket a connection will reach counts (issue #35 case 6: another user l
 port number at ``127.0.0.2`` or ``[::1]`` made the harness refuse the user's own agy on
 ``127.0.0.1``): the listener bound to the exact address dialled, else a wildcard one (``0.0.0.0``,
 ``::``), as the kernel picks (:func:`reached`). And once connected, the connection's other end is
-checked too (:func:`peer_problem`): the kernel's entry for the socket that accepted it must be the
-user's.
+checked too (:func:`peer_problem`): the kernel's entry for the socket that accepted it must be the user's.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ import struct
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-
-import psutil
 
 _LISTEN = "0A"
 #: what is read of one ``/proc/net/tcp[6]`` table (about 55,000 sockets); a longer table is not read
@@ -249,6 +246,8 @@ def my_uid() -> int:
 
 def process_uid(pid: int) -> int | None:
     """The (effective) uid of process ``pid``; None when it cannot be read."""
+    import psutil  # (here: the simulator writes agy's log lines through this module, needing none)
+
     try:
         return int(psutil.Process(pid).uids().effective)
     except (psutil.Error, OSError, AttributeError):
@@ -257,6 +256,8 @@ def process_uid(pid: int) -> int | None:
 
 def is_mine(pid: int) -> bool:
     """Process ``pid`` runs as the current user (real and effective uid)."""
+    import psutil
+
     try:
         uids = psutil.Process(pid).uids()
     except (psutil.Error, OSError, AttributeError):

@@ -32,14 +32,13 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from agy_harness.adapters.private_state import create_file, open_dir, read_own_file
 from agy_harness.ports.errors import LedgerUnavailable
-from agy_harness.ports.protocols import LedgerEntry
 
 from . import ledger_chain as C
 from .ledger_place import ENV_LEDGER_DIR as ENV_LEDGER_DIR
@@ -48,6 +47,9 @@ from .ledger_place import moved_once
 from .ledger_read import CHECKPOINTS as CHECKPOINTS
 from .ledger_read import FLAGS, locked
 from .ledger_read import LEDGER as LEDGER
+
+if TYPE_CHECKING:  # (a type only: `audit` reads the ledger without the event models)
+    from agy_harness.ports.protocols import LedgerEntry
 
 log = logging.getLogger("agy_harness.ledger")
 

@@ -78,14 +78,18 @@ async def record(
     redacting: bool = False,
     stop: asyncio.Event,
     progress: Callable[[int], None] = lambda _frames: None,
+    seconds: float | None = None,
 ) -> Recorded:
-    """Write the recording of ``cascade_id`` to ``out`` until ``stop`` is set; returns the frames seen
-    and the scope route the closing snapshot shows (``progress`` is told the count after each frame)."""
+    """Write the recording of ``cascade_id`` to ``out`` until ``stop`` is set (or for ``seconds`` from
+    the opening snapshot on); returns the frames seen and the scope route the closing snapshot shows
+    (``progress`` is told the count after each frame)."""
     from agy_harness.core.scope_route import scope_route
     from agy_harness.core.steps import as_list
 
     snapshot = await client.call("GetCascadeTrajectorySteps", {"cascadeId": cascade_id})
     out.write(_line({"steps": as_list(snapshot.get("steps"))}, redacting))
+    if seconds is not None:  # the recording's own time: not the imports, the discovery, the first call
+        asyncio.get_running_loop().call_later(seconds, stop.set)
     frames = 0
     stream = client.stream("StreamAgentStateUpdates", {"conversationId": cascade_id})
 
@@ -198,8 +202,6 @@ async def _run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, on_signal, sig)
-    if args.seconds is not None:
-        loop.call_later(args.seconds, stop.set)
     async with container.client() as client:
         cascade = args.cascade or await latest_cascade(container.directory())
         to_stdout = args.out == "-"
@@ -212,7 +214,13 @@ async def _run(args: argparse.Namespace) -> int:
             ticker = loop.create_task(_tick(progress))
             try:
                 recorded = await record(
-                    client, cascade, out, redacting=args.redact, stop=stop, progress=progress
+                    client,
+                    cascade,
+                    out,
+                    redacting=args.redact,
+                    stop=stop,
+                    progress=progress,
+                    seconds=args.seconds,
                 )
             finally:
                 ticker.cancel()

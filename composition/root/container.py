@@ -45,53 +45,39 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from dependency_injector import containers, providers
-
-from agy_harness.adapters.rpc.actions import (
-    PlanModelResolver,
-    RpcCascadeDirectory,
-    RpcCascadeStarter,
-    RpcInteractionDelivery,
-    RpcInterrupter,
-    RpcModelCatalog,
-    RpcTurnSender,
-)
-from agy_harness.adapters.rpc.client import RpcClient
-from agy_harness.adapters.rpc.discovery import Resolver, verify_endpoint
-from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
-from agy_harness.adapters.sinks.queue import QueueSink
-from agy_harness.adapters.store.claims import ClaimRegistry
-from agy_harness.adapters.store.cursor_file import MemoryCursorStore
-from agy_harness.core.reconciler import Reconciler
 from agy_harness.ports.errors import NoConversation
-from agy_harness.ports.policy import GatePolicy
-from agy_harness.ports.protocols import (
-    CascadeSummary,
-    Cursor,
-    CursorStore,
-    DecisionLedger,
-    EventSink,
-    ModelCatalog,
-    ShowsModelNames,
-)
 
-from ..service.bus import SessionBus
-from ..service.clock import LoopClock
-from ..service.conversation import Conversation
-from ..service.harness import Harness, HarnessOptions
 from . import lazy_adapters as L
+from .dependency_injection import containers, providers
 from .lazy_adapters import default_ledger as default_ledger  # (entry points import it from here)
 from .lazy_adapters import default_tmux_server as default_tmux_server
 from .lazy_adapters import pane_process as pane_process
 from .version_gate import Capabilities, choose_adapters, detect_capabilities
 from .version_gate import subagent_source as subagent_source_for
 
+if TYPE_CHECKING:  # the adapters and the harness are imported when a provider first builds one
+    from agy_harness.adapters.rpc.actions import PlanModelResolver, RpcCascadeDirectory
+    from agy_harness.ports.policy import GatePolicy
+    from agy_harness.ports.protocols import (
+        CascadeSummary,
+        Cursor,
+        CursorStore,
+        DecisionLedger,
+        EventSink,
+        ModelCatalog,
+    )
+
+    from ..service.bus import SessionBus
+    from ..service.harness import HarnessOptions
+
 
 def _shown_models(sink: EventSink, catalog: ModelCatalog) -> EventSink:
     """The sink, handed agy's model catalog when it shows model display names (the omnigent sink,
     the terminal): it was made by the entry point before agy was bound."""
+    from agy_harness.ports.protocols import ShowsModelNames
+
     if isinstance(sink, ShowsModelNames):
         sink.bind_model_catalog(catalog)
     return sink
@@ -102,6 +88,8 @@ def _model_resolver(
 ) -> PlanModelResolver:
     """The turn's model resolver, following the conversation's model changes from the events the
     session delivers (a turn reads no conversation)."""
+    from agy_harness.adapters.rpc.actions import PlanModelResolver
+
     resolver = PlanModelResolver(snapshot, catalog, choice)
     bus.on_delivered(resolver.observe)
     return resolver
@@ -121,7 +109,7 @@ class AgyContainer(containers.DeclarativeContainer):
     config = providers.Configuration()
 
     # -- given by the entry point (override these) -----------------------------------------
-    sink = providers.Singleton(QueueSink)
+    sink = providers.Singleton(L.queue_sink)
     cursor_store: providers.Object[CursorStore | None] = providers.Object(None)
     options: providers.Object[HarnessOptions | None] = providers.Object(None)
     tmux_server: providers.Object[Any] = providers.Object(None)  # a libtmux.Server, None: the default
@@ -130,14 +118,14 @@ class AgyContainer(containers.DeclarativeContainer):
 
     # -- agy: where it listens, the conversation, what it can do (filled in by bind()) -----
     discovery = providers.Singleton(
-        Resolver,
+        L.resolver,
         config.cascade_id,
         port=config.port,
         pids=config.pids,
         pane_pid=config.pane_pid,
         csrf_token=config.csrf_token,
     )
-    client = providers.Singleton(RpcClient, config.base_url, csrf_token=config.csrf_token)
+    client = providers.Singleton(L.rpc_client, config.base_url, csrf_token=config.csrf_token)
     cascade_id = providers.Callable(_same, config.cascade_id)
     capabilities = providers.Dependency(instance_of=Capabilities)
 
@@ -147,13 +135,13 @@ class AgyContainer(containers.DeclarativeContainer):
     )
 
     # -- the adapters ----------------------------------------------------------------------
-    poll = providers.Singleton(RpcPollSource, client, interval=config.poll_interval.as_float())
+    poll = providers.Singleton(L.poll_source, client, interval=config.poll_interval.as_float())
     snapshot = providers.Callable(_same, poll)
     # the bound conversation: the harness's, and what the stream's idle watchdog asks (a silent
     # stream is a dead one only while agy should be producing: a turn runs and no gate waits)
-    conversation = providers.Singleton(Conversation, cascade_id, cursor_store)
+    conversation = providers.Singleton(L.conversation, cascade_id, cursor_store)
     stream = providers.Singleton(
-        RpcStreamSource,
+        L.stream_source,
         client,
         idle_timeout=config.stream_idle_timeout.as_float(),
         is_running=conversation.provided.producing,
@@ -167,14 +155,14 @@ class AgyContainer(containers.DeclarativeContainer):
         poll_transcript=providers.List(poll, transcript),
     )
     # a sub-agent's own live source, by the version gate's rule: streamed when the conversation is
-    subagent_stream = providers.Factory(RpcStreamSource, client)
+    subagent_stream = providers.Factory(L.stream_source, client)
     subagent_source = providers.Callable(subagent_source_for, step_sources, subagent_stream.provider)
-    model_catalog = providers.Singleton(RpcModelCatalog, client)
+    model_catalog = providers.Singleton(L.model_catalog, client)
     #: a () -> model id the user chose (ACP, the plugin), or None
     model_choice: providers.Object[Callable[[], str | None] | None] = providers.Object(None)
-    bus = providers.Singleton(SessionBus)  # what the session's roles tell each other
+    bus = providers.Singleton(L.session_bus)  # what the session's roles tell each other
     model_resolver = providers.Singleton(_model_resolver, snapshot, model_catalog, model_choice, bus)
-    rpc_turns = providers.Singleton(RpcTurnSender, client, model_resolver)
+    rpc_turns = providers.Singleton(L.rpc_turns, client, model_resolver)
     tmux_turns = providers.Singleton(
         L.tmux_sender, config.tmux_target, server=tmux_server, step_reader=snapshot
     )
@@ -185,21 +173,21 @@ class AgyContainer(containers.DeclarativeContainer):
         tmux=providers.List(tmux_turns),
         none=providers.List(),
     )
-    interaction_delivery = providers.Singleton(RpcInteractionDelivery, client)
+    interaction_delivery = providers.Singleton(L.interaction_delivery, client)
     tui_keys = providers.Singleton(L.tui_keys, config.tmux_target, tmux_server)
     tui_screen = providers.Singleton(L.tui_screen, config.tmux_target, tmux_server)
-    interrupter = providers.Singleton(RpcInterrupter, client)
-    directory = providers.Singleton(RpcCascadeDirectory, client)
-    starter = providers.Singleton(RpcCascadeStarter, client)  # a new conversation (the ACP agent)
+    interrupter = providers.Singleton(L.interrupter, client)
+    directory = providers.Singleton(L.directory, client)
+    starter = providers.Singleton(L.starter, client)  # a new conversation (the ACP agent)
     # the other sessions' conversations, in a private per-user directory (never our /clear)
-    claims = providers.Singleton(ClaimRegistry)
+    claims = providers.Singleton(L.claims)
     # the rules that answer gates (``make_container(policy=...)`` or an override replaces them)
     policy = providers.Singleton(L.session_rules, config.workspace)
 
     # -- the harness: its roles share one clock and one bus ----------------------------------
-    clock = providers.Singleton(LoopClock)
+    clock = providers.Singleton(L.loop_clock)
     harness = providers.Singleton(
-        Harness,
+        L.harness,
         cascade_id=cascade_id,
         conversation=conversation,
         sources=step_sources,
@@ -222,7 +210,7 @@ class AgyContainer(containers.DeclarativeContainer):
     )
 
     # -- offline: recorded steps in, events out (``agy-harness replay``) --------------------
-    reconciler = providers.Factory(Reconciler)
+    reconciler = providers.Factory(L.reconciler)
 
 
 def make_container(
@@ -295,6 +283,8 @@ async def latest_cascade(directory: RpcCascadeDirectory) -> str:
 def resuming_from(cursor: Cursor | None) -> CursorStore:
     """A cursor store (in memory) that holds ``cursor``: for an entry point that read the history
     itself (ACP's session/load), so that its session resumes where that read ended."""
+    from agy_harness.adapters.store.cursor_file import MemoryCursorStore
+
     store = MemoryCursorStore()
     if cursor is not None:
         store.save(cursor)
@@ -308,6 +298,8 @@ async def bind_endpoint(container: AgyContainer, *, version: bool = True) -> boo
     config = container.config
     if config.base_url() is not None:  # given: still verified, as a discovered port is
         if not container.client.overridden:
+            from agy_harness.adapters.rpc.discovery import verify_endpoint
+
             await verify_endpoint(config.base_url(), config.cascade_id(), config.csrf_token())
         return False
     binding = await container.discovery().resolve()

@@ -1,16 +1,161 @@
-"""The adapters the container (:mod:`.container`) builds only when a session needs them, each imported
-late (tmux, agy's transcript, the decision ledger, the rules): a session that needs none of them never
-loads them. Also the tmux lookups an entry point asks before it builds a container."""
+"""The adapters and roles the container (:mod:`.container`) builds, each imported only when a provider
+first builds one: importing the container loads none of them, so a command builds only what it uses
+(``replay`` takes just the reconciler, ``doctor`` and ``record`` the RPC client but no harness, and a
+session that needs no tmux, transcript, ledger or rules never loads those). Also the tmux lookups an
+entry point asks before it builds a container."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agy_harness.ports.policy import GatePolicy
-from agy_harness.ports.protocols import DecisionLedger, StepSnapshot, StepSource, TurnSender
+if TYPE_CHECKING:
+    from agy_harness.adapters.rpc.actions import (
+        ModelResolver,
+        RpcCascadeDirectory,
+        RpcCascadeStarter,
+        RpcInteractionDelivery,
+        RpcInterrupter,
+        RpcModelCatalog,
+        RpcTurnSender,
+    )
+    from agy_harness.adapters.rpc.client import RpcClient
+    from agy_harness.adapters.rpc.discovery import Resolver
+    from agy_harness.adapters.rpc.sources import RpcPollSource, RpcStreamSource
+    from agy_harness.adapters.sinks.queue import QueueSink
+    from agy_harness.adapters.store.claims import ClaimRegistry
+    from agy_harness.core.reconciler import Reconciler
+    from agy_harness.ports.policy import GatePolicy
+    from agy_harness.ports.protocols import CursorStore, DecisionLedger, StepSnapshot, StepSource, TurnSender
 
-from .version_gate import Capabilities
+    from ..service.bus import SessionBus
+    from ..service.clock import LoopClock
+    from ..service.conversation import Conversation
+    from ..service.harness import Harness
+    from .version_gate import Capabilities
+
+
+# -- agy over RPC ------------------------------------------------------------------------------
+
+
+def rpc_client(base_url: str, *, csrf_token: str | None = None) -> RpcClient:
+    from agy_harness.adapters.rpc.client import RpcClient
+
+    return RpcClient(base_url, csrf_token=csrf_token)
+
+
+def resolver(
+    cascade_id: str | None,
+    *,
+    port: int | None = None,
+    pids: Sequence[int] | None = None,
+    pane_pid: int | None = None,
+    csrf_token: str | None = None,
+) -> Resolver:
+    from agy_harness.adapters.rpc.discovery import Resolver
+
+    return Resolver(cascade_id, port=port, pids=pids, pane_pid=pane_pid, csrf_token=csrf_token)
+
+
+def poll_source(client: RpcClient, *, interval: float) -> RpcPollSource:
+    from agy_harness.adapters.rpc.sources import RpcPollSource
+
+    return RpcPollSource(client, interval=interval)
+
+
+def stream_source(
+    client: RpcClient, *, idle_timeout: float = 20.0, is_running: Callable[[], bool] | None = None
+) -> RpcStreamSource:
+    from agy_harness.adapters.rpc.sources import RpcStreamSource
+
+    return RpcStreamSource(client, idle_timeout=idle_timeout, is_running=is_running)
+
+
+def model_catalog(client: RpcClient) -> RpcModelCatalog:
+    from agy_harness.adapters.rpc.actions import RpcModelCatalog
+
+    return RpcModelCatalog(client)
+
+
+def rpc_turns(client: RpcClient, resolve_model: ModelResolver) -> RpcTurnSender:
+    from agy_harness.adapters.rpc.actions import RpcTurnSender
+
+    return RpcTurnSender(client, resolve_model)
+
+
+def interaction_delivery(client: RpcClient) -> RpcInteractionDelivery:
+    from agy_harness.adapters.rpc.actions import RpcInteractionDelivery
+
+    return RpcInteractionDelivery(client)
+
+
+def interrupter(client: RpcClient) -> RpcInterrupter:
+    from agy_harness.adapters.rpc.actions import RpcInterrupter
+
+    return RpcInterrupter(client)
+
+
+def directory(client: RpcClient) -> RpcCascadeDirectory:
+    from agy_harness.adapters.rpc.actions import RpcCascadeDirectory
+
+    return RpcCascadeDirectory(client)
+
+
+def starter(client: RpcClient) -> RpcCascadeStarter:
+    from agy_harness.adapters.rpc.actions import RpcCascadeStarter
+
+    return RpcCascadeStarter(client)
+
+
+# -- the session's own parts -----------------------------------------------------------------
+
+
+def queue_sink() -> QueueSink:
+    from agy_harness.adapters.sinks.queue import QueueSink
+
+    return QueueSink()
+
+
+def claims() -> ClaimRegistry:
+    from agy_harness.adapters.store.claims import ClaimRegistry
+
+    return ClaimRegistry()
+
+
+def conversation(cascade_id: str, cursor_store: CursorStore | None) -> Conversation:
+    from ..service.conversation import Conversation
+
+    return Conversation(cascade_id, cursor_store)
+
+
+def session_bus() -> SessionBus:
+    from ..service.bus import SessionBus
+
+    return SessionBus()
+
+
+def loop_clock() -> LoopClock:
+    from ..service.clock import LoopClock
+
+    return LoopClock()
+
+
+def harness(**parts: Any) -> Harness:
+    """The harness over the parts the container built (its keywords: see the container's ``harness``)."""
+    from ..service.harness import Harness
+
+    return Harness(**parts)
+
+
+def reconciler(cascade_id: str) -> Reconciler:
+    """Recorded steps in, events out (``agy-harness replay``): no agy, no RPC."""
+    from agy_harness.core.reconciler import Reconciler
+
+    return Reconciler(cascade_id)
+
+
+# -- what only some sessions need --------------------------------------------------------------
 
 
 def transcript_tail(caps: Capabilities) -> StepSource:

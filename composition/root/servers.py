@@ -15,14 +15,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dependency_injector import containers, providers
-
 from agy_harness.adapters.rpc.actions import RpcCascadeDirectory, RpcModelCatalog
 from agy_harness.adapters.rpc.agy_log import logged_endpoints
 from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.adapters.rpc.discovery import Candidate, PsutilScanner, Verdict, candidates, probe
 from agy_harness.adapters.rpc.sources import RpcPollSource
 from agy_harness.ports.protocols import CascadeDirectory, ModelCatalog, StepSnapshot
+
+from .dependency_injection import containers, providers
 
 
 @dataclass

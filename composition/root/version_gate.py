@@ -14,11 +14,13 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agy_harness.adapters.rpc.client import RpcClient
 from agy_harness.ports.errors import AgyCallFailed, MethodMissing
-from agy_harness.ports.protocols import StepSource
+
+if TYPE_CHECKING:
+    from agy_harness.adapters.rpc.client import RpcClient
+    from agy_harness.ports.protocols import StepSource
 
 log = logging.getLogger("agy_harness.version_gate")
 

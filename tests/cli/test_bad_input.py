@@ -1,6 +1,7 @@
 """Bad input to any command is exit 2 with one line that names the file or value and what to do (no
 traceback, no exception name); ``acp`` exits 130 on Ctrl-C after serving messages too; ``sim --tui``
-plays ``--scenario``. Each through the real CLI (a subprocess; the TUI in a tmux pane)."""
+plays ``--scenario``. Through the real CLI (a subprocess, or the same entry in this process for the
+further cases of a command; the TUI in a tmux pane)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.in_process import run_cli
+
 from .conftest import Terminal, cli
+
+# The first case of each test runs the command as a process of its own (exit 2, one line, no
+# traceback, as a shell sees them); the further cases of the same command run it in this process
+# (tests/in_process.py: the same argv, the same stdout, stderr and exit code).
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -45,14 +52,14 @@ def test_a_bad_recording_names_the_file_and_the_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"steps": []}) + "\n\n{not json\n")
     one_line(run("sim", "--recording", str(bad)), f"--recording {bad}, line 3: not JSON")
-    one_line(run("sim", "--recording", str(tmp_path)), "a directory")
+    one_line(run_cli("sim", "--recording", str(tmp_path)), "a directory")
 
 
 def test_record_out_where_nothing_can_be_written(tmp_path: Path) -> None:
     """Refused before agy is looked for (port 1 answers nothing: that would be exit 1)."""
     missing = tmp_path / "nonexistent" / "x.jsonl"
     one_line(run("record", "--port", "1", "--out", str(missing)), f"--out {missing}", "no directory")
-    one_line(run("record", "--port", "1", "--out", str(tmp_path)), "a directory", "session.jsonl")
+    one_line(run_cli("record", "--port", "1", "--out", str(tmp_path)), "a directory", "session.jsonl")
 
 
 def test_attach_tmux_without_tmux(tmp_path: Path) -> None:
@@ -70,10 +77,10 @@ def test_attach_tmux_without_that_pane(tmp_path: Path) -> None:
 def test_board_notify_is_checked_and_needs_somewhere_to_go() -> None:
     done = run("board", "--notify", "bogus")
     assert done.returncode == 2 and "unknown kind(s) bogus; choose from gate, turn, failed" in done.stderr
-    one_line(run("board", "--notify", "gate"), "nowhere to send", "--notify-urls-file PATH")
-    one_line(run("board", "--notify-content"), "nowhere to send", "--notify-urls-file PATH")
+    one_line(run_cli("board", "--notify", "gate"), "nowhere to send", "--notify-urls-file PATH")
+    one_line(run_cli("board", "--notify-content"), "nowhere to send", "--notify-urls-file PATH")
     one_line(
-        run("board", "--webhook", "https://example.invalid/t"), "--webhook is gone", "--notify-urls-file"
+        run_cli("board", "--webhook", "https://example.invalid/t"), "--webhook is gone", "--notify-urls-file"
     )
 
 
@@ -109,18 +116,18 @@ def test_audit_with_a_ledger_or_an_out_that_cannot_be_used(tmp_path: Path) -> No
     what is wrong (it was exit 1 with "NotADirectoryError" / "FileNotFoundError")."""
     plain = tmp_path / "plain.txt"
     plain.write_text("not a ledger\n")
-    for action in ("list", "verify"):
-        one_line(run("audit", action, "--ledger", str(plain)), f"--ledger {plain}", "not a directory")
+    for action, runs in (("list", run), ("verify", run_cli)):
+        one_line(runs("audit", action, "--ledger", str(plain)), f"--ledger {plain}", "not a directory")
     ledger = tmp_path / "ledger"
     ledger.mkdir(mode=0o700)
     nowhere = tmp_path / "nonexistent" / "x.jsonl"
     one_line(
-        run("audit", "export", "--ledger", str(ledger), "--format", "jsonl", "--out", str(nowhere)),
+        run_cli("audit", "export", "--ledger", str(ledger), "--format", "jsonl", "--out", str(nowhere)),
         f"--out {nowhere}",
         "no such file or directory",
     )
     one_line(
-        run("audit", "export", "--ledger", str(ledger), "--format", "aat", "--out", str(plain / "sub")),
+        run_cli("audit", "export", "--ledger", str(ledger), "--format", "aat", "--out", str(plain / "sub")),
         f"--out {plain / 'sub'}",
     )
 
@@ -136,7 +143,7 @@ def test_audit_lists_a_ledger_s_text_by_the_display_rule(tmp_path: Path) -> None
             "decided_by": {"kind": "human", "surface": "board\x1b[31m", "user": "me"}}  # fmt: skip
     written.record_now(LedgerEntry(type="decision", body=body))
     written.close()
-    done = run("audit", "--ledger", str(ledger))
+    done = run_cli("audit", "--ledger", str(ledger))
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
     assert "ls \\x1b[2J\\x1b]2;x\\x07" in done.stdout and "board\\x1b[31m" in done.stdout
@@ -152,9 +159,11 @@ def test_policy_refuses_what_it_cannot_honour(tmp_path: Path) -> None:
     )
     for action in (["explain", "ls"], ["test"]):
         one_line(
-            run("policy", *action, "--workspace", str(tmp_path / "nodir")), "--workspace", "no such directory"
+            run_cli("policy", *action, "--workspace", str(tmp_path / "nodir")),
+            "--workspace",
+            "no such directory",
         )
-    done = run("policy", "test", "--recorded", str(tmp_path / "nope.json"))
+    done = run_cli("policy", "test", "--recorded", str(tmp_path / "nope.json"))
     one_line(done, "--recorded", "nope.json")
     assert done.stdout == ""  # refused before anything is said to be ok
 
@@ -171,7 +180,7 @@ def test_policy_trust_of_no_file_and_propose_of_no_command(tmp_path: Path) -> No
     one_line(
         run("policy", "trust", str(missing), env=env), f"policy trust {missing}: no such file", "rules file"
     )
-    one_line(run("policy", "trust", str(tmp_path), env=env), f"policy trust {tmp_path}: a directory")
+    one_line(run_cli("policy", "trust", str(tmp_path), env=env), f"policy trust {tmp_path}: a directory")
     assert not (tmp_path / "config").exists() and not (tmp_path / "state").exists()
     for empty in ("", "   "):
         one_line(

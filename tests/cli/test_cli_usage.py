@@ -11,6 +11,7 @@ import uuid
 import pytest
 
 from agy_harness.composition.entrypoints.cli import version
+from tests.in_process import run_cli
 
 
 def agy_harness(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -25,6 +26,11 @@ def agy_harness(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.
     )
 
 
+# What a command prints is read here from the command run in this process (tests/in_process.py); the
+# real process is run where it is the subject: --version, each command's usage error (exit 2, no
+# traceback) and the one line without an agy (exit 1).
+
+
 def no_traceback(run: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
 
@@ -36,7 +42,7 @@ def test_version() -> None:
 
 
 def test_top_level_help_describes_the_tool_with_examples_and_exit_codes() -> None:
-    run = agy_harness("--help")
+    run = run_cli("--help")
     assert run.returncode == 0
     assert "The ``agy-harness`` command" not in run.stdout
     assert "Antigravity" in run.stdout
@@ -55,39 +61,39 @@ def test_top_level_help_describes_the_tool_with_examples_and_exit_codes() -> Non
 
 @pytest.mark.parametrize("command", ["demo", "attach", "replay"])
 def test_each_command_has_a_description_and_examples(command: str) -> None:
-    run = agy_harness(command, "--help")
+    run = run_cli(command, "--help")
     assert run.returncode == 0
     _usage, _, body = run.stdout.partition("\n\n")
     assert body.strip() and "examples:" in body and f"agy-harness {command}" in body
 
 
 def test_demo_help_lists_the_profiles_and_the_gate_keys() -> None:
-    out = agy_harness("demo", "--help").stdout
+    out = run_cli("demo", "--help").stdout
     assert "{1.0.10,1.0.4}" in out
     for text in ("/cancel", "Ctrl-D", "Ctrl-C", "time a gate out"):
         assert text in out, text
-    attach = agy_harness("attach", "--help").stdout
+    attach = run_cli("attach", "--help").stdout
     for text in ("/interrupt", "Ctrl-D", "/cancel", "--tmux"):
         assert text in attach, text
 
 
 @pytest.mark.parametrize(
-    "args",
+    ("args", "real"),  # real: a process of its own, one for each command; else in this process
     [
-        ["demo", "--pace", "-1"],
-        ["demo", "--pace", "nan"],
-        ["demo", "--pace", "fast"],
-        ["demo", "--profile", "9.9.9"],
-        ["attach", "--port", "70000"],
-        ["frobnicate"],
-        ["doctor", "--port", "99999"],
-        ["record", "--out", "x", "--port", "0"],
-        ["acp", "--port", "http"],
-        ["sim", "--pace", "-1"],
+        (["demo", "--pace", "-1"], True),
+        (["demo", "--pace", "nan"], False),
+        (["demo", "--pace", "fast"], False),
+        (["demo", "--profile", "9.9.9"], False),
+        (["attach", "--port", "70000"], True),
+        (["frobnicate"], True),
+        (["doctor", "--port", "99999"], True),
+        (["record", "--out", "x", "--port", "0"], True),
+        (["acp", "--port", "http"], True),
+        (["sim", "--pace", "-1"], True),
     ],
 )
-def test_usage_errors_exit_2_with_a_usage_line(args: list[str]) -> None:
-    run = agy_harness(*args)
+def test_usage_errors_exit_2_with_a_usage_line(args: list[str], real: bool) -> None:
+    run = agy_harness(*args) if real else run_cli(*args)
     assert run.returncode == 2
     assert run.stdout == ""
     assert "usage: agy-harness" in run.stderr and "error:" in run.stderr
@@ -95,13 +101,13 @@ def test_usage_errors_exit_2_with_a_usage_line(args: list[str]) -> None:
 
 
 def test_verbose_before_sim_reaches_the_simulator() -> None:
-    run = agy_harness("-v", "sim", "--version")  # was: TypeError 'NoneType' object is not callable
+    run = run_cli("-v", "sim", "--version")  # was: TypeError 'NoneType' object is not callable
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("1.0.10")
-    run = agy_harness("-vv", "sim", "--profile", "1.0.4", "--version")
+    run = run_cli("-vv", "sim", "--profile", "1.0.4", "--version")
     assert run.returncode == 0 and run.stdout.startswith("1.0.4")
-    assert agy_harness("sim", "--help").stdout.startswith("usage: agy-harness sim")
-    assert agy_harness("sim", "-v", "--version").returncode == 2  # -v is the tool's, before the command
+    assert run_cli("sim", "--help").stdout.startswith("usage: agy-harness sim")
+    assert run_cli("sim", "-v", "--version").returncode == 2  # -v is the tool's, before the command
 
 
 @pytest.mark.parametrize("command", ["attach", "record --out /dev/null"])  # doctor: test_doctor_environment

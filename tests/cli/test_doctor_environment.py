@@ -14,20 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.in_process import run_cli
+
 from .conftest import Terminal, cli
 
 CHECKS = ("agy-harness:", "tmux:", "acp extra:", "board extra:", "omnigent's Python:", "agy command:", "agy:")
 
 
 def doctor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """doctor run in this process (tests/in_process.py): its report is the subject; the process (exit 1,
+    every check a line on a terminal) is the terminal tests' below."""
     nobody = str(uuid.uuid4())  # no agy on this machine hosts it: agy is "not found", whatever runs
-    return subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "doctor", "--cascade", nobody, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    return run_cli("doctor", "--cascade", nobody, *args, env=env)
 
 
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (100, 30)])

@@ -5,6 +5,7 @@ and --version, and `replay` that says what is wrong with its input (or that it h
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -15,9 +16,15 @@ from pathlib import Path
 import pytest
 
 from agy_harness.composition.entrypoints.cli import build_parser
+from tests.in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ["demo", "attach", "replay", "sim", "acp", "doctor", "record", "board", "audit", "policy"]
+
+
+# ``agy_harness``: the command as a process of its own, where the process is the subject (its imports,
+# exit codes, one line and no traceback); ``run_cli`` (tests/in_process.py): the same command in this
+# process, where what it prints is.
 
 
 def agy_harness(*args: str, stdin: str = "", extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -46,7 +53,7 @@ def shown_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_has_one_help_style(command: str) -> None:
-    run = agy_harness(command, "--help")
+    run = run_cli(command, "--help")
     assert run.returncode == 0 and run.stderr == ""
     usage, _, rest = run.stdout.partition("\n\n")
     description, _, rest = rest.partition("\n\n")
@@ -90,7 +97,7 @@ def test_the_readme_command_table_names_every_option() -> None:
 
 
 def test_no_command_shows_the_help_and_exits_2() -> None:
-    run = agy_harness()
+    run = run_cli()
     assert run.returncode == 2 and run.stdout == ""
     assert (
         run.stderr.startswith("usage: agy-harness") and "examples:" in run.stderr and "COMMAND" in run.stderr
@@ -106,7 +113,7 @@ def test_a_bad_option_is_reported_by_its_own_command() -> None:
 
 def test_a_port_out_of_range_is_bad_input_for_every_command() -> None:
     for command in ("doctor", "attach", "acp", "board"):
-        run = agy_harness(command, "--port", "99999")
+        run = run_cli(command, "--port", "99999")
         assert run.returncode == 2, command
         assert f"usage: agy-harness {command}" in run.stderr and "a port is 1-65535, not 99999" in run.stderr
         assert "NonLoopbackError" not in run.stderr and "Traceback" not in run.stderr
@@ -126,12 +133,71 @@ def test_help_and_version_import_nothing_heavy(args: list[str]) -> None:
     assert not heavy & imported, heavy & imported
 
 
+#: what no command here uses: the board's web stack, the ACP SDK, the browser driver, and the optional
+#: integrations dependency-injector imports when they are installed (composition/root/dependency_injection.py)
+NEVER = {"starlette", "acp", "playwright", "pydantic_settings", "yaml", "werkzeug", "fastapi", "fast_depends"}
+#: what reaches agy (its transport, the simulator's server, tmux) and what runs a session
+AGY = {"aiohttp", "hypercorn", "libtmux", "agy_harness.composition.service.harness"}
+SHAPE = str(ROOT / "adapters/simulator/shapes/user_input.json")
+#: ``python -c LOADED FILE ARGS...``: the command with ARGS, writing the modules it loaded to FILE at exit
+LOADED = (
+    "import atexit, runpy, sys; out = sys.argv.pop(1); "
+    "atexit.register(lambda: open(out, 'w').write(' '.join(sys.modules))); "
+    "runpy.run_module('agy_harness.composition.cli', run_name='__main__')"
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "unused"),
+    [
+        (["replay", SHAPE], 0, NEVER | AGY),  # the reconciler alone, from the container
+        (["policy", "test"], 0, NEVER | AGY),  # the rules over the recorded gates (replay's)
+        (["audit", "--ledger", "{tmp}/ledger"], 0, NEVER | AGY),
+        (["audit", "verify", "--ledger", "{tmp}/ledger"], 0, NEVER | AGY | {"pydantic"}),  # no event read
+        (["doctor", "--port", "1"], 1, NEVER | {"hypercorn", "agy_harness.composition.service.harness"}),
+        (["record", "--port", "1", "--out", "{tmp}/r.jsonl"], 1, NEVER | {"hypercorn", "libtmux"}),
+        (["attach", "--port", "1"], 1, NEVER | {"hypercorn"}),
+    ],
+)
+def test_each_command_imports_only_what_it_uses(
+    tmp_path: Path, args: list[str], code: int, unused: set[str]
+) -> None:
+    """Every start of a command paid for the whole harness: ``replay`` and ``policy test`` imported
+    aiohttp and the harness (0.75 CPU-s), and every command that builds the container imported
+    pydantic-settings, PyYAML and Werkzeug for dependency-injector integrations never used (0.1 s)."""
+    # PyYAML is installed here (mkdocs's, a test dependency), else this would check less
+    assert importlib.util.find_spec("yaml") is not None
+    loaded = tmp_path / "modules.txt"  # (-X importtime would list the refused imports too)
+    if args[0] == "audit":  # a ledger with a record in it
+        from agy_harness.adapters.store.ledger_file import FileLedger
+        from agy_harness.ports.protocols import LedgerEntry
+
+        ledger = FileLedger(tmp_path / "ledger")
+        ledger.record_now(LedgerEntry(type="decision", body={"gate_id": "g", "verdict": "allow"}))
+        ledger.close()
+    run = subprocess.run(
+        [sys.executable, "-c", LOADED, str(loaded), *(a.format(tmp=tmp_path) for a in args)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "XDG_CONFIG_HOME": str(tmp_path),
+            "AGY_HARNESS_LEDGER_DIR": str(tmp_path / "ledger"),
+        },
+    )
+    assert run.returncode == code, run.stderr[-2000:]
+    imported = set(loaded.read_text().split())
+    assert not unused & imported, unused & imported
+    assert "Traceback" not in run.stderr
+
+
 # -- replay: what is wrong with the input, in words ------------------------------------------
 
 
 def test_replay_reads_standard_input() -> None:
     step = (ROOT / "adapters/simulator/shapes/user_input.json").read_text()
-    run = agy_harness("replay", "-", stdin=step)
+    run = run_cli("replay", "-", stdin=step)
     assert run.returncode == 0, run.stderr
     events = [json.loads(line) for line in run.stdout.splitlines()]
     assert "user_message" in [e["type"] for e in events]
@@ -148,7 +214,7 @@ def test_replay_reads_standard_input() -> None:
 )
 def test_replay_names_what_is_wrong_with_a_file(tmp_path: Path, content: str, said: str) -> None:
     (tmp_path / "empty.json").write_text(content)
-    run = agy_harness("replay", str(tmp_path / "empty.json"))
+    run = run_cli("replay", str(tmp_path / "empty.json"))
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr == f"agy-harness replay: {tmp_path}/{said}\n"
 
@@ -166,7 +232,7 @@ def test_replay_says_so_when_the_input_holds_no_step(tmp_path: Path) -> None:
     (tmp_path / "status.jsonl").write_text(
         '{"update": {"conversationId": "c", "status": "CASCADE_RUN_STATUS_IDLE"}}\n'
     )
-    run = agy_harness("replay", str(tmp_path / "status.jsonl"))
+    run = run_cli("replay", str(tmp_path / "status.jsonl"))
     assert run.returncode == 0 and run.stdout == ""
     assert (
         run.stderr

@@ -5,13 +5,11 @@ included. (The texts were wrapped by hand near 100 columns: "its t / mux pane" a
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 
 import pytest
 
 from agy_harness.composition.entrypoints.cli import build_parser
+from tests.in_process import run_cli
 
 COMMANDS = ["", "demo", "attach", "replay", "sim", "acp", "doctor", "record", "board"]
 
@@ -37,14 +35,9 @@ def words(parser: argparse.ArgumentParser) -> list[str]:
 @pytest.mark.parametrize("width", [80, 60])
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c or "agy-harness")
 def test_help_fits_the_terminal_and_breaks_no_word(command: str, width: int) -> None:
-    env = {**os.environ, "COLUMNS": str(width), "NO_COLOR": "1"}
-    run = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", *([command] if command else []), "--help"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    # in this process (tests/in_process.py): the help is the subject, not the process (a real one
+    # shows it in tests/cli/test_every_command.py and test_cli_usage.py)
+    run = run_cli(*([command] if command else []), "--help", env={"COLUMNS": str(width), "NO_COLOR": "1"})
     assert run.returncode == 0, run.stderr
     too_wide = [line for line in run.stdout.splitlines() if len(line) > width]
     assert not too_wide, "\n".join(too_wide)

@@ -10,7 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.in_process import run_cli
+
 from .conftest import Pane, Terminal, cli
+
+# The first run of each command in a test is a process of its own (what a shell sees: the exit code,
+# one line); the further runs call the same entry in this process (tests/in_process.py: the same argv,
+# stdout, stderr and exit code).
 
 
 def run(
@@ -110,9 +116,9 @@ def test_policy_explain_rules_file_then_gate_and_rules_is_documented(tmp_path: P
     done = run("policy", "explain", "--rules", str(rules), "git status")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("decision: allow (allowed by rule git-status (")
-    for help_text in (run("policy", "--help").stdout, run("policy", "explain", "--help").stdout):
+    for help_text in (run_cli("policy", "--help").stdout, run_cli("policy", "explain", "--help").stdout):
         assert "policy explain --rules " in help_text  # an example
-    assert "repeat it for several" in run("policy", "explain", "--help").stdout
+    assert "repeat it for several" in run_cli("policy", "explain", "--help").stdout
 
 
 def test_policy_says_the_same_bad_rules_file_the_same_way(tmp_path: Path) -> None:
@@ -126,12 +132,12 @@ def test_policy_says_the_same_bad_rules_file_the_same_way(tmp_path: Path) -> Non
     env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_STATE_HOME": str(tmp_path / "state")}
     said = [
         one_line(run("policy", "explain", "--rules", str(bad), "ls", env=env)),
-        one_line(run("policy", "trust", str(bad), env=env)),
+        one_line(run_cli("policy", "trust", str(bad), env=env)),
     ]
     for line in said:
         assert f"{bad}:1: rule 1: `id` is missing" in line, line
         assert "Field required" not in line and "Value error" not in line
-    tested = run("policy", "test", str(bad))  # the test's own verdict: a FAIL line, exit 1
+    tested = run_cli("policy", "test", str(bad))  # the test's own verdict: a FAIL line, exit 1
     assert (
         tested.returncode == 1
         and tested.stdout == f"FAIL {bad}:1: rule 1: `id` is missing (every rule has it)\n"
@@ -148,7 +154,7 @@ def test_policy_trust_refuses_a_file_in_no_rules_directory(tmp_path: Path) -> No
     project = tmp_path / "proj" / ".agy-harness" / "policy"
     project.mkdir(parents=True)
     (project / "rules.toml").write_text(GIT_STATUS)
-    trusted = run("policy", "trust", str(project / "rules.toml"), env=env)
+    trusted = run_cli("policy", "trust", str(project / "rules.toml"), env=env)
     assert trusted.returncode == 0 and trusted.stdout.startswith(f"trusted {project / 'rules.toml'}")
 
 
@@ -178,7 +184,7 @@ def test_board_on_a_port_in_use_or_a_bad_host_is_one_line_exit_2() -> None:
         one_line(run("board", "--port", str(port)), f"--port {port}: another program listens there")
     for host in ("no.such.host.invalid", "192.0.2.1"):  # (TEST-NET-1: never this machine's)
         line = one_line(
-            run("board", "--host", host), f"--host {host}: not an address this machine listens on"
+            run_cli("board", "--host", host), f"--host {host}: not an address this machine listens on"
         )
         assert "Errno" not in line and "OSError" not in line and "gaierror" not in line
 
@@ -189,7 +195,9 @@ def test_sim_log_file_into_a_missing_directory_is_refused(tmp_path: Path) -> Non
     missing = tmp_path / "no-such-dir" / "agy.log"
     one_line(run("sim", "--log-file", str(missing)), f"--log-file {missing}: there is no directory")
     assert not missing.parent.exists()
-    one_line(run("sim", "--log-file", "/proc/no-such-dir/agy.log"), "there is no directory /proc/no-such-dir")
+    one_line(
+        run_cli("sim", "--log-file", "/proc/no-such-dir/agy.log"), "there is no directory /proc/no-such-dir"
+    )
 
 
 def test_a_warning_at_the_default_verbosity_is_one_said_line(tmp_path: Path) -> None:
@@ -203,7 +211,7 @@ def test_a_warning_at_the_default_verbosity_is_one_said_line(tmp_path: Path) -> 
         f"agy-harness: warning: the rules are off: {project / 'rules.toml'}:1: rule 1: `id` is missing "
         "(every rule has it)"
     ]
-    verbose = run("-v", "policy", "explain", "ls", cwd=tmp_path)  # -v: the log's own lines
+    verbose = run_cli("-v", "policy", "explain", "ls", cwd=tmp_path)  # -v: the log's own lines
     assert re.search(
         r"^\d{4}-\d\d-\d\d [\d:,]+ WARNING agy_harness\.policy: the rules are off", verbose.stderr, re.M
     )

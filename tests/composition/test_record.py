@@ -116,3 +116,25 @@ async def test_a_recording_is_made_private(tmp_path: Path) -> None:
         _, err = await proc.communicate()
     assert proc.returncode == 0, err.decode()
     assert out.stat().st_mode & 0o777 == 0o600 and out.read_text()  # private, and it holds the steps
+
+
+async def test_seconds_are_the_recordings_own_time(tmp_path: Path) -> None:
+    """``--seconds N`` records N seconds from the opening snapshot on: an agy slow to answer that first
+    call (1.5 s here) still has its stream recorded for 1 s. Before, the clock ran from before the first
+    call, so the stream was never read (``0 frame(s)``), and the command's own late imports (issue 47's
+    lighter start) were spent from the same second."""
+    import sys
+
+    out = tmp_path / "session.jsonl"
+    async with Simulator(pace=0) as sim:
+        sim.faults.delay, sim.faults.delay_methods = 1.5, {"GetCascadeTrajectorySteps"}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agy_harness.composition.cli", "record", "--port", str(sim.port),
+            "--seconds", "1", "--out", str(out), stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "steps" in lines[0] and "steps" in lines[-1]
+    assert any("update" in line for line in lines[1:-1]), err.decode()  # the stream's first frame
+    assert "0 frame(s)" not in err.decode()

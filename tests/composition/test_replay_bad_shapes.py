@@ -4,13 +4,15 @@ exit 2, one line naming the file and where it breaks, nothing on stdout (#16 fin
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.core.fixtures import fixture
+from tests.in_process import run_cli
+
+# the command run in this process (tests/in_process.py): its messages are the subject; replay's exit 2
+# with one line as a process is tests/cli/test_every_command.py's
 
 PRETTY_STEP = json.dumps(fixture("user_input"), indent=2)
 CUT_AT = PRETTY_STEP.index('"type"') + 4  # inside the string "type"
@@ -34,12 +36,7 @@ def test_what_is_not_agy_steps_exits_2_with_one_line(
 ) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(text)
-    run = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "replay", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_cli("replay", str(bad))
     assert run.returncode == 2
     assert run.stdout == ""
     [line] = run.stderr.splitlines()
@@ -52,12 +49,7 @@ def test_a_cut_multi_line_file_is_reported_where_it_breaks(tmp_path: Path) -> No
     cut = "\n".join(lines[: len(lines) // 2]) + "\n"
     bad = tmp_path / "cut.json"
     bad.write_text(cut)
-    run = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "replay", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_cli("replay", str(bad))
     assert run.returncode == 2 and run.stdout == ""
     [line] = run.stderr.splitlines()
     where = line.split(f"{bad}:", 1)[1].split(":")[0]

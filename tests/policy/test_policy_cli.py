@@ -5,22 +5,19 @@ line as the shell reads it and the rules that match, `propose` prints a rule `te
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.in_process import run_cli
 
 from .test_bridge_rules import RULES
 
 
 def policy(*args: str, cwd: Path | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if home is not None:
-        env["XDG_CONFIG_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "policy", *args],
-        capture_output=True, text=True, timeout=60, env=env, cwd=cwd,
-    )  # fmt: skip
+    """The command run in this process (tests/in_process.py): what it prints is the subject here; its
+    exit codes and one-line errors as a process are tests/cli/test_rough_edges.py's."""
+    env = {"XDG_CONFIG_HOME": str(home)} if home is not None else None
+    return run_cli("policy", *args, env=env, cwd=cwd)
 
 
 def test_test_checks_a_files_examples_and_fails_on_one_that_does_not_hold(tmp_path: Path) -> None:

@@ -134,3 +134,21 @@ async def test_cli_runs_until_interrupted() -> None:
         if proc.returncode is None:
             os.kill(proc.pid, signal.SIGKILL)
             await proc.wait()
+
+
+def test_the_simulator_loads_only_its_server() -> None:
+    """``agy-harness sim`` and the simulated TUI start some 100 times in the suite (and once per editor
+    session on the simulator): they load their HTTP server and TLS, not the harness's RPC client, its
+    models or the process table (psutil came in through the agy log lines the simulator writes)."""
+    code = (
+        "import sys; import agy_harness.adapters.simulator.simulator, agy_harness.adapters.simulator.tui, "
+        "agy_harness.adapters.simulator.cli; print(' '.join(sys.modules))"
+    )
+    loaded = set(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    assert "hypercorn" in loaded  # (what it does load)
+    unused = {"psutil", "aiohttp", "pydantic", "dependency_injector", "rich", "agy_harness.composition"}
+    assert not unused & loaded, unused & loaded

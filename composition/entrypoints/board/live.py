@@ -25,8 +25,6 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, assert_never
 
-from dependency_injector import providers
-
 from agy_harness.core.steps import turn_of_user_key
 from agy_harness.core.turns import Replies, UsageTotals
 from agy_harness.ports.errors import AnswerNotDelivered
@@ -52,6 +50,7 @@ from agy_harness.ports.protocols import GateAnswer
 from agy_harness.ports.tasks import reap
 
 from ...root.container import make_container
+from ...root.dependency_injection import providers
 from ...root.session import AnswerLike, Session, session_from
 from ...service.harness import HarnessOptions, InterruptReport
 from .cards import card_of, event_view
