@@ -31,7 +31,6 @@ from typing import Any
 from acp import RequestError
 from acp import helpers as h
 from acp.schema import ConfigOptionUpdate, PromptResponse, SessionConfigOptionSelect, StopReason, Usage
-from dependency_injector import providers
 
 from agy_harness.adapters.sinks.asks import PendingAsks
 from agy_harness.core.reconciler import Reconciler
@@ -40,6 +39,7 @@ from agy_harness.ports.events import Event, GateOpened, ModelChanged, Rotation, 
 from agy_harness.ports.protocols import Cursor, GateAnswer, StepSnapshot
 
 from ...root.container import AgyContainer, resuming_from
+from ...root.dependency_injection import providers
 from ...root.session import Session, session_from
 from ...service.run_status import run_over
 from . import commands

@@ -18,9 +18,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, Literal
 
-from dependency_injector import providers
-
 from agy_harness.composition.root.container import AgyContainer, make_container
+from agy_harness.composition.root.dependency_injection import providers
 from agy_harness.composition.root.session import Session, session_from
 from agy_harness.composition.service.run_status import RUN_RECHECK, listed_running
 from agy_harness.ports.events import (
