@@ -26,9 +26,14 @@ async def test_an_answer_agy_took_at_its_re_ask_is_one_decision_and_its_outcome(
             await sink.wait_for(lambda: len(sink.asked) >= 2, timeout=30)  # timed out, asked again
             first, re_ask = sink.asked[0], sink.asked[1]
             assert await session.harness.answer(first, GateAnswer(allow=True))
-            await sink.wait_for(lambda: any(e.type == "tool_result" and e.step_key == re_ask.step_key for e in sink.events), timeout=30)
             await sink.wait_for(
-                lambda: any(isinstance(e, GateWithdrawn) and e.gate_id == re_ask.gate_id for e in sink.events),
+                lambda: any(e.type == "tool_result" and e.step_key == re_ask.step_key for e in sink.events),
+                timeout=30,
+            )
+            await sink.wait_for(
+                lambda: any(
+                    isinstance(e, GateWithdrawn) and e.gate_id == re_ask.gate_id for e in sink.events
+                ),
                 timeout=30,
             )
     assert re_ask.step_index > first.step_index and sim.executed[-1][0] == "git status"
@@ -56,7 +61,9 @@ class ReturnsAfterTheReAskLeft:
     async def deliver(self, cascade_id: str, interaction: dict[str, object]) -> None:
         await self.real.deliver(cascade_id, interaction)  # type: ignore[attr-defined]
         await self.sink.wait_for(
-            lambda: any(isinstance(e, GateWithdrawn) and e.gate_id == self.re_ask_id for e in self.sink.events),
+            lambda: any(
+                isinstance(e, GateWithdrawn) and e.gate_id == self.re_ask_id for e in self.sink.events
+            ),
             timeout=30,
         )
 
@@ -75,7 +82,19 @@ async def test_the_re_ask_withdrawn_before_the_delivery_returns_is_still_the_hum
                 lambda: any(e.type == "tool_result" and e.step_key == re_ask.step_key for e in sink.events),
                 timeout=30,
             )
-    kinds = [(r["body"]["gate_id"], r["body"]["decided_by"]["kind"]) for r in records(tmp_path / "ledger", "decision")]
+            # the delivery returns only once the re-ask's withdrawal was seen (ReturnsAfterTheReAskLeft):
+            # leaving before it stopped the stream that brings it, the delivery waited past the stop's
+            # drain and the outcome was never written (failed under load: [] == [2])
+            await sink.wait_for(
+                lambda: any(
+                    isinstance(e, GateWithdrawn) and e.gate_id == re_ask.gate_id for e in sink.events
+                ),
+                timeout=30,
+            )
+    kinds = [
+        (r["body"]["gate_id"], r["body"]["decided_by"]["kind"])
+        for r in records(tmp_path / "ledger", "decision")
+    ]
     assert kinds == [(first.gate_id, "timeout"), (first.gate_id, "human")]
     [withdrawn] = [e for e in sink.events if isinstance(e, GateWithdrawn) and e.gate_id == re_ask.gate_id]
     assert withdrawn.decided_by is not None and withdrawn.decided_by.kind == "human"
