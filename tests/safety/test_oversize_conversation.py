@@ -92,4 +92,8 @@ async def test_a_conversation_that_cannot_be_read_is_said_once(
             while sim.calls.count("GetCascadeTrajectorySteps") < polls + 3:  # it keeps trying...
                 await asyncio.sleep(0.05)
         unreadable = [e for e in w.events if isinstance(e, Notice) and "cannot be read" in e.text]
-        assert unreadable and all(e.text == said for e in unreadable) and len(unreadable) == 1  # ...said once
+        # ...each unreadable range said once: a poll on a busy machine can see the conversation grow past
+        # the limit in two parts (steps 0-0, then 2-3: two notices, each once; failed as "one notice")
+        texts = [e.text for e in unreadable]
+        assert said in texts and len(texts) == len(set(texts))
+        assert all("cannot be read by polling" in t for t in texts)
