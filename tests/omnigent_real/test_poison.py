@@ -108,16 +108,24 @@ async def test_re_delivered_committed_events_keep_one_child(omni: Omnigent) -> N
 
 
 class BodyProxy(FaultProxy):
-    """In front of the real server: any events POST holding ``marker`` gets 503; the rest goes through."""
+    """In front of the real server: an events POST holding a user message that says ``marker`` gets
+    503; the rest goes through. Only the user's message: the simulator's thinking quotes it ("The user
+    wrote: ..."), and a poll that sees the whole thinking at once (a busy machine) would otherwise
+    poison that reasoning delta too."""
 
-    def __init__(self, marker: bytes) -> None:
+    def __init__(self, marker: str) -> None:
         super().__init__()
         self.marker = marker
         self.poisoned = 0
 
+    def _poisons(self, raw: bytes) -> bool:
+        sent = json.loads(raw)
+        bodies = sent if isinstance(sent, list) else [sent]
+        return any(b.get("type") == "user_message" and self.marker in json.dumps(b) for b in bodies)
+
     async def fault(self, request: httpx.Request) -> httpx.Response | None:
         events = request.method == "POST" and request.url.path.endswith("/events")
-        if events and self.marker in await request.aread():
+        if events and self._poisons(await request.aread()):
             self.poisoned += 1
             return httpx.Response(503, json={"error": "injected"}, request=request)
         return None
@@ -128,7 +136,7 @@ async def test_a_poison_message_is_set_aside_and_a_later_permission_is_shown(omn
     persistent 503 while omnigent takes every other body. It is set aside after a bounded retry, with
     one notice, and the next turn's permission reaches the human. Before: the message was retried
     in order forever, and everything behind it froze (the permission card never came)."""
-    proxy = BodyProxy(b"poison-me")
+    proxy = BodyProxy("poison-me")
     async with proxied(omni, proxy, poison_after=2) as p:
         sid, sim, session = p.sid, p.sim, p.session
         await session.send("Say hello to poison-me in one short sentence.")
