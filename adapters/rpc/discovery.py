@@ -33,6 +33,7 @@ from .listeners import (
     socket_inodes,
 )
 from .listeners import parse_proc_net_tcp as parse_proc_net_tcp  # (re-exported: moved to .listeners)
+from .proc_names import ruled_out
 
 log = logging.getLogger(__name__)
 
@@ -117,13 +118,14 @@ class PsutilScanner:
         if root_pid is not None:
             try:
                 root = psutil.Process(root_pid)
-                procs = [root, *root.children(recursive=True)]
+                scope = [root.pid, *(child.pid for child in root.children(recursive=True))]
             except psutil.Error:
                 return []
         else:
-            procs = list(psutil.process_iter())
-        me = os.getpid()
-        found = [p for p in (self._info(proc.pid) for proc in procs) if p is not None and p.pid != me]
+            scope = psutil.pids()
+        me = os.getpid()  # (a first look rules out most: .proc_names)
+        pids = [pid for pid in scope if pid != me and not ruled_out(pid)]
+        found = [p for p in (self._info(pid) for pid in pids) if p is not None]
         return [p for p in found if looks_like_agy(p.name, p.cmdline) and self._mine(p.pid)]
 
     @staticmethod
