@@ -19,19 +19,11 @@ from typing import Protocol
 
 import psutil
 
+from . import listeners
 from .agy_log import csrf_token_from_cmdline, logged_endpoints
 from .client import PROBE_TIMEOUT, RpcClient, check_loopback
 from .errors import AmbiguousAgy, NoAgyFound, RpcError
-from .listeners import (
-    PeerCheck,
-    check_listener,
-    diag_listeners,
-    is_loopback_host,
-    is_mine,
-    listen_ip_ok,
-    proc_listen_ports,
-    socket_inodes,
-)
+from .listeners import PeerCheck, check_listener, is_loopback_host, is_mine, listen_ip_ok, proc_listen_ports
 from .listeners import parse_proc_net_tcp as parse_proc_net_tcp  # (re-exported: moved to .listeners)
 from .proc_names import ruled_out
 
@@ -146,12 +138,11 @@ class PsutilScanner:
             return None
 
     def listen_ports(self, pid: int) -> set[int]:
-        """Its loopback/wildcard TCP listeners: the kernel's (sock_diag: it walks listeners only) matched
-        to its socket fds; psutil where netlink cannot be asked (it parses every socket of the machine,
-        TIME_WAIT ones included, from ``/proc/net/tcp[6]``)."""
-        listening = diag_listeners()
+        """Its loopback/wildcard TCP listeners: the kernel's (sock_diag walks listeners only) matched to its
+        socket fds; psutil (every socket of the machine, from /proc/net/tcp[6]) where netlink fails."""
+        listening = listeners.diag_listeners()
         if listening is not None:
-            inodes = socket_inodes(pid)
+            inodes = listeners.socket_inodes(pid)
             return {s.port for s in listening if s.inode in inodes}
         try:
             conns = psutil.Process(pid).net_connections(kind="tcp")
