@@ -19,11 +19,13 @@ from typing import Protocol
 
 import psutil
 
+from . import listeners
 from .agy_log import csrf_token_from_cmdline, logged_endpoints
 from .client import PROBE_TIMEOUT, RpcClient, check_loopback
 from .errors import AmbiguousAgy, NoAgyFound, RpcError
 from .listeners import PeerCheck, check_listener, is_loopback_host, is_mine, listen_ip_ok, proc_listen_ports
 from .listeners import parse_proc_net_tcp as parse_proc_net_tcp  # (re-exported: moved to .listeners)
+from .proc_names import ruled_out
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +110,14 @@ class PsutilScanner:
         if root_pid is not None:
             try:
                 root = psutil.Process(root_pid)
-                procs = [root, *root.children(recursive=True)]
+                scope = [root.pid, *(child.pid for child in root.children(recursive=True))]
             except psutil.Error:
                 return []
         else:
-            procs = list(psutil.process_iter())
-        me = os.getpid()
-        found = [p for p in (self._info(proc.pid) for proc in procs) if p is not None and p.pid != me]
+            scope = psutil.pids()
+        me = os.getpid()  # (a first look rules out most: .proc_names)
+        pids = [pid for pid in scope if pid != me and not ruled_out(pid)]
+        found = [p for p in (self._info(pid) for pid in pids) if p is not None]
         return [p for p in found if looks_like_agy(p.name, p.cmdline) and self._mine(p.pid)]
 
     @staticmethod
@@ -135,6 +138,12 @@ class PsutilScanner:
             return None
 
     def listen_ports(self, pid: int) -> set[int]:
+        """Its loopback/wildcard TCP listeners: the kernel's (sock_diag walks listeners only) matched to its
+        socket fds; psutil (every socket of the machine, from /proc/net/tcp[6]) where netlink fails."""
+        listening = listeners.diag_listeners()
+        if listening is not None:
+            inodes = listeners.socket_inodes(pid)
+            return {s.port for s in listening if s.inode in inodes}
         try:
             conns = psutil.Process(pid).net_connections(kind="tcp")
         except (psutil.Error, OSError):

@@ -242,12 +242,12 @@ class App:
                     frame = {"update": update}
                 if faults.take("non_dict_step"):
                     frame["update"]["mainTrajectoryUpdate"]["stepsUpdate"]["steps"].append("not a step")
+                data = envelope.encode(frame)  # now: the frame shares the steps' values
                 delay = faults.delay_for("StreamAgentStateUpdates")
                 if delay:
                     await asyncio.sleep(delay)
                 if faults.take("malformed_frame"):
                     await body(envelope.encode_raw(b'{"update": {"conversationId": oops'))
-                data = envelope.encode(frame)
                 if faults.take("cut_stream"):
                     await body(data[: max(1, len(data) // 2)], more=False)
                     return

@@ -354,17 +354,26 @@ def settle(step: dict[str, Any], status: str) -> None:
 
 
 def stream_projection(step: Any) -> Any:
-    """What StreamAgentStateUpdates carries for a (poll-projection) step."""
+    """What StreamAgentStateUpdates carries for a (poll-projection) step (a copy of its own)."""
+    return copy.deepcopy(stream_view(step))
+
+
+def stream_view(step: Any) -> Any:
+    """:func:`stream_projection` without the deep copy: every value it does not change is ``step``'s
+    own. For a frame that is encoded at once and never kept (copying a 4 MiB step to drop two
+    keys was the simulator's own cost of every frame)."""
     if not isinstance(step, dict):
         return step
-    out = copy.deepcopy(step)
+    out = dict(step)
     md = out.get("metadata")
     if isinstance(md, dict):
+        md = out["metadata"] = dict(md)
         md.pop("internalMetadata", None)
         if out.get("type") != T + "GENERIC":
             md.pop("toolCall", None)
     body = out.get("plannerResponse")
     if isinstance(body, dict):
+        body = out["plannerResponse"] = dict(body)
         for key in ("toolCalls", "response", "thinkingSignature"):
             body.pop(key, None)
     return out

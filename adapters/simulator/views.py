@@ -44,7 +44,8 @@ def summary_of(c: Cascade, workspace: str) -> dict[str, Any]:
 
 
 def update_frame(c: Cascade, indices: list[int]) -> dict[str, Any]:
-    """A stream data frame carrying the steps at ``indices`` (stream projection)."""
+    """A stream data frame carrying the steps at ``indices`` (stream projection), sharing the steps'
+    values: encode it before the conversation changes (:func:`~.steps.stream_view`)."""
     return {
         "update": {
             "conversationId": c.id,
@@ -52,7 +53,7 @@ def update_frame(c: Cascade, indices: list[int]) -> dict[str, Any]:
             "mainTrajectoryUpdate": {
                 "stepsUpdate": {
                     "indices": list(indices),
-                    "steps": [st.stream_projection(c.steps[i]) for i in indices],
+                    "steps": [st.stream_view(c.steps[i]) for i in indices],
                 }
             },
         }

@@ -3,6 +3,11 @@
 The test types keys into the pane and reads its screen (``capture-pane``), as a person would. Each
 command runs as ``<command>; echo EXIT=$?`` so its exit code shows on the screen when it ends.
 tmux runs on a private socket, killed after the test.
+
+Waiting for the screen (:meth:`Pane.wait`) reads it again only when the pane wrote something since
+the last read (tmux's ``pipe-pane`` appends its output to a file: a ``stat`` every 50 ms tells), and
+at least every second anyway: each read is a ``tmux`` process, 20 a second while a command ran
+silently (a cold start, a wait on agy).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import re
 import shlex
 import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -33,10 +39,24 @@ def cli(*args: str) -> str:
     return shlex.join([sys.executable, "-m", "agy_harness.composition.cli", *args])
 
 
+#: how often a waiting test looks for new output (a stat), and reads the screen without any
+POLL, REREAD = 0.05, 1.0
+
+
 class Pane:
-    def __init__(self, server: libtmux.Server, pane_id: str) -> None:
+    def __init__(self, server: libtmux.Server, pane_id: str, output: Path | None = None) -> None:
         self.server = server
         self.pane_id = pane_id
+        self.output = output  # where tmux appends the pane's output (None: read every POLL)
+
+    def _written(self) -> int:
+        """How much the pane has written (-1 when there is no output file to tell)."""
+        if self.output is None:
+            return -1
+        try:
+            return self.output.stat().st_size
+        except OSError:
+            return -1
 
     def screen(self) -> str:
         """Everything the pane showed (scroll-back included), wrapped lines joined."""
@@ -62,13 +82,18 @@ class Pane:
         """The screen once it shows ``what`` (text, or a predicate on the screen) past offset ``after``."""
         deadline = time.monotonic() + timeout
         while True:
+            written, read_at = self._written(), time.monotonic()
             screen = self.screen()
             tail = screen[after:]
             if (what in tail) if isinstance(what, str) else what(tail):
                 return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the screen never showed {what!r}:\n{screen}")
-            time.sleep(0.05)
+            while True:  # until the pane wrote more (or a while passed, or no file tells)
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the screen never showed {what!r}:\n{screen}")
+                time.sleep(POLL)
+                now = self._written()
+                if now < 0 or now != written or time.monotonic() - read_at >= REREAD:
+                    break
 
     def wait_exit(self, timeout: float = 60.0) -> int:
         screen = self.wait(lambda s: EXIT.search(s) is not None, timeout)
@@ -83,6 +108,7 @@ class Terminal:
     def __init__(self, tmp_path: Path) -> None:
         self.server = libtmux.Server(socket_name=f"agyh-cli-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.tmp_path = tmp_path
+        self.outputs = Path(tempfile.mkdtemp(prefix="agyh-panes-"))
 
     def run(
         self, command: str, *, env: dict[str, str] | None = None, width: int = 120, height: int = 50
@@ -100,12 +126,16 @@ class Terminal:
         )
         pane = session.active_window.active_pane
         assert pane is not None and pane.pane_id is not None
-        return Pane(self.server, pane.pane_id)
+        output = self.outputs / f"pane-{pane.pane_id.lstrip('%')}.out"  # (not in the test's directory)
+        output.touch()
+        self.server.cmd("pipe-pane", "-t", pane.pane_id, "-O", f"cat >> {shlex.quote(str(output))}")
+        return Pane(self.server, pane.pane_id, output)
 
     def close(self) -> None:
         name = self.server.socket_name or ""
         with contextlib.suppress(Exception):
             self.server.kill()
+        shutil.rmtree(self.outputs, ignore_errors=True)
         with contextlib.suppress(OSError):
             (Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}" / name).unlink()
 

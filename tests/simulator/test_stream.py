@@ -91,6 +91,21 @@ async def test_stream_projection_strips_tool_calls(sim: Simulator) -> None:
     assert any("toolCall" in p["metadata"] for p in poll if short(p) == "LIST_DIRECTORY")
 
 
+async def test_frames_leave_the_conversations_steps_as_they_were(sim: Simulator) -> None:
+    """Frames share the steps' values (no deep copy each frame): streaming a conversation whole takes
+    nothing out of what the poll answers, and each streamed step is the stream projection of its
+    polled one."""
+    await sim.submit_user_turn("list the directory then start a subagent")
+    await sim.wait_idle()
+    before = json.dumps(sim.steps())
+    async with client() as c, stream(c, sim) as s:
+        await s.next_frame()
+    replay = s.updates()[0]["mainTrajectoryUpdate"]["stepsUpdate"]["steps"]
+    assert json.dumps(sim.steps()) == before
+    assert replay == [stream_projection(x) for x in sim.steps()]
+    assert any("internalMetadata" in x["metadata"] for x in sim.steps())  # (kept in the polled step)
+
+
 async def test_idle_stream_long_polls_then_ends_with_a_trailer_on_stop() -> None:
     sim = await Simulator().start()
     try:

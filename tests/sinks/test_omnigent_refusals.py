@@ -121,3 +121,28 @@ async def test_an_accept_of_exactly_the_limit_is_read(omnigent: OmnigentApp) -> 
         async with asyncio.timeout(5):
             answer = await ask
     assert answer.allow is True and len(omnigent.hook_posts) == 1
+
+
+async def test_the_sinks_transport_speaks_plain_http_and_verifies_https(
+    omnigent: OmnigentApp,
+) -> None:
+    """The sink's own transport (one per scheme, made at its first request): ``http://`` (the loopback
+    omnigent) answers; an ``https://`` peer whose certificate no store vouches for (the simulator's
+    self-signed one) is refused in the TLS handshake, never read."""
+    from agy_harness.adapters.simulator.tls import server_context
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=server_context(["http/1.1"]))
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with httpx.AsyncClient(transport=BoundedTransport()) as client:
+            plain = await client.get(f"{omnigent.base_url}/api/sessions/none")
+            assert plain.status_code == 404 and omnigent.base_url.startswith("http://")
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.get(f"https://127.0.0.1:{port}/")
+    finally:
+        server.close()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -188,14 +189,31 @@ class _Bounded(httpx.AsyncByteStream):
 
 class BoundedTransport(httpx.AsyncBaseTransport):
     """omnigent's answers read up to ``limit`` bytes: a larger one is a logged ``ReadError`` (a
-    failed request, retried like any other), never unbounded memory."""
+    failed request, retried like any other), never unbounded memory.
+
+    Without an ``inner`` transport, one per URL scheme is made at its first request: ``http://`` (a
+    loopback omnigent) needs no TLS, so no certificate store is loaded for it (httpx's default loads
+    certifi's, ~30 ms of CPU per sink); ``https://`` verifies against the store httpx would use,
+    loaded once per process (:func:`verified_context`)."""
 
     def __init__(self, limit: int = MAX_ANSWER, inner: httpx.AsyncBaseTransport | None = None) -> None:
         self._limit = limit
-        self._inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        self._inner = inner
+        self._by_scheme: dict[str, httpx.AsyncHTTPTransport] = {}
+
+    def _transport(self, request: httpx.Request) -> httpx.AsyncBaseTransport:
+        if self._inner is not None:
+            return self._inner
+        scheme = request.url.scheme
+        made = self._by_scheme.get(scheme)
+        if made is None:
+            tls = scheme != "http"  # (httpx itself refuses any scheme but http and https)
+            made = httpx.AsyncHTTPTransport(verify=verified_context() if tls else _PLAIN)
+            self._by_scheme[scheme] = made
+        return made
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self._inner.handle_async_request(request)
+        response = await self._transport(request).handle_async_request(request)
         assert isinstance(response.stream, httpx.AsyncByteStream)
         return httpx.Response(
             response.status_code,
@@ -205,4 +223,19 @@ class BoundedTransport(httpx.AsyncBaseTransport):
         )
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        for transport in [self._inner] if self._inner is not None else list(self._by_scheme.values()):
+            await transport.aclose()
+
+
+#: the context of the ``http://`` transport: never used (no TLS is spoken), and loads no certificates
+_PLAIN = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+_verified: ssl.SSLContext | None = None
+
+
+def verified_context() -> ssl.SSLContext:
+    """httpx's default verifying context (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), made once
+    per process: it is not changed once made."""
+    global _verified
+    if _verified is None:
+        _verified = httpx.create_ssl_context()
+    return _verified
