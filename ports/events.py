@@ -4,21 +4,17 @@ Every event is a frozen pydantic model with a deterministic ``id`` derived from 
 agy step it came from (``<trajectoryId>/<stepIndex>`` or ``<trajectoryId>/x:<executionId>`` for a
 USER_INPUT, which has no stepIndex), plus a suffix naming what the event is. Feeding the same step
 twice, from the poll or from the stream projection, gives the same ids, so a consumer can dedupe.
-
-The models' validators and serializers are built at their first use (``defer_build``; the same
-models, checked the same way): a command pays only for the ones it uses, not ~40 ms at its start
-for all of them (ports/protocols.py's the same).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str
     cascade_id: str
@@ -97,14 +93,14 @@ class ModelChanged(_Event):
 
 
 class QuestionOption(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     id: str
     text: str
 
 
 class Question(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     question: str
     options: tuple[QuestionOption, ...] = ()
@@ -112,7 +108,7 @@ class Question(BaseModel):
 
 
 class PermissionRequest(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     action: str = ""
     target: str = ""
@@ -186,7 +182,7 @@ class Decider(BaseModel):
     (allow, deny, answer, ...; "" when agy's own terminal answered: agy records it, the ledger reads it)
     and ``scope`` (once, conversation, always); ``rule_id`` a rule's or an automatic policy's name."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: str = "human"
     surface: str = ""
@@ -263,21 +259,7 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 
-_adapter: list[TypeAdapter[Event]] = []  # (EVENT_ADAPTER, made at its first use)
-
-if TYPE_CHECKING:
-    #: validates any event from its JSON form (made at its first use: building it at the import cost
-    #: every command that imports the events ~20 ms, and none of them uses it)
-    EVENT_ADAPTER: TypeAdapter[Event]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "EVENT_ADAPTER":
-        if not _adapter:
-            _adapter.append(TypeAdapter(Event))
-        return _adapter[0]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 #: Events that stand for committed conversation state. Deltas and gate edges are live-only.
 COMMITTED_TYPES = frozenset(

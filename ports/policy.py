@@ -23,7 +23,7 @@ class Redirect(BaseModel):
     """One redirection: its operator (``>``, ``>>``, ``<``, ``2>``, ``&>``, ``>&``...) and target word
     (after quote removal; ``dynamic`` when it holds an expansion)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     op: str
     target: str
@@ -39,7 +39,7 @@ class SimpleCommand(BaseModel):
     (``bash -c``, ``env``, ``timeout``, ``xargs``, ``find -exec``, ``sudo``...; ``?``: tried behind a
     runner or an option not followed, for a deny to see: never allowed)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     argv: tuple[str, ...]
     dynamic: tuple[int, ...] = ()
@@ -52,7 +52,7 @@ class ParsedCommand(BaseModel):
     """A command line as a shell reads it: every simple command (``commands``), ``understood`` False
     with the ``reason`` when the parser cannot vouch for the list being complete and exact."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     text: str
     commands: tuple[SimpleCommand, ...] = ()
@@ -78,7 +78,7 @@ class Decision(BaseModel):
     ``reason`` says why, in words (``policy explain``); ``rules_hash`` names the rule files read, and
     ``file_hash`` the file of the deciding rule (its bytes' sha256, 16 hex digits)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     verdict: Verdict = "ask"
     rule_id: str = ""

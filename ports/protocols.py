@@ -32,7 +32,7 @@ class StepBatch(BaseModel):
     full transcript read) rather than an incremental update.
     """
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, defer_build=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     cascade_id: str
     steps: tuple[RawStep, ...]
@@ -97,7 +97,7 @@ class Interrupter(Protocol):
 
 
 class CascadeSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     cascade_id: str
     parent_id: str = ""
@@ -130,7 +130,7 @@ class ModelInfo(BaseModel):
     """One ``GetAvailableModels`` entry. ``label`` is agy's ``displayName``; ``default`` marks the
     catalog's ``defaultAgentModelId``; ``supports_thinking``/``thinking_budget`` are None when absent."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     model: str
     label: str = ""
@@ -152,7 +152,7 @@ class GateAnswer(BaseModel):
     that match no option become the write-in) or ``allow`` for a permission; decline/cancel refuse.
     """
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     action: Literal["accept", "decline", "cancel"] = "accept"
     selections: tuple[tuple[str, ...], ...] = ()
@@ -264,8 +264,6 @@ class ShowsModelNames(Protocol):
 class Cursor(BaseModel):
     """What the harness has delivered for one cascade, so a restart neither loses nor repeats."""
 
-    model_config = ConfigDict(defer_build=True)
-
     cascade_id: str
     committed: list[str] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
@@ -318,7 +316,7 @@ class DecidedBy(BaseModel):
     its name in ``rule_id``, e.g. ``demo --auto``; no human saw the gate), agy's own terminal, agy's
     timeout, or an interrupt; ``user`` is the local user the harness ran as."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     kind: DeciderKind = "human"
     surface: str = ""
@@ -332,7 +330,7 @@ class LedgerEntry(BaseModel):
     decided gate), ``delivery`` (whether agy took it) or ``outcome`` (what then ran and how it
     ended); ``body`` holds its JSON fields (strings, integers, booleans, lists, objects: no floats)."""
 
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = ConfigDict(frozen=True)
 
     type: Literal["decision", "delivery", "outcome"]
     body: dict[str, Any]

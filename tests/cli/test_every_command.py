@@ -139,15 +139,10 @@ NEVER = {"starlette", "acp", "playwright", "pydantic_settings", "yaml", "werkzeu
 #: what reaches agy (its transport, the simulator's server, tmux) and what runs a session
 AGY = {"aiohttp", "hypercorn", "libtmux", "agy_harness.composition.service.harness"}
 SHAPE = str(ROOT / "adapters/simulator/shapes/user_input.json")
-#: ``python -c LOADED FILE ARGS...``: the command with ARGS, writing the modules it loaded to FILE at exit,
-#: and to FILE.models the pydantic models of the ports whose validators it built
+#: ``python -c LOADED FILE ARGS...``: the command with ARGS, writing the modules it loaded to FILE at exit
 LOADED = (
     "import atexit, runpy, sys; out = sys.argv.pop(1); "
     "atexit.register(lambda: open(out, 'w').write(' '.join(sys.modules))); "
-    "built = lambda: [m.__name__ for name in ('events', 'protocols', 'policy') "
-    "for m in vars(sys.modules.get('agy_harness.ports.' + name) or object).values() "
-    "if getattr(m, '__pydantic_complete__', False) is True and isinstance(m, type)]; "
-    "atexit.register(lambda: open(out + '.models', 'w').write(' '.join(built()))); "
     "runpy.run_module('agy_harness.composition.cli', run_name='__main__')"
 )
 
@@ -169,9 +164,7 @@ def test_each_command_imports_only_what_it_uses(
 ) -> None:
     """Every start of a command paid for the whole harness: ``replay`` and ``policy test`` imported
     aiohttp and the harness (0.75 CPU-s), and every command that builds the container imported
-    pydantic-settings, PyYAML and Werkzeug for dependency-injector integrations never used (0.1 s).
-    And every command that imported the ports built the validators of all their ~30 models (~40 ms):
-    they are built at their first use now (``defer_build``), none by a command that found no agy."""
+    pydantic-settings, PyYAML and Werkzeug for dependency-injector integrations never used (0.1 s)."""
     # PyYAML is installed here (mkdocs's, a test dependency), else this would check less
     assert importlib.util.find_spec("yaml") is not None
     loaded = tmp_path / "modules.txt"  # (-X importtime would list the refused imports too)
@@ -197,10 +190,6 @@ def test_each_command_imports_only_what_it_uses(
     imported = set(loaded.read_text().split())
     assert not unused & imported, unused & imported
     assert "Traceback" not in run.stderr
-    if code == 1:  # (no agy on port 1: nothing validated, so no model's validator built, ~40 ms)
-        assert Path(f"{loaded}.models").read_text() == "", (
-            "built at the start: " + Path(f"{loaded}.models").read_text()
-        )
 
 
 # -- replay: what is wrong with the input, in words ------------------------------------------
