@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from agy_harness.adapters.private_state import create_file, open_dir, read_own_file
 from agy_harness.ports.errors import LedgerUnavailable
@@ -72,7 +71,15 @@ def load_keys(directory: Path, *, create: bool) -> tuple[Ed25519PrivateKey | Non
         raw = read_own_file(PRIVATE_KEY, dir_fd=fd, limit=KEY_BYTES)
         if raw is None and create:
             key = Ed25519PrivateKey.generate()
-            from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
+            # (imported here, when a key is made, and by ledger_chain.key_id at the first record:
+            # cryptography's serialization loads its RSA, DSA, EC and SSH modules too, ~18 ms of CPU
+            # at the start of every session, most of which record nothing)
+            from cryptography.hazmat.primitives.serialization import (
+                Encoding,
+                NoEncryption,
+                PrivateFormat,
+                PublicFormat,
+            )
 
             with contextlib.suppress(FileExistsError):  # another session made it first: read theirs
                 create_file(

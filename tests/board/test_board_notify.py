@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.entrypoints.board.command import running_board
 from agy_harness.composition.entrypoints.board.notify import Notifier
+from tests.in_process import run_cli
 
 from .helpers import answer_in_terminal, receivers, until
 
@@ -105,14 +105,19 @@ async def test_the_command_text_goes_out_only_when_asked_for_and_logs_keep_urls_
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "board", *args],
-        capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+    """``agy-harness board ARGS`` in this process (tests/in_process.py: the same argv, stdout, stderr
+    and exit code); the first case of the test below runs as a process of its own (what a shell sees)."""
+    return run_cli("board", *args, env=env)
 
 
+# (in this process the board reads the URLs with Apprise, whose import warns of the standard library's
+# ``imghdr`` on Python 3.11-3.12: Apprise's own, nothing of the board's)
+@pytest.mark.filterwarnings("ignore:'imghdr' is deprecated:DeprecationWarning")
 def test_urls_come_from_a_private_file_or_the_environment_never_argv(tmp_path: Path) -> None:
-    gone = _cli("--webhook", "https://ntfy.sh/my-topic")
+    gone = subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", "board", "--webhook", "https://ntfy.sh/my-topic"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
     assert gone.returncode == 2
     assert gone.stderr.startswith("agy-harness board: --webhook is gone: a URL on the command line is read")
     assert "--notify-urls-file" in gone.stderr and "AGY_HARNESS_NOTIFY_URLS" in gone.stderr

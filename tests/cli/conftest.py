@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -147,3 +148,18 @@ def terminal(tmp_path: Path) -> Iterator[Terminal]:
         yield t
     finally:
         t.close()
+
+
+@pytest.fixture(scope="session")
+def auto_demo() -> subprocess.CompletedProcess[str]:
+    """``agy-harness demo --auto --pace 0`` (what CI runs), run once as a process of its own: what it
+    printed and its exit code, read by the tests of its polish and of its thinking (each asserts its
+    own part of the same run; none changes anything the run left). One run instead of three: ~1.1
+    CPU-s each."""
+    return subprocess.run(
+        [sys.executable, "-m", "agy_harness.composition.cli", "demo", "--auto", "--pace", "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )

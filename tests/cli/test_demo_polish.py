@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import time
 
 from .conftest import Terminal, cli
 
 
-def test_auto_cards_show_no_keys_and_no_second_card_and_the_interrupt_is_announced() -> None:
-    run = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "demo", "--auto", "--pace", "0"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+def test_auto_cards_show_no_keys_and_no_second_card_and_the_interrupt_is_announced(
+    auto_demo: subprocess.CompletedProcess[str],
+) -> None:
+    run = auto_demo
     assert run.returncode == 0, run.stderr[-2000:]
     out = run.stdout
     assert "⏸ permission: run_command" in out and "y allow" not in out and "n: <reason>" not in out
@@ -35,19 +30,15 @@ STOPPED = "ℹ interrupted: agy cancelled the running steps"
 FINISHED = "ℹ agy had already finished the reply: nothing was left to interrupt"
 
 
-def test_the_interrupt_notice_at_pace_0_comes_after_the_reply_and_says_what_agy_did() -> None:
+def test_the_interrupt_notice_at_pace_0_comes_after_the_reply_and_says_what_agy_did(
+    auto_demo: subprocess.CompletedProcess[str],
+) -> None:
     """Issue 47: at --pace 0 the notice "cancelled the running steps" came while agy's reply still
     streamed in: the reply's tail followed it (an indented continuation line), and agy had often
     finished the reply. Now the notice comes after the reply's end and says what agy's steps say:
     cancelled (the story cut short) or finished (the story whole). Fails before the fix (the old
     notice, and the tail after it)."""
-    run = subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "demo", "--auto", "--pace", "0"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-    )
+    run = auto_demo
     assert run.returncode == 0, run.stderr[-2000:]
     story = run.stdout[run.stdout.index("❯ Write a long story") :]
     lines = story.splitlines()

@@ -12,8 +12,22 @@ import sys
 import pytest
 
 
+def _every_thought_whole(run: subprocess.CompletedProcess[str]) -> None:
+    assert run.returncode == 0, run.stderr[-2000:]
+    thoughts = re.findall(r"^thinking .*\n\n(.*)$", run.stdout, re.M)
+    assert len(thoughts) >= 6, run.stdout
+    assert all(t.endswith(".") and "…" not in t for t in thoughts), thoughts
+    for command in ("git status", "rm -rf build"):
+        assert f"I will run {command} in the workspace." in thoughts
+
+
+def test_every_thought_is_shown_whole_at_pace_0(auto_demo: subprocess.CompletedProcess[str]) -> None:
+    """``demo --auto --pace 0``: the run tests/cli/test_demo_polish.py reads too (conftest.auto_demo)."""
+    _every_thought_whole(auto_demo)
+
+
 @pytest.mark.parametrize(
-    "args", [["--pace", "0"], ["--profile", "1.0.4", "--pace", "0"], ["--profile", "1.0.4"]], ids=" ".join
+    "args", [["--profile", "1.0.4", "--pace", "0"], ["--profile", "1.0.4"]], ids=" ".join
 )
 def test_every_thought_is_shown_whole(args: list[str]) -> None:
     run = subprocess.run(
@@ -23,9 +37,4 @@ def test_every_thought_is_shown_whole(args: list[str]) -> None:
         timeout=300,
         stdin=subprocess.DEVNULL,
     )
-    assert run.returncode == 0, run.stderr[-2000:]
-    thoughts = re.findall(r"^thinking .*\n\n(.*)$", run.stdout, re.M)
-    assert len(thoughts) >= 6, run.stdout
-    assert all(t.endswith(".") and "…" not in t for t in thoughts), thoughts
-    for command in ("git status", "rm -rf build"):
-        assert f"I will run {command} in the workspace." in thoughts
+    _every_thought_whole(run)

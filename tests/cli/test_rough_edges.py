@@ -46,9 +46,9 @@ def test_record_refuses_to_overwrite_a_recording_unless_forced(tmp_path: Path) -
     kept.write_text('{"steps": []}\n')
     one_line(run("record", "--port", "1", "--out", str(kept)), f"--out {kept}: the file exists", "--force")
     assert kept.read_text() == '{"steps": []}\n'
-    forced = run("record", "--port", "1", "--out", str(kept), "--force")
+    forced = run_cli("record", "--port", "1", "--out", str(kept), "--force")
     assert forced.returncode == 1 and "exists" not in forced.stderr
-    assert "--force" in run("record", "--help").stdout
+    assert "--force" in run_cli("record", "--help").stdout
 
 
 def _sim(terminal: Terminal, *args: str) -> tuple[Pane, str, int]:

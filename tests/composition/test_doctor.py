@@ -14,6 +14,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.composition.cli import main
 from agy_harness.composition.entrypoints.doctor.probe import diagnose, render
 from agy_harness.composition.root.surface import SURFACE
+from tests.in_process import run_cli
 
 
 async def _report(sim: Simulator) -> dict:
@@ -83,11 +84,9 @@ def test_the_doctor_command_binds_by_port_and_prints_json() -> None:
         port = next(x for x in lines if x.startswith("port ")).split()[1]
         deadline = time.monotonic() + 10
         while True:
-            out = subprocess.run(
-                [sys.executable, "-m", "agy_harness.composition.cli", "doctor", "--port", port, "--json",
-                 "--agy-version", "1.0.10"],
-                capture_output=True, text=True, timeout=60,
-            )  # fmt: skip
+            # the command's entry in this process (tests/in_process.py: the same argv, stdout, stderr
+            # and exit code); the agy it probes is the `sim` process above
+            out = run_cli("doctor", "--port", port, "--json", "--agy-version", "1.0.10")
             if out.returncode == 0 or time.monotonic() > deadline:
                 break
             time.sleep(0.2)

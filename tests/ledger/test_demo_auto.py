@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.in_process import run_cli
+
 from .helpers import decisions, verified
 
 
@@ -23,10 +25,9 @@ def demo(ledger: Path, *extra: str, timeout: float = 240) -> subprocess.Complete
 
 
 def audit(ledger: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agy_harness.composition.cli", "audit", "--ledger", str(ledger)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    """``agy-harness audit --ledger LEDGER`` in this process (tests/in_process.py: the same argv,
+    stdout, stderr and exit code): what it lists is the subject here, not its process."""
+    return run_cli("audit", "--ledger", str(ledger))
 
 
 def test_auto_answers_are_recorded_as_the_policys(tmp_path: Path) -> None:

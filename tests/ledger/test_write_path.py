@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -103,3 +105,36 @@ def test_a_record_the_lock_holds_back_waits_on_the_writer_thread_in_order(tmp_pa
         os.close(other)
     ledger.close()
     assert [r["body"]["gate_id"] for r in records(directory)] == [f"gate-{n}" for n in range(4)]
+
+
+#: in a process of its own (its imports are the subject): the session's ledger opened, nothing recorded,
+#: then one record
+KEYS_LOADED = """
+import sys
+from pathlib import Path
+from agy_harness.adapters.store.ledger_file import FileLedger
+from agy_harness.ports.protocols import LedgerEntry
+SERIALIZATION = "cryptography.hazmat.primitives.serialization"
+ledger = FileLedger(Path(sys.argv[1]))
+print(SERIALIZATION in sys.modules)
+ledger.record_now(LedgerEntry(type="decision", body={"gate_id": "g", "verdict": "allow"}))
+ledger.close()
+print(SERIALIZATION in sys.modules)
+"""
+
+
+def test_the_key_machinery_loads_at_the_first_record_not_at_the_start(tmp_path: Path) -> None:
+    """Every session opens the ledger, most record nothing: importing it loaded cryptography's key
+    serialization (with its RSA, DSA, EC and SSH modules, ~18 ms of CPU at each start of attach, demo,
+    acp, board). Now the first record, which makes or reads the key, loads it (FAILS before: True at
+    the start). The record is signed and verifies as before."""
+    run = subprocess.run(
+        [sys.executable, "-c", KEYS_LOADED, str(tmp_path / "ledger")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["False", "True"]
+    assert (tmp_path / "ledger" / ledger_file.PRIVATE_KEY).exists()
+    assert verified(tmp_path / "ledger").ok
