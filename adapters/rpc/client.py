@@ -37,11 +37,11 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from yarl import URL
 
 from agy_harness.core import safejson
 
-from .aiohttp_import import aiohttp
 from .bounded import MAX_BODY, MAX_STRING, BodyTooLarge, read_body
 from .classify import error_from_response, raise_trailer, transport_error
 from .codec import (

@@ -12,9 +12,9 @@ import ssl
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from yarl import URL
 
-from .aiohttp_import import aiohttp
 from .listeners import listener_problem, peer_problem
 
 log = logging.getLogger("agy_harness.adapters.rpc.client")
