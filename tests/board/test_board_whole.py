@@ -205,6 +205,7 @@ async def test_allow_is_usable_only_once_the_whole_text_is_on_the_page_and_runs_
             await page.wait_for_function(
                 "() => !document.querySelector('#cards .card button[data-act=allow]').disabled",
                 timeout=120_000,
+                polling=100,
             )
             # the whole text, exactly as the rendering rule shows it, is on the page
             assert await shown.evaluate("n => n.textContent") == "$ " + _whole(COMMAND)
