@@ -19,7 +19,8 @@ its own board on a port of its own, so its origin is new, and what a page stores
 not per port: they are cleared before each page. A page at an origin the context already saw (a
 second page of one server, or a port used again) gets a new context, so nothing one page stored
 reaches another (tests/board/test_shared_chromium.py checks both cases); ``own_context`` asks for a
-context of its own (a "cold open" test).
+context of its own (a "cold open" test). (Those figures were taken while chromium still made its
+omnibox popups for every context, ~1 CPU-s of them: :data:`NEVER_SHOWN` now stops that.)
 
 Playwright's objects belong to the event loop that started the driver, so the sharing tests run on
 pytest-asyncio's session loop: a module marks them ``pytestmark = SHARED`` (that loop, and the
@@ -45,6 +46,36 @@ import pytest_asyncio
 T = TypeVar("T", bound=Callable[..., Any])
 
 CHROMIUM = os.environ.get("AGY_CHROMIUM", "/usr/bin/chromium")
+#: the features playwright disables when it launches chromium (playwright 1.65's ``chromiumSwitches``):
+#: chromium keeps only the LAST ``--disable-features`` it is given, so ours repeats them
+#: (tests/board/test_shared_chromium.py checks against the command line playwright gives)
+PLAYWRIGHT_DISABLES = [
+    "AvoidUnnecessaryBeforeUnloadCheckSync",
+    "DestroyProfileOnBrowserClose",
+    "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable",
+    "LensOverlay",
+    "MediaRouter",
+    "PaintHolding",
+    "ThirdPartyStoragePartitioning",
+    "AvoidCorsURLLoaderRestartOnRedirect",
+    "TcpPortRandomizationWin",
+    "OptimizationHints",
+    "NetworkTimeServiceQuerying",
+    "AimEnabled",
+    "PreconnectToSearch",
+    "msForceBrowserSignIn",
+    "msEdgeUpdateLaunchServicesPreferredVersion",
+]
+#: what a headless chromium never shows and makes anyway: the omnibox's suggestion popups in WebUI
+#: (chrome://omnibox-popup.top-chrome and its AI-mode page), two WebContents in a renderer of their own
+#: for every browser context: ~0.75 CPU-s of that renderer and ~0.2 of the browser's a context
+#: (measured here on Debian's chromium 156: six contexts with a page each, 8.3 CPU-s with them, 2.7
+#: without). Chromium's own feature names: ``kWebUIOmniboxPopup`` ("shows the omnibox suggestions in
+#: the popup in WebUI", enabled by default: chrome/browser/ui/omnibox/omnibox_next_features.cc) and
+#: ``kWebUIOmniboxAimPopup`` (components/omnibox/common/omnibox_features.cc); chrome://process-internals
+#: lists those WebContents without them and none with them (test_shared_chromium.py).
+NEVER_SHOWN = ["WebUIOmniboxPopup", "WebUIOmniboxAimPopup"]
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -54,6 +85,7 @@ FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-features=" + ",".join([*PLAYWRIGHT_DISABLES, *NEVER_SHOWN]),
 ]
 
 

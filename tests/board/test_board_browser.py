@@ -56,7 +56,7 @@ async def test_list_open_answer_retire_notify(tmp_path: Path) -> None:
             # -- the list, by state, and the two cards agy waits on
             await page.wait_for_selector("#cards .card[data-kind=question]")
             await page.wait_for_selector("#cards .card[data-kind=permission]")
-            await page.wait_for_function("document.querySelectorAll('.row').length === 3")
+            await page.wait_for_function("document.querySelectorAll('.row').length === 3", polling=100)
             rows = await _rows(page)
             # agy's own title where it gives one (after a first turn), else the first prompt
             assert rows == {
@@ -87,7 +87,8 @@ async def test_list_open_answer_retire_notify(tmp_path: Path) -> None:
             assert run["status"].endswith("DONE")
             await page.wait_for_function(
                 "[...document.querySelectorAll('.row')].every(r => r.dataset.state !== 'needs_you'"
-                " || r.textContent.includes('which part'))"
+                " || r.textContent.includes('which part'))",
+                polling=100,
             )
 
             # -- open the question's session: live transcript, the card pinned, answer option 2

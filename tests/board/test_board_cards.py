@@ -86,7 +86,8 @@ async def test_a_conversation_taller_than_the_pane_scrolls_and_tool_cards_show_w
         async with board_on(sim, height=520) as (_board, page):
             await page.locator(".row").first.click()
             await page.wait_for_function(
-                "() => document.querySelectorAll('#stream .tool .tool-out').length >= 12"
+                "() => document.querySelectorAll('#stream .tool .tool-out').length >= 12",
+                polling=100,
             )
             stream = page.locator("#stream")
             sizes = await stream.evaluate("s => ({scroll: s.scrollHeight, client: s.clientHeight})")
@@ -127,7 +128,8 @@ async def test_the_page_says_what_happened_and_what_to_do() -> None:
             await question.get_by_role("button", name="Answer").click()
             msg = question.locator(".form-msg")
             await page.wait_for_function(
-                "() => document.querySelector('#cards .card[data-kind=question] .form-msg').textContent"
+                "() => document.querySelector('#cards .card[data-kind=question] .form-msg').textContent",
+                polling=100,
             )
             assert await msg.inner_text() == (
                 "not sent: “Which part should we work on first?” takes one answer: "
@@ -140,7 +142,8 @@ async def test_the_page_says_what_happened_and_what_to_do() -> None:
             await permission.get_by_role("button", name="Allow once").click()
             said = permission.locator(".form-msg")
             await page.wait_for_function(
-                "() => document.querySelector('#cards .card[data-kind=permission] .form-msg').textContent"
+                "() => document.querySelector('#cards .card[data-kind=permission] .form-msg').textContent",
+                polling=100,
             )
             assert (await said.inner_text()).startswith("answered elsewhere (in agy's terminal, on ACP")
             assert sim.executed == []
@@ -160,7 +163,9 @@ async def test_a_cut_command_expands_to_the_whole_text_and_two_look_alikes_diffe
         for cascade_id, command in zip((first, second), commands, strict=True):
             await sim.submit_user_turn(f"run: `{command}`", cascade_id=cascade_id)
         async with board_on(sim) as (_board, page):
-            await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 2")
+            await page.wait_for_function(
+                "() => document.querySelectorAll('#cards .card').length === 2", polling=100
+            )
             cards = page.locator("#cards .card[data-kind=permission]")
             shown = [await cards.nth(i).locator("pre.cmd").inner_text() for i in range(2)]
             assert all("chars not shown" in text for text in shown)
@@ -195,7 +200,7 @@ async def test_titles_and_notifications_name_the_request_and_agys_own_title() ->
             card = page.locator("#cards .card[data-kind=permission]")
             await card.wait_for()
             ask = "agy asks to run `rm -rf build` in ~/proj"
-            await page.wait_for_function("() => (window.__notes || []).length > 0")
+            await page.wait_for_function("() => (window.__notes || []).length > 0", polling=100)
             notes = await page.evaluate("window.__notes")
             assert notes == [{"title": ask, "body": "in “Run Ls La Srv Request”"}]
             assert await page.title() == f"(1) {ask}"
@@ -213,7 +218,9 @@ async def test_one_allow_button_per_offered_scope_each_reaching_agy_with_that_sc
         for cascade_id, command in zip(ids, ("ls -la", "git status", "make test"), strict=True):
             await sim.submit_user_turn(f"run: `{command}`", cascade_id=cascade_id)
         async with board_on(sim) as (board, page):
-            await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 3")
+            await page.wait_for_function(
+                "() => document.querySelectorAll('#cards .card').length === 3", polling=100
+            )
             for cascade_id, command, scope in zip(
                 ids, ("ls -la", "git status", "make test"), ("once", "conversation", "global"), strict=True
             ):
@@ -294,7 +301,9 @@ async def test_a_card_shows_one_hash_and_flags_a_look_alike_directory() -> None:
         for cascade_id, cwd in zip(cascades, dirs, strict=True):
             await sim.submit_user_turn(f"run: `ls -la` in {cwd}", cascade_id=cascade_id)
         async with board_on(sim) as (_board, page):
-            await page.wait_for_function("() => document.querySelectorAll('#cards .card').length === 2")
+            await page.wait_for_function(
+                "() => document.querySelectorAll('#cards .card').length === 2", polling=100
+            )
             cards = page.locator("#cards .card[data-kind=permission]")
             texts = {}
             for i in range(2):
@@ -377,7 +386,8 @@ async def test_a_question_flags_its_look_alike_text_and_options() -> None:
         async with board_on(sim) as (_board, page):
             (question,) = await cards_of(page, "question")
             await page.wait_for_function(
-                "() => document.querySelectorAll('#cards .card[data-kind=question] label').length === 2"
+                "() => document.querySelectorAll('#cards .card[data-kind=question] label').length === 2",
+                polling=100,
             )
             labels = question.locator("label")
             plain, odd = await labels.nth(0).inner_text(), await labels.nth(1).inner_text()

@@ -160,6 +160,7 @@ async def test_an_elicitations_content_is_typed_checked_and_sent_as_typed(on: Bo
     await on.page.wait_for_function(
         'g => (document.querySelector(`#cards .card[data-gate="${g}"] .form-msg`) || {}).textContent',
         arg=gate.gate_id,
+        polling=100,
     )
     said = await msg.inner_text()
     assert said.startswith("not sent: the content lacks account") and "Accept again" in said

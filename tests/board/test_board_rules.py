@@ -58,7 +58,8 @@ async def test_always_allow_offers_the_narrowest_rule_to_edit_and_save(tmp_path:
             await box.get_by_role("button", name="Save as my rule").click()
             alert = box.get_by_role("alert")
             await page.wait_for_function(
-                "() => (document.querySelector('#proposals .form-msg') || {}).textContent"
+                "() => (document.querySelector('#proposals .form-msg') || {}).textContent",
+                polling=100,
             )
             refused = await alert.inner_text()
             assert refused.startswith("not saved: ") and "'ls -l' should match but does not" in refused

@@ -158,6 +158,24 @@ async def test_a_changed_request_is_no_longer_fetched_and_a_small_card_stays_inl
             assert changed.status_code == 410, changed.text
 
 
+#: the whole text's box: its containment (chromium computes ``strict`` as its four parts), whether it
+#: scrolls, and, scrolled to its end, whether the text's last characters are drawn inside it
+CONTAINED = """n => {
+  const contain = getComputedStyle(n).contain;
+  const scrolls = n.scrollHeight > n.clientHeight;
+  n.scrollTop = n.scrollHeight;
+  const text = n.firstChild, range = document.createRange();
+  range.setStart(text, text.length - 8); range.setEnd(text, text.length);
+  const box = n.getBoundingClientRect(), end = range.getBoundingClientRect();
+  n.scrollTop = 0;
+  return {
+    contain: (contain === "strict" ? "size layout paint style" : contain).split(" ").sort(),
+    scrolls, end: range.toString(),
+    end_shown: end.height > 0 && end.top >= box.top && end.bottom <= box.bottom && end.left >= box.left && end.right <= box.right,
+  };
+}"""
+
+
 @pytest.fixture
 def _chromium() -> None:
     require_chromium()
@@ -187,9 +205,18 @@ async def test_allow_is_usable_only_once_the_whole_text_is_on_the_page_and_runs_
             await page.wait_for_function(
                 "() => !document.querySelector('#cards .card button[data-act=allow]').disabled",
                 timeout=120_000,
+                polling=100,
             )
             # the whole text, exactly as the rendering rule shows it, is on the page
             assert await shown.evaluate("n => n.textContent") == "$ " + _whole(COMMAND)
+            # in a box of its own size (its layout never redone for a change around it; before: its
+            # size followed its 4 MiB of text, laid out again each time the card grid sized it), and
+            # all of it readable there: scrolled to its end, the text's end is inside the box
+            contained = await shown.evaluate(CONTAINED)
+            assert contained["contain"] == ["layout", "paint", "size", "style"], contained
+            assert (
+                contained["scrolls"] and contained["end_shown"] and contained["end"] == _whole(COMMAND)[-8:]
+            ), contained
             assert "whole command is shown above" in await card.locator(".whole-note").inner_text()
             assert sim.received == []
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.chromium import SharedChromium, shared
+from tests.chromium import NEVER_SHOWN, SharedChromium, new_context, shared
 
 from .helpers import browser_page, require_chromium, until
 
@@ -141,6 +141,40 @@ async def test_a_killed_chromium_or_driver_is_launched_again(
             assert await page.title() == "shared"
     assert chromium_per_worker.launches == launches + 1
     assert processes()[killed].pid != victim.pid
+
+
+#: the labels of chrome://process-internals' tree of this profile's WebContents (in shadow roots)
+WEB_CONTENTS = """() => { const out = []; const walk = (n) => {
+  if (n.nodeType === 1) { const t = n.getAttribute('label') || (typeof n.label === 'string' ? n.label : '');
+    if (t) out.push(t); if (n.shadowRoot) walk(n.shadowRoot); }
+  for (const c of n.children || []) walk(c); }; walk(document);
+  return out.filter((t) => t.startsWith('WebContents:')); }"""
+
+
+@shared
+async def test_chromium_keeps_what_playwright_disables_and_makes_no_omnibox_popup() -> None:
+    """Chromium keeps only the last ``--disable-features`` it is given: ours (tests/chromium.py) holds
+    every feature playwright's own disables, and the omnibox's WebUI popups, which headless chromium
+    made for every browser context (a renderer of their own: ~1 CPU-s a context, measured) and no test
+    ever shows. Fails before: chrome://process-internals lists the "Omnibox Popup" WebContents."""
+    async with new_context() as context:
+        page = await context.new_page()
+        await page.goto("chrome://version")
+        argv = (await page.inner_text("#command_line")).split()
+        await page.goto("chrome://process-internals/#web-contents")
+        # (filled in once: when this page's own WebContents is listed, every one is)
+        await page.wait_for_function(
+            f"({WEB_CONTENTS})().some(t => t.includes('Process Model'))", polling=100
+        )
+        contents = await page.evaluate(WEB_CONTENTS)
+    assert contents and not [c for c in contents if "omnibox" in c.lower()], contents
+    given = [set(a.split("=", 1)[1].split(",")) for a in argv if a.startswith("--disable-features=")]
+    assert len(given) == 2, argv  # playwright's, then ours (the one chromium keeps)
+    playwrights, ours = given
+    assert playwrights <= ours, (
+        f"playwright disables more than tests/chromium.py repeats: {playwrights - ours}"
+    )
+    assert set(NEVER_SHOWN) <= ours
 
 
 CONFTEST = """
