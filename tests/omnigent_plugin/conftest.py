@@ -16,6 +16,7 @@ from tests.real_omnigent import OmnigentServer, server_env
 from .host import stop_host
 from .test_registry import readme_spec
 from .venv import shared_plugin_environment
+from .zygote import Zygote
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +25,20 @@ def plugin_python() -> Path:
     cached by what it is made of, one for every xdist worker of a run and for the runs after while the
     checkout's wheel inputs are unchanged (``venv.shared_plugin_environment``)."""
     return shared_plugin_environment()
+
+
+@pytest.fixture(scope="session")
+def plugin_zygote(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    """omnigent's runner zygote in the plugin's environment, for this test process: the runner tests
+    fork their harness processes from it, as a host's runner does (``zygote.py``; ~0.9 CPU-seconds
+    less a harness process than an exec'd one). Each test still has its own harness process,
+    simulator and socket. Started by each worker that needs one (tests/parallel.py,
+    ``SHARED_ACROSS_WORKERS``); stopped by closing its control socket."""
+    zygote = Zygote(plugin_python, tmp_path_factory.mktemp("omnigent-zygote"))
+    try:
+        yield zygote
+    finally:
+        zygote.close()
 
 
 def without_bwrap(env: dict[str, str]) -> dict[str, str]:
