@@ -158,15 +158,30 @@ async def server(plugin_server: str, plugin_host: Path) -> AsyncIterator[tuple[s
             await stop_new_sessions(http, known)
 
 
-@pytest.fixture
-async def server_own_host(plugin_server: str, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
-    """The shared server's URL and a client home of this test's own: the host daemon ``omnigent run``
-    starts there is this test's (its environment the test's), stopped after it."""
-    home = client_home(tmp_path / "client")
+@pytest.fixture(scope="module")
+def own_host(plugin_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A client home of this module's own (not ``plugin_host``'s): the host daemon the first ``omnigent
+    run --server`` starts there has that test's environment, which every test of the module using it
+    gives it alike (test_server.py: a PATH without bwrap) -- a daemon, its zygote and its warm runner
+    once a module (~4 CPU-seconds a daemon), as one machine's daemon hosts all its sessions. Stopped,
+    as ``omnigent host stop`` stops it, after the module's tests."""
+    home = client_home(tmp_path_factory.mktemp("omnigent-own-host"))
     try:
-        yield plugin_server, home
+        yield home
     finally:
-        await stop_host(plugin_server, home)  # the host daemon `omnigent run --server` left behind
+        asyncio.run(stop_host(plugin_server, home))  # the host daemon `omnigent run --server` left behind
+
+
+@pytest.fixture
+async def server_own_host(plugin_server: str, own_host: Path) -> AsyncIterator[tuple[str, Path]]:
+    """The shared server's URL and the module's own client home (``own_host``); the sessions this test
+    added there are stopped after it (each test has its own session, simulator and agent)."""
+    async with httpx.AsyncClient(base_url=plugin_server, timeout=60) as http:
+        known = await session_ids(http)
+        try:
+            yield plugin_server, own_host
+        finally:
+            await stop_new_sessions(http, known)
 
 
 def agent_dir(tmp: Path, sim: Simulator, *, os_env: bool = False) -> Path:
