@@ -1,6 +1,6 @@
 """The plugin in omnigent's environment, driven through omnigent's own harness runner entry point
-(``python -m omnigent.runtime.harnesses._runner``) against the simulator: what omnigent streams and
-what reaches agy."""
+(``omnigent.runtime.harnesses._runner``: forked by omnigent's runner zygote, ``plugin_zygote``, one
+test's exec'd) against the simulator: what omnigent streams and what reaches agy."""
 
 from __future__ import annotations
 
