@@ -32,8 +32,9 @@ def plugin_zygote(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory)
     """omnigent's runner zygote in the plugin's environment, for this test process: the runner tests
     fork their harness processes from it, as a host's runner does (``zygote.py``; ~0.9 CPU-seconds
     less a harness process than an exec'd one). Each test still has its own harness process,
-    simulator and socket. Started by each worker that needs one (tests/parallel.py,
-    ``SHARED_ACROSS_WORKERS``); stopped by closing its control socket."""
+    simulator and socket. Its tests keep to one xdist worker (tests/parallel.py: a session fixture
+    not in ``SHARED_ACROSS_WORKERS``), so one zygote serves them all; stopped by closing its control
+    socket."""
     zygote = Zygote(plugin_python, tmp_path_factory.mktemp("omnigent-zygote"))
     try:
         yield zygote
