@@ -35,7 +35,9 @@ MAX_WORKERS = 16
 #: session fixtures that are not a reason to keep their tests on one worker (tests/omnigent_plugin/
 #: conftest.py): ``plugin_python`` is built once per run for all workers (a file lock); ``plugin_server``
 #: (an omnigent server its tests share by session id) and ``plugin_host`` (the client home whose host
-#: daemon hosts their sessions) are started by each worker that needs one
+#: daemon hosts their sessions) are started by each worker that needs one. (``plugin_zygote``, which
+#: the runner tests fork their harness processes from, is not: they keep to one worker, so one zygote,
+#: ~1.7 CPU-seconds to start, serves all ~16 of them.)
 SHARED_ACROSS_WORKERS = frozenset({"plugin_python", "plugin_server", "plugin_host"})
 #: fixtures each worker starts for whichever of their tests it runs (tests/chromium.py: the worker's
 #: chromium, a module's): one per process by design, so not a reason to keep their tests on one worker

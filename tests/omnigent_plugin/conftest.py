@@ -16,6 +16,7 @@ from tests.real_omnigent import OmnigentServer, server_env
 from .host import stop_host
 from .test_registry import readme_spec
 from .venv import shared_plugin_environment
+from .zygote import Zygote
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +25,21 @@ def plugin_python() -> Path:
     cached by what it is made of, one for every xdist worker of a run and for the runs after while the
     checkout's wheel inputs are unchanged (``venv.shared_plugin_environment``)."""
     return shared_plugin_environment()
+
+
+@pytest.fixture(scope="session")
+def plugin_zygote(plugin_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Zygote]:
+    """omnigent's runner zygote in the plugin's environment, for this test process: the runner tests
+    fork their harness processes from it, as a host's runner does (``zygote.py``; ~0.9 CPU-seconds
+    less a harness process than an exec'd one). Each test still has its own harness process,
+    simulator and socket. Its tests keep to one xdist worker (tests/parallel.py: a session fixture
+    not in ``SHARED_ACROSS_WORKERS``), so one zygote serves them all; stopped by closing its control
+    socket."""
+    zygote = Zygote(plugin_python, tmp_path_factory.mktemp("omnigent-zygote"))
+    try:
+        yield zygote
+    finally:
+        zygote.close()
 
 
 def without_bwrap(env: dict[str, str]) -> dict[str, str]:
@@ -143,15 +159,30 @@ async def server(plugin_server: str, plugin_host: Path) -> AsyncIterator[tuple[s
             await stop_new_sessions(http, known)
 
 
-@pytest.fixture
-async def server_own_host(plugin_server: str, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
-    """The shared server's URL and a client home of this test's own: the host daemon ``omnigent run``
-    starts there is this test's (its environment the test's), stopped after it."""
-    home = client_home(tmp_path / "client")
+@pytest.fixture(scope="module")
+def own_host(plugin_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A client home of this module's own (not ``plugin_host``'s): the host daemon the first ``omnigent
+    run --server`` starts there has that test's environment, which every test of the module using it
+    gives it alike (test_server.py: a PATH without bwrap) -- a daemon, its zygote and its warm runner
+    once a module (~4 CPU-seconds a daemon), as one machine's daemon hosts all its sessions. Stopped,
+    as ``omnigent host stop`` stops it, after the module's tests."""
+    home = client_home(tmp_path_factory.mktemp("omnigent-own-host"))
     try:
-        yield plugin_server, home
+        yield home
     finally:
-        await stop_host(plugin_server, home)  # the host daemon `omnigent run --server` left behind
+        asyncio.run(stop_host(plugin_server, home))  # the host daemon `omnigent run --server` left behind
+
+
+@pytest.fixture
+async def server_own_host(plugin_server: str, own_host: Path) -> AsyncIterator[tuple[str, Path]]:
+    """The shared server's URL and the module's own client home (``own_host``); the sessions this test
+    added there are stopped after it (each test has its own session, simulator and agent)."""
+    async with httpx.AsyncClient(base_url=plugin_server, timeout=60) as http:
+        known = await session_ids(http)
+        try:
+            yield plugin_server, own_host
+        finally:
+            await stop_new_sessions(http, known)
 
 
 def agent_dir(tmp: Path, sim: Simulator, *, os_env: bool = False) -> Path:

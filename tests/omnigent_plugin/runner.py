@@ -1,7 +1,9 @@
 """Driving the plugin through omnigent's own harness runner entry point, as omnigent's process manager
-does: ``python -P -m omnigent.runtime.harnesses._runner --harness agy-harness --module <the registered
-module> --socket S --conversation-id C --parent-pid P``, then the harness API on the Unix socket
-(``POST /v1/sessions/C/events``: ``message`` streams a turn as SSE; ``approval``, ``interrupt``).
+does: ``omnigent.runtime.harnesses._runner --harness agy-harness --module <the registered module>
+--socket S --conversation-id C --parent-pid P`` -- forked by omnigent's runner zygote (the way a host's
+runner starts it: ``zygote.py``) or exec'd as ``python -P -m ...`` (the way any other runner does) --
+then the harness API on the Unix socket (``POST /v1/sessions/C/events``: ``message`` streams a turn as
+SSE; ``approval``, ``interrupt``).
 """
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from .zygote import WORKSPACE_ENV, Zygote
 
 HARNESS_ID = "agy-harness"
 CONVERSATION = "conv_agy_plugin_test"
@@ -67,48 +72,67 @@ class Turn:
 
 
 class RunnerProcess:
-    def __init__(self, python: Path, env: Mapping[str, str], workdir: Path) -> None:
+    """The harness process of one conversation: forked by ``zygote`` (omnigent's runner zygote), or,
+    without one, exec'd from ``python``; its output in ``workdir``'s runner.log (exec'd) or
+    harness.log (forked: the zygote points a harness's stdio at its process log, as omnigent does)."""
+
+    def __init__(
+        self, python: Path, env: Mapping[str, str], workdir: Path, zygote: Zygote | None = None
+    ) -> None:
         self.python = python
         self.env = dict(env)
         self.workdir = workdir
+        self.zygote = zygote
         self.socket = workdir / "h.sock"
         self.proc: asyncio.subprocess.Process | None = None
+        self.pid: int | None = None  # (forked: the zygote's child)
         self.client: httpx.AsyncClient | None = None
-        self.log = workdir / "runner.log"
+        self.log = workdir / ("harness.log" if zygote is not None else "runner.log")
         self._tasks: list[asyncio.Task[None]] = []
+
+    def returncode(self) -> int | None:
+        if self.zygote is not None:
+            return None if self.pid is None else self.zygote.returncode(self.pid)
+        return None if self.proc is None else self.proc.returncode
 
     async def __aenter__(self) -> RunnerProcess:
         module = await self.registered_module()
         env = {**os.environ, **self.env, "OMNIGENT_PROCESS_LOG_FILE": str(self.workdir / "harness.log")}
         env.pop("PYTHONPATH", None)
-        with self.log.open("wb") as out:
-            self.proc = await asyncio.create_subprocess_exec(
-                str(self.python),
-                "-P",
-                "-m",
-                "omnigent.runtime.harnesses._runner",
-                "--harness",
-                HARNESS_ID,
-                "--module",
-                module,
-                "--socket",
-                str(self.socket),
-                "--conversation-id",
-                CONVERSATION,
-                "--parent-pid",
-                str(os.getpid()),
-                env=env,
-                cwd=str(self.workdir),
-                stdout=out,
-                stderr=asyncio.subprocess.STDOUT,
-            )
+        flags = [
+            "--harness",
+            HARNESS_ID,
+            "--module",
+            module,
+            "--socket",
+            str(self.socket),
+            "--conversation-id",
+            CONVERSATION,
+            "--parent-pid",
+            str(os.getpid()),
+        ]
+        if self.zygote is not None:
+            self.pid = self.zygote.fork_harness(flags, {**env, WORKSPACE_ENV: str(self.workdir)})
+        else:
+            with self.log.open("wb") as out:
+                self.proc = await asyncio.create_subprocess_exec(
+                    str(self.python),
+                    "-P",
+                    "-m",
+                    "omnigent.runtime.harnesses._runner",
+                    *flags,
+                    env=env,
+                    cwd=str(self.workdir),
+                    stdout=out,
+                    stderr=asyncio.subprocess.STDOUT,
+                )
         self.client = httpx.AsyncClient(
             transport=httpx.AsyncHTTPTransport(uds=str(self.socket)), base_url="http://harness", timeout=None
         )
         async with asyncio.timeout(60):
             while True:
-                if self.proc.returncode is not None:
-                    raise AssertionError(f"runner exited {self.proc.returncode}: {self.log.read_text()}")
+                if (code := self.returncode()) is not None:
+                    raise AssertionError(f"runner exited {code}: {self.log.read_text()}")
                 if self.socket.exists():
                     with contextlib.suppress(httpx.TransportError):
                         if (await self.client.get("/health")).status_code == 200:
@@ -124,6 +148,8 @@ class RunnerProcess:
                 await task
         if self.client is not None:
             await self.client.aclose()
+        if self.zygote is not None and self.pid is not None:
+            await self._stop_forked(self.zygote, self.pid)
         if self.proc is not None and self.proc.returncode is None:
             self.proc.terminate()
             try:
@@ -132,6 +158,20 @@ class RunnerProcess:
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
+
+    @staticmethod
+    async def _stop_forked(zygote: Zygote, pid: int) -> None:
+        """SIGTERM (SIGKILL after 15 s) the forked harness, until the zygote reaped it (its pid is
+        never signalled after: the zygote, its parent, holds it until then)."""
+        signals = [(0.0, signal.SIGTERM), (15.0, signal.SIGKILL)]
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while zygote.returncode(pid) is None:
+            assert loop.time() - start < 30, f"the forked harness {pid} outlived SIGKILL"
+            if signals and loop.time() - start >= signals[0][0]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signals.pop(0)[1])
+            await asyncio.sleep(0.05)
 
     async def registered_module(self) -> str:
         """The module omnigent's registry names for our harness id (what the process manager spawns);

@@ -20,18 +20,19 @@ from agy_harness.adapters.simulator.scenarios import GREETING
 from tests.held_reply import hold_after_reply
 
 from .test_runner import runner_for
+from .zygote import Zygote
 
 LISTING = "GetAllCascadeTrajectories"
 WAIT = 60.0
 
 
 async def test_the_turn_ends_when_agys_run_does_not_at_its_reply(
-    plugin_python: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    plugin_zygote: Zygote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     replied, release = hold_after_reply(monkeypatch)
     async with (
         Simulator(profile="1.0.10", pace=0.05, gate_timeout=None) as sim,
-        runner_for(plugin_python, sim, tmp_path) as runner,
+        runner_for(plugin_zygote, sim, tmp_path) as runner,
     ):
         turn = await runner.message("Say hello in one short sentence.")
         async with asyncio.timeout(WAIT):

@@ -1,6 +1,6 @@
 """The plugin in omnigent's environment, driven through omnigent's own harness runner entry point
-(``python -m omnigent.runtime.harnesses._runner``) against the simulator: what omnigent streams and
-what reaches agy."""
+(``omnigent.runtime.harnesses._runner``: forked by omnigent's runner zygote, ``plugin_zygote``, one
+test's exec'd) against the simulator: what omnigent streams and what reaches agy."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from agy_harness.adapters.simulator import Simulator
 from agy_harness.adapters.simulator.scenarios import GREETING, LONG_TEXT
 
 from .runner import RunnerProcess
+from .zygote import Zygote
 
 STEP = "CORTEX_STEP_TYPE_"
 
@@ -40,16 +41,18 @@ async def agy() -> AsyncIterator[Simulator]:
         yield sim
 
 
-def runner_for(python: Path, sim: Simulator, tmp_path: Path, **env: str) -> RunnerProcess:
+def runner_for(zygote: Zygote, sim: Simulator, tmp_path: Path, **env: str) -> RunnerProcess:
+    """The harness process, forked by omnigent's runner zygote as a host's runner has it forked
+    (``zygote.py``), bound to ``sim``; ``env``: more of the plugin's settings."""
     settings = {"HARNESS_AGY_HARNESS_PORT": str(sim.port), "HARNESS_AGY_HARNESS_CASCADE": sim.cascade_id}
     settings.update({f"HARNESS_AGY_HARNESS_{k.upper()}": v for k, v in env.items()})
-    return RunnerProcess(python, settings, tmp_path)
+    return RunnerProcess(zygote.python, settings, tmp_path, zygote=zygote)
 
 
 async def test_text_turn_streams_with_usage_and_model(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("Say hello in one short sentence.")
         terminal = await turn.finished()
     assert terminal["type"] == "response.completed"
@@ -70,9 +73,9 @@ async def test_text_turn_streams_with_usage_and_model(
 
 
 async def test_allowed_command_runs_and_denied_does_not(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("run: pwd")
         ask = await turn.wait_for("response.elicitation_request")
         assert ask["params"]["command"] == "pwd"
@@ -101,9 +104,9 @@ async def test_allowed_command_runs_and_denied_does_not(
 
 
 async def test_question_answer_reaches_agy_and_unreadable_is_asked_again(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("ask: which part should we work on first?")
         ask = await turn.wait_for("response.elicitation_request")
         [question] = ask["params"]["ask_user_question"]["questions"]
@@ -135,10 +138,10 @@ async def test_question_answer_reaches_agy_and_unreadable_is_asked_again(
     assert answer["writeInResponse"] == "the build scripts"
 
 
-async def test_stop_interrupts_agy(plugin_python: Path, tmp_path: Path) -> None:
+async def test_stop_interrupts_agy(plugin_zygote: Zygote, tmp_path: Path) -> None:
     async with (
         Simulator(profile="1.0.10", pace=1.0) as slow,
-        runner_for(plugin_python, slow, tmp_path) as runner,
+        runner_for(plugin_zygote, slow, tmp_path) as runner,
     ):
         turn = await runner.message("Write a long story about a lighthouse keeper.")
         await turn.wait_for("response.output_text.delta")
@@ -153,8 +156,8 @@ async def test_stop_interrupts_agy(plugin_python: Path, tmp_path: Path) -> None:
         assert len(replies[-1]) < len(LONG_TEXT)
 
 
-async def test_stop_at_a_parked_gate_denies_it(plugin_python: Path, agy: Simulator, tmp_path: Path) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+async def test_stop_at_a_parked_gate_denies_it(plugin_zygote: Zygote, agy: Simulator, tmp_path: Path) -> None:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("run: make deploy")
         await turn.wait_for("response.elicitation_request")
         assert await runner.interrupt() == 204
@@ -170,9 +173,9 @@ async def test_stop_at_a_parked_gate_denies_it(plugin_python: Path, agy: Simulat
 
 
 async def test_model_setting_resolved_against_agys_catalog(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path, model="gemini 3 flash") as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path, model="gemini 3 flash") as runner:
         turn = await runner.message("Say hello in one short sentence.")
         terminal = await turn.finished()
         assert terminal["response"]["usage"]["model"] == "Gemini 3 Flash"
@@ -189,10 +192,10 @@ async def test_model_setting_resolved_against_agys_catalog(
         assert len(user_models(agy)) == 2
 
 
-async def test_steering_is_a_queued_turn(plugin_python: Path, tmp_path: Path) -> None:
+async def test_steering_is_a_queued_turn(plugin_zygote: Zygote, tmp_path: Path) -> None:
     async with (
         Simulator(profile="1.0.10", pace=0.5) as sim,
-        runner_for(plugin_python, sim, tmp_path) as runner,
+        runner_for(plugin_zygote, sim, tmp_path) as runner,
     ):
         turn = await runner.message("Write a long story about a lighthouse keeper.")
         await turn.wait_for("response.output_text.delta")
@@ -212,8 +215,8 @@ async def test_steering_is_a_queued_turn(plugin_python: Path, tmp_path: Path) ->
         assert turn.text.endswith(GREETING)  # the omnigent turn lasted until agy answered the steer
 
 
-async def test_subagent_is_announced(plugin_python: Path, agy: Simulator, tmp_path: Path) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+async def test_subagent_is_announced(plugin_zygote: Zygote, agy: Simulator, tmp_path: Path) -> None:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("start a subagent to review the code")
         terminal = await turn.finished()
         assert terminal["type"] == "response.completed"
@@ -227,9 +230,9 @@ async def test_subagent_is_announced(plugin_python: Path, agy: Simulator, tmp_pa
 
 
 async def test_an_agy_error_fails_the_turn_and_the_session_goes_on(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("Say hello in one short sentence.")
         assert (await turn.finished())["type"] == "response.completed"
         agy.faults.fail("SendUserCascadeMessage", status=500, message="agy is overloaded")
@@ -247,9 +250,9 @@ async def test_an_agy_error_fails_the_turn_and_the_session_goes_on(
 
 
 async def test_a_gate_raised_outside_omnigent_waits_for_the_next_turn(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("Say hello in one short sentence.")
         assert (await turn.finished())["type"] == "response.completed"
         # typed in agy's terminal between omnigent's turns: its gate is not answered for anyone
@@ -271,9 +274,9 @@ async def test_a_gate_raised_outside_omnigent_waits_for_the_next_turn(
 
 
 async def test_a_gate_only_agys_terminal_can_answer_is_a_card_retired_when_agy_moves_on(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("write the file notes.txt")
         first = await turn.wait_for("response.elicitation_request")
         assert first["params"]["phase"] == "agy_terminal_only"
@@ -297,7 +300,10 @@ async def test_a_gate_only_agys_terminal_can_answer_is_a_card_retired_when_agy_m
 async def test_the_harness_log_names_the_version_of_the_agy_it_bound(
     plugin_python: Path, tmp_path: Path
 ) -> None:
-    """It said "agy unknown version" for `agy-harness sim` (it asked `agy --version`, not the agy bound)."""
+    """It said "agy unknown version" for `agy-harness sim` (it asked `agy --version`, not the agy bound).
+    Its harness process is exec'd (``python -P -m omnigent.runtime.harnesses._runner``), as a runner
+    that was not forked by a zygote starts it: that way, and the plugin imported in a fresh Python, stay
+    covered (the other tests here fork theirs from omnigent's zygote)."""
     import subprocess
     import sys
 
@@ -333,9 +339,9 @@ async def test_the_harness_log_names_the_version_of_the_agy_it_bound(
 
 @pytest.mark.parametrize("kind", ["permission", "question"])
 async def test_a_card_answered_in_agys_terminal_is_retired(
-    plugin_python: Path, agy: Simulator, tmp_path: Path, kind: str
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path, kind: str
 ) -> None:
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("run: git status" if kind == "permission" else "ask: which part first?")
         card = await turn.wait_for("response.elicitation_request")
         await agy.resolve_in_terminal(kind=kind)
@@ -346,11 +352,11 @@ async def test_a_card_answered_in_agys_terminal_is_retired(
 
 
 async def test_a_scope_picked_on_the_card_reaches_agy_through_omnigents_runner(
-    plugin_python: Path, agy: Simulator, tmp_path: Path
+    plugin_zygote: Zygote, agy: Simulator, tmp_path: Path
 ) -> None:
     """issue 34 through the plugin: the card's choices are the gate's scopes; the web card's button
     ("for this conversation") reaches agy as that scope, and the next identical ``ls`` runs with no card."""
-    async with runner_for(plugin_python, agy, tmp_path) as runner:
+    async with runner_for(plugin_zygote, agy, tmp_path) as runner:
         turn = await runner.message("run: ls -la")
         ask = await turn.wait_for("response.elicitation_request")
         choices = ask["params"]["requestedSchema"]["properties"]["answer"]["enum"]

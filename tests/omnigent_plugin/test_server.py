@@ -27,9 +27,10 @@ async def test_omnigent_run_with_the_readme_agent_reaches_agy(
     plugin_python: Path, server_own_host: tuple[str, Path], tmp_path: Path, os_env: bool
 ) -> None:
     """The README's spec as printed, and with its commented ``os_env`` line taken in, on a PATH with no
-    ``bwrap`` (bubblewrap): the turn reaches agy and its reply comes back. A host daemon of its own:
-    the daemon ``omnigent run`` starts, and the runner it spawns, see that PATH (a shared one would
-    have the PATH of whichever test started it)."""
+    ``bwrap`` (bubblewrap): the turn reaches agy and its reply comes back. A host daemon not
+    ``plugin_host``'s: the daemon ``omnigent run`` starts, and the runner it spawns, see that PATH (the
+    shared one has the PATH of whichever test started it); this test's two cases share it
+    (``own_host``: both give it that PATH), each with a session, simulator and agent of its own."""
     url, home = server_own_host
     env = without_bwrap(server_env(home))
     assert shutil.which("bwrap", path=env["PATH"]) is None
