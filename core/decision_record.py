@@ -46,13 +46,35 @@ def _mask(match: re.Match[str]) -> str:
     return f"{match.group(1)}<redacted {len(match.group(2))} chars>"
 
 
+#: what every match of :data:`_SECRET_KEY` holds, case aside (its key's words: ``api``, ``access``,
+#: ``private`` stand for their ``...key``; ``passw`` for password and passwd)
+_KEY_WORDS = ("passw", "secret", "token", "api", "access", "private", "auth", "pwd")
+
+
+def _may_hold(text: str, words: Sequence[str], marks: str = "") -> bool:
+    """Whether a rule whose every match holds one of ``words`` (case-insensitively) and, when
+    ``marks`` are given, one of those characters could match ``text``. Exact, never a guess: the
+    words are looked for in ASCII text's lower case (a (?i) rule on ASCII text folds case as
+    ``str.lower`` does); text with other characters (the rule may fold them: ``ſ`` is an ``s``) is
+    always given to the rule. A rule a 4 MiB command could not match scanned it in 0.3-0.8 s."""
+    if marks and not any(mark in text for mark in marks):
+        return False
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(word in low for word in words)
+
+
 def redact(text: str, *, spoken: bool = True) -> str:
     """``text`` with what looks like a secret replaced (see the module doc). ``spoken``: also the word
     after a bare ``password``/``passwd`` (prose; not in a command line, whose arguments say which word
-    is a password: ``grep password src/``, ``passwd alice`` hold none)."""
-    text = _USER_INFO.sub(_mask, text)
-    text = _SECRET_KEY.sub(_mask, text)
-    if spoken:
+    is a password: ``grep password src/``, ``passwd alice`` hold none). A rule is run only where it
+    could match (:func:`_may_hold`: the same text out, each rule's scan saved where it cannot)."""
+    if "://" in text:  # (every URL user-info match holds it)
+        text = _USER_INFO.sub(_mask, text)
+    if _may_hold(text, _KEY_WORDS, "=:"):  # (every key is followed by ``=`` or ``:``)
+        text = _SECRET_KEY.sub(_mask, text)
+    if spoken and _may_hold(text, ("passw",)):
         text = _SPOKEN_KEY.sub(_mask, text)
     return _LONG_WORD.sub(lambda m: f"<redacted {len(m.group(0))} chars>", text)
 
