@@ -57,7 +57,10 @@ PUNY = re.compile(r"(?i)(?<![0-9a-z-])xn--[0-9a-z-]{1,63}")
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.sampled_from(["xn--", "XN--", "Xn-", "-", "n", "80ak6aa92e", ".com", " ", "é", "K"]), max_size=10
+        st.sampled_from(
+            ["xn--", "XN--", "Xn-", "-", "n", "80ak6aa92e", ".com", " ", "é", "K", "ｘ", "ℕ", "⋯"]
+        ),
+        max_size=10,
     ).map("".join)
 )
 def test_punycode_hosts_are_found_as_the_scan_everywhere_does(text: str) -> None:

@@ -53,6 +53,9 @@ def test_a_huge_command_no_rule_can_match_is_not_scanned_by_it(monkeypatch: pyte
         "_SECRET_KEY": 0,
         "_SPOKEN_KEY": 0,
     }
+    cut = f"{BIG} \u22ef cut: 12 more bytes, sha256:0a1b \u22ef"  # (a cut mark: non-ASCII, a colon)
+    assert D.redact(cut, spoken=False).endswith(" \u22ef cut: 12 more bytes, sha256:0a1b \u22ef")
+    assert sum(c.scanned for c in rules.values()) == 0
     # and where a rule could match, it still runs and masks
     assert D.redact("curl https://bob:Pw1x@h/ -H 'token: abc' ; password hunter2") == (
         "curl https://bob:<redacted 4 chars>@h/ -H 'token: <redacted 3 chars>' ; password <redacted 7 chars>"
@@ -69,7 +72,7 @@ PIECES = st.sampled_from(
         "password", "PassWD", "pasſword", "ſecret", "SECRET", "ToKeN", "api_key", "Api-Key", "apikey",
         "access_key", "private-key", "AUTH", "Authorization", "db_pwd", "PWD", "\u212auth", "bearer ",
         "Basic ", "://", "https://", "u:p@h/", "@", "/", ":", "=", " ", "\t", "\n", "'", '"', ";", "x", "K",
-        "é", "ı", "0", "_", "-", "A" * 40, "hunter2",
+        "é", "ı", "İ", "⋯", "0", "_", "-", "A" * 40, "hunter2",
     ]
 )  # fmt: skip
 
