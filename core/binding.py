@@ -69,13 +69,81 @@ def request_digest(step: Step, kind: str, key: str, request: dict[str, Any]) -> 
 def digest_and_clean(step: Step, kind: str, key: str, request: dict[str, Any]) -> tuple[str, bool]:
     """:func:`request_digest`, and whether the fields as agy sent them (``request`` among them) are
     their own ``safejson.clean``: nothing in them to clean, so a copy of ``request`` is as clean as
-    the careful one."""
+    the careful one. Computed once per exact content (:func:`frozen`): the same request is digested
+    when its gate opens, before it is asked and when it is answered, each time from a fresh read."""
+    try:
+        fields: dict[str, Any] | None = request_fields(step, kind, key, request, cleaned=False)
+    except (TypeError, ValueError, RecursionError):
+        fields = None
+    content = frozen(fields) if fields is not None else None
+    if content is not None:
+        for known, digest, clean in _RECENT:
+            if known == content:
+                return digest, clean
+    digest, clean, size = _digest_and_clean(step, kind, key, request, fields)
+    if content is not None and size >= REMEMBERED_FROM:
+        _RECENT.insert(0, (content, digest, clean))
+        del _RECENT[RECENT:]
+    return digest, clean
+
+
+#: digests remembered by content (the newest first), and from what size of canonical text on (a
+#: smaller request costs less to digest than to remember)
+RECENT = 2
+REMEMBERED_FROM = 1 << 16
+_RECENT: list[tuple[tuple[Any, ...], str, bool]] = []
+FROZEN_NODES = 512  # containers and scalars a request may have to be remembered (a few dozen, usually)
+
+
+def frozen(value: Any) -> tuple[Any, ...] | None:
+    """``value`` (parsed JSON) as an immutable copy that is equal to another's exactly when their
+    canonical texts are: every value tagged with its type (in Python ``1 == 1.0 == True``, not in
+    JSON), a float by its ``repr`` (``-0.0`` is not ``0.0``; NaN equals itself), a dict's keys in
+    their order; strings shared, not copied (immutable). None past :data:`FROZEN_NODES` nodes or
+    for anything that is not JSON: never remembered."""
+    left = [FROZEN_NODES]
+
+    def walk(v: Any) -> tuple[Any, ...]:
+        left[0] -= 1
+        if left[0] < 0:
+            raise _TooBig
+        kind = type(v)
+        if kind is str:
+            return ("s", v)
+        if kind is dict:
+            items = []
+            for k, item in v.items():
+                if type(k) is not str:
+                    raise _TooBig
+                items.append((k, walk(item)))
+            return ("d", tuple(items))
+        if kind is list:
+            return ("l", tuple(walk(item) for item in v))
+        if kind is bool or kind is int or v is None:
+            return (kind.__name__, v)
+        if kind is float:
+            return ("f", repr(v))
+        raise _TooBig
+
+    try:
+        return walk(value)
+    except (_TooBig, RecursionError):
+        return None
+
+
+class _TooBig(Exception):
+    """Not remembered (too many nodes, or not JSON)."""
+
+
+def _digest_and_clean(
+    step: Step, kind: str, key: str, request: dict[str, Any], fields: dict[str, Any] | None
+) -> tuple[str, bool, int]:
+    """:func:`digest_and_clean` computed, and the size of the canonical text."""
     # The canonical text of the fields as agy sent them is the cleaned fields' text whenever nothing
     # in it needs cleaning (no lone surrogate, nothing nested past clean's depth): one encode instead
     # of two copies and an encode. Anything else takes the careful way.
     try:
-        fields = request_fields(step, kind, key, request, cleaned=False)
-        canonical = safejson.canonical(fields)
+        canonical = safejson.canonical(fields) if fields is not None else ""
     except (TypeError, ValueError, RecursionError):
         fields, canonical = None, ""
     clean = bool(canonical) and safejson.needs_no_cleaning(canonical, fields)
@@ -83,7 +151,8 @@ def digest_and_clean(step: Step, kind: str, key: str, request: dict[str, Any]) -
         canonical = safejson.canonical(request_fields(step, kind, key, request))
     if LEAD in canonical:  # a string the reader cut: its whole string's identity, not the part kept
         canonical = safejson.canonical(identities(request_fields(step, kind, key, request)))
-    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS], clean
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+    return digest, clean, len(canonical)
 
 
 def timed_out(step: Step) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 from agy_harness.ports.events import Event, GateWithdrawn, built
 
 from . import steps as S
-from .binding import digest_and_clean
+from .binding import digest_and_clean, frozen
 from .gates import gate_events, pending_request
 from .steps import Step
 
@@ -64,19 +64,25 @@ class GateBook:
 
     def _digest(self, step: Step, sk: str, pending: tuple[str, str, dict[str, Any]]) -> tuple[str, bool]:
         """The request's digest, and whether the request needs no cleaning, computed once per request
-        (a dict comparison when it is re-fed)."""
-        made_of = (
-            pending,
-            step.body,
-            step.raw.get("runCommand"),
-            step.metadata.get("executionId"),
-            step.type,
+        (a comparison of its exact content when it is re-fed: :func:`~.binding.frozen`, where ``1``,
+        ``1.0`` and ``true`` differ as in the digest -- a plain ``==`` took them for one request)."""
+        made_of = frozen(
+            [
+                [pending[0], pending[1], pending[2]],
+                step.body,
+                step.raw.get("runCommand"),
+                step.metadata.get("executionId"),
+                step.type,
+            ]
         )
         cached = self._digests.get(sk)
-        if cached is not None and cached[0] == made_of:
+        if made_of is not None and cached is not None and cached[0] == made_of:
             return cached[1], cached[2]
         digest, clean = digest_and_clean(step, *pending)
-        self._digests[sk] = (made_of, digest, clean)
+        if made_of is not None:
+            self._digests[sk] = (made_of, digest, clean)
+        else:
+            self._digests.pop(sk, None)
         return digest, clean
 
     def _withdrawn(self, sk: str, gate_id: str, reason: str) -> GateWithdrawn:

@@ -55,7 +55,9 @@ def describe(char: str) -> str:
 def notes(text: str, shown_as_itself: Callable[[str], bool] | None = None) -> list[str]:
     """The look-alike notes of ``text`` (see the module doc). ``shown_as_itself(char)`` says which
     characters the display draws as themselves (the others are escaped already and not named)."""
-    hosts = _PUNYCODE.findall(text)
+    # (every punycode host holds ``xn--``, its letters ASCII of either case -- no other character
+    # folds to an x or an n -- so text without it, case aside, is not scanned: 0.37 s on 4 MiB)
+    hosts = _PUNYCODE.findall(text) if "xn--" in text.lower() else []
     out = [f"{WARN} punycode host: {', '.join(sorted(set(hosts)))[:TOKEN_CHARS]}"] if hosts else []
     if text.isascii():
         return out

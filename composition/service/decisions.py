@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agy_harness.core.answers import CheckedAnswer
-from agy_harness.core.approvals import approved_command
+from agy_harness.core.approvals import approved_command, ran_command
 from agy_harness.core.decision_record import (
     decision_body,
     recorded_command,
@@ -59,7 +59,7 @@ from agy_harness.ports.protocols import (
 )
 
 from .deciders import LOOKUP, decider_now, local_user, recorded_decider, recorded_response
-from .outcome_record import outcome_body, ran_at
+from .outcome_record import RanLine, outcome_body, ran_at
 
 log = logging.getLogger("agy_harness.ledger")
 
@@ -98,11 +98,15 @@ class DecisionRecorder:
         ledger: DecisionLedger | None,
         read_steps: Callable[[GateOpened], Awaitable[list[Any]]],
         user: str = "",
+        ran_line: RanLine | None = None,
     ) -> None:
         self.ledger = ledger
         #: agy's steps holding the gate's step (from it on where the snapshot can: not the whole
         #: conversation, which can be tens of megabytes)
         self.read_steps = read_steps
+        #: the command line a settled step ran (the bridge's one read shared with the check of what
+        #: ran, :mod:`.settled_runs`); else read from ``read_steps``
+        self.ran_line = ran_line if ran_line is not None else self._ran_line
         self.user = user or local_user()
         #: how a command line is kept: the ledger's reading of its arguments, else the free-text rules
         self.redact_command = ledger.redact_command if isinstance(ledger, CommandRedactor) else redact
@@ -345,11 +349,14 @@ class DecisionRecorder:
         proposed = proposed_command(gate)
         ran, why = (None, "")
         if proposed or decided.approved is not None:  # a command: what ran is read from agy's step
-            ran, why = await ran_at(self.read_steps, gate, result.step_key)
+            ran, why = await ran_at(self.ran_line, gate, result.step_key)
         body = outcome_body(
             gate, seq, result, decided.approved, (ran, why), self._secrets_of, self.redact_command
         )
         await self._write(LedgerEntry(type="outcome", body=body))
+
+    async def _ran_line(self, gate: GateOpened, trajectory: str, index: int) -> str | None:
+        return ran_command(await self.read_steps(gate), trajectory, index)
 
     # -- background writes -------------------------------------------------------------------------
 

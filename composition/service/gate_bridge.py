@@ -52,6 +52,7 @@ from .gate_asking import HumanAsking
 from .gate_delivery import AnswerDelivery
 from .gate_rules import RuleAnswers
 from .gate_watch import GateWatch
+from .settled_runs import SettledRuns
 
 log = logging.getLogger("agy_harness.harness")
 
@@ -74,8 +75,14 @@ class GateBridge(HumanAsking):
         policy: GatePolicy | None = None,
     ) -> None:
         self.snapshot = snapshot
+        #: what a decided step ran: one read for the check of it and the outcome record
+        self.runs = SettledRuns(snapshot)
         # the decision ledger's records (agy's recorded answer read from the gate's step on)
-        self.decisions = DecisionRecorder(ledger, lambda gate: self._send.steps_from(gate))
+        self.decisions = DecisionRecorder(
+            ledger,
+            lambda gate: self._send.steps_from(gate),
+            ran_line=lambda gate, trajectory, index: self.runs.ran(gate.cascade_id, trajectory, index),
+        )
         self.sink = sink
         self.emitter = emitter
         self.options = options or HarnessOptions()
@@ -88,7 +95,7 @@ class GateBridge(HumanAsking):
         self._aside: OrderedDict[str, None] = OrderedDict()  # agy refuses every answer: never asked again
         self._refused: set[str] = set()  # gates whose answer agy refused (for the delivery record)
         self._turns: dict[str, str] = {}  # conversation -> its newest user message's executionId
-        self.watch = GateWatch(snapshot=snapshot, emitter=emitter)  # after an answer: grants, what ran
+        self.watch = GateWatch(snapshot=snapshot, emitter=emitter, runs=self.runs)  # grants, what ran
         self._send = AnswerDelivery(
             snapshot=snapshot,
             emitter=emitter,

@@ -24,15 +24,15 @@ from agy_harness.core.approvals import (
     covering,
     grant_of,
     not_kept_text,
-    ran_command,
     ran_differs_text,
 )
 from agy_harness.core.display import one_line
 from agy_harness.core.scopes import without
 from agy_harness.ports.events import Event, GateOpened, Notice, ToolResult
-from agy_harness.ports.protocols import StepSnapshot, StepSnapshotFrom
+from agy_harness.ports.protocols import StepSnapshot
 
 from .emitter import Emitter
+from .settled_runs import SettledRuns
 
 log = logging.getLogger("agy_harness.harness")
 
@@ -44,8 +44,10 @@ def unchecked_text(gate_id: str, why: str) -> str:
 
 
 class GateWatch:
-    def __init__(self, *, snapshot: StepSnapshot, emitter: Emitter) -> None:
+    def __init__(self, *, snapshot: StepSnapshot, emitter: Emitter, runs: SettledRuns | None = None) -> None:
         self.snapshot = snapshot
+        #: what a step ran, read once for this check and the decision's outcome record
+        self.runs = runs if runs is not None else SettledRuns(snapshot)
         self.emitter = emitter
         self._approved: dict[str, tuple[GateOpened, str]] = {}  # step key -> (gate, approved line)
         self._grants: list[Grant] = []
@@ -140,15 +142,9 @@ class GateWatch:
         await self.emitter.notice(f"{gate.id}/ran-unchecked", text, "warning")
 
     async def _ran(self, cascade_id: str, trajectory: str, index: int) -> str | None:
-        """What the step ran: read from that step on where the snapshot can (a whole re-read of a large
-        conversation held the loop past the stream's idle watchdog), else, or when the step is not
-        there (another trajectory's index), the whole conversation."""
-        snapshot = self.snapshot
-        if isinstance(snapshot, StepSnapshotFrom):
-            ran = ran_command(await snapshot.read_steps_from(cascade_id, index), trajectory, index)
-            if ran is not None:
-                return ran
-        return ran_command(await snapshot.read_steps(cascade_id), trajectory, index)
+        """What the step ran (:class:`.settled_runs.SettledRuns`: read from that step on where the
+        snapshot can, the one read shared with the outcome record)."""
+        return await self.runs.ran(cascade_id, trajectory, index)
 
     @property
     def tasks(self) -> list[asyncio.Task[None]]:

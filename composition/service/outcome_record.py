@@ -10,7 +10,6 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agy_harness.core.approvals import ran_command
 from agy_harness.core.decision_record import output_tail, ran_fields
 from agy_harness.core.elicitation import proposed_command
 from agy_harness.ports.events import GateOpened, ToolResult
@@ -18,15 +17,18 @@ from agy_harness.ports.events import GateOpened, ToolResult
 OUTPUT_TAIL = 400  # characters of a tool's output kept in its outcome record
 
 
-async def ran_at(
-    read_steps: Callable[[GateOpened], Awaitable[list[Any]]], gate: GateOpened, step_key: str
-) -> tuple[str | None, str]:
+#: the command line a step ran once settled (the decided gate, the step's trajectory and index): None
+#: when it has none or has not settled (:meth:`.settled_runs.SettledRuns.ran`)
+RanLine = Callable[[GateOpened, str, int], Awaitable[str | None]]
+
+
+async def ran_at(ran_line: RanLine, gate: GateOpened, step_key: str) -> tuple[str | None, str]:
     """The command line the step that took ``gate``'s answer shows it ran (agy's
     ``runCommand.commandLine`` once it settled, after any edit or hook), or None and why it could
     not be read."""
     trajectory, _, index = step_key.rpartition("/")
     try:
-        ran = ran_command(await read_steps(gate), trajectory, int(index))
+        ran = await ran_line(gate, trajectory, int(index))
     except asyncio.CancelledError:
         raise
     except Exception as exc:
