@@ -4,8 +4,8 @@
 #
 #   benchmarks/suite_time.sh [--loops N] [--keep]
 #
-# --loops N  runs N CPU-bound loops (`sh -c 'while :; do :; done'`) beside the suite, each in a session
-#            of its own, as loops in another tmux window are (Linux's scheduler shares the CPU between
+# --loops N  runs N CPU-bound loops (`sh -c 'while :; do :; done'`) beside the suite, all in one session
+#            of their own, as loops in another tmux window are (Linux's scheduler shares the CPU between
 #            sessions first: autogroups); they are stopped at the end.
 # --keep     keeps the clone (printed); else it is removed.
 #
@@ -31,12 +31,14 @@ cd "$work/agy-harness" || exit 2
 python -m venv --system-site-packages "$work/venv" && . "$work/venv/bin/activate" || exit 2
 pip install -q --no-deps --no-build-isolation -e . > "$work/pip.log" 2>&1 || { cat "$work/pip.log"; exit 2; }
 
-pids=()
-for _ in $(seq 1 "$loops"); do
-  setsid sh -c 'while :; do :; done' &
-  pids+=($!)
-done
-stop_loops() { [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2> /dev/null; }
+loops_pid=""
+if [ "$loops" -gt 0 ]; then  # one session for all of them, as one tmux window is
+  setsid sh -c 'echo $$ > "$2"; for _ in $(seq 1 "$1"); do sh -c "while :; do :; done" & done; wait' \
+    _ "$loops" "$work/loops.sid" &
+  while [ ! -s "$work/loops.sid" ]; do sleep 0.1; done
+  loops_pid=$(cat "$work/loops.sid")
+fi
+stop_loops() { [ -n "$loops_pid" ] && pkill -s "$loops_pid" 2> /dev/null; }
 trap stop_loops EXIT
 
 group=""
