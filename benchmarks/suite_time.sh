@@ -7,7 +7,7 @@
 # --loops N  runs N CPU-bound loops (`sh -c 'while :; do :; done'`) beside the suite, all in one session
 #            of their own, as loops in another tmux window are (Linux's scheduler shares the CPU between
 #            sessions first: autogroups); they are stopped at the end.
-# --keep     keeps the clone (printed); else it is removed.
+# --keep     keeps the clone (printed); else it is removed, unless the run failed (its log is kept).
 #
 # CPU-seconds come from a cpuacct cgroup (v1) or a cgroup v2 directory when one can be made (root):
 # it counts every process the run started, also those that left their parent (chromium, tmux servers,
@@ -66,5 +66,9 @@ fi
 end=$(date +%s)
 echo "$(git rev-parse --short HEAD): exit $rc, $((end - start)) s wall, $cpu CPU-s ($how), $loops loop(s) beside it"
 echo "  $(tail -1 "$work/pytest.log")"
-if [ "$keep" = 1 ]; then echo "  kept: $work"; else rm -rf "$work"; fi
+if [ "$keep" = 1 ] || [ "$rc" != 0 ]; then  # a failed run's log is kept to read
+  echo "  kept: $work (its log: $work/pytest.log)"
+else
+  rm -rf "$work"
+fi
 exit "$rc"
