@@ -28,7 +28,11 @@ repo=$(git -C "$(dirname "$0")/.." rev-parse --show-toplevel) || exit 2
 work=$(mktemp -d /tmp/agyh-suite-time.XXXXXX)
 git clone -q "$repo" "$work/agy-harness" || exit 2
 cd "$work/agy-harness" || exit 2
+# the test extras' commands the tests look for next to the venv's python (aat-verify): a venv that sees
+# the system's packages does not see their scripts
+scripts=$(for tool in aat-verify; do command -v "$tool"; done)
 python -m venv --system-site-packages "$work/venv" && . "$work/venv/bin/activate" || exit 2
+for script in $scripts; do ln -s "$script" "$work/venv/bin/"; done
 pip install -q --no-deps --no-build-isolation -e . > "$work/pip.log" 2>&1 || { cat "$work/pip.log"; exit 2; }
 
 loops_pid=""
