@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import uuid
@@ -151,12 +152,8 @@ async def stop_new_sessions(http: httpx.AsyncClient, known: set[str]) -> None:
 async def server(plugin_server: str, plugin_host: Path) -> AsyncIterator[tuple[str, Path]]:
     """The shared server's URL and the shared client home (``plugin_host``); the sessions this test
     added there are stopped after it."""
-    async with httpx.AsyncClient(base_url=plugin_server, timeout=60) as http:
-        known = await session_ids(http)
-        try:
-            yield plugin_server, plugin_host
-        finally:
-            await stop_new_sessions(http, known)
+    async with _new_sessions_stopped(plugin_server):
+        yield plugin_server, plugin_host
 
 
 @pytest.fixture(scope="module")
@@ -177,10 +174,17 @@ def own_host(plugin_server: str, tmp_path_factory: pytest.TempPathFactory) -> It
 async def server_own_host(plugin_server: str, own_host: Path) -> AsyncIterator[tuple[str, Path]]:
     """The shared server's URL and the module's own client home (``own_host``); the sessions this test
     added there are stopped after it (each test has its own session, simulator and agent)."""
-    async with httpx.AsyncClient(base_url=plugin_server, timeout=60) as http:
+    async with _new_sessions_stopped(plugin_server):
+        yield plugin_server, own_host
+
+
+@contextlib.asynccontextmanager
+async def _new_sessions_stopped(url: str) -> AsyncIterator[None]:
+    """The sessions added on the server at ``url`` while inside are stopped when it ends."""
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
         known = await session_ids(http)
         try:
-            yield plugin_server, own_host
+            yield
         finally:
             await stop_new_sessions(http, known)
 
